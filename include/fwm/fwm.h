@@ -1,0 +1,212 @@
+/* fwm.h - the public C API of libfwm, the Fast Weight Memory inference runtime.
+ *
+ * What it is for: load an FWM model file (GGUF v3, architecture "fwm"), keep per-session state
+ * (LSTM h, c and the fast-weight tensor F) resident, and step one session, a token sequence, or a
+ * batch of sessions token by token. Also: the word-level tokenizer, top-k over logits, and export /
+ * import of a session's state as a versioned blob tied to the model's fingerprint.
+ *
+ * What it is not for: sockets, training, printing. The library never prints, never exits, never
+ * aborts on bad input and keeps no global error state. Every fallible function returns an
+ * fwm_status and, when `err` is non-NULL, fills it with a message naming the problem.
+ *
+ * Threading: a loaded fwm_model is immutable and may be shared by any number of threads. A
+ * fwm_session may be used by one thread at a time; distinct sessions may be stepped concurrently
+ * from different threads (each call allocates its own scratch space).
+ *
+ * Ownership: every object returned through an `out` pointer is owned by the caller and released with
+ * its `*_free` function; `*_free(NULL)` is a no-op. Sessions borrow their model: free every session
+ * of a model before the model. Strings returned by the library live as long as the object they
+ * came from.
+ */
+#ifndef FWM_FWM_H
+#define FWM_FWM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FWM_VERSION_MAJOR 0
+#define FWM_VERSION_MINOR 1
+#define FWM_VERSION_PATCH 0
+#define FWM_VERSION_STRING "0.1.0"
+
+/* ---- status codes ------------------------------------------------------------------------------
+ * One X-macro table generates the enum and fwm_status_str(). Codes are stable: new ones are added
+ * at the end. X(name, value, short description) */
+#define FWM_STATUS_LIST(X)                                                                  \
+    X(FWM_OK, 0, "ok")                                                                      \
+    X(FWM_ERR_INVALID_ARGUMENT, 1, "invalid argument")                                      \
+    X(FWM_ERR_OUT_OF_MEMORY, 2, "out of memory")                                            \
+    X(FWM_ERR_IO, 3, "input/output error")                                                  \
+    X(FWM_ERR_FORMAT, 4, "malformed model file")                                            \
+    X(FWM_ERR_CHECKSUM, 5, "model file checksum mismatch")                                  \
+    X(FWM_ERR_UNSUPPORTED, 6, "unsupported model feature")                                  \
+    X(FWM_ERR_UNKNOWN_WORD, 7, "unknown word")                                              \
+    X(FWM_ERR_TOKEN_OUT_OF_RANGE, 8, "token id out of range")                               \
+    X(FWM_ERR_BUFFER_TOO_SMALL, 9, "buffer too small")                                      \
+    X(FWM_ERR_STATE_MODEL_MISMATCH, 10, "session state belongs to another model")           \
+    X(FWM_ERR_STATE_CORRUPT, 11, "session state blob is damaged")                           \
+    X(FWM_ERR_MODEL_MISMATCH, 12, "sessions belong to different models")
+
+typedef enum fwm_status {
+#define FWM_STATUS_ENUM_(name, value, text) name = value,
+    FWM_STATUS_LIST(FWM_STATUS_ENUM_)
+#undef FWM_STATUS_ENUM_
+} fwm_status;
+
+/* Short, static description of a status ("unknown word"); never NULL ("unknown status" for values
+ * outside the table). Thread-safe. */
+const char *fwm_status_str(fwm_status status);
+
+/* An error record filled by fallible functions when the caller passes one. `message` names the
+ * problem precisely (which key, tensor, word, offset; what was expected and what was found). */
+#define FWM_ERROR_MESSAGE_SIZE 320
+typedef struct fwm_error {
+    fwm_status status;                    /* same value the function returned */
+    char message[FWM_ERROR_MESSAGE_SIZE]; /* NUL-terminated, never empty on failure */
+} fwm_error;
+
+/* ---- model -------------------------------------------------------------------------------------- */
+typedef struct fwm_model fwm_model;
+
+typedef enum fwm_read_policy {
+    FWM_READ_ALWAYS = 0, /* read the memory at every step ("always") */
+    FWM_READ_ON_TOKEN = 1 /* read only where the input token is read_token_id ("token"); elsewhere the
+                             read-out is zero */
+} fwm_read_policy;
+
+typedef struct fwm_model_params {
+    bool use_mmap;        /* map the file and use aligned F32 tensors in place (default true); false
+                             reads the whole file into memory */
+    bool verify_checksum; /* verify the tensor-data checksum if the file has one (default true) */
+} fwm_model_params;
+
+/* Defaults: use_mmap = true, verify_checksum = true. */
+fwm_model_params fwm_model_default_params(void);
+
+/* Load a model file. `params` may be NULL (defaults). On success *out owns the model.
+ * Returns FWM_ERR_IO (cannot open/read/map), FWM_ERR_FORMAT (any structural problem, named),
+ * FWM_ERR_CHECKSUM, FWM_ERR_UNSUPPORTED, FWM_ERR_OUT_OF_MEMORY, FWM_ERR_INVALID_ARGUMENT. */
+fwm_status fwm_model_load(const char *path, const fwm_model_params *params, fwm_model **out,
+                          fwm_error *err);
+
+/* Load a model from a caller-owned buffer that holds a whole model file. The buffer is copied when
+ * the tensors cannot be used in place; otherwise it must outlive the model. Same errors as
+ * fwm_model_load (except FWM_ERR_IO). */
+fwm_status fwm_model_load_from_buffer(const void *data, size_t size, const fwm_model_params *params,
+                                      fwm_model **out, fwm_error *err);
+
+void fwm_model_free(fwm_model *model);
+
+typedef struct fwm_model_info {
+    uint32_t vocab_size;       /* V */
+    uint32_t embedding_length; /* E */
+    uint32_t hidden_size;      /* H */
+    uint32_t memory_s;         /* S: first key size */
+    uint32_t memory_r;         /* R: second key size */
+    uint32_t memory_t;         /* T: value size */
+    uint32_t read_count;       /* N_r: chained reads per step */
+    bool residual;             /* add h to the read-out */
+    fwm_read_policy read_policy;
+    uint32_t read_token_id; /* token that triggers a read under FWM_READ_ON_TOKEN */
+    float forget_bias, beta_bias, write_scale, layer_norm_eps;
+    uint32_t padding_token_id, eos_token_id;
+    uint64_t parameter_count;     /* total number of weights */
+    size_t session_state_floats;  /* floats of per-session state: 2H + S*R*T */
+    size_t session_state_bytes;   /* bytes a session holds (state plus bookkeeping) */
+    size_t state_blob_bytes;      /* exact size of an exported state blob */
+    uint64_t fingerprint;         /* identifies the model (hyperparameters, vocabulary, weights) */
+    bool has_checksum;            /* the file carries a tensor-data checksum */
+    bool checksum_verified;       /* it was present and verified at load */
+    const char *name;             /* general.name, or "" */
+} fwm_model_info;
+
+/* Fill *info. Thread-safe. */
+void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
+
+/* The text of token `id`, or NULL when id >= V. */
+const char *fwm_model_token_text(const fwm_model *model, uint32_t id);
+
+/* Look up a word (exact, case-sensitive, `length` bytes). FWM_ERR_UNKNOWN_WORD if absent. */
+fwm_status fwm_model_token_id(const fwm_model *model, const char *word, size_t length,
+                              uint32_t *id);
+
+/* ---- tokenizer -----------------------------------------------------------------------------------
+ * Word-level, as in catbAbI: ASCII lower-casing, split on white space, and a "." or "?" that ends a
+ * word is a token of its own ("Where is Mary?" -> where is mary ?). Commas stay inside words
+ * ("n,w" is one token). Writes up to `capacity` ids to `tokens`; *count receives the number of
+ * tokens in the text even when it does not fit (then FWM_ERR_BUFFER_TOO_SMALL).
+ * FWM_ERR_UNKNOWN_WORD names the first word that is not in the vocabulary and its byte offset. */
+fwm_status fwm_tokenize(const fwm_model *model, const char *text, size_t text_length,
+                        uint32_t *tokens, size_t capacity, size_t *count, fwm_error *err);
+
+/* ---- sessions ----------------------------------------------------------------------------------- */
+typedef struct fwm_session fwm_session;
+
+/* A new session with zero state. FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm_session_create(const fwm_model *model, fwm_session **out, fwm_error *err);
+void fwm_session_free(fwm_session *session);
+
+/* Zero the state (h, c, F) and the position. */
+void fwm_session_reset(fwm_session *session);
+
+/* A new session with a copy of `parent`'s state; the two then evolve independently. */
+fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_error *err);
+
+const fwm_model *fwm_session_model(const fwm_session *session);
+
+/* Number of tokens stepped since creation or the last reset. */
+uint64_t fwm_session_position(const fwm_session *session);
+
+/* Step one token. `logits` receives V floats (the next-word scores), or may be NULL: then the read
+ * and output (which change no state) are skipped. FWM_ERR_TOKEN_OUT_OF_RANGE leaves the state
+ * untouched. */
+fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
+
+/* Step `count` tokens in order. `logits` receives count*V floats (row i after token i), or NULL.
+ * All token ids are checked before any is stepped: on error the state is untouched. Bit-identical
+ * to calling fwm_session_step for each token. */
+fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
+                                     float *logits, fwm_error *err);
+
+/* Step `count` distinct sessions of one model, one token each (tokens[i] for sessions[i]), in one
+ * call. `logits` receives count*V floats (row i for sessions[i]), or NULL. Results are
+ * bit-identical to stepping each session alone. Everything is checked before anything is stepped:
+ * FWM_ERR_INVALID_ARGUMENT (NULL or repeated session), FWM_ERR_MODEL_MISMATCH,
+ * FWM_ERR_TOKEN_OUT_OF_RANGE leave every session untouched. */
+fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
+                          float *logits, fwm_error *err);
+
+/* ---- predictions -------------------------------------------------------------------------------- */
+typedef struct fwm_prediction {
+    uint32_t token;    /* token id */
+    float probability; /* softmax probability over all V logits */
+} fwm_prediction;
+
+/* The k most probable tokens of one row of `vocab_size` logits, most probable first (ties: lower id
+ * first). Writes min(k, vocab_size) entries and returns that number. Thread-safe. */
+size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_prediction *out);
+
+/* ---- session state blobs ------------------------------------------------------------------------
+ * A versioned, checksummed snapshot of a session (position, h, c, F) tied to its model's
+ * fingerprint. Its size is fwm_model_info.state_blob_bytes. */
+
+/* Write the blob into `buffer` (capacity bytes); *written receives its size.
+ * FWM_ERR_BUFFER_TOO_SMALL (with *written set to the size needed). */
+fwm_status fwm_session_export(const fwm_session *session, void *buffer, size_t capacity,
+                              size_t *written, fwm_error *err);
+
+/* Replace `session`'s state with a blob's. Refuses, leaving the session untouched:
+ * FWM_ERR_STATE_MODEL_MISMATCH (another model's blob), FWM_ERR_STATE_CORRUPT (bad magic, version,
+ * size or checksum). */
+fwm_status fwm_session_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FWM_FWM_H */

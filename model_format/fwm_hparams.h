@@ -1,0 +1,74 @@
+/* fwm_hparams.h - the FWM hyperparameters and the one tensor list.
+ *
+ * FWM_TENSOR_LIST is the single place a weight tensor is declared: its C field name, its GGUF name
+ * and its shape as an expression of the hyperparameters. It generates the loader's checks, the
+ * writer's order, the runtime's struct of weight pointers and the trainer's flat layout.
+ * Shapes are row-major [rows, cols] (y = W x means W is [out, in]); a 1-D tensor has cols = 1 and is
+ * stored with one GGUF dimension. GGUF lists the fastest dimension first: a [rows, cols] matrix has
+ * GGUF dims (cols, rows).
+ */
+#ifndef FWM_MODEL_FORMAT_HPARAMS_H
+#define FWM_MODEL_FORMAT_HPARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct fwm_hparams {
+    uint32_t vocab_size;       /* V, fwm.vocab_size */
+    uint32_t embedding_length; /* E, fwm.embedding_length */
+    uint32_t hidden_size;      /* H, fwm.hidden_size */
+    uint32_t memory_s;         /* S, fwm.memory.s: size of key k1 */
+    uint32_t memory_r;         /* R, fwm.memory.r: size of key k2 and of each read key e_i */
+    uint32_t memory_t;         /* T, fwm.memory.t: size of values */
+    uint32_t read_count;       /* N_r, fwm.read_count: chained reads (>1 requires S == T) */
+    bool residual;             /* fwm.residual: y = m + h instead of y = m */
+    uint32_t read_policy;      /* fwm.read_policy: 0 "always", 1 "token" (fwm_read_policy) */
+    uint32_t read_token_id;    /* fwm.read_token_id: the token that triggers reads under "token" */
+    float forget_bias;         /* fwm.forget_bias, 1 in the paper */
+    float beta_bias;           /* fwm.beta_bias, 1 in the paper */
+    float write_scale;         /* fwm.write_scale, 1/T in the released code */
+    float layer_norm_eps;      /* fwm.layer_norm_eps, 1e-5 */
+    uint32_t padding_token_id; /* tokenizer.ggml.padding_token_id */
+    uint32_t eos_token_id;     /* tokenizer.ggml.eos_token_id */
+} fwm_hparams;
+
+/* Upper bounds the loader enforces on every size before any arithmetic or allocation. */
+#define FWM_MAX_VOCAB_SIZE 1000000u
+#define FWM_MAX_DIM 65536u          /* E, H, S, R, T */
+#define FWM_MAX_READ_COUNT 64u
+#define FWM_MAX_MEMORY_ELEMENTS (1u << 26) /* S*R*T */
+
+/* X(field, gguf_name, rows, cols) with shapes written over `hp`, a `const fwm_hparams *`. */
+#define FWM_TENSOR_LIST(X)                                                                           \
+    X(token_embd, "token_embd.weight", (hp)->vocab_size, (hp)->embedding_length)                     \
+    X(lstm_weight_ih, "lstm.weight_ih", 4 * (uint64_t)(hp)->hidden_size, (hp)->embedding_length)     \
+    X(lstm_weight_hh, "lstm.weight_hh", 4 * (uint64_t)(hp)->hidden_size, (hp)->hidden_size)          \
+    X(lstm_bias, "lstm.bias", 4 * (uint64_t)(hp)->hidden_size, 1)                                    \
+    X(write_weight, "fwm.write.weight",                                                              \
+      (uint64_t)(hp)->memory_s + (hp)->memory_r + (hp)->memory_t + 1, (hp)->hidden_size)            \
+    X(write_bias, "fwm.write.bias", (uint64_t)(hp)->memory_s + (hp)->memory_r + (hp)->memory_t + 1, \
+      1)                                                                                             \
+    X(read_weight, "fwm.read.weight",                                                                \
+      (uint64_t)(hp)->memory_s + (uint64_t)(hp)->read_count * (hp)->memory_r, (hp)->hidden_size)     \
+    X(read_bias, "fwm.read.bias",                                                                    \
+      (uint64_t)(hp)->memory_s + (uint64_t)(hp)->read_count * (hp)->memory_r, 1)                     \
+    X(out_weight, "fwm.out.weight", (hp)->hidden_size, (hp)->memory_t)                               \
+    X(out_bias, "fwm.out.bias", (hp)->hidden_size, 1)                                                \
+    X(output_weight, "output.weight", (hp)->vocab_size, (hp)->hidden_size)
+
+/* FWM_TENSOR_<field> indices in list order, and FWM_TENSOR_COUNT. */
+enum fwm_tensor_index {
+#define FWM_TENSOR_INDEX_(field, name, rows, cols) FWM_TENSOR_##field,
+    FWM_TENSOR_LIST(FWM_TENSOR_INDEX_)
+#undef FWM_TENSOR_INDEX_
+        FWM_TENSOR_COUNT
+};
+
+/* One pointer per tensor, F32, row-major, in list order. */
+typedef struct fwm_weights {
+#define FWM_TENSOR_FIELD_(field, name, rows, cols) const float *field;
+    FWM_TENSOR_LIST(FWM_TENSOR_FIELD_)
+#undef FWM_TENSOR_FIELD_
+} fwm_weights;
+
+#endif

@@ -1,0 +1,89 @@
+/* fwm_schema.h - the FWM schema on top of the GGUF container: parse and validate a whole model file
+ * held in memory, and write one.
+ *
+ * Parsing checks the container (gguf_reader.h) and then the schema: every required key with its
+ * type and range, the vocabulary, and every tensor of FWM_TENSOR_LIST with its type and shape.
+ * Messages name the key or tensor, what was expected and what was found. Nothing is trusted or
+ * allocated before it has been checked against the buffer's size and against overflow.
+ * Internal to libfwm and its tools; the public API is include/fwm/fwm.h.
+ */
+#ifndef FWM_MODEL_FORMAT_SCHEMA_H
+#define FWM_MODEL_FORMAT_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm/fwm.h"
+#include "fwm_hparams.h"
+
+/* GGUF tensor types the schema accepts (values are GGML's). */
+#define FWM_GGML_TYPE_F32 0u
+#define FWM_GGML_TYPE_F16 1u
+#define FWM_GGML_TYPE_BF16 30u
+
+/* Optional metadata keys written by fwm's writer. */
+#define FWM_KEY_CHECKSUM "fwm.checksum"       /* u64: XXH64 (seed 0) of the tensor data, see FORMAT.md */
+#define FWM_KEY_FINGERPRINT "fwm.fingerprint" /* u64: see fwm_schema_fingerprint */
+
+typedef struct fwm_schema_tensor {
+    const void *data;    /* into the parsed buffer */
+    uint32_t type;       /* FWM_GGML_TYPE_* */
+    uint64_t rows, cols; /* as FWM_TENSOR_LIST says (cols = 1 for vectors) */
+    uint64_t n_bytes;    /* bytes of data in the file */
+    uint64_t file_offset; /* absolute offset of data in the file */
+} fwm_schema_tensor;
+
+typedef struct fwm_schema {
+    fwm_hparams hp;
+    char *name;               /* owned; general.name or "" */
+    char **tokens;            /* owned; V NUL-terminated token strings */
+    uint32_t *token_lengths;  /* owned; V byte lengths */
+    fwm_schema_tensor tensors[FWM_TENSOR_COUNT]; /* in FWM_TENSOR_LIST order */
+    int has_checksum;         /* FWM_KEY_CHECKSUM present */
+    uint64_t checksum;        /* its stored value */
+    int has_fingerprint;      /* FWM_KEY_FINGERPRINT present */
+    uint64_t fingerprint;     /* its stored value */
+} fwm_schema;
+
+/* Parse and validate the model file in buf[0..size). On success *out holds owned copies of the
+ * strings and pointers into `buf` for the tensor data (buf must outlive that use). On failure
+ * *out is left released (safe to call fwm_schema_release on). Returns FWM_ERR_FORMAT,
+ * FWM_ERR_UNSUPPORTED (e.g. a tensor type outside F32/F16/BF16), FWM_ERR_OUT_OF_MEMORY. The checksum
+ * is not verified here (see fwm_schema_checksum). */
+fwm_status fwm_schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err);
+
+/* Release what fwm_schema_parse allocated; idempotent; NULL is a no-op. */
+void fwm_schema_release(fwm_schema *schema);
+
+/* XXH64 (seed 0) over the tensor data bytes as stored, tensors in FWM_TENSOR_LIST order. */
+uint64_t fwm_schema_checksum(const fwm_schema *schema);
+
+/* Model fingerprint: XXH64 over a canonical little-endian serialisation of the hyperparameters,
+ * the vocabulary and the tensor-data checksum (see FORMAT.md). Ties session state blobs to a model. */
+uint64_t fwm_schema_fingerprint(const fwm_hparams *hp, const char *const *tokens,
+                                const uint32_t *token_lengths, uint64_t checksum);
+
+/* What fwm's writer needs to write a model file: F32 tensors in FWM_TENSOR_LIST order. */
+typedef struct fwm_write_kv {
+    const char *key;   /* e.g. "fwm.training.mode" */
+    int is_string;     /* 1: string value, 0: f64 value stored as F32? see type */
+    const char *string_value;
+    double number_value; /* written as F32 */
+    uint64_t uint_value; /* used when is_string == 2: written as U64 */
+} fwm_write_kv;
+
+typedef struct fwm_write_spec {
+    fwm_hparams hp;
+    const char *name;                     /* general.name; NULL to omit */
+    const char *const *tokens;            /* V NUL-terminated token strings */
+    const float *tensors[FWM_TENSOR_COUNT]; /* F32 row-major data, FWM_TENSOR_LIST order */
+    const fwm_write_kv *extra;            /* optional extra keys (provenance), may be NULL */
+    size_t extra_count;
+} fwm_write_spec;
+
+/* Write a complete model file (alignment 64, checksum and fingerprint keys included) to `path`,
+ * atomically (temporary file + rename). Validates the spec as the reader would. Returns FWM_ERR_IO,
+ * FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm_model_write(const char *path, const fwm_write_spec *spec, fwm_error *err);
+
+#endif

@@ -1,0 +1,317 @@
+/* model.c - loading a model file into a ready-to-step fwm_model: map or read the file, validate it
+ * through the schema (model_format/), verify checksum and fingerprint, use aligned F32 tensors in
+ * place and widen the rest once, build the vocabulary index, and let the kernels derive their tables.
+ * Also the model's read-only queries (info, token text and lookup). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "fwm_schema.h"
+#include "model_internal.h"
+#include "session_internal.h"
+#include "vocab_index.h"
+
+fwm_model_params fwm_model_default_params(void) {
+    fwm_model_params params = {.use_mmap = true, .verify_checksum = true};
+    return params;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0) {
+        if (mantissa == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalise */
+            int shift = 0;
+            while (!(mantissa & 0x400u)) {
+                mantissa <<= 1;
+                shift++;
+            }
+            mantissa &= 0x3ffu;
+            bits = sign | ((uint32_t)(127 - 15 + 1 - shift) << 23) | (mantissa << 13);
+        }
+    } else if (exponent == 31) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else {
+        bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static float bfloat_to_float(uint16_t b) {
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* An F32 tensor whose data is 4-byte aligned can be read in place; anything else is widened. */
+static bool usable_in_place(const fwm_schema_tensor *t) {
+    return t->type == FWM_GGML_TYPE_F32 && ((uintptr_t)t->data % sizeof(float)) == 0;
+}
+
+static void widen(const fwm_schema_tensor *t, float *dst) {
+    uint64_t n = t->rows * t->cols;
+    const unsigned char *src = t->data;
+    for (uint64_t i = 0; i < n; i++) {
+        if (t->type == FWM_GGML_TYPE_F32) {
+            memcpy(&dst[i], src + 4 * i, 4);
+        } else {
+            uint16_t v = (uint16_t)(src[2 * i] | (src[2 * i + 1] << 8));
+            dst[i] = t->type == FWM_GGML_TYPE_F16 ? half_to_float(v) : bfloat_to_float(v);
+        }
+    }
+}
+
+/* Point model->w at every tensor: in place where possible, else into one `converted` block. */
+static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
+    uint64_t converted_floats = 0;
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+        const fwm_schema_tensor *t = &schema->tensors[i];
+        if (!usable_in_place(t)) converted_floats += t->rows * t->cols;
+    }
+    if (converted_floats > 0) {
+        if (converted_floats > SIZE_MAX / sizeof(float))
+            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "cannot widen %" PRIu64 " weights",
+                              converted_floats);
+        model->converted = fwm__aligned_alloc(64, (size_t)converted_floats * sizeof(float));
+        if (!model->converted)
+            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                              "out of memory widening %" PRIu64 " weights to F32", converted_floats);
+    }
+    const float *pointers[FWM_TENSOR_COUNT];
+    float *next = model->converted;
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+        const fwm_schema_tensor *t = &schema->tensors[i];
+        if (usable_in_place(t)) {
+            pointers[i] = t->data;
+        } else {
+            widen(t, next);
+            pointers[i] = next;
+            next += t->rows * t->cols;
+        }
+        model->parameter_count += t->rows * t->cols;
+    }
+#define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
+    FWM_TENSOR_LIST(FWM_BIND_)
+#undef FWM_BIND_
+    return FWM_OK;
+}
+
+static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
+                                  const fwm_model_params *params, fwm_error *err) {
+    uint64_t checksum = fwm_schema_checksum(schema);
+    model->has_checksum = schema->has_checksum;
+    if (schema->has_checksum && params->verify_checksum) {
+        if (checksum != schema->checksum)
+            return fwm__error(err, FWM_ERR_CHECKSUM,
+                              "tensor data checksum mismatch: key '" FWM_KEY_CHECKSUM
+                              "' says 0x%016" PRIx64 ", the data hashes to 0x%016" PRIx64,
+                              schema->checksum, checksum);
+        model->checksum_verified = true;
+    }
+    model->fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)schema->tokens,
+                                                schema->token_lengths, checksum);
+    if (schema->has_fingerprint && params->verify_checksum &&
+        schema->fingerprint != model->fingerprint)
+        return fwm__error(err, FWM_ERR_CHECKSUM,
+                          "model fingerprint mismatch: key '" FWM_KEY_FINGERPRINT
+                          "' says 0x%016" PRIx64 ", the model computes to 0x%016" PRIx64,
+                          schema->fingerprint, model->fingerprint);
+    return FWM_OK;
+}
+
+/* Build a model over buf[0..size), which the caller keeps alive (mapping or copy owned by model). */
+static fwm_status build_model(struct fwm_model *model, const void *buf, size_t size,
+                              const fwm_model_params *params, fwm_error *err) {
+    fwm_schema schema;
+    memset(&schema, 0, sizeof schema);
+    fwm_status status = fwm_schema_parse(buf, size, &schema, err);
+    if (status != FWM_OK) goto done;
+    model->hp = schema.hp;
+    status = check_integrity(model, &schema, params, err);
+    if (status != FWM_OK) goto done;
+    status = bind_weights(model, &schema, err);
+    if (status != FWM_OK) goto done;
+    /* take ownership of the strings */
+    model->tokens = schema.tokens;
+    model->token_lengths = schema.token_lengths;
+    model->name = schema.name;
+    schema.tokens = NULL;
+    schema.token_lengths = NULL;
+    schema.name = NULL;
+    status = fwm__vocab_index_build(model, err);
+    if (status != FWM_OK) goto done;
+    status = fwm__model_prepare(model, err);
+done:
+    fwm_schema_release(&schema);
+    return status;
+}
+
+static struct fwm_model *model_new(fwm_error *err) {
+    struct fwm_model *model = fwm__calloc(1, sizeof *model);
+    if (!model) fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory allocating a model");
+    return model;
+}
+
+fwm_status fwm_model_load_from_buffer(const void *data, size_t size, const fwm_model_params *params,
+                                      fwm_model **out, fwm_error *err) {
+    fwm__error_clear(err);
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_model_load_from_buffer: out is NULL");
+    *out = NULL;
+    if (!data && size > 0)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_model_load_from_buffer: data is NULL");
+    fwm_model_params defaults = fwm_model_default_params();
+    if (!params) params = &defaults;
+    struct fwm_model *model = model_new(err);
+    if (!model) return FWM_ERR_OUT_OF_MEMORY;
+    fwm_status status = build_model(model, data ? data : "", size, params, err);
+    if (status != FWM_OK) {
+        fwm_model_free(model);
+        return status;
+    }
+    *out = model;
+    return FWM_OK;
+}
+
+/* Read a whole file into a 64-byte aligned buffer. */
+static fwm_status read_file(int fd, const char *path, size_t size, void **out, fwm_error *err) {
+    unsigned char *buf = fwm__aligned_alloc(64, size ? size : 1);
+    if (!buf)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory reading '%s' (%zu bytes)", path,
+                          size);
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = read(fd, buf + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            fwm__free(buf);
+            return fwm__error(err, FWM_ERR_IO, "cannot read '%s': %s", path,
+                              n < 0 ? strerror(errno) : "file shrank while reading");
+        }
+        done += (size_t)n;
+    }
+    *out = buf;
+    return FWM_OK;
+}
+
+fwm_status fwm_model_load(const char *path, const fwm_model_params *params, fwm_model **out,
+                          fwm_error *err) {
+    fwm__error_clear(err);
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_model_load: out is NULL");
+    *out = NULL;
+    if (!path) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_model_load: path is NULL");
+    fwm_model_params defaults = fwm_model_default_params();
+    if (!params) params = &defaults;
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fwm__error(err, FWM_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fwm__error(err, FWM_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fwm__error(err, FWM_ERR_IO, "'%s' is not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        return fwm__error(err, FWM_ERR_IO, "'%s' is too large to load", path);
+    }
+    size_t size = (size_t)st.st_size;
+
+    struct fwm_model *model = model_new(err);
+    if (!model) {
+        close(fd);
+        return FWM_ERR_OUT_OF_MEMORY;
+    }
+    fwm_status status = FWM_OK;
+    const void *buf = NULL;
+    if (params->use_mmap && size > 0) {
+        void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            status = fwm__error(err, FWM_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
+        } else {
+            model->mapping = map;
+            model->mapping_size = size;
+            buf = map;
+        }
+    } else {
+        status = read_file(fd, path, size, &model->file_copy, err);
+        buf = model->file_copy;
+    }
+    close(fd);
+    if (status == FWM_OK) status = build_model(model, buf ? buf : "", size, params, err);
+    if (status != FWM_OK) {
+        fwm_model_free(model);
+        return status;
+    }
+    *out = model;
+    return FWM_OK;
+}
+
+void fwm_model_free(fwm_model *model) {
+    if (!model) return;
+    fwm__model_unprepare(model);
+    if (model->tokens) {
+        for (uint32_t i = 0; i < model->hp.vocab_size; i++) fwm__free(model->tokens[i]);
+        fwm__free(model->tokens);
+    }
+    fwm__free(model->token_lengths);
+    fwm__free(model->vocab_index);
+    fwm__free(model->name);
+    fwm__free(model->converted);
+    fwm__free(model->file_copy);
+    if (model->mapping) munmap(model->mapping, model->mapping_size);
+    fwm__free(model);
+}
+
+void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
+    if (!info) return;
+    memset(info, 0, sizeof *info);
+    if (!model) return;
+    const fwm_hparams *hp = &model->hp;
+    info->vocab_size = hp->vocab_size;
+    info->embedding_length = hp->embedding_length;
+    info->hidden_size = hp->hidden_size;
+    info->memory_s = hp->memory_s;
+    info->memory_r = hp->memory_r;
+    info->memory_t = hp->memory_t;
+    info->read_count = hp->read_count;
+    info->residual = hp->residual;
+    info->read_policy = hp->read_policy == 1 ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
+    info->read_token_id = hp->read_token_id;
+    info->forget_bias = hp->forget_bias;
+    info->beta_bias = hp->beta_bias;
+    info->write_scale = hp->write_scale;
+    info->layer_norm_eps = hp->layer_norm_eps;
+    info->padding_token_id = hp->padding_token_id;
+    info->eos_token_id = hp->eos_token_id;
+    info->parameter_count = model->parameter_count;
+    info->session_state_floats =
+        2 * (size_t)hp->hidden_size + (size_t)hp->memory_s * hp->memory_r * hp->memory_t;
+    info->session_state_bytes = fwm__session_bytes(model);
+    info->state_blob_bytes = fwm__state_blob_size(model);
+    info->fingerprint = model->fingerprint;
+    info->has_checksum = model->has_checksum;
+    info->checksum_verified = model->checksum_verified;
+    info->name = model->name ? model->name : "";
+}
+
+const char *fwm_model_token_text(const fwm_model *model, uint32_t id) {
+    if (!model || id >= model->hp.vocab_size) return NULL;
+    return model->tokens[id];
+}

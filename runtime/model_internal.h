@@ -1,0 +1,46 @@
+/* model_internal.h - the layout of a loaded fwm_model, shared by the runtime's files. Internal. */
+#ifndef FWM_RUNTIME_MODEL_INTERNAL_H
+#define FWM_RUNTIME_MODEL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm/fwm.h"
+#include "fwm_hparams.h"
+
+struct fwm_model {
+    fwm_hparams hp;
+    fwm_weights w; /* F32 row-major weights: in place in the mapping, or in `converted` */
+
+    /* Derived at load by fwm__model_prepare (step kernels), owned: */
+    float *input_gates; /* [V, 4H]: W_ih Emb[x] + b for every token x, gate order i, f, z, o */
+
+    /* Vocabulary: V owned NUL-terminated strings, their lengths, and an open-addressing hash index
+     * (vocab_index_size slots, a power of two, each a token id + 1 or 0 for empty). */
+    char **tokens;
+    uint32_t *token_lengths;
+    uint32_t *vocab_index;
+    uint32_t vocab_index_size;
+
+    char *name;           /* owned, "" if absent */
+    uint64_t fingerprint;
+    uint64_t parameter_count;
+    bool has_checksum;
+    bool checksum_verified;
+
+    /* Storage behind the weights: */
+    void *mapping;            /* mmap of the file, or NULL */
+    size_t mapping_size;
+    void *file_copy;          /* owned copy of the file (no mmap, or an unaligned buffer) */
+    float *converted;         /* owned F32 copies of tensors that could not be used in place */
+};
+
+/* Compute the derived tensors (input_gates) once the weights are set. Implemented with the step
+ * kernels. FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err);
+
+/* Release what fwm__model_prepare allocated. */
+void fwm__model_unprepare(struct fwm_model *model);
+
+#endif
