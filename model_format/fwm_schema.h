@@ -10,6 +10,7 @@
 #ifndef FWM_MODEL_FORMAT_SCHEMA_H
 #define FWM_MODEL_FORMAT_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,15 +64,31 @@ uint64_t fwm_schema_checksum(const fwm_schema *schema);
 uint64_t fwm_schema_fingerprint(const fwm_hparams *hp, const char *const *tokens,
                                 const uint32_t *token_lengths, uint64_t checksum);
 
-/* What fwm's writer needs to write a model file: F32 tensors in FWM_TENSOR_LIST order. */
+/* An extra metadata key for fwm_model_write (e.g. provenance "fwm.training.steps"): a small tagged
+ * union. The key must not be one the writer writes itself (general.architecture,
+ * general.alignment, general.name, the fwm.* schema keys, the tokenizer.ggml.* keys, fwm.checksum,
+ * fwm.fingerprint); extra keys must be distinct and non-empty. */
+typedef enum fwm_write_kv_kind {
+    FWM_WRITE_KV_STRING = 0, /* value.string: NUL-terminated, written as GGUF string */
+    FWM_WRITE_KV_U32 = 1,    /* value.u32 */
+    FWM_WRITE_KV_U64 = 2,    /* value.u64 */
+    FWM_WRITE_KV_F32 = 3,    /* value.f32 */
+    FWM_WRITE_KV_BOOL = 4    /* value.boolean */
+} fwm_write_kv_kind;
+
 typedef struct fwm_write_kv {
-    const char *key;   /* e.g. "fwm.training.mode" */
-    int is_string;     /* 1: string value, 0: f64 value stored as F32? see type */
-    const char *string_value;
-    double number_value; /* written as F32 */
-    uint64_t uint_value; /* used when is_string == 2: written as U64 */
+    const char *key; /* e.g. "fwm.training.mode"; borrowed */
+    fwm_write_kv_kind kind;
+    union {
+        const char *string; /* borrowed */
+        uint32_t u32;
+        uint64_t u64;
+        float f32;
+        bool boolean;
+    } value;
 } fwm_write_kv;
 
+/* What fwm's writer needs to write a model file: F32 tensors in FWM_TENSOR_LIST order. */
 typedef struct fwm_write_spec {
     fwm_hparams hp;
     const char *name;                     /* general.name; NULL to omit */

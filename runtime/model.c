@@ -12,6 +12,7 @@
 
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "fwm_model_shape.h"
 #include "fwm_schema.h"
 #include "model_internal.h"
 #include "session_internal.h"
@@ -101,7 +102,6 @@ static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema
             pointers[i] = next;
             next += t->rows * t->cols;
         }
-        model->parameter_count += t->rows * t->cols;
     }
 #define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
     FWM_TENSOR_LIST(FWM_BIND_)
@@ -142,6 +142,7 @@ static fwm_status build_model(struct fwm_model *model, const void *buf, size_t s
     model->hp = schema.hp;
     status = check_integrity(model, &schema, params, err);
     if (status != FWM_OK) goto done;
+    model->parameter_count = fwm__parameter_count(&model->hp);
     status = bind_weights(model, &schema, err);
     if (status != FWM_OK) goto done;
     /* take ownership of the strings */
@@ -301,8 +302,7 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     info->padding_token_id = hp->padding_token_id;
     info->eos_token_id = hp->eos_token_id;
     info->parameter_count = model->parameter_count;
-    info->session_state_floats =
-        2 * (size_t)hp->hidden_size + (size_t)hp->memory_s * hp->memory_r * hp->memory_t;
+    info->session_state_floats = (size_t)fwm__session_state_floats(hp);
     info->session_state_bytes = fwm__session_bytes(model);
     info->state_blob_bytes = fwm__state_blob_size(model);
     info->fingerprint = model->fingerprint;

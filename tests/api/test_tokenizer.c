@@ -60,7 +60,7 @@ int main(void) {
     expect_tokens("", "");
     expect_tokens(" \t\n ", "");
 
-    expect_unknown("Where is Bob?", "'bob' at byte 9");
+    expect_unknown("Where is Bob?", "'Bob' at byte 9"); /* named as written */
     expect_unknown("mary, moved", "'mary,'");
     expect_unknown("where is mary!", "'mary!'");
     expect_unknown("where isn't", "at byte 6");

@@ -1,0 +1,202 @@
+/* fwm_model_shape.c - hyperparameter ranges, tensor shapes, sizes and vocabulary rules. */
+#include "fwm_model_shape.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+
+static fwm_status check_range(const char *key, uint32_t value, uint32_t low, uint32_t high,
+                              fwm_status failure, fwm_error *err) {
+    if (value < low || value > high)
+        return fwm__error(err, failure, "key '%s': expected %" PRIu32 " to %" PRIu32 ", found %" PRIu32,
+                          key, low, high, value);
+    return FWM_OK;
+}
+
+static fwm_status check_token_id(const char *key, uint32_t id, uint32_t vocab_size,
+                                 fwm_status failure, fwm_error *err) {
+    if (id >= vocab_size)
+        return fwm__error(err, failure,
+                          "key '%s': expected a token id below fwm.vocab_size = %" PRIu32
+                          ", found %" PRIu32,
+                          key, vocab_size, id);
+    return FWM_OK;
+}
+
+static fwm_status check_finite(const char *key, float value, fwm_status failure, fwm_error *err) {
+    if (!isfinite(value))
+        return fwm__error(err, failure, "key '%s': expected a finite number, found %g", key,
+                          (double)value);
+    return FWM_OK;
+}
+
+fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure, fwm_error *err) {
+    fwm_status st;
+    if ((st = check_range("fwm.vocab_size", hp->vocab_size, 2, FWM_MAX_VOCAB_SIZE, failure, err)) ||
+        (st = check_range("fwm.embedding_length", hp->embedding_length, 1, FWM_MAX_DIM, failure,
+                          err)) ||
+        (st = check_range("fwm.hidden_size", hp->hidden_size, 1, FWM_MAX_DIM, failure, err)) ||
+        (st = check_range("fwm.memory.s", hp->memory_s, 1, FWM_MAX_DIM, failure, err)) ||
+        (st = check_range("fwm.memory.r", hp->memory_r, 1, FWM_MAX_DIM, failure, err)) ||
+        (st = check_range("fwm.memory.t", hp->memory_t, 1, FWM_MAX_DIM, failure, err)) ||
+        (st = check_range("fwm.read_count", hp->read_count, 1, FWM_MAX_READ_COUNT, failure, err)))
+        return st;
+    uint64_t memory = (uint64_t)hp->memory_s * hp->memory_r * hp->memory_t;
+    if (memory > FWM_MAX_MEMORY_ELEMENTS)
+        return fwm__error(err, failure,
+                          "keys 'fwm.memory.s' * 'fwm.memory.r' * 'fwm.memory.t' = %" PRIu32
+                          " * %" PRIu32 " * %" PRIu32 " = %" PRIu64
+                          " fast weights, more than the limit %u",
+                          hp->memory_s, hp->memory_r, hp->memory_t, memory,
+                          FWM_MAX_MEMORY_ELEMENTS);
+    if (hp->read_count > 1 && hp->memory_s != hp->memory_t)
+        return fwm__error(err, failure,
+                          "key 'fwm.read_count': %" PRIu32
+                          " chained reads require fwm.memory.s == fwm.memory.t, found %" PRIu32
+                          " and %" PRIu32,
+                          hp->read_count, hp->memory_s, hp->memory_t);
+    if (hp->read_policy != FWM_READ_ALWAYS && hp->read_policy != FWM_READ_ON_TOKEN)
+        return fwm__error(err, failure,
+                          "key 'fwm.read_policy': expected 0 (\"always\") or 1 (\"token\"), found %" PRIu32,
+                          hp->read_policy);
+    if ((st = check_token_id("fwm.read_token_id", hp->read_token_id, hp->vocab_size, failure,
+                             err)) ||
+        (st = check_token_id("tokenizer.ggml.padding_token_id", hp->padding_token_id,
+                             hp->vocab_size, failure, err)) ||
+        (st = check_token_id("tokenizer.ggml.eos_token_id", hp->eos_token_id, hp->vocab_size,
+                             failure, err)) ||
+        (st = check_finite("fwm.forget_bias", hp->forget_bias, failure, err)) ||
+        (st = check_finite("fwm.beta_bias", hp->beta_bias, failure, err)) ||
+        (st = check_finite("fwm.write_scale", hp->write_scale, failure, err)) ||
+        (st = check_finite("fwm.layer_norm_eps", hp->layer_norm_eps, failure, err)))
+        return st;
+    if (!(hp->layer_norm_eps > 0))
+        return fwm__error(err, failure, "key 'fwm.layer_norm_eps': expected > 0, found %g",
+                          (double)hp->layer_norm_eps);
+    return FWM_OK;
+}
+
+const char *fwm__tensor_name(int index) {
+    static const char *const names[FWM_TENSOR_COUNT] = {
+#define FWM_TENSOR_NAME_(field, name, rows, cols) name,
+        FWM_TENSOR_LIST(FWM_TENSOR_NAME_)
+#undef FWM_TENSOR_NAME_
+    };
+    return index >= 0 && index < FWM_TENSOR_COUNT ? names[index] : NULL;
+}
+
+void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_t *cols,
+                       int *is_matrix) {
+    /* A vector is declared with the literal cols 1; a matrix's cols is a size that may itself be
+     * 1, so the declaration (not the value) decides how it is stored. */
+    static const char *const declared_cols[FWM_TENSOR_COUNT] = {
+#define FWM_TENSOR_COLS_TEXT_(field, name, rows, cols) #cols,
+        FWM_TENSOR_LIST(FWM_TENSOR_COLS_TEXT_)
+#undef FWM_TENSOR_COLS_TEXT_
+    };
+    uint64_t r = 0, c = 0;
+    switch (index) {
+#define FWM_TENSOR_SHAPE_(field, name, rows_expr, cols_expr) \
+    case FWM_TENSOR_##field:                                 \
+        r = (uint64_t)(rows_expr);                           \
+        c = (uint64_t)(cols_expr);                           \
+        break;
+        FWM_TENSOR_LIST(FWM_TENSOR_SHAPE_)
+#undef FWM_TENSOR_SHAPE_
+    default: break;
+    }
+    *rows = r;
+    *cols = c;
+    if (is_matrix)
+        *is_matrix = index >= 0 && index < FWM_TENSOR_COUNT && strcmp(declared_cols[index], "1") != 0;
+}
+
+void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t offsets[FWM_TENSOR_COUNT + 1]) {
+    uint64_t total = 0;
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+        uint64_t rows, cols;
+        fwm__tensor_shape(hp, i, &rows, &cols, NULL);
+        offsets[i] = total;
+        total += rows * cols;
+    }
+    offsets[FWM_TENSOR_COUNT] = total;
+}
+
+uint64_t fwm__parameter_count(const fwm_hparams *hp) {
+    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    fwm__tensor_offsets(hp, offsets);
+    return offsets[FWM_TENSOR_COUNT];
+}
+
+uint64_t fwm__session_state_floats(const fwm_hparams *hp) {
+    return 2 * (uint64_t)hp->hidden_size + (uint64_t)hp->memory_s * hp->memory_r * hp->memory_t;
+}
+
+/* ---- vocabulary -------------------------------------------------------------------------------- */
+
+typedef struct token_entry {
+    const char *data;
+    uint64_t length;
+    uint64_t id;
+} token_entry;
+
+static int compare_tokens(const void *a, const void *b) {
+    const token_entry *x = a, *y = b;
+    uint64_t n = x->length < y->length ? x->length : y->length;
+    int c = memcmp(x->data, y->data, n);
+    if (c) return c;
+    if (x->length != y->length) return x->length < y->length ? -1 : 1;
+    return x->id < y->id ? -1 : (x->id > y->id);
+}
+
+#define QUOTE(len) ((int)((len) < 64 ? (len) : 64))
+
+fwm_status fwm__vocab_check(const char *const *tokens, const uint64_t *lengths, uint64_t count,
+                            fwm_status failure, fwm_error *err) {
+    token_entry *entries = count ? fwm__calloc(count, sizeof *entries) : NULL;
+    if (count && !entries)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory checking %" PRIu64 " tokens",
+                          count);
+    fwm_status st = FWM_OK;
+    for (uint64_t i = 0; i < count; i++) {
+        const char *t = tokens[i];
+        uint64_t length = lengths ? lengths[i] : strlen(t);
+        if (length == 0) {
+            st = fwm__error(err, failure, "key 'tokenizer.ggml.tokens': token %" PRIu64 " is empty", i);
+            goto done;
+        }
+        if (length > FWM_MAX_TOKEN_LENGTH) {
+            st = fwm__error(err, failure,
+                            "key 'tokenizer.ggml.tokens': token %" PRIu64 " is %" PRIu64
+                            " bytes long (limit %u)",
+                            i, length, FWM_MAX_TOKEN_LENGTH);
+            goto done;
+        }
+        if (lengths && memchr(t, '\0', length)) {
+            st = fwm__error(err, failure,
+                            "key 'tokenizer.ggml.tokens': token %" PRIu64 " contains a NUL byte", i);
+            goto done;
+        }
+        entries[i] = (token_entry){t, length, i};
+    }
+    if (count > 1) {
+        qsort(entries, count, sizeof *entries, compare_tokens);
+        for (uint64_t i = 1; i < count; i++) {
+            const token_entry *a = &entries[i - 1], *b = &entries[i];
+            if (a->length == b->length && memcmp(a->data, b->data, a->length) == 0) {
+                st = fwm__error(err, failure,
+                                "key 'tokenizer.ggml.tokens': duplicate token '%.*s' (ids %" PRIu64
+                                " and %" PRIu64 ")",
+                                QUOTE(a->length), a->data, a->id, b->id);
+                goto done;
+            }
+        }
+    }
+done:
+    fwm__free(entries);
+    return st;
+}

@@ -1,0 +1,49 @@
+/* fwm_model_shape.h - what follows from the hyperparameters alone: their valid ranges, each
+ * tensor's name and shape, the flat layout of all weights, the parameter count, the per-session
+ * state size, and the vocabulary rules. Shared by the schema reader, the model writer, the
+ * initialiser, the tools and the trainer, so that every part agrees on one definition.
+ * Internal to libfwm and its tools. Thread-safe (pure functions).
+ */
+#ifndef FWM_MODEL_FORMAT_MODEL_SHAPE_H
+#define FWM_MODEL_FORMAT_MODEL_SHAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm/fwm.h"
+#include "fwm_hparams.h"
+
+#define FWM_MAX_TOKEN_LENGTH 65535u /* bytes of one vocabulary entry */
+
+/* Check every hyperparameter's range (docs/FORMAT.md, "Keys"): sizes, N_r > 1 needs S == T,
+ * S*R*T bound, token ids < V, finite floats, layer_norm_eps > 0, read_policy 0 or 1. The message
+ * names the file key ("key 'fwm.hidden_size': expected 1 to 65536, found 0"). Returns FWM_OK or
+ * `failure_status` (FWM_ERR_FORMAT for the reader, FWM_ERR_INVALID_ARGUMENT for the writer). */
+fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure_status, fwm_error *err);
+
+/* GGUF name of tensor `index` (FWM_TENSOR_LIST order), NULL when out of range. */
+const char *fwm__tensor_name(int index);
+
+/* Row-major shape of tensor `index` (cols = 1 for vectors); *is_matrix says whether it is stored
+ * with two GGUF dims (cols, rows) or one (rows). hp must have passed fwm__hparams_check. */
+void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_t *cols,
+                       int *is_matrix);
+
+/* Element offsets of each tensor in one flat buffer holding all of them in list order;
+ * offsets[FWM_TENSOR_COUNT] is the total, which is also the parameter count. */
+void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t offsets[FWM_TENSOR_COUNT + 1]);
+
+/* Total number of weights. */
+uint64_t fwm__parameter_count(const fwm_hparams *hp);
+
+/* Floats of per-session state: h and c (2H) plus F (S*R*T). */
+uint64_t fwm__session_state_floats(const fwm_hparams *hp);
+
+/* Check a vocabulary of `count` tokens: each 1..FWM_MAX_TOKEN_LENGTH bytes without NUL, all
+ * distinct ("duplicate token 'mary' (ids 5 and 17)"). `lengths` may be NULL (then strlen; the
+ * strings are NUL-terminated). Messages start with "key 'tokenizer.ggml.tokens': ". Returns FWM_OK,
+ * `failure_status` or FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__vocab_check(const char *const *tokens, const uint64_t *lengths, uint64_t count,
+                            fwm_status failure_status, fwm_error *err);
+
+#endif

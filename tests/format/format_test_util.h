@@ -1,0 +1,141 @@
+/* format_test_util.h - assertion macros and a configurable tiny-model file builder for the format
+ * tests. The builder writes a valid fwm file with the generic GGUF writer, or one that differs from
+ * it in exactly one way (a key omitted or retyped, a tensor reshaped, another layout...); tests
+ * then patch bytes at the offsets it reports to make every corrupt file of the matrix. */
+#ifndef FWM_TESTS_FORMAT_TEST_UTIL_H
+#define FWM_TESTS_FORMAT_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fwm_hparams.h"
+#include "fwm_schema.h"
+#include "gguf_writer.h"
+
+extern int test_failures;
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            test_failures++;                                                          \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_U64(got, want)                                                                 \
+    do {                                                                                     \
+        unsigned long long got_ = (unsigned long long)(got), want_ = (unsigned long long)(want); \
+        if (got_ != want_) {                                                                 \
+            fprintf(stderr, "%s:%d: %s == %llu (0x%llx), expected %s == %llu (0x%llx)\n",    \
+                    __FILE__, __LINE__, #got, got_, got_, #want, want_, want_);              \
+            test_failures++;                                                                 \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                  \
+    do {                                                                                      \
+        const char *got_ = (got), *want_ = (want);                                            \
+        if (!got_ || strcmp(got_, want_) != 0) {                                              \
+            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #got, \
+                    got_ ? got_ : "(null)", want_);                                           \
+            test_failures++;                                                                  \
+        }                                                                                     \
+    } while (0)
+
+/* A call's status and message: `want` status and a message containing `needle`. */
+#define CHECK_REFUSED(call, record, want, needle)                                               \
+    do {                                                                                        \
+        fwm_status st_ = (call);                                                              \
+        const char *n_ = (needle);                                                              \
+        if (st_ != (want) || (record).status != (want) || !strstr((record).message, n_)) {      \
+            fprintf(stderr,                                                                     \
+                    "%s:%d: got status %d (%s) with message \"%s\", expected status %d (%s) "   \
+                    "with a message containing \"%s\"\n",                                       \
+                    __FILE__, __LINE__, (int)st_, fwm_status_str(st_), (record).message, (int)(want), \
+                    fwm_status_str(want), n_);                                                  \
+            test_failures++;                                                                    \
+        }                                                                                       \
+    } while (0)
+
+#define CHECK_OK(call, record)                                                                 \
+    do {                                                                                       \
+        fwm_status st_ = (call);                                                             \
+        if (st_ != FWM_OK) {                                                                   \
+            fprintf(stderr, "%s:%d: got status %d (%s): \"%s\", expected FWM_OK\n", __FILE__,  \
+                    __LINE__, (int)st_, fwm_status_str(st_), (record).message);                \
+            test_failures++;                                                                   \
+        }                                                                                      \
+    } while (0)
+
+/* What to build; fixture_default_options() gives a valid tiny model. */
+typedef struct fixture_options {
+    fwm_hparams hp;
+    const char *const *tokens; /* hp.vocab_size... or n_tokens entries */
+    uint32_t n_tokens;
+    uint64_t alignment;        /* writer alignment */
+    int alignment_key;         /* 1: general.alignment = alignment; 0: omit */
+    uint32_t alignment_value;  /* when nonzero: the value written instead */
+    int reverse_tensors;       /* tensors (infos and data) in reverse list order */
+    uint64_t junk;             /* junk bytes before each tensor's data */
+    const char *architecture;
+    const char *tokenizer_model;
+    const char *read_policy;   /* NULL: from hp */
+    const char *name;          /* general.name, NULL to omit */
+    const char *omit_key;
+    const char *omit_tensor;
+    const char *retype_key;    /* written with type retype_to and a zero value of that type */
+    uint32_t retype_to;
+    const char *reshape_tensor; /* written with n_dims/dims below (data sized to match) */
+    uint32_t reshape_n_dims;
+    uint64_t reshape_dims[4];
+    const char *type_tensor;   /* written as tensor_type (F16 or BF16 data converted) */
+    uint32_t tensor_type;
+    int all_type;              /* when set: every tensor written as tensor_type */
+    const char *extra_tensor;  /* an extra F32 [4] tensor with this name */
+    const char *extra_u32_key; /* an extra u32 key = 7 (may repeat an existing key) */
+    int with_checksum;         /* fwm.checksum = the right value (+ checksum_delta) */
+    uint64_t checksum_delta;
+    int with_fingerprint;
+} fixture_options;
+
+typedef struct fixture {
+    uint8_t *data;
+    size_t size;
+    fwm_gguf_layout layout;
+    fwm_gguf_writer writer;    /* kept for the offsets of pairs and infos */
+    const char *keys[64];      /* key of pair i */
+    const char *tensors[32];   /* name of tensor info i */
+    float *values[FWM_TENSOR_COUNT]; /* the F32 values behind each schema tensor */
+    uint64_t elements[FWM_TENSOR_COUNT];
+    void *stored[FWM_TENSOR_COUNT + 1]; /* the bytes as stored (converted for F16/BF16) */
+    uint64_t checksum;         /* XXH64 of the stored tensor bytes in list order */
+} fixture;
+
+fixture_options fixture_default_options(void);
+/* Build; returns 1 on success (a failed build is a test failure, reported). */
+int fixture_build(const fixture_options *o, fixture *f);
+void fixture_free(fixture *f);
+
+/* Absolute offset of the pair `key` / of the info of tensor `name` (the test fails if absent). */
+uint64_t fixture_key_offset(const fixture *f, const char *key);
+uint64_t fixture_tensor_info_offset(const fixture *f, const char *name);
+/* Offset of a pair's value: after key length, key, type. */
+uint64_t fixture_value_offset(const fixture *f, const char *key);
+
+void patch_u32(fixture *f, uint64_t offset, uint32_t value);
+void patch_u64(fixture *f, uint64_t offset, uint64_t value);
+uint64_t read_u64_at(const fixture *f, uint64_t offset);
+
+/* Float conversions for F16 / BF16 test data (round to nearest even). */
+uint16_t float_to_f16(float x);
+uint16_t float_to_bf16(float x);
+
+/* Print "name: ok" or "name: FAILED" per case and the final "N passed, N failed" line. */
+typedef struct test_case {
+    const char *name;
+    void (*run)(void);
+} test_case;
+int run_cases(const char *program, const test_case *cases, size_t count);
+
+#endif

@@ -1,0 +1,292 @@
+#!/usr/bin/python3
+"""test_tools.py FWM_INIT FWM_INSPECT - fwm-init and fwm-inspect as programs.
+
+fwm-init writes small models; an independent GGUF reader written here checks each file against
+docs/FORMAT.md (header, key types, alignment, tensor dims and offsets, checksum = XXH64 of the
+tensor data in list order, fingerprint from its canonical serialisation) and the parameter count
+against the model spec's formula; fwm-inspect must report the same count and verify the file, and
+refuse damaged files with the reason. python3-xxhash checks the hashes; without it those checks
+are skipped (the rest still runs)."""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import xxhash
+except ImportError:
+    xxhash = None
+
+FWM_INIT, FWM_INSPECT = sys.argv[1], sys.argv[2]
+LIST = ["token_embd.weight", "lstm.weight_ih", "lstm.weight_hh", "lstm.bias",
+        "fwm.write.weight", "fwm.write.bias", "fwm.read.weight", "fwm.read.bias",
+        "fwm.out.weight", "fwm.out.bias", "output.weight"]
+failures = []
+passed = 0
+
+
+def check(cond, what):
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(what)
+        print("FAILED:", what)
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True)
+
+
+# ---- an independent GGUF reader ----------------------------------------------------------------
+SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q",
+           11: "<q", 12: "<d"}
+
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.pos = data, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return v[0]
+
+    def string(self):
+        n = self.take("<Q")
+        s = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return s.decode()
+
+    def value(self, t):
+        if t == 8:
+            return self.string()
+        if t == 9:
+            et, count = self.take("<I"), self.take("<Q")
+            return [self.value(et) for _ in range(count)]
+        return self.take(SCALARS[t])
+
+
+def parse(data):
+    r = Reader(data)
+    assert data[:4] == b"GGUF"
+    r.pos = 4
+    version, n_tensors, n_kv = r.take("<I"), r.take("<Q"), r.take("<Q")
+    kv, types = {}, {}
+    for _ in range(n_kv):
+        k = r.string()
+        t = r.take("<I")
+        types[k] = t
+        kv[k] = r.value(t)
+    tensors = {}
+    for _ in range(n_tensors):
+        name = r.string()
+        n_dims = r.take("<I")
+        dims = [r.take("<Q") for _ in range(n_dims)]
+        ttype, offset = r.take("<I"), r.take("<Q")
+        tensors[name] = (dims, ttype, offset)
+    align = kv.get("general.alignment", 32)
+    data_start = (r.pos + align - 1) // align * align
+    return version, kv, types, tensors, data_start
+
+
+def shapes(kv):
+    V, E, H = kv["fwm.vocab_size"], kv["fwm.embedding_length"], kv["fwm.hidden_size"]
+    S, R, T, N = kv["fwm.memory.s"], kv["fwm.memory.r"], kv["fwm.memory.t"], kv["fwm.read_count"]
+    return {"token_embd.weight": (V, E), "lstm.weight_ih": (4 * H, E), "lstm.weight_hh": (4 * H, H),
+            "lstm.bias": (4 * H,), "fwm.write.weight": (S + R + T + 1, H),
+            "fwm.write.bias": (S + R + T + 1,), "fwm.read.weight": (S + N * R, H),
+            "fwm.read.bias": (S + N * R,), "fwm.out.weight": (H, T), "fwm.out.bias": (H,),
+            "output.weight": (V, H)}
+
+
+def formula_parameters(V, E, H, S, R, T, N):
+    return (V * E + 4 * H * E + 4 * H * H + 4 * H + (S + R + T + 1) * (H + 1)
+            + (S + N * R) * (H + 1) + H * T + H + V * H)
+
+
+def fingerprint(kv, checksum):
+    """docs/FORMAT.md: XXH64 of "FWMFP1", the hyperparameters (u32 / f32 LE in fwm_hparams order),
+    V, each token as u32 length + bytes, and the checksum as u64."""
+    b = bytearray(b"FWMFP1")
+    u32 = lambda v: b.extend(struct.pack("<I", v))
+    f32 = lambda v: b.extend(struct.pack("<f", v))
+    for k in ["fwm.vocab_size", "fwm.embedding_length", "fwm.hidden_size", "fwm.memory.s",
+              "fwm.memory.r", "fwm.memory.t", "fwm.read_count"]:
+        u32(kv[k])
+    u32(1 if kv["fwm.residual"] else 0)
+    u32({"always": 0, "token": 1}[kv["fwm.read_policy"]])
+    u32(kv["fwm.read_token_id"])
+    for k in ["fwm.forget_bias", "fwm.beta_bias", "fwm.write_scale", "fwm.layer_norm_eps"]:
+        f32(kv[k])
+    u32(kv["tokenizer.ggml.padding_token_id"])
+    u32(kv["tokenizer.ggml.eos_token_id"])
+    u32(kv["fwm.vocab_size"])
+    for t in kv["tokenizer.ggml.tokens"]:
+        e = t.encode()
+        u32(len(e))
+        b.extend(e)
+    b.extend(struct.pack("<Q", checksum))
+    return xxhash.xxh64(bytes(b)).intdigest()
+
+
+def verify_file(path, sizes, what):
+    data = open(path, "rb").read()
+    version, kv, types, tensors, data_start = parse(data)
+    check(version == 3, f"{what}: version 3")
+    check(kv["general.architecture"] == "fwm", f"{what}: architecture")
+    check(kv["general.alignment"] == 64 and types["general.alignment"] == 4, f"{what}: alignment 64")
+    for k in ["fwm.vocab_size", "fwm.hidden_size", "fwm.read_token_id",
+              "tokenizer.ggml.eos_token_id"]:
+        check(types[k] == 4, f"{what}: {k} is u32")
+    for k in ["fwm.forget_bias", "fwm.write_scale", "fwm.layer_norm_eps"]:
+        check(types[k] == 6, f"{what}: {k} is f32")
+    check(types["fwm.residual"] == 7, f"{what}: fwm.residual is bool")
+    check(types["fwm.checksum"] == 10 and types["fwm.fingerprint"] == 10, f"{what}: u64 hashes")
+    check(kv["tokenizer.ggml.model"] == "word", f"{what}: tokenizer model")
+    check(len(kv["tokenizer.ggml.tokens"]) == kv["fwm.vocab_size"], f"{what}: token count")
+    check(sorted(tensors) == sorted(LIST), f"{what}: tensor names")
+    expected = shapes(kv)
+    blob = bytearray()
+    for name in LIST:
+        dims, ttype, offset = tensors[name]
+        check(dims == list(reversed(expected[name])), f"{what}: {name} dims {dims}")
+        check(ttype == 0 and offset % 64 == 0, f"{what}: {name} F32 at an aligned offset")
+        n = 4
+        for d in dims:
+            n *= d
+        start = data_start + offset
+        check(start + n <= len(data), f"{what}: {name} inside the file")
+        blob.extend(data[start:start + n])
+    params = len(blob) // 4
+    check(params == formula_parameters(*sizes), f"{what}: parameters {params} == formula")
+    if xxhash:
+        checksum = xxhash.xxh64(bytes(blob)).intdigest()
+        check(kv["fwm.checksum"] == checksum, f"{what}: checksum is XXH64 of the data")
+        check(kv["fwm.fingerprint"] == fingerprint(kv, checksum), f"{what}: fingerprint")
+    return kv, data
+
+
+def inspect_ok(path, parameters, state_floats, what):
+    r = run(FWM_INSPECT, path)
+    check(r.returncode == 0, f"{what}: fwm-inspect exits 0 (got {r.returncode}: {r.stderr})")
+    check(f"\nparameters: {parameters}\n" in r.stdout, f"{what}: fwm-inspect prints parameters: {parameters}")
+    check(f"session state: {state_floats} floats, {4 * state_floats} bytes" in r.stdout,
+          f"{what}: state size {state_floats} floats")
+    return r
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="fwm-test-tools-")
+    try:
+        # ---- a generated vocabulary, small sizes ----
+        a = os.path.join(tmp, "a.gguf")
+        sizes = dict(V=20, E=8, H=12, S=4, R=3, T=4, N=2)
+        r = run(FWM_INIT, "--out", a, "--vocab-size", "20", "--embedding", "8", "--hidden", "12",
+                "--memory-s", "4", "--memory-r", "3", "--memory-t", "4", "--reads", "2",
+                "--seed", "7", "--name", "tiny", "--residual", "--read-policy", "token")
+        check(r.returncode == 0, f"fwm-init small: exit 0 ({r.stderr})")
+        kv, data = verify_file(a, list(sizes.values()), "small")
+        check(kv["tokenizer.ggml.tokens"][:5] == ["<pad>", "<eos>", ".", "?", "w4"], "generated vocabulary")
+        check(kv["fwm.read_token_id"] == 3 and kv["fwm.read_policy"] == "token", "read token '?'")
+        check(kv["fwm.residual"] is True and kv["general.name"] == "tiny", "flags recorded")
+        check(abs(kv["fwm.write_scale"] - 0.25) < 1e-9, "write_scale defaults to 1/T")
+        p = formula_parameters(*sizes.values())
+        r = inspect_ok(a, p, 2 * 12 + 4 * 3 * 4, "small")
+        check("checksum: verified" in r.stdout, "small: checksum verified")
+        check("(stored, matches)" in r.stdout, "small: fingerprint matches")
+        check('tokenizer.ggml.tokens' in r.stdout and 'array of string [20]' in r.stdout,
+              "metadata lists the token array")
+
+        # determinism: same seed, same bytes; another seed, other weights
+        b = os.path.join(tmp, "b.gguf")
+        args = ["--vocab-size", "20", "--embedding", "8", "--hidden", "12", "--memory-s", "4",
+                "--memory-r", "3", "--memory-t", "4", "--reads", "2", "--name", "tiny",
+                "--residual", "--read-policy", "token"]
+        run(FWM_INIT, "--out", b, "--seed", "7", *args)
+        check(open(b, "rb").read() == data, "same seed: identical file")
+        run(FWM_INIT, "--out", b, "--seed", "8", *args)
+        check(open(b, "rb").read() != data, "another seed: another file")
+
+        # ---- paper sizes with a vocabulary file ----
+        vocab = os.path.join(tmp, "vocab.txt")
+        words = ["<pad>", "<eos>"] + [f"word{i}" for i in range(176)] + [".", "?"]
+        with open(vocab, "w") as f:
+            f.write("\r\n".join(words) + "\n")
+        c = os.path.join(tmp, "paper.gguf")
+        r = run(FWM_INIT, "--out", c, "--vocab", vocab)
+        check(r.returncode == 0, f"fwm-init paper sizes: exit 0 ({r.stderr})")
+        kv, _ = verify_file(c, [180, 256, 256, 32, 32, 32, 3], "paper")
+        check(kv["tokenizer.ggml.tokens"] == words, "vocabulary file read in order (CRLF)")
+        check(kv["fwm.read_token_id"] == 179, "read token id of '?'")
+        inspect_ok(c, 683745, 2 * 256 + 32 ** 3, "paper")
+
+        # ---- damaged files ----
+        bad = os.path.join(tmp, "bad.gguf")
+        damaged = bytearray(data)
+        damaged[-3] ^= 0x10
+        open(bad, "wb").write(damaged)
+        r = run(FWM_INSPECT, bad)
+        check(r.returncode == 1 and "checksum mismatch" in r.stderr and "MISMATCH" in r.stdout,
+              f"flipped data byte: checksum mismatch, exit 1 ({r.returncode}, {r.stderr})")
+        open(bad, "wb").write(data[:len(data) - 10])
+        r = run(FWM_INSPECT, bad)
+        check(r.returncode == 1 and "extends past the end of the file" in r.stderr,
+              f"truncated: refused with the reason ({r.stderr})")
+        open(bad, "wb").write(b"GGML" + data[4:])
+        r = run(FWM_INSPECT, bad)
+        check(r.returncode == 1 and "bad magic" in r.stderr, f"bad magic ({r.stderr})")
+        pos = data.find(b"fwm.hidden_size") + len("fwm.hidden_size") + 4
+        changed = bytearray(data)
+        changed[pos:pos + 4] = struct.pack("<I", 13)
+        open(bad, "wb").write(changed)
+        r = run(FWM_INSPECT, bad)
+        check(r.returncode == 1 and "not a valid fwm model" in r.stderr
+              and "tensor 'lstm.weight_ih': expected shape [52, 8], found [48, 8]" in r.stderr,
+              f"hidden size changed: shape named ({r.stderr})")
+        r = run(FWM_INSPECT, os.path.join(tmp, "missing.gguf"))
+        check(r.returncode == 1 and "cannot open" in r.stderr, "missing file")
+
+        # ---- fwm-init usage errors ----
+        def init_refused(args, needle):
+            r = run(FWM_INIT, *args)
+            check(r.returncode == 2 and needle in r.stderr,
+                  f"fwm-init {' '.join(args)}: exit 2 with '{needle}' (got {r.returncode}: {r.stderr})")
+        out = os.path.join(tmp, "x.gguf")
+        init_refused([], "--out PATH is required")
+        init_refused(["--out", out, "--hidden", "0"], "--hidden: expected an integer from 1 to 65536, found '0'")
+        init_refused(["--out", out, "--hidden", "12x"], "found '12x'")
+        init_refused(["--out", out, "--reads", "2", "--memory-t", "16"],
+                     "2 chained reads require fwm.memory.s == fwm.memory.t, found 32 and 16")
+        init_refused(["--out", out, "--read-policy", "never"], "expected 'always' or 'token'")
+        init_refused(["--out", out, "--frobnicate", "1"], "unknown flag '--frobnicate'")
+        init_refused(["--out", out, "--vocab-size", "1"], "--vocab-size: expected an integer from 2")
+        init_refused(["--out", out, "--vocab", vocab, "--vocab-size", "9"], "not both")
+        init_refused(["--out", out, "--forget-bias", "nan"], "--forget-bias: expected a finite number")
+        init_refused(["--out", out, "--vocab-size", "3", "--read-policy", "token"],
+                     "--read-token: '?' is not in the vocabulary")
+        dup = os.path.join(tmp, "dup.txt")
+        open(dup, "w").write("<pad>\n<eos>\nmary\njohn\nmary\n")
+        init_refused(["--out", out, "--vocab", dup], "duplicate token 'mary' (ids 2 and 4)")
+        open(dup, "w").write("<pad>\n<eos>\n\nmary\n")
+        init_refused(["--out", out, "--vocab", dup], "line 3: empty token")
+        init_refused(["--out", out, "--vocab", os.path.join(tmp, "none.txt")], "cannot open")
+        check(not os.path.exists(out), "no file written by a refused fwm-init")
+        r = run(FWM_INIT, "--help")
+        check(r.returncode == 0 and "usage: fwm-init" in r.stdout, "fwm-init --help")
+        r = run(FWM_INSPECT)
+        check(r.returncode == 2 and "usage: fwm-inspect" in r.stderr, "fwm-inspect without a file")
+        r = run(FWM_INIT, "--out", os.path.join(tmp, "no-such-dir", "m.gguf"), "--vocab-size", "5",
+                "--hidden", "4", "--embedding", "4", "--memory-s", "2", "--memory-r", "2",
+                "--memory-t", "2")
+        check(r.returncode == 1 and "cannot write" in r.stderr, f"unwritable path: exit 1 ({r.stderr})")
+    finally:
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    print(f"test_tools: {passed} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+main()

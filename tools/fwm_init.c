@@ -1,0 +1,367 @@
+/* fwm_init.c - fwm-init: write a randomly initialised fwm model file of any sizes, with the
+ * released code's initialisation (model_format/fwm_model_init.h), a vocabulary read from a file
+ * (one token per line) or generated, and a seed. Exit status 0 on success, 1 when the model cannot
+ * be written, 2 for a usage error (the reason on stderr). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_model_init.h"
+#include "fwm_model_shape.h"
+#include "fwm_schema.h"
+
+#define DEFAULT_GENERATED_VOCAB 180u
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: fwm-init --out PATH [options]\n"
+            "Write a randomly initialised fwm model (GGUF) with the released FWM code's init.\n"
+            "\n"
+            "  --out PATH            model file to write (required; written atomically)\n"
+            "  --vocab FILE          vocabulary, one token per line (ids in line order)\n"
+            "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %u)\n"
+            "  --embedding E         token embedding size (default 256)\n"
+            "  --hidden H            LSTM hidden size (default 256)\n"
+            "  --memory-s S          fast-weight key 1 size (default 32)\n"
+            "  --memory-r R          fast-weight key 2 size (default 32)\n"
+            "  --memory-t T          fast-weight value size (default 32)\n"
+            "  --reads N             chained reads per step; N > 1 needs S == T (default 3)\n"
+            "  --residual            y = m + h\n"
+            "  --no-residual         y = m (default)\n"
+            "  --read-policy P       always | token (default always)\n"
+            "  --read-token WORD     token that triggers reads under 'token' (default \"?\")\n"
+            "  --pad-token WORD      padding token (default \"<pad>\", else id 0)\n"
+            "  --eos-token WORD      end-of-sample token (default \"<eos>\", else id 1)\n"
+            "  --forget-bias X       (default 1)\n"
+            "  --beta-bias X         (default 1)\n"
+            "  --write-scale X       (default 1/T)\n"
+            "  --layer-norm-eps X    (default 1e-5)\n"
+            "  --seed N              random seed (default 1)\n"
+            "  --name NAME           general.name (default none)\n"
+            "  --help                this text\n",
+            DEFAULT_GENERATED_VOCAB);
+}
+
+static int parse_u64(const char *flag, const char *text, uint64_t low, uint64_t high,
+                     uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (text[0] == '\0' || text[0] == '-' || *end != '\0' || errno == ERANGE || v < low ||
+        v > high) {
+        fprintf(stderr, "fwm-init: %s: expected an integer from %" PRIu64 " to %" PRIu64
+                        ", found '%s'\n",
+                flag, low, high, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse_u32(const char *flag, const char *text, uint32_t low, uint32_t high,
+                     uint32_t *out) {
+    uint64_t v;
+    if (!parse_u64(flag, text, low, high, &v)) return 0;
+    *out = (uint32_t)v;
+    return 1;
+}
+
+static int parse_float(const char *flag, const char *text, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (text[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite((float)v)) {
+        fprintf(stderr, "fwm-init: %s: expected a finite number, found '%s'\n", flag, text);
+        return 0;
+    }
+    *out = (float)v;
+    return 1;
+}
+
+typedef struct vocabulary {
+    char **tokens;
+    uint32_t count;
+    char *text; /* file contents the tokens point into, or NULL */
+} vocabulary;
+
+static void vocabulary_free(vocabulary *v) {
+    if (!v->text && v->tokens)
+        for (uint32_t i = 0; i < v->count; i++) free(v->tokens[i]);
+    free(v->tokens);
+    free(v->text);
+    memset(v, 0, sizeof *v);
+}
+
+static int generate_vocabulary(uint32_t size, vocabulary *v) {
+    static const char *const first[] = {"<pad>", "<eos>", ".", "?"};
+    v->tokens = calloc(size, sizeof *v->tokens);
+    if (!v->tokens) return 0;
+    v->count = size;
+    for (uint32_t i = 0; i < size; i++) {
+        char buf[24];
+        if (i < 4)
+            snprintf(buf, sizeof buf, "%s", first[i]);
+        else
+            snprintf(buf, sizeof buf, "w%" PRIu32, i);
+        v->tokens[i] = strdup(buf);
+        if (!v->tokens[i]) return 0;
+    }
+    return 1;
+}
+
+/* One token per line; a final newline is optional; "\r\n" line ends are accepted. */
+static int read_vocabulary(const char *path, vocabulary *v) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "fwm-init: --vocab: cannot open '%s': %s\n", path, strerror(errno));
+        return 0;
+    }
+    size_t capacity = 4096, used = 0;
+    char *text = malloc(capacity);
+    size_t n;
+    while (text && (n = fread(text + used, 1, capacity - used - 1, f)) > 0) {
+        used += n;
+        if (capacity - used - 1 == 0) {
+            char *grown = realloc(text, capacity * 2);
+            if (!grown) {
+                free(text);
+                text = NULL;
+            }
+            text = grown;
+            capacity *= 2;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!text || failed) {
+        fprintf(stderr, "fwm-init: --vocab: cannot read '%s'\n", path);
+        free(text);
+        return 0;
+    }
+    text[used] = '\0';
+    if (memchr(text, '\0', used)) {
+        fprintf(stderr, "fwm-init: --vocab: '%s' contains a NUL byte\n", path);
+        free(text);
+        return 0;
+    }
+    uint64_t lines = 0;
+    for (size_t i = 0; i < used; i++) lines += text[i] == '\n';
+    if (used > 0 && text[used - 1] != '\n') lines++;
+    if (lines > FWM_MAX_VOCAB_SIZE) {
+        fprintf(stderr, "fwm-init: --vocab: '%s' has %" PRIu64 " lines, more than %u tokens\n",
+                path, lines, FWM_MAX_VOCAB_SIZE);
+        free(text);
+        return 0;
+    }
+    v->text = text;
+    v->tokens = calloc(lines ? lines : 1, sizeof *v->tokens);
+    if (!v->tokens) return 0;
+    char *p = text;
+    for (uint64_t i = 0; i < lines; i++) {
+        char *end = strchr(p, '\n');
+        char *next = end ? end + 1 : p + strlen(p);
+        if (!end) end = p + strlen(p);
+        if (end > p && end[-1] == '\r') end--;
+        *end = '\0';
+        if (end == p) {
+            fprintf(stderr, "fwm-init: --vocab: '%s' line %" PRIu64 ": empty token\n", path, i + 1);
+            return 0;
+        }
+        v->tokens[v->count++] = p;
+        p = next;
+    }
+    return 1;
+}
+
+/* Id of `word` in the vocabulary, or -1. */
+static int64_t find_token(const vocabulary *v, const char *word) {
+    for (uint32_t i = 0; i < v->count; i++)
+        if (strcmp(v->tokens[i], word) == 0) return i;
+    return -1;
+}
+
+/* Resolve a token flag: explicit words must exist; defaults fall back to `fallback`. */
+static int resolve_token(const vocabulary *v, const char *flag, const char *word, int explicit,
+                         uint32_t fallback, uint32_t *id) {
+    int64_t found = find_token(v, word);
+    if (found >= 0) {
+        *id = (uint32_t)found;
+        return 1;
+    }
+    if (explicit) {
+        fprintf(stderr, "fwm-init: %s: '%s' is not in the vocabulary\n", flag, word);
+        return 0;
+    }
+    *id = fallback;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    fwm_hparams hp = {.vocab_size = 0,
+                      .embedding_length = 256,
+                      .hidden_size = 256,
+                      .memory_s = 32,
+                      .memory_r = 32,
+                      .memory_t = 32,
+                      .read_count = 3,
+                      .residual = false,
+                      .read_policy = FWM_READ_ALWAYS,
+                      .forget_bias = 1.0f,
+                      .beta_bias = 1.0f,
+                      .write_scale = 0.0f,
+                      .layer_norm_eps = 1e-5f};
+    const char *out = NULL, *vocab_path = NULL, *name = NULL;
+    const char *read_token = "?", *pad_token = "<pad>", *eos_token = "<eos>";
+    int read_token_given = 0, pad_given = 0, eos_given = 0, write_scale_given = 0;
+    uint32_t vocab_size = 0;
+    uint64_t seed = 1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(flag, "--residual") == 0) {
+            hp.residual = true;
+            continue;
+        }
+        if (strcmp(flag, "--no-residual") == 0) {
+            hp.residual = false;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "fwm-init: %s: %s\n", flag,
+                    strncmp(flag, "--", 2) == 0 ? "missing value (or unknown flag)" : "unexpected argument");
+            return 2;
+        }
+        const char *value = argv[++i];
+        int ok = 1;
+        if (strcmp(flag, "--out") == 0)
+            out = value;
+        else if (strcmp(flag, "--vocab") == 0)
+            vocab_path = value;
+        else if (strcmp(flag, "--vocab-size") == 0)
+            ok = parse_u32(flag, value, 2, FWM_MAX_VOCAB_SIZE, &vocab_size);
+        else if (strcmp(flag, "--embedding") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.embedding_length);
+        else if (strcmp(flag, "--hidden") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size);
+        else if (strcmp(flag, "--memory-s") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.memory_s);
+        else if (strcmp(flag, "--memory-r") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.memory_r);
+        else if (strcmp(flag, "--memory-t") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.memory_t);
+        else if (strcmp(flag, "--reads") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_READ_COUNT, &hp.read_count);
+        else if (strcmp(flag, "--read-policy") == 0) {
+            if (strcmp(value, "always") == 0)
+                hp.read_policy = FWM_READ_ALWAYS;
+            else if (strcmp(value, "token") == 0)
+                hp.read_policy = FWM_READ_ON_TOKEN;
+            else {
+                fprintf(stderr, "fwm-init: --read-policy: expected 'always' or 'token', found '%s'\n",
+                        value);
+                ok = 0;
+            }
+        } else if (strcmp(flag, "--read-token") == 0)
+            read_token = value, read_token_given = 1;
+        else if (strcmp(flag, "--pad-token") == 0)
+            pad_token = value, pad_given = 1;
+        else if (strcmp(flag, "--eos-token") == 0)
+            eos_token = value, eos_given = 1;
+        else if (strcmp(flag, "--forget-bias") == 0)
+            ok = parse_float(flag, value, &hp.forget_bias);
+        else if (strcmp(flag, "--beta-bias") == 0)
+            ok = parse_float(flag, value, &hp.beta_bias);
+        else if (strcmp(flag, "--write-scale") == 0)
+            ok = parse_float(flag, value, &hp.write_scale), write_scale_given = 1;
+        else if (strcmp(flag, "--layer-norm-eps") == 0)
+            ok = parse_float(flag, value, &hp.layer_norm_eps);
+        else if (strcmp(flag, "--seed") == 0)
+            ok = parse_u64(flag, value, 0, UINT64_MAX, &seed);
+        else if (strcmp(flag, "--name") == 0)
+            name = value;
+        else {
+            fprintf(stderr, "fwm-init: unknown flag '%s' (see --help)\n", flag);
+            ok = 0;
+        }
+        if (!ok) return 2;
+    }
+    if (!out) {
+        fprintf(stderr, "fwm-init: --out PATH is required (see --help)\n");
+        return 2;
+    }
+    if (vocab_path && vocab_size) {
+        fprintf(stderr, "fwm-init: give either --vocab or --vocab-size, not both\n");
+        return 2;
+    }
+    if (!write_scale_given) hp.write_scale = 1.0f / (float)hp.memory_t;
+
+    int status = 2;
+    float *weights = NULL;
+    vocabulary vocab = {0};
+    if (vocab_path ? !read_vocabulary(vocab_path, &vocab)
+                   : !generate_vocabulary(vocab_size ? vocab_size : DEFAULT_GENERATED_VOCAB, &vocab)) {
+        if (!vocab_path) fprintf(stderr, "fwm-init: out of memory for the vocabulary\n");
+        goto done;
+    }
+    hp.vocab_size = vocab.count;
+    if (!resolve_token(&vocab, "--pad-token", pad_token, pad_given, 0, &hp.padding_token_id) ||
+        !resolve_token(&vocab, "--eos-token", eos_token, eos_given, vocab.count > 1 ? 1 : 0,
+                       &hp.eos_token_id) ||
+        !resolve_token(&vocab, "--read-token", read_token,
+                       read_token_given || hp.read_policy == FWM_READ_ON_TOKEN, 0,
+                       &hp.read_token_id))
+        goto done;
+    fwm_error err;
+    if (fwm__hparams_check(&hp, FWM_ERR_INVALID_ARGUMENT, &err) ||
+        fwm__vocab_check((const char *const *)vocab.tokens, NULL, vocab.count,
+                         FWM_ERR_INVALID_ARGUMENT, &err)) {
+        fprintf(stderr, "fwm-init: %s\n", err.message);
+        goto done;
+    }
+
+    status = 1;
+    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    fwm__tensor_offsets(&hp, offsets);
+    uint64_t parameters = offsets[FWM_TENSOR_COUNT];
+    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
+        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
+        goto done;
+    }
+    float *tensors[FWM_TENSOR_COUNT];
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) tensors[i] = weights + offsets[i];
+    fwm__model_init_weights(&hp, seed, tensors);
+
+    fwm_write_kv extra[3] = {
+        {.key = "fwm.training.mode", .kind = FWM_WRITE_KV_STRING, .value.string = "init"},
+        {.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U64, .value.u64 = 0},
+        {.key = "fwm.training.seed", .kind = FWM_WRITE_KV_U64, .value.u64 = seed},
+    };
+    fwm_write_spec spec = {.hp = hp,
+                           .name = name,
+                           .tokens = (const char *const *)vocab.tokens,
+                           .extra = extra,
+                           .extra_count = 3};
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) spec.tensors[i] = tensors[i];
+    fwm_status st = fwm_model_write(out, &spec, &err);
+    if (st) {
+        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st),
+                err.message);
+        goto done;
+    }
+    printf("wrote %s: V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 " S=%" PRIu32 " R=%" PRIu32
+           " T=%" PRIu32 " N_r=%" PRIu32 ", %" PRIu64 " parameters, seed %" PRIu64 "\n",
+           out, hp.vocab_size, hp.embedding_length, hp.hidden_size, hp.memory_s, hp.memory_r,
+           hp.memory_t, hp.read_count, parameters, seed);
+    status = 0;
+done:
+    free(weights);
+    vocabulary_free(&vocab);
+    return status;
+}

@@ -1,0 +1,239 @@
+/* fwm_inspect.c - fwm-inspect MODEL: print a model file's metadata, tensors, parameter count and
+ * per-session state size; verify its checksum and fingerprint. Exits 0 when the file is a valid
+ * fwm model whose checksum (if present) and fingerprint (if present) match; 1 with the reason on
+ * stderr for a bad file or a mismatch; 2 for a usage error. Works on the format layer alone
+ * (model_format/), without loading the runtime. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_model_shape.h"
+#include "fwm_schema.h"
+#include "gguf_reader.h"
+
+#define SHOWN_ELEMENTS 8     /* array elements printed before "... N more" */
+#define SHOWN_STRING_BYTES 120
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: fwm-inspect MODEL\n"
+            "Print an fwm model file's metadata, tensors, parameter count and per-session state\n"
+            "size, and verify its tensor-data checksum and fingerprint.\n"
+            "Exit status: 0 valid, 1 bad file or mismatch (reason on stderr), 2 usage error.\n");
+}
+
+/* Read the whole file into memory. */
+static int read_file(const char *path, uint8_t **data, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "fwm-inspect: cannot open '%s': %s\n", path, strerror(errno));
+        return 0;
+    }
+    size_t capacity = 1 << 16, used = 0;
+    uint8_t *buf = malloc(capacity);
+    while (buf) {
+        if (used == capacity) {
+            uint8_t *grown = capacity > SIZE_MAX / 2 ? NULL : realloc(buf, capacity * 2);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            capacity *= 2;
+        }
+        size_t n = fread(buf + used, 1, capacity - used, f);
+        used += n;
+        if (n == 0) break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf || failed) {
+        fprintf(stderr, "fwm-inspect: cannot read '%s': %s\n", path,
+                buf ? "read error" : "out of memory");
+        free(buf);
+        return 0;
+    }
+    *data = buf;
+    *size = used;
+    return 1;
+}
+
+static void print_string(const char *s, uint64_t length) {
+    putchar('"');
+    uint64_t shown = length < SHOWN_STRING_BYTES ? length : SHOWN_STRING_BYTES;
+    for (uint64_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+    if (shown < length) printf("... (%" PRIu64 " bytes)", length);
+}
+
+/* One scalar of `type` at p; returns its size. */
+static uint64_t print_scalar(uint32_t type, const uint8_t *p) {
+    switch (type) {
+    case FWM_GGUF_TYPE_UINT8: printf("%u", p[0]); return 1;
+    case FWM_GGUF_TYPE_INT8: printf("%d", (int8_t)p[0]); return 1;
+    case FWM_GGUF_TYPE_UINT16: printf("%u", fwm__gguf_read_u16(p)); return 2;
+    case FWM_GGUF_TYPE_INT16: printf("%d", (int16_t)fwm__gguf_read_u16(p)); return 2;
+    case FWM_GGUF_TYPE_UINT32: printf("%" PRIu32, fwm__gguf_read_u32(p)); return 4;
+    case FWM_GGUF_TYPE_INT32: printf("%" PRId32, (int32_t)fwm__gguf_read_u32(p)); return 4;
+    case FWM_GGUF_TYPE_FLOAT32: printf("%.9g", (double)fwm__gguf_read_f32(p)); return 4;
+    case FWM_GGUF_TYPE_BOOL: printf("%s", p[0] ? "true" : "false"); return 1;
+    case FWM_GGUF_TYPE_UINT64: printf("%" PRIu64, fwm__gguf_read_u64(p)); return 8;
+    case FWM_GGUF_TYPE_INT64: printf("%" PRId64, (int64_t)fwm__gguf_read_u64(p)); return 8;
+    case FWM_GGUF_TYPE_FLOAT64: printf("%.17g", fwm__gguf_read_f64(p)); return 8;
+    case FWM_GGUF_TYPE_STRING: {
+        fwm_gguf_string s = fwm__gguf_read_string(p);
+        print_string(s.data, s.length);
+        return 8 + s.length;
+    }
+    default: printf("?"); return 0;
+    }
+}
+
+static int key_is(const fwm_gguf_kv *kv, const char *key) {
+    return kv->key.length == strlen(key) && memcmp(kv->key.data, key, kv->key.length) == 0;
+}
+
+static void print_metadata(const fwm_gguf_file *f) {
+    printf("metadata (%" PRIu64 " keys):\n", f->n_kv);
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        const fwm_gguf_kv *kv = &f->kvs[i];
+        int key_length = (int)(kv->key.length < 60 ? kv->key.length : 60);
+        printf("  %-34.*s ", key_length, kv->key.data);
+        if (kv->type != FWM_GGUF_TYPE_ARRAY) {
+            printf("%-8s ", fwm__gguf_type_name(kv->type));
+            int hex = kv->type == FWM_GGUF_TYPE_UINT64 &&
+                      (key_is(kv, FWM_KEY_CHECKSUM) || key_is(kv, FWM_KEY_FINGERPRINT));
+            if (hex)
+                printf("0x%016" PRIx64, fwm__gguf_read_u64(kv->value));
+            else
+                print_scalar(kv->type, kv->value);
+            putchar('\n');
+            continue;
+        }
+        printf("array of %s [%" PRIu64 "]: [", fwm__gguf_type_name(kv->array_type),
+               kv->array_count);
+        const uint8_t *p = kv->value;
+        uint64_t shown = kv->array_count < SHOWN_ELEMENTS ? kv->array_count : SHOWN_ELEMENTS;
+        for (uint64_t j = 0; j < shown; j++) {
+            if (j) printf(", ");
+            p += print_scalar(kv->array_type, p);
+        }
+        if (shown < kv->array_count) printf(", ... %" PRIu64 " more", kv->array_count - shown);
+        printf("]\n");
+    }
+}
+
+static void print_tensors(const fwm_gguf_file *f) {
+    printf("\ntensors (%" PRIu64 ", data section at offset %" PRIu64 ", alignment %" PRIu64 "):\n",
+           f->n_tensors, f->data_offset, f->alignment);
+    printf("  %-20s %-5s %-20s %12s %12s\n", "name", "type", "shape [rows, cols]", "offset",
+           "bytes");
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const fwm_gguf_tensor_info *t = &f->tensors[i];
+        char shape[96];
+        size_t used = 0;
+        for (uint32_t d = t->n_dims; d-- > 0 && used < sizeof shape;)
+            used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%" PRIu64,
+                                     d + 1 == t->n_dims ? "[" : ", ", t->dims[d]);
+        if (used < sizeof shape) snprintf(shape + used, sizeof shape - used, "]");
+        printf("  %-20.*s %-5s %-20s %12" PRIu64 " %12" PRIu64 "\n",
+               (int)(t->name.length < 64 ? t->name.length : 64), t->name.data,
+               fwm__ggml_type_name(t->type), shape, t->file_offset, t->n_bytes);
+    }
+}
+
+/* Schema-level summary and verification; returns the exit status. */
+static int print_model(const char *path, const uint8_t *data, size_t size) {
+    fwm_schema schema;
+    fwm_error err;
+    fwm_status st = fwm_schema_parse(data, size, &schema, &err);
+    if (st) {
+        fprintf(stderr, "fwm-inspect: %s: not a valid fwm model (%s): %s\n", path,
+                fwm_status_str(st), err.message);
+        return 1;
+    }
+    const fwm_hparams *hp = &schema.hp;
+    uint64_t state_floats = fwm__session_state_floats(hp);
+    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("parameters: %" PRIu64 "\n", fwm__parameter_count(hp));
+    printf("session state: %" PRIu64 " floats, %" PRIu64
+           " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 ")\n",
+           state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
+           hp->memory_t);
+
+    int status = 0;
+    uint64_t checksum = fwm_schema_checksum(&schema);
+    if (!schema.has_checksum)
+        printf("checksum: absent (the file has no %s key; data hashes to 0x%016" PRIx64 ")\n",
+               FWM_KEY_CHECKSUM, checksum);
+    else if (schema.checksum == checksum)
+        printf("checksum: verified (0x%016" PRIx64 ")\n", checksum);
+    else {
+        printf("checksum: MISMATCH\n");
+        fprintf(stderr,
+                "fwm-inspect: %s: checksum mismatch: %s is 0x%016" PRIx64
+                " but the tensor data hashes to 0x%016" PRIx64 "\n",
+                path, FWM_KEY_CHECKSUM, schema.checksum, checksum);
+        status = 1;
+    }
+    uint64_t fingerprint = fwm_schema_fingerprint(
+        hp, (const char *const *)schema.tokens, schema.token_lengths, checksum);
+    if (!schema.has_fingerprint)
+        printf("fingerprint: 0x%016" PRIx64 " (computed; the file stores none)\n", fingerprint);
+    else if (schema.fingerprint == fingerprint)
+        printf("fingerprint: 0x%016" PRIx64 " (stored, matches)\n", fingerprint);
+    else {
+        printf("fingerprint: MISMATCH\n");
+        fprintf(stderr,
+                "fwm-inspect: %s: fingerprint mismatch: %s is 0x%016" PRIx64
+                " but the model computes to 0x%016" PRIx64 "\n",
+                path, FWM_KEY_FINGERPRINT, schema.fingerprint, fingerprint);
+        status = 1;
+    }
+    fwm_schema_release(&schema);
+    return status;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc != 2 || argv[1][0] == '-') {
+        usage(stderr);
+        return 2;
+    }
+    const char *path = argv[1];
+    uint8_t *data;
+    size_t size;
+    if (!read_file(path, &data, &size)) return 1;
+
+    fwm_gguf_file file;
+    fwm_error err;
+    fwm_status st = fwm__gguf_parse(data, size, &file, &err);
+    if (st) {
+        fprintf(stderr, "fwm-inspect: %s: not a valid GGUF file (%s): %s\n", path,
+                fwm_status_str(st), err.message);
+        free(data);
+        return 1;
+    }
+    printf("file: %s (%zu bytes, GGUF version %" PRIu32 ")\n", path, size, file.version);
+    print_metadata(&file);
+    print_tensors(&file);
+    fwm__gguf_release(&file);
+    int status = print_model(path, data, size);
+    free(data);
+    fflush(stdout);
+    return status;
+}
