@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""check_live.py - compare the C runtime (through fwm-run) with the numpy reference, live.
+
+What it is for: two meson tests of suite 'golden' that recompute expected logits with
+tests/reference/fwm_reference.py at test time instead of trusting committed numbers:
+
+  check_live.py committed --fwm-run EXE --data DIR
+      for every model of DIR/manifest.txt: the reference's logits now must equal the committed
+      expected file (stale data or a changed reference shows here), and fwm-run's --dump-logits
+      output must match them within the golden tolerance.
+  check_live.py random --fwm-run EXE [--seed N]
+      writes a fresh random tiny model with tests/reference/gguf_writer.py (random sizes, variant,
+      tensor types, order, checksum or not; the seed is drawn at random unless given, and printed)
+      and compares fwm-run with the reference on a random token sequence.
+  check_live.py c-written --fwm-run EXE --fwm-init EXE
+      models written by fwm's own C writer (fwm-init): the reference must read them (and verify
+      their checksum) and agree with fwm-run; one tiny model at the golden tolerance, and one of
+      the paper's sizes (E = H = 256, S = R = T = 32, N_r = 3) at 1e-4: at those sizes float32
+      rounding alone reaches about 1e-5 of the row's scale (three chained layer norms over F).
+
+Exits 0 on agreement, 1 on a mismatch (printing model, token position, logit index, got, want),
+77 (meson's "skipped") when numpy is not available.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("check_live: numpy is not available: skipped")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+import fwm_reference  # noqa: E402
+import gguf_writer  # noqa: E402
+import make_golden  # noqa: E402
+
+try:
+    import xxhash  # noqa: F401
+    HAVE_XXHASH = True
+except ImportError:
+    HAVE_XXHASH = False
+
+MAX_REPORTS = 10
+
+
+def run_fwm(exe, model_path, tokens, workdir):
+    """fwm-run's logits for `tokens` as a [n, V] float32 array, or raise RuntimeError."""
+    out = os.path.join(workdir, "fwm-run-logits.f32")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [exe, model_path, "--tokens", ",".join(map(str, tokens)), "--topk", "0",
+           "--dump-logits", out]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{proc.stderr}")
+    return np.fromfile(out, dtype="<f4")
+
+
+def compare(label, got, want, tol):
+    """Compare [n, V] arrays element-wise against tol; print mismatches; return the count."""
+    if got.shape != want.shape:
+        print(f"MISMATCH {label}: {got.shape[0]} floats, expected {want.size} "
+              f"({want.shape[0]} tokens x V {want.shape[1]})")
+        return 1
+    bad = ~(np.abs(got.astype(np.float64) - want) <= tol)  # NaN counts as bad
+    for k, (pos, idx) in enumerate(zip(*np.nonzero(bad))):
+        if k == MAX_REPORTS:
+            print(f"  ... {int(bad.sum())} mismatching logits in all")
+            break
+        print(f"MISMATCH {label}: token position {pos}, logit {idx}: got {got[pos, idx]:.9g}, "
+              f"want {want[pos, idx]:.9g} (|diff| {abs(got[pos, idx] - want[pos, idx]):.3g} > "
+              f"tolerance {tol[pos, idx]:.3g})")
+    if bad.any():
+        print(f"  {label}: FAILED")
+    else:
+        print(f"  {label}: ok, worst |diff| / tolerance {float((np.abs(got - want) / tol).max()):.4f}")
+    return int(bad.sum())
+
+
+def check_committed(args):
+    manifest = os.path.join(args.data, "manifest.txt")
+    failures = 0
+    models = 0
+    workdir = tempfile.mkdtemp(prefix="fwm-golden-")
+    try:
+        with open(manifest) as f:
+            lines = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
+        for fields in lines:
+            model_file, expected_file = fields[0], fields[1]
+            tokens = fwm_reference.parse_tokens(fields[3][len("tokens="):])
+            path = os.path.join(args.data, model_file)
+            model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+            live, _ = fwm_reference.compute_logits(model, tokens)
+            V = model.hp["vocab_size"]
+            committed = np.fromfile(os.path.join(args.data, expected_file), dtype="<f4")
+            tol = make_golden.tolerance(live)
+            # The committed file is the same float64 computation rounded to float32: it may differ
+            # from today's numpy by about one float32 rounding step at most.
+            failures += compare(f"{model_file}: committed {expected_file} vs live reference",
+                                committed.reshape(-1, V) if committed.size % V == 0 else committed,
+                                live, tol / 50)
+            got = run_fwm(args.fwm_run, path, tokens, workdir)
+            failures += compare(f"{model_file}: fwm-run vs live reference",
+                                got.reshape(-1, V) if got.size % V == 0 else got, live, tol)
+            models += 1
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if models < 6:
+        print(f"only {models} models in {manifest}")
+        failures += 1
+    print(f"check_live committed: {models} models, {'FAILED' if failures else 'passed'}")
+    return 1 if failures else 0
+
+
+def random_spec(rng):
+    """A random tiny model spec in make_golden.py's form."""
+    nr = int(rng.integers(1, 4))
+    s = int(rng.integers(2, 8))
+    t = s if nr > 1 else int(rng.integers(2, 8))
+    type_names = ["f32", "f16", "bf16"]
+    types = {n: type_names[int(rng.integers(0, 3))] for n in gguf_writer.CANONICAL_ORDER}
+    return dict(
+        name="random", V=int(rng.integers(12, len(make_golden.WORDS) + 1)),
+        E=int(rng.integers(5, 25)), H=int(rng.integers(5, 25)), S=s, R=int(rng.integers(2, 8)),
+        T=t, Nr=nr, residual=bool(rng.integers(0, 2)),
+        policy=["always", "token"][int(rng.integers(0, 2))], types=types,
+        order=["reversed", "shuffled", "canonical"][int(rng.integers(0, 3))],
+        checksum=HAVE_XXHASH and bool(rng.integers(0, 2)), gaps=bool(rng.integers(0, 2)),
+        forget_bias=float(rng.uniform(0, 2)), beta_bias=float(rng.uniform(-1, 1)),
+        write_scale=1 / t if rng.integers(0, 2) else float(rng.uniform(0.05, 0.5)),
+        eps=[1e-5, 1e-4, 1e-3][int(rng.integers(0, 3))], n_tokens=int(rng.integers(30, 61)))
+
+
+def check_random(args):
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    print(f"check_live random: seed {seed} (rerun with: {sys.argv[0]} random --fwm-run EXE "
+          f"--seed {seed})")
+    workdir = tempfile.mkdtemp(prefix="fwm-golden-random-")
+    path = os.path.join(workdir, "random.gguf")
+    # A random model may happen to be ill-conditioned for float32 (a read whose layer norm
+    # amplifies rounding): draw again, deterministically from the seed, until it is not.
+    for attempt in range(50):
+        rng = np.random.default_rng([seed, attempt])
+        spec = random_spec(rng)
+        hp, vocab = make_golden.writer_hp(spec)
+        gains = dict(write_gain=float(rng.uniform(1, 5)), read_gain=float(rng.uniform(1, 5)),
+                     lstm_gain=float(rng.uniform(0.5, 3)))
+        weights = make_golden.make_weights(hp, rng, **gains)
+        gguf_writer.write_model(path, hp, vocab, weights, types=spec["types"], order=spec["order"],
+                                checksum=spec["checksum"], gaps=spec["gaps"], rng=rng)
+        model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+        tokens = make_golden.make_tokens(hp, rng, spec["n_tokens"])
+        want, facts = make_golden.analyse(model, tokens, rng)
+        if facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION:
+            break
+    else:
+        print("check_live random: no well-conditioned model in 50 draws")
+        return 1
+    desc = {k: spec[k] for k in ("V", "E", "H", "S", "R", "T", "Nr", "residual", "policy",
+                                 "order", "checksum", "gaps", "forget_bias", "beta_bias",
+                                 "write_scale", "eps")}
+    print(f"  draw {attempt}: {desc}")
+    print(f"  types: {spec['types']}")
+    print(f"  tokens: {','.join(map(str, tokens))}")
+    print(f"  {make_golden.describe('random', len(tokens), facts, seed)}")
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live random: {exc}\n  model kept in {workdir}")
+        return 1
+    V = spec["V"]
+    failures = compare("random model: fwm-run vs reference",
+                       got.reshape(-1, V) if got.size % V == 0 else got, want,
+                       make_golden.tolerance(want))
+    if failures:
+        print(f"check_live random: FAILED; model kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    print("check_live random: passed")
+    return 0
+
+
+def fwm_init(exe, path, options):
+    cmd = [exe, "--out", path] + options
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{proc.stderr}")
+
+
+def check_c_written(args):
+    workdir = tempfile.mkdtemp(prefix="fwm-golden-c-")
+    path = os.path.join(workdir, "c-written.gguf")
+    failures = 0
+    cases = [
+        # label, fwm-init options, tolerance factor over make_golden.RTOL
+        ("tiny, N_r 2, token policy", ["--vocab-size", "21", "--embedding", "9", "--hidden", "11",
+                                        "--memory-s", "5", "--memory-r", "3", "--memory-t", "5",
+                                        "--reads", "2", "--read-policy", "token", "--residual",
+                                        "--forget-bias", "0.75", "--layer-norm-eps", "1e-4"], 1),
+        ("paper sizes, N_r 3", ["--vocab-size", "40", "--reads", "3", "--read-policy", "always"],
+         10),
+    ]
+    try:
+        for label, options, factor in cases:
+            # fwm-init's seed picks the weights: take the first whose data are well-conditioned
+            for seed in range(1, 31):
+                fwm_init(args.fwm_init, path, options + ["--seed", str(seed)])
+                model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+                rng = np.random.default_rng(seed)
+                hp = dict(V=model.hp["vocab_size"], read_token=model.hp["read_token_id"], eos=1)
+                tokens = make_golden.make_tokens(hp, rng, 40)
+                want, facts = make_golden.analyse(model, tokens, rng)
+                if facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION * factor:
+                    break
+            else:
+                print(f"check_live c-written: {label}: no well-conditioned seed in 30")
+                failures += 1
+                continue
+            print(f"  {label}: fwm-init {' '.join(options)} --seed {seed}; checksum "
+                  f"{'verified by the reference' if model.has_checksum and HAVE_XXHASH else 'absent or unchecked'}")
+            print(f"  {make_golden.describe(label, len(tokens), facts, seed)}")
+            got = run_fwm(args.fwm_run, path, tokens, workdir)
+            V = model.hp["vocab_size"]
+            failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
+                                got.reshape(-1, V) if got.size % V == 0 else got, want,
+                                make_golden.tolerance(want) * factor)
+    except (RuntimeError, fwm_reference.FormatError) as exc:
+        print(f"check_live c-written: {exc}")
+        failures += 1
+    if failures:
+        print(f"check_live c-written: FAILED; files kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    print("check_live c-written: passed")
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="compare fwm-run with the numpy reference")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("committed")
+    c.add_argument("--fwm-run", required=True)
+    c.add_argument("--data", required=True)
+    r = sub.add_parser("random")
+    r.add_argument("--fwm-run", required=True)
+    r.add_argument("--seed", type=int, default=None)
+    w = sub.add_parser("c-written")
+    w.add_argument("--fwm-run", required=True)
+    w.add_argument("--fwm-init", required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "random" and args.seed is None and os.environ.get("FWM_GOLDEN_SEED"):
+        args.seed = int(os.environ["FWM_GOLDEN_SEED"])
+    if args.cmd == "committed":
+        return check_committed(args)
+    return check_random(args) if args.cmd == "random" else check_c_written(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""fwm_reference.py - an independent numpy reference of the FWM model, for golden-value tests.
+
+What it is for: reading fwm model files (GGUF v3, architecture "fwm"; F32, F16 and BF16 tensors) with
+its own minimal GGUF reader, and computing the logits after every token of a sequence from zero state,
+in float64, exactly as /work/shared/spec/fwm-model.md defines the model (the read policy, residual,
+N_r chained reads with affine-free layer norm, the delta-rule write with v_old and the Frobenius-norm
+clamp, and forget_bias, beta_bias, write_scale, layer_norm_eps taken from the file).
+
+What it is not for: speed, or sharing anything with the C code. It was written from the spec alone so
+that it can catch a misreading of the spec in the runtime; keep it that way (do not port C code here).
+
+CLI:
+  fwm_reference.py logits MODEL --tokens 3,17,5 --out FILE   little-endian float32, one row of V per token
+  fwm_reference.py info MODEL                                hyperparameters and tensor types
+"""
+
+import argparse
+import struct
+import sys
+
+import numpy as np
+
+# ---- a minimal GGUF v3 reader ----------------------------------------------------------------------
+
+GGUF_MAGIC = b"GGUF"
+# GGUF metadata value types: id -> (name, struct format or None for the variable-size ones)
+_SCALAR_FORMATS = {
+    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+    10: "<Q", 11: "<q", 12: "<d",
+}
+GGUF_TYPE_STRING = 8
+GGUF_TYPE_ARRAY = 9
+GGUF_TYPE_NAMES = {0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool",
+                   8: "string", 9: "array", 10: "u64", 11: "i64", 12: "f64"}
+
+GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 = 0, 1, 30
+GGML_TYPE_SIZES = {GGML_TYPE_F32: 4, GGML_TYPE_F16: 2, GGML_TYPE_BF16: 2}
+GGML_TYPE_NAMES = {GGML_TYPE_F32: "F32", GGML_TYPE_F16: "F16", GGML_TYPE_BF16: "BF16"}
+
+
+class FormatError(Exception):
+    pass
+
+
+class _Cursor:
+    def __init__(self, data):
+        self.data = data
+        self.pos = 0
+
+    def take(self, n, what):
+        if n < 0 or self.pos + n > len(self.data):
+            raise FormatError(f"{what}: needs {n} bytes at offset {self.pos}, file has {len(self.data)}")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def unpack(self, fmt, what):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
+
+    def string(self, what):
+        n = self.unpack("<Q", what + " length")
+        return self.take(n, what).decode("utf-8")
+
+    def value(self, vtype, what):
+        if vtype in _SCALAR_FORMATS:
+            return self.unpack(_SCALAR_FORMATS[vtype], what)
+        if vtype == GGUF_TYPE_STRING:
+            return self.string(what)
+        if vtype == GGUF_TYPE_ARRAY:
+            etype = self.unpack("<I", what + " element type")
+            count = self.unpack("<Q", what + " element count")
+            return [self.value(etype, f"{what}[{k}]") for k in range(count)]
+        raise FormatError(f"{what}: unknown GGUF value type {vtype}")
+
+
+def read_gguf(path):
+    """Returns (metadata dict key -> (type id, value), tensors dict name -> (ggml type, dims, raw bytes))."""
+    with open(path, "rb") as f:
+        data = f.read()
+    cur = _Cursor(data)
+    if cur.take(4, "magic") != GGUF_MAGIC:
+        raise FormatError("not a GGUF file (bad magic)")
+    version = cur.unpack("<I", "version")
+    if version != 3:
+        raise FormatError(f"GGUF version {version}, expected 3")
+    n_tensors = cur.unpack("<Q", "tensor count")
+    n_kv = cur.unpack("<Q", "metadata count")
+    meta = {}
+    for _ in range(n_kv):
+        key = cur.string("metadata key")
+        vtype = cur.unpack("<I", f"type of {key}")
+        meta[key] = (vtype, cur.value(vtype, key))
+    infos = []
+    for _ in range(n_tensors):
+        name = cur.string("tensor name")
+        n_dims = cur.unpack("<I", f"{name} n_dims")
+        dims = [cur.unpack("<Q", f"{name} dim") for _ in range(n_dims)]
+        ttype = cur.unpack("<I", f"{name} type")
+        offset = cur.unpack("<Q", f"{name} offset")
+        infos.append((name, dims, ttype, offset))
+    alignment = 32
+    if "general.alignment" in meta:
+        alignment = meta["general.alignment"][1]
+    data_start = -(-cur.pos // alignment) * alignment
+    tensors = {}
+    for name, dims, ttype, offset in infos:
+        if ttype not in GGML_TYPE_SIZES:
+            raise FormatError(f"tensor {name}: type {ttype} is not F32, F16 or BF16")
+        if offset % alignment:
+            raise FormatError(f"tensor {name}: offset {offset} not a multiple of {alignment}")
+        n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+        start = data_start + offset
+        end = start + n * GGML_TYPE_SIZES[ttype]
+        if end > len(data):
+            raise FormatError(f"tensor {name}: data [{start}, {end}) beyond end of file {len(data)}")
+        tensors[name] = (ttype, dims, data[start:end])
+    return meta, tensors
+
+
+def decode_tensor(ttype, raw):
+    """Raw little-endian tensor bytes -> float64 vector."""
+    if ttype == GGML_TYPE_F32:
+        return np.frombuffer(raw, dtype="<f4").astype(np.float64)
+    if ttype == GGML_TYPE_F16:
+        return np.frombuffer(raw, dtype="<f2").astype(np.float64)
+    if ttype == GGML_TYPE_BF16:
+        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).astype(np.float64)
+    raise FormatError(f"tensor type {ttype} unsupported")
+
+
+# ---- the fwm schema ---------------------------------------------------------------------------------
+
+# Canonical tensor order (also the order of the checksum's concatenation).
+TENSOR_NAMES = [
+    "token_embd.weight", "lstm.weight_ih", "lstm.weight_hh", "lstm.bias",
+    "fwm.write.weight", "fwm.write.bias", "fwm.read.weight", "fwm.read.bias",
+    "fwm.out.weight", "fwm.out.bias", "output.weight",
+]
+
+
+def tensor_shapes(hp):
+    """name -> row-major shape: (rows, cols) for matrices, (n,) for vectors."""
+    V, E, H = hp["vocab_size"], hp["embedding_length"], hp["hidden_size"]
+    S, R, T, Nr = hp["s"], hp["r"], hp["t"], hp["read_count"]
+    return {
+        "token_embd.weight": (V, E),
+        "lstm.weight_ih": (4 * H, E),
+        "lstm.weight_hh": (4 * H, H),
+        "lstm.bias": (4 * H,),
+        "fwm.write.weight": (S + R + T + 1, H),
+        "fwm.write.bias": (S + R + T + 1,),
+        "fwm.read.weight": (S + Nr * R, H),
+        "fwm.read.bias": (S + Nr * R,),
+        "fwm.out.weight": (H, T),
+        "fwm.out.bias": (H,),
+        "output.weight": (V, H),
+    }
+
+
+def checksum_of(tensors):
+    """XXH64 (seed 0) of the stored tensor bytes, concatenated in canonical order."""
+    import xxhash  # Debian: python3-xxhash
+    h = xxhash.xxh64(seed=0)
+    for name in TENSOR_NAMES:
+        h.update(tensors[name][2])
+    return h.intdigest()
+
+
+class Model:
+    """A loaded fwm model: hyperparameters `hp` (dict) and float64 weights `w` (dict name -> array)."""
+
+    def __init__(self, path, verify_checksum=True):
+        meta, tensors = read_gguf(path)
+
+        def get(key, want_type):
+            if key not in meta:
+                raise FormatError(f"missing key {key}")
+            vtype, value = meta[key]
+            if vtype != want_type:
+                raise FormatError(f"key {key}: type {GGUF_TYPE_NAMES.get(vtype, vtype)}, "
+                                  f"expected {GGUF_TYPE_NAMES[want_type]}")
+            return value
+
+        U32, F32, BOOL, STR = 4, 6, 7, 8
+        if get("general.architecture", STR) != "fwm":
+            raise FormatError("general.architecture is not fwm")
+        hp = {
+            "vocab_size": get("fwm.vocab_size", U32),
+            "embedding_length": get("fwm.embedding_length", U32),
+            "hidden_size": get("fwm.hidden_size", U32),
+            "s": get("fwm.memory.s", U32),
+            "r": get("fwm.memory.r", U32),
+            "t": get("fwm.memory.t", U32),
+            "read_count": get("fwm.read_count", U32),
+            "residual": bool(get("fwm.residual", BOOL)),
+            "read_policy": get("fwm.read_policy", STR),
+            "read_token_id": get("fwm.read_token_id", U32),
+            "forget_bias": get("fwm.forget_bias", F32),
+            "beta_bias": get("fwm.beta_bias", F32),
+            "write_scale": get("fwm.write_scale", F32),
+            "layer_norm_eps": get("fwm.layer_norm_eps", F32),
+        }
+        if hp["read_policy"] not in ("always", "token"):
+            raise FormatError(f"fwm.read_policy {hp['read_policy']!r}")
+        if hp["read_count"] > 1 and hp["s"] != hp["t"]:
+            raise FormatError("read_count > 1 requires S == T")
+        self.vocab = get("tokenizer.ggml.tokens", GGUF_TYPE_ARRAY)
+        if len(self.vocab) != hp["vocab_size"]:
+            raise FormatError(f"{len(self.vocab)} tokens, vocab_size {hp['vocab_size']}")
+        self.has_checksum = "fwm.checksum" in meta
+        if self.has_checksum and verify_checksum:
+            stored = get("fwm.checksum", 10)
+            computed = checksum_of(tensors)
+            if stored != computed:
+                raise FormatError(f"checksum mismatch: stored {stored:#x}, computed {computed:#x}")
+        self.hp = hp
+        self.types = {}
+        self.w = {}
+        for name, shape in tensor_shapes(hp).items():
+            if name not in tensors:
+                raise FormatError(f"missing tensor {name}")
+            ttype, dims, raw = tensors[name]
+            want_dims = list(reversed(shape))  # GGUF lists the fastest dimension first
+            if dims != want_dims:
+                raise FormatError(f"tensor {name}: dims {dims}, expected {want_dims}")
+            self.types[name] = ttype
+            self.w[name] = decode_tensor(ttype, raw).reshape(shape)
+
+
+# ---- the model ---------------------------------------------------------------------------------------
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _layer_norm(x, eps):
+    mean = x.mean()
+    var = ((x - mean) ** 2).mean()  # biased variance
+    return (x - mean) / np.sqrt(var + eps)
+
+
+class Runner:
+    """Steps one session of `model` from zero state. dtype float64 is the reference; float32 is only
+    used by make_golden.py to estimate how sensitive the golden values are to float32 rounding."""
+
+    def __init__(self, model, dtype=np.float64, hp_override=None, weights=None):
+        self.m = model
+        self.dt = dtype
+        self.hp = dict(model.hp, **(hp_override or {}))
+        hp = self.hp
+        self.w = {k: v.astype(dtype) for k, v in (weights or model.w).items()}
+        H, S, R, T = hp["hidden_size"], hp["s"], hp["r"], hp["t"]
+        self.h = np.zeros(H, dtype)
+        self.c = np.zeros(H, dtype)
+        self.F = np.zeros((S * R, T), dtype)  # F[S][R][T] viewed as (S*R) x T
+        self.trace = []  # per step: dict with the Frobenius norm before the clamp and read statistics
+
+    def step(self, x):
+        hp, w, dt = self.hp, self.w, self.dt
+        V, H = hp["vocab_size"], hp["hidden_size"]
+        S, R, T, Nr = hp["s"], hp["r"], hp["t"], hp["read_count"]
+        if not 0 <= x < V:
+            raise ValueError(f"token {x} out of range [0, {V})")
+        info = {}
+        # 1. embedding
+        e = w["token_embd.weight"][x]
+        # 2. LSTM, gate order i, f, z, o
+        g = w["lstm.weight_ih"] @ e + w["lstm.weight_hh"] @ self.h + w["lstm.bias"]
+        gi, gf, gz, go = g[0:H], g[H:2 * H], g[2 * H:3 * H], g[3 * H:4 * H]
+        i = _sigmoid(gi)
+        f = _sigmoid(gf + dt(hp["forget_bias"]))
+        z = np.tanh(gz)
+        o = _sigmoid(go)
+        self.c = f * self.c + i * z
+        self.h = o * np.tanh(self.c)
+        h = self.h
+        # 3. write
+        a = w["fwm.write.weight"] @ h + w["fwm.write.bias"]
+        k1 = np.tanh(a[0:S])
+        k2 = np.tanh(a[S:S + R])
+        v = np.tanh(a[S + R:S + R + T])
+        beta = _sigmoid(a[S + R + T] + dt(hp["beta_bias"]))
+        K = np.outer(k1, k2).reshape(S * R)  # index i*R + j
+        v_old = self.F.T @ K
+        # Along K the write moves F^T K from v_old towards v by this factor (> 2 overshoots):
+        info["delta_factor"] = float(K @ K * beta * dt(hp["write_scale"]))
+        self.F = self.F + np.outer(K, beta * (v - v_old) * dt(hp["write_scale"]))
+        norm = np.sqrt((self.F ** 2).sum())
+        info["norm"] = float(norm)
+        self.F = self.F / max(dt(1), norm)
+        # 4. read (changes no state); under policy "token" only where the input is read_token_id
+        reads = hp["read_policy"] == "always" or x == hp["read_token_id"]
+        info["read"] = reads
+        if reads:
+            u = w["fwm.read.weight"] @ h + w["fwm.read.bias"]
+            q = u[0:S]  # no tanh on q0 (the released code's form)
+            info["pre_ln_std"] = []
+            info["pre_ln_mean"] = []
+            for r in range(Nr):
+                e_r = np.tanh(u[S + r * R:S + (r + 1) * R])
+                pre = self.F.T @ np.outer(q, e_r).reshape(-1)
+                info["pre_ln_std"].append(float(pre.std()))
+                info["pre_ln_mean"].append(float(abs(pre.mean())))
+                q = _layer_norm(pre, dt(hp["layer_norm_eps"]))
+            info["q_std"] = float(q.std())
+            m = w["fwm.out.weight"] @ q + w["fwm.out.bias"]
+        else:
+            m = np.zeros(H, dt)
+        # 5. output
+        y = m + h if hp["residual"] else m
+        logits = w["output.weight"] @ y
+        self.trace.append(info)
+        return logits
+
+
+def compute_logits(model, tokens, dtype=np.float64, hp_override=None, weights=None):
+    """Logits after every token, [len(tokens), V], from zero state; returns (logits, trace).
+    hp_override / weights replace hyperparameters / weights (make_golden.py's sensitivity checks)."""
+    run = Runner(model, dtype, hp_override, weights)
+    rows = [run.step(int(x)) for x in tokens]
+    V = model.hp["vocab_size"]
+    out = np.stack(rows) if rows else np.zeros((0, V), dtype)
+    return out, run.trace
+
+
+def parse_tokens(text):
+    return [int(t) for t in text.split(",") if t.strip() != ""]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lg = sub.add_parser("logits", help="write the logits after every token")
+    lg.add_argument("model")
+    lg.add_argument("--tokens", required=True, help="comma-separated token ids")
+    lg.add_argument("--out", required=True, help="output file: little-endian float32 rows of V")
+    inf = sub.add_parser("info", help="print hyperparameters and tensor types")
+    inf.add_argument("model")
+    args = ap.parse_args(argv)
+    try:
+        model = Model(args.model)
+    except (FormatError, OSError) as exc:
+        print(f"fwm_reference: {args.model}: {exc}", file=sys.stderr)
+        return 1
+    if args.cmd == "info":
+        for k, v in model.hp.items():
+            print(f"{k} = {v}")
+        print(f"has_checksum = {model.has_checksum}")
+        for name in TENSOR_NAMES:
+            print(f"{name}: {GGML_TYPE_NAMES[model.types[name]]} {list(model.w[name].shape)}")
+        return 0
+    try:
+        logits, _ = compute_logits(model, parse_tokens(args.tokens))
+    except ValueError as exc:
+        print(f"fwm_reference: {exc}", file=sys.stderr)
+        return 1
+    logits.astype("<f4").tofile(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

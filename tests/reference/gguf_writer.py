@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""gguf_writer.py - an independent GGUF v3 writer for fwm model files, for tests.
+
+What it is for: writing fwm model files (schema in tests/golden/README.md and docs/FORMAT.md)
+deliberately differently from fwm's own C writer, so the loader is tested against files it did not
+produce: tensors in a non-canonical order (reversed or shuffled), metadata keys shuffled and mixed
+with unknown keys of many types, alignment 64 with non-zero padding bytes (and optional unused gaps)
+between tensors, F32, F16 or BF16 tensors (per tensor), and either no checksum key or one computed
+here (XXH64 seed 0 over the stored tensor bytes in canonical order, python3-xxhash).
+
+What it is not for: anything outside tests. It shares no code with the C writer or with
+fwm_reference.py's reader.
+"""
+
+import struct
+
+import numpy as np
+
+GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL = 0, 1, 2, 3, 4, 5, 6, 7
+GGUF_STRING, GGUF_ARRAY, GGUF_U64, GGUF_I64, GGUF_F64 = 8, 9, 10, 11, 12
+_PACK = {GGUF_U8: "<B", GGUF_I8: "<b", GGUF_U16: "<H", GGUF_I16: "<h", GGUF_U32: "<I",
+         GGUF_I32: "<i", GGUF_F32: "<f", GGUF_BOOL: "<?", GGUF_U64: "<Q", GGUF_I64: "<q",
+         GGUF_F64: "<d"}
+
+TYPE_IDS = {"f32": 0, "f16": 1, "bf16": 30}
+ALIGNMENT = 64
+
+# Canonical order: the order of the checksum's concatenation (not the order written here).
+CANONICAL_ORDER = [
+    "token_embd.weight", "lstm.weight_ih", "lstm.weight_hh", "lstm.bias",
+    "fwm.write.weight", "fwm.write.bias", "fwm.read.weight", "fwm.read.bias",
+    "fwm.out.weight", "fwm.out.bias", "output.weight",
+]
+
+
+def shapes(hp):
+    """Row-major shapes from the hyperparameters (dict keys as in make_golden.py)."""
+    V, E, H = hp["V"], hp["E"], hp["H"]
+    S, R, T, Nr = hp["S"], hp["R"], hp["T"], hp["Nr"]
+    return {
+        "token_embd.weight": (V, E), "lstm.weight_ih": (4 * H, E), "lstm.weight_hh": (4 * H, H),
+        "lstm.bias": (4 * H,), "fwm.write.weight": (S + R + T + 1, H),
+        "fwm.write.bias": (S + R + T + 1,), "fwm.read.weight": (S + Nr * R, H),
+        "fwm.read.bias": (S + Nr * R,), "fwm.out.weight": (H, T), "fwm.out.bias": (H,),
+        "output.weight": (V, H),
+    }
+
+
+def _string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def _value(vtype, value):
+    if vtype == GGUF_STRING:
+        return _string(value)
+    if vtype == GGUF_ARRAY:
+        etype, items = value
+        return struct.pack("<IQ", etype, len(items)) + b"".join(_value(etype, v) for v in items)
+    return struct.pack(_PACK[vtype], value)
+
+
+def encode_tensor(array, type_name):
+    """float array -> little-endian stored bytes of the given type (round to nearest even)."""
+    a32 = np.ascontiguousarray(array, dtype=np.float64).astype(np.float32).reshape(-1)
+    if type_name == "f32":
+        return a32.astype("<f4").tobytes()
+    if type_name == "f16":
+        a16 = a32.astype(np.float16)
+        if not np.all(np.isfinite(a16)):
+            raise ValueError("value out of F16 range")
+        return a16.astype("<f2").tobytes()
+    if type_name == "bf16":
+        bits = a32.view(np.uint32).astype(np.uint64)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return rounded.astype("<u2").tobytes()
+    raise ValueError(f"unknown tensor type {type_name}")
+
+
+def _xxh64(chunks):
+    import xxhash  # Debian: python3-xxhash
+    h = xxhash.xxh64(seed=0)
+    for c in chunks:
+        h.update(c)
+    return h.intdigest()
+
+
+def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksum=True,
+                extra_keys=True, gaps=False, name=None, rng=None):
+    """Write an fwm model file.
+
+    hp: dict V, E, H, S, R, T, Nr, residual (bool), policy ("always"|"token"), read_token,
+        forget_bias, beta_bias, write_scale, eps, pad, eos.
+    vocab: list of V strings. tensors: dict name -> float array of the row-major shape.
+    types: "f32"|"f16"|"bf16" for all tensors, or a dict name -> type.
+    order: "reversed", "shuffled" (uses rng) or "canonical": the order tensors are written in.
+    checksum: write fwm.checksum. extra_keys: add unknown keys of many types. gaps: leave unused
+    aligned gaps (filled with junk) between some tensors. rng: numpy Generator (shuffles, padding).
+    Returns the dict name -> stored bytes.
+    """
+    rng = rng if rng is not None else np.random.default_rng(12345)
+    want = shapes(hp)
+    if len(vocab) != hp["V"]:
+        raise ValueError("vocab size")
+    stored = {}
+    type_of = {}
+    for tname in CANONICAL_ORDER:
+        arr = np.asarray(tensors[tname])
+        if arr.shape != want[tname]:
+            raise ValueError(f"{tname}: shape {arr.shape}, expected {want[tname]}")
+        type_of[tname] = types if isinstance(types, str) else types.get(tname, "f32")
+        stored[tname] = encode_tensor(arr, type_of[tname])
+
+    kv = [
+        ("general.architecture", GGUF_STRING, "fwm"),
+        ("general.alignment", GGUF_U32, ALIGNMENT),
+        ("fwm.vocab_size", GGUF_U32, hp["V"]),
+        ("fwm.embedding_length", GGUF_U32, hp["E"]),
+        ("fwm.hidden_size", GGUF_U32, hp["H"]),
+        ("fwm.memory.s", GGUF_U32, hp["S"]),
+        ("fwm.memory.r", GGUF_U32, hp["R"]),
+        ("fwm.memory.t", GGUF_U32, hp["T"]),
+        ("fwm.read_count", GGUF_U32, hp["Nr"]),
+        ("fwm.residual", GGUF_BOOL, bool(hp["residual"])),
+        ("fwm.read_policy", GGUF_STRING, hp["policy"]),
+        ("fwm.read_token_id", GGUF_U32, hp["read_token"]),
+        ("fwm.forget_bias", GGUF_F32, hp["forget_bias"]),
+        ("fwm.beta_bias", GGUF_F32, hp["beta_bias"]),
+        ("fwm.write_scale", GGUF_F32, hp["write_scale"]),
+        ("fwm.layer_norm_eps", GGUF_F32, hp["eps"]),
+        ("tokenizer.ggml.model", GGUF_STRING, "word"),
+        ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, list(vocab))),
+        ("tokenizer.ggml.padding_token_id", GGUF_U32, hp["pad"]),
+        ("tokenizer.ggml.eos_token_id", GGUF_U32, hp["eos"]),
+    ]
+    if name is not None:
+        kv.append(("general.name", GGUF_STRING, name))
+    if checksum:
+        kv.append(("fwm.checksum", GGUF_U64, _xxh64(stored[t] for t in CANONICAL_ORDER)))
+    if extra_keys:
+        kv += [
+            ("test.writer", GGUF_STRING, "tests/reference/gguf_writer.py"),
+            ("test.u8", GGUF_U8, 200), ("test.i8", GGUF_I8, -7), ("test.u16", GGUF_U16, 65000),
+            ("test.i16", GGUF_I16, -300), ("test.i32", GGUF_I32, -123456),
+            ("test.u64", GGUF_U64, 2 ** 63 + 5), ("test.i64", GGUF_I64, -2 ** 40),
+            ("test.f64", GGUF_F64, 3.25), ("test.bool", GGUF_BOOL, False),
+            ("test.array.u16", GGUF_ARRAY, (GGUF_U16, [1, 2, 3, 65535])),
+            ("test.array.f32", GGUF_ARRAY, (GGUF_F32, [0.5, -1.5])),
+            ("test.array.string", GGUF_ARRAY, (GGUF_STRING, ["", "fwm.vocab_size", "x y"])),
+            ("test.array.empty", GGUF_ARRAY, (GGUF_U64, [])),
+            ("fwm.training.note", GGUF_STRING, "unknown keys must be skipped"),
+        ]
+    # Keys in a shuffled order (the architecture first, as GGUF readers conventionally expect).
+    rest = kv[1:]
+    perm = rng.permutation(len(rest))
+    kv = [kv[0]] + [rest[k] for k in perm]
+
+    if order == "reversed":
+        write_order = list(reversed(CANONICAL_ORDER))
+    elif order == "shuffled":
+        write_order = [CANONICAL_ORDER[k] for k in rng.permutation(len(CANONICAL_ORDER))]
+    elif order == "canonical":
+        write_order = list(CANONICAL_ORDER)
+    else:
+        raise ValueError(f"order {order}")
+
+    # Data section layout: each tensor at an aligned offset, padding (and gaps) filled with junk.
+    offsets = {}
+    data = bytearray()
+    for k, tname in enumerate(write_order):
+        pad = -len(data) % ALIGNMENT
+        if gaps and k % 3 == 1:
+            pad += ALIGNMENT
+        data += _junk(rng, pad)
+        offsets[tname] = len(data)
+        data += stored[tname]
+
+    out = bytearray()
+    out += b"GGUF" + struct.pack("<IQQ", 3, len(write_order), len(kv))
+    for key, vtype, value in kv:
+        out += _string(key) + struct.pack("<I", vtype) + _value(vtype, value)
+    for tname in write_order:
+        dims = list(reversed(want[tname]))  # fastest dimension first
+        out += _string(tname) + struct.pack("<I", len(dims))
+        out += b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", TYPE_IDS[type_of[tname]], offsets[tname])
+    out += _junk(rng, -len(out) % ALIGNMENT)
+    out += data
+    with open(path, "wb") as f:
+        f.write(bytes(out))
+    return stored
+
+
+def _junk(rng, n):
+    """Non-zero filler bytes: GGUF leaves the content of padding undefined."""
+    return bytes(rng.integers(1, 256, size=n, dtype=np.uint8).tobytes()) if n else b""

@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""make_golden.py - generate the committed tiny fwm models and their expected logits.
+
+What it is for: writing tests/golden/data/ (model files through gguf_writer.py, expected logits
+through fwm_reference.py in float64, stored as little-endian float32, and manifest.txt) from fixed
+seeds, and checking that the data actually exercise the model: the Frobenius-norm clamp engages,
+the reads produce non-trivial values, every non-default hyperparameter visibly changes the logits,
+and the values are well-conditioned (float32 evaluations of the same reference stay far inside the
+tests' tolerance). It is also the library of tiny-model helpers that tests/golden/check_live.py uses
+for its random model.
+
+Run:  /usr/bin/python3 tests/reference/make_golden.py [--out tests/golden/data]
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fwm_reference  # noqa: E402
+import gguf_writer  # noqa: E402
+
+# The tests' tolerance (tests/golden/test_golden.c and check_live.py use the same rule): a relative
+# error of 1e-5 measured against the row's scale, the largest |logit| of the row,
+#   |got - want| <= RTOL * max(max_j |want_j|, SCALE_FLOOR)
+# A logit near zero is a sum of terms of the row's size, so its rounding error is of the row's
+# size too; a purely element-wise relative rule would be meaningless for it.
+RTOL = 1e-5
+SCALE_FLOOR = 1e-3
+# How much of the tolerance float32 evaluations of the reference may use up for data to be accepted.
+MAX_F32_ERROR_FRACTION = 0.15
+
+WORDS = ["<pad>", "<eos>", "mary", "moved", "to", "the", "bathroom", ".", "where", "is", "?",
+         "john", "went", "garden", "hallway", "sandra", "n,w", "kitchen", "took", "apple",
+         "daniel", "office", "back", "journeyed"]
+
+PAPER_DEFAULTS = dict(forget_bias=1.0, beta_bias=1.0, eps=1e-5)  # write_scale: 1/T
+
+# The committed models: every variant of the spec appears (see tests/golden/README.md).
+GOLDEN = [
+    dict(name="g1_always_nr1_res", V=13, E=7, H=9, S=3, R=5, T=4, Nr=1, residual=True,
+         policy="always", types="f32", order="reversed", checksum=True, gaps=False,
+         forget_bias=1.0, beta_bias=1.0, write_scale=1 / 4, eps=1e-5, n_tokens=48, seed=101),
+    dict(name="g2_token_nr2_nores", V=17, E=11, H=13, S=5, R=3, T=5, Nr=2, residual=False,
+         policy="token", types="f32", order="shuffled", checksum=False, gaps=True,
+         forget_bias=1.0, beta_bias=1.0, write_scale=1 / 5, eps=1e-5, n_tokens=56, seed=202),
+    dict(name="g3_always_nr3_nores_f16", V=19, E=5, H=15, S=8, R=4, T=8, Nr=3, residual=False,
+         policy="always", types="f16", order="reversed", checksum=True, gaps=False,
+         forget_bias=1.0, beta_bias=1.0, write_scale=1 / 8, eps=1e-5, n_tokens=44, seed=303),
+    dict(name="g4_token_nr3_res_bf16", V=15, E=9, H=11, S=6, R=3, T=6, Nr=3, residual=True,
+         policy="token", types="bf16", order="shuffled", checksum=True, gaps=True,
+         forget_bias=1.0, beta_bias=1.0, write_scale=1 / 6, eps=1e-5, n_tokens=60, seed=404),
+    dict(name="g5_always_nr2_res_mixed", V=20, E=24, H=23, S=6, R=4, T=6, Nr=2, residual=True,
+         policy="always", order="reversed", checksum=False, gaps=True,
+         types={"token_embd.weight": "bf16", "lstm.weight_hh": "f16", "fwm.write.weight": "f16",
+                "fwm.read.bias": "bf16", "output.weight": "f16"},
+         forget_bias=0.5, beta_bias=-0.25, write_scale=0.3, eps=1e-3, n_tokens=52, seed=505),
+    dict(name="g6_token_nr1_nores", V=12, E=6, H=5, S=2, R=3, T=5, Nr=1, residual=False,
+         policy="token", types="f32", order="canonical", checksum=True, gaps=False,
+         forget_bias=1.5, beta_bias=0.5, write_scale=0.125, eps=1e-4, n_tokens=40, seed=606),
+]
+
+
+def writer_hp(spec):
+    """The gguf_writer.py hyperparameter dict and the vocabulary of a model spec."""
+    vocab = WORDS[:spec["V"]]
+    return dict(V=spec["V"], E=spec["E"], H=spec["H"], S=spec["S"], R=spec["R"], T=spec["T"],
+                Nr=spec["Nr"], residual=spec["residual"], policy=spec["policy"],
+                read_token=vocab.index("?"), forget_bias=spec["forget_bias"],
+                beta_bias=spec["beta_bias"], write_scale=spec["write_scale"], eps=spec["eps"],
+                pad=0, eos=1), vocab
+
+
+def make_weights(hp, rng, write_gain=4.0, read_gain=3.0, lstm_gain=1.5):
+    """Weights initialised as the spec's table says, with gains that make keys and values large
+    enough for the Frobenius-norm clamp to engage, and non-zero biases everywhere (a bias read with
+    the wrong offset must show)."""
+    V, E, H, S, R, T, Nr = (hp[k] for k in ("V", "E", "H", "S", "R", "T", "Nr"))
+
+    def uni(shape, a):
+        return rng.uniform(-a, a, size=shape)
+
+    k = 1 / np.sqrt(H)
+    a_mem = np.sqrt(6 / (H + S))
+    return {
+        "token_embd.weight": rng.normal(0, 1, size=(V, E)),
+        "lstm.weight_ih": uni((4 * H, E), lstm_gain * k),
+        "lstm.weight_hh": uni((4 * H, H), lstm_gain * k),
+        "lstm.bias": uni((4 * H,), 0.3),
+        "fwm.write.weight": uni((S + R + T + 1, H), write_gain * a_mem),
+        "fwm.write.bias": uni((S + R + T + 1,), k),
+        "fwm.read.weight": uni((S + Nr * R, H), read_gain * a_mem),
+        "fwm.read.bias": uni((S + Nr * R,), k),
+        "fwm.out.weight": uni((H, T), 1 / np.sqrt(T)),
+        "fwm.out.bias": uni((H,), 1 / np.sqrt(T)),
+        "output.weight": rng.normal(0, np.sqrt(2 / (V + H)), size=(V, H)),
+    }
+
+
+def make_tokens(hp, rng, n):
+    """<eos> first, then random words with the read token ("?") every 3 to 8 tokens."""
+    V, q = hp["V"], hp["read_token"]
+    tokens = [hp["eos"]]
+    while len(tokens) < n:
+        tokens += list(rng.integers(0, V, size=int(rng.integers(2, 8))))
+        tokens.append(q)
+    return [int(t) for t in tokens[:n]]
+
+
+def tolerance(want):
+    """Per-element tolerance of a [n, V] array of expected logits (see RTOL above)."""
+    row = np.abs(want).max(axis=1, keepdims=True)
+    return RTOL * np.maximum(row, SCALE_FLOOR) * np.ones_like(want)
+
+
+def _error_over_tol(got, want):
+    return float((np.abs(got - want) / tolerance(want)).max())
+
+
+def analyse(model, tokens, rng):
+    """Reference logits (float64) plus the facts check_facts() judges; returns (logits, facts)."""
+    hp = model.hp
+    logits, trace = fwm_reference.compute_logits(model, tokens, np.float64)
+    # Conditioning: a float32 evaluation, and float64 ones with every weight moved by up to one
+    # float32 rounding step, estimate what an exact-to-float32 implementation may differ by.
+    errors = [_error_over_tol(fwm_reference.compute_logits(model, tokens, np.float32)[0], logits)]
+    for _ in range(4):
+        nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in model.w.items()}
+        errors.append(_error_over_tol(
+            fwm_reference.compute_logits(model, tokens, np.float64, weights=nudged)[0], logits))
+    # Every hyperparameter that differs from the paper's value must visibly matter.
+    hp_effect = {}
+    defaults = dict(PAPER_DEFAULTS, write_scale=1.0 / hp["t"])
+    names = dict(forget_bias="forget_bias", beta_bias="beta_bias", write_scale="write_scale",
+                 eps="layer_norm_eps")
+    for key, name in names.items():
+        if abs(hp[name] - defaults[key]) > 1e-6 * abs(defaults[key]):
+            other = fwm_reference.compute_logits(model, tokens, np.float64,
+                                                 hp_override={name: defaults[key]})[0]
+            hp_effect[name] = _error_over_tol(other, logits)
+    read_steps = [t for t in trace if t["read"]]
+    facts = {
+        "clamp_steps": sum(1 for t in trace if t["norm"] > 1.0),
+        "max_norm": max(t["norm"] for t in trace),
+        "read_steps": len(read_steps),
+        # LN output std is sqrt(var / (var + eps)): near 1 when the read is not dominated by eps
+        "nontrivial_reads": sum(1 for t in read_steps if t["q_std"] > 0.5),
+        "f32_error_over_tol": max(errors),
+        "hp_effect_over_tol": hp_effect,
+        "max_abs_logit": float(np.abs(logits).max()),
+    }
+    return logits, facts
+
+
+def check_facts(name, facts, require_clamp=True):
+    """The golden data must exercise the model; returns a list of problems (empty when fine)."""
+    problems = []
+    if require_clamp and facts["clamp_steps"] < 3:
+        problems.append(f"{name}: the Frobenius-norm clamp engaged at only {facts['clamp_steps']} "
+                        f"steps (max norm {facts['max_norm']:.3f})")
+    if facts["read_steps"] < 4:
+        problems.append(f"{name}: only {facts['read_steps']} read steps")
+    if facts["nontrivial_reads"] < 0.9 * facts["read_steps"]:
+        problems.append(f"{name}: only {facts['nontrivial_reads']} of {facts['read_steps']} reads "
+                        "give a layer-norm output with std > 0.5")
+    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
+        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
+                        "the tolerance (ill-conditioned)")
+    for hp_name, effect in facts["hp_effect_over_tol"].items():
+        if effect < 100:
+            problems.append(f"{name}: {hp_name} changes the logits by only {effect:.1f} tolerances")
+    if facts["max_abs_logit"] < 0.05:
+        problems.append(f"{name}: logits are all tiny")
+    return problems
+
+
+def build(spec, out_dir, attempts=200):
+    """Write one model and its expected logits. The weights and tokens come from spec['seed']; when
+    the data fail check_facts (mostly: an ill-conditioned read somewhere in the sequence), the next
+    seed is tried, deterministically. Returns (manifest line, facts, seed used, problems)."""
+    hp, vocab = writer_hp(spec)
+    model_file = spec["name"] + ".gguf"
+    path = os.path.join(out_dir, model_file)
+    for attempt in range(attempts):
+        seed = spec["seed"] * 1000 + attempt
+        rng = np.random.default_rng(seed)
+        weights = make_weights(hp, rng, **spec.get("gains", {}))
+        gguf_writer.write_model(path, hp, vocab, weights, types=spec["types"],
+                                order=spec["order"], checksum=spec["checksum"], gaps=spec["gaps"],
+                                name=spec["name"], rng=rng)
+        model = fwm_reference.Model(path)  # re-read: verifies the checksum, uses the stored values
+        tokens = make_tokens(hp, rng, spec["n_tokens"])
+        logits, facts = analyse(model, tokens, rng)
+        problems = check_facts(spec["name"], facts, spec.get("require_clamp", True))
+        if not problems:
+            break
+    expected_file = spec["name"] + ".f32"
+    logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
+    line = (f"{model_file} {expected_file} checksum={'present' if spec['checksum'] else 'absent'} "
+            f"tokens={','.join(map(str, tokens))}")
+    return line, facts, seed, problems
+
+
+def describe(name, n_tokens, facts, seed):
+    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["hp_effect_over_tol"].items())
+    return (f"{name}: seed {seed}; clamp at {facts['clamp_steps']}/{n_tokens} steps (max norm "
+            f"{facts['max_norm']:.2f}); {facts['read_steps']} reads, {facts['nontrivial_reads']} "
+            f"non-trivial; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the tolerance; "
+            f"max |logit| {facts['max_abs_logit']:.2f}"
+            + (f"; effect in tolerances of {effects}" if effects else ""))
+
+
+def main(argv):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description="generate tests/golden/data")
+    ap.add_argument("--out", default=os.path.join(here, "..", "golden", "data"))
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    lines = ["# fwm golden data, generated by tests/reference/make_golden.py (do not edit).",
+             "# model expected-logits checksum=present|absent tokens=comma-separated-ids",
+             f"# tolerance: |got - want| <= {RTOL:g} * max(max |want| over the row, {SCALE_FLOOR:g})"]
+    all_problems = []
+    for spec in GOLDEN:
+        line, facts, seed, problems = build(spec, args.out)
+        lines.append(line)
+        print(describe(spec["name"], spec["n_tokens"], facts, seed))
+        all_problems += problems
+    with open(os.path.join(args.out, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if all_problems:
+        print("make_golden: the data do not exercise the model as required:\n  "
+              + "\n  ".join(all_problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
