@@ -1,0 +1,97 @@
+/* fuzz_fixture.c - builds the fixed small model of fuzz_fixture.h. Weights follow a formula with
+ * exactly representable values, w(t, i) = ((7 i + 3 t) mod 13 - 6) / 32 for element i of tensor t
+ * (FWM_TENSOR_LIST order), so make_corpus.py can recompute the checksum and fingerprint. */
+#include "fuzz_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fwm_hparams.h"
+#include "fwm_schema.h"
+
+/* Lower-case and without white space, so that tokenizing the token texts joined by spaces gives
+ * the same ids back (fuzz_tokenize.c relies on it). Ids are positions. */
+static const char *const fixture_vocabulary[] = {
+    "<pad>", "<eos>", ".",   "?",  "mary", "john", "went", "to",    "the",  "kitchen", "garden",
+    "where", "is",    "n,w", "s,e", "mr.", "...",  "a",    "a.",    "?.",   "caf\xc3\xa9", "x",
+    "yes",   "no",
+};
+#define FIXTURE_V (sizeof fixture_vocabulary / sizeof fixture_vocabulary[0])
+
+static fwm_hparams fixture_hparams(void) {
+    fwm_hparams hp = {0};
+    hp.vocab_size = (uint32_t)FIXTURE_V;
+    hp.embedding_length = 5;
+    hp.hidden_size = 6;
+    hp.memory_s = 4;
+    hp.memory_r = 3;
+    hp.memory_t = 4;
+    hp.read_count = 2; /* N_r > 1 needs S == T */
+    hp.residual = true;
+    hp.read_policy = FWM_READ_ALWAYS;
+    hp.read_token_id = 3; /* "?" */
+    hp.forget_bias = 1.0f;
+    hp.beta_bias = 1.0f;
+    hp.write_scale = 0.25f;                /* 1/T */
+    hp.layer_norm_eps = 1.0f / 65536.0f;   /* exact in binary, unlike 1e-5 */
+    hp.padding_token_id = 0;
+    hp.eos_token_id = 1;
+    return hp;
+}
+
+static void fail(const char *what, const fwm_error *err) {
+    fprintf(stderr, "fuzz fixture: %s: %s\n", what, err ? err->message : "");
+    abort();
+}
+
+/* Write the model into a fresh temporary directory, load it fully into memory, remove both. */
+static fwm_model *build(void) {
+    fwm_hparams hparams = fixture_hparams();
+    const fwm_hparams *hp = &hparams;
+    uint64_t elements[FWM_TENSOR_COUNT] = {
+#define FIXTURE_ELEMENTS_(field, name, rows, cols) (uint64_t)(rows) * (uint64_t)(cols),
+        FWM_TENSOR_LIST(FIXTURE_ELEMENTS_)
+#undef FIXTURE_ELEMENTS_
+    };
+    fwm_write_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.hp = hparams;
+    spec.name = "fuzz fixture";
+    spec.tokens = fixture_vocabulary;
+    float *tensors[FWM_TENSOR_COUNT] = {0};
+    for (int t = 0; t < FWM_TENSOR_COUNT; t++) {
+        tensors[t] = malloc(elements[t] * sizeof(float));
+        if (!tensors[t]) fail("out of memory", NULL);
+        for (uint64_t i = 0; i < elements[t]; i++)
+            tensors[t][i] = (float)((int)((7 * i + 3 * (uint64_t)t) % 13) - 6) / 32.0f;
+        spec.tensors[t] = tensors[t];
+    }
+
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/fwm-fuzz-fixture-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(dir)) fail("cannot create a temporary directory", NULL);
+    snprintf(path, sizeof path, "%s/fixture.gguf", dir);
+
+    fwm_error err;
+    fwm_model *model = NULL;
+    fwm_status status = fwm_model_write(path, &spec, &err);
+    if (status == FWM_OK) {
+        fwm_model_params params = fwm_model_default_params();
+        params.use_mmap = false;
+        status = fwm_model_load(path, &params, &model, &err);
+    }
+    unlink(path);
+    rmdir(dir);
+    for (int t = 0; t < FWM_TENSOR_COUNT; t++) free(tensors[t]);
+    if (status != FWM_OK) fail(path, &err);
+    return model;
+}
+
+const fwm_model *fuzz_fixture_model(void) {
+    static fwm_model *model;
+    if (!model) model = build();
+    return model;
+}

@@ -1,0 +1,19 @@
+/* fuzz_fixture.h - the small valid model the state-import and tokenizer fuzz targets run against,
+ * built in-process (fwm_model_write to a temporary file, loaded, file removed) so a fuzz binary
+ * needs no files besides its corpus.
+ *
+ * Its hyperparameters, vocabulary and weights are fixed and mirrored exactly by make_corpus.py,
+ * which computes the same fingerprint to write state-blob seeds this model accepts: change one,
+ * change the other (the replay tests' --min-accepted notices a mismatch).
+ */
+#ifndef FWM_TESTS_FUZZ_FIXTURE_H
+#define FWM_TESTS_FUZZ_FIXTURE_H
+
+#include "fwm/fwm.h"
+
+/* The fixture model, built on first use and kept for the life of the process (never freed: a
+ * fuzz binary calls its target millions of times). Aborts with a message if it cannot be built,
+ * since nothing can be fuzzed without it. Not thread-safe (fuzz targets run on one thread). */
+const fwm_model *fuzz_fixture_model(void);
+
+#endif

@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""make_corpus.py [CORPUS_DIR] - write the seed corpus of the fuzz targets (tests/fuzz/README.md).
+
+Deterministic (fixed seeds): rerun after changing it and commit the result. CORPUS_DIR defaults to
+corpus/ next to this script; each target's folder there is rewritten (files named regression-*,
+inputs that once found a bug, are kept):
+
+  model_load/    small valid model files (F32 / F16 / BF16, both read policies, other layouts and
+                 alignments, optional keys present or not) and damaged ones (truncated, bad header,
+                 impossible counts and lengths, wrong types, shapes, checksums, bit flips).
+  state_import/  state blobs for the fixture model of fuzz_fixture.c (valid ones, whose fingerprint
+                 this script recomputes from the same hyperparameters, vocabulary and weight
+                 formula, and damaged ones).
+  tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
+
+GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
+Needs python3-xxhash (Debian: apt-get install python3-xxhash).
+"""
+import os
+import random
+import struct
+import sys
+
+import xxhash
+
+# ---- GGUF encoding (docs/FORMAT.md section 1) ----------------------------------------------------
+U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
+SCALAR_FORMAT = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f",
+                 BOOL: "<B", U64: "<Q", I64: "<q", F64: "<d"}
+GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
+
+
+def gguf_string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_value(t, v):
+    if t == STRING:
+        return gguf_string(v)
+    if t == ARRAY:
+        element_type, elements = v
+        out = struct.pack("<IQ", element_type, len(elements))
+        for e in elements:
+            out += gguf_value(element_type, e)
+        return out
+    return struct.pack(SCALAR_FORMAT[t], v)
+
+
+def align(n, a):
+    return (n + a - 1) // a * a
+
+
+def gguf_file(kvs, tensors, alignment=32, junk=0, version=3):
+    """kvs: [(key, type, value)]; tensors: [(name, gguf_dims, ggml_type, data_bytes)] in file
+    order; `junk` bytes of 0xA5 before each tensor's data (then aligned)."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for key, t, v in kvs:
+        out += gguf_string(key) + struct.pack("<I", t) + gguf_value(t, v)
+    offsets, cursor = [], 0
+    for _, _, _, data in tensors:
+        cursor = align(cursor + junk, alignment)
+        offsets.append(cursor)
+        cursor += len(data)
+    for (name, dims, ggml_type, _), offset in zip(tensors, offsets):
+        out += gguf_string(name) + struct.pack("<I", len(dims))
+        out += b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", ggml_type, offset)
+    out += b"\0" * (align(len(out), alignment) - len(out))
+    data_start = len(out)
+    for (_, _, _, data), offset in zip(tensors, offsets):
+        out += b"\xa5" * (data_start + offset - len(out)) + data
+    return out
+
+
+# ---- the fwm schema (docs/FORMAT.md sections 2-4) ------------------------------------------------
+def tensor_list(hp):
+    """(name, rows, cols or None for a vector) in FWM_TENSOR_LIST order."""
+    V, E, H = hp["V"], hp["E"], hp["H"]
+    S, R, T, N = hp["S"], hp["R"], hp["T"], hp["N"]
+    return [("token_embd.weight", V, E), ("lstm.weight_ih", 4 * H, E),
+            ("lstm.weight_hh", 4 * H, H), ("lstm.bias", 4 * H, None),
+            ("fwm.write.weight", S + R + T + 1, H), ("fwm.write.bias", S + R + T + 1, None),
+            ("fwm.read.weight", S + N * R, H), ("fwm.read.bias", S + N * R, None),
+            ("fwm.out.weight", H, T), ("fwm.out.bias", H, None), ("output.weight", V, H)]
+
+
+def encode(values, ggml_type):
+    if ggml_type == GGML_F32:
+        return struct.pack(f"<{len(values)}f", *values)
+    if ggml_type == GGML_F16:
+        return struct.pack(f"<{len(values)}e", *values)
+    return b"".join(struct.pack("<I", v)[2:] for v in
+                    struct.unpack(f"<{len(values)}I", struct.pack(f"<{len(values)}f", *values)))
+
+
+def fingerprint(hp, tokens, checksum):
+    b = bytearray(b"FWMFP1")
+    for v in (hp["V"], hp["E"], hp["H"], hp["S"], hp["R"], hp["T"], hp["N"], int(hp["residual"]),
+              {"always": 0, "token": 1}[hp["policy"]], hp["read_token"]):
+        b += struct.pack("<I", v)
+    for v in (hp["forget_bias"], hp["beta_bias"], hp["write_scale"], hp["eps"]):
+        b += struct.pack("<f", v)
+    b += struct.pack("<III", hp["pad"], hp["eos"], hp["V"])
+    for t in tokens:
+        e = t.encode()
+        b += struct.pack("<I", len(e)) + e
+    b += struct.pack("<Q", checksum)
+    return xxhash.xxh64(bytes(b)).intdigest()
+
+
+def default_hp(**changes):
+    hp = dict(V=8, E=3, H=4, S=2, R=2, T=2, N=1, residual=True, policy="always", read_token=3,
+              forget_bias=1.0, beta_bias=1.0, write_scale=0.5, eps=1e-5, pad=0, eos=1)
+    hp.update(changes)
+    return hp
+
+
+def vocabulary(n):
+    base = ["<pad>", "<eos>", ".", "?", "mary", "went", "kitchen", "where"]
+    return (base + [f"w{i}" for i in range(len(base), n)])[:n]
+
+
+def model(hp=None, tokens=None, values=None, types=None, name=None, alignment=None,
+          file_alignment=None, order=None, junk=0, checksum=True, fingerprint_key=True,
+          extra=(), change=None, drop=(), tensor_change=None, extra_tensors=(), drop_tensors=()):
+    """A model file. values: per-tensor float lists (default: small random); types: per-tensor
+    GGML types (default F32); alignment: general.alignment written (None: key absent, 32 used);
+    order: tensor indices in file order; change: {key: (type, value)} replacing a key's pair;
+    drop: keys left out; tensor_change: {name: (gguf_dims, ggml_type)} written instead;
+    extra_tensors: [(name, gguf_dims, ggml_type, data)] added; drop_tensors: names left out."""
+    hp = hp or default_hp()
+    tokens = tokens if tokens is not None else vocabulary(hp["V"])
+    shapes = tensor_list(hp)
+    rng = random.Random(hp["V"] * 1000 + hp["H"])
+    if values is None:
+        values = [[round(rng.uniform(-1, 1), 3) for _ in range(r * (c or 1))] for _, r, c in shapes]
+    types = types or [GGML_F32] * len(shapes)
+    datas = [encode(v, t) for v, t in zip(values, types)]
+    tensors = []
+    for (tname, rows, cols), t, data in zip(shapes, types, datas):
+        dims, ggml_type = ([cols, rows] if cols is not None else [rows]), t
+        if tensor_change and tname in tensor_change:
+            dims, ggml_type = tensor_change[tname]
+        tensors.append((tname, dims, ggml_type, data))
+    sum_ = xxhash.xxh64(b"".join(datas)).intdigest()
+    kvs = [("general.architecture", STRING, "fwm")]
+    if alignment is not None:
+        kvs.append(("general.alignment", U32, alignment))
+    if name is not None:
+        kvs.append(("general.name", STRING, name))
+    kvs += [("fwm.vocab_size", U32, hp["V"]), ("fwm.embedding_length", U32, hp["E"]),
+            ("fwm.hidden_size", U32, hp["H"]), ("fwm.memory.s", U32, hp["S"]),
+            ("fwm.memory.r", U32, hp["R"]), ("fwm.memory.t", U32, hp["T"]),
+            ("fwm.read_count", U32, hp["N"]), ("fwm.residual", BOOL, int(hp["residual"])),
+            ("fwm.read_policy", STRING, hp["policy"]), ("fwm.read_token_id", U32, hp["read_token"]),
+            ("fwm.forget_bias", F32, hp["forget_bias"]), ("fwm.beta_bias", F32, hp["beta_bias"]),
+            ("fwm.write_scale", F32, hp["write_scale"]), ("fwm.layer_norm_eps", F32, hp["eps"]),
+            ("tokenizer.ggml.model", STRING, "word"),
+            ("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)),
+            ("tokenizer.ggml.padding_token_id", U32, hp["pad"]),
+            ("tokenizer.ggml.eos_token_id", U32, hp["eos"])]
+    if checksum:
+        kvs.append(("fwm.checksum", U64, sum_))
+    if fingerprint_key:
+        kvs.append(("fwm.fingerprint", U64, fingerprint(hp, tokens, sum_)))
+    kvs += list(extra)
+    if change:
+        kvs = [(k, *change[k]) if k in change else (k, t, v) for k, t, v in kvs]
+    kvs = [kv for kv in kvs if kv[0] not in drop]
+    if order is not None:
+        tensors = [tensors[i] for i in order]
+    tensors = [t for t in tensors if t[0] not in drop_tensors] + list(extra_tensors)
+    return gguf_file(kvs, tensors, file_alignment or alignment or 32, junk)
+
+
+def flip_bits(data, seed, count):
+    rng = random.Random(seed)
+    b = bytearray(data)
+    for _ in range(count):
+        i = rng.randrange(len(b))
+        b[i] ^= 1 << rng.randrange(8)
+    return bytes(b)
+
+
+def patch(data, offset, fmt, value):
+    b = bytearray(data)
+    struct.pack_into(fmt, b, offset, value)
+    return bytes(b)
+
+
+def model_load_corpus():
+    files = {}
+    base = model(name="seed", alignment=64)
+    files["valid-f32-align64-checksum"] = base
+    files["valid-f16-token-policy-reads3"] = model(
+        default_hp(V=6, E=2, H=3, S=3, R=2, T=3, N=3, residual=False, policy="token",
+                   write_scale=1 / 3), types=[GGML_F16] * 11, checksum=False,
+        fingerprint_key=False)
+    files["valid-bf16-reversed-gaps-align8"] = model(
+        default_hp(V=5, E=2, H=2, S=1, R=3, T=2), types=[GGML_BF16] * 11, alignment=8,
+        order=list(range(10, -1, -1)), junk=13,
+        extra=[("general.author", STRING, "fuzz"), ("x.u8", U8, 7), ("x.i8", I8, -7),
+               ("x.u16", U16, 7), ("x.i16", I16, -7), ("x.i32", I32, -7), ("x.i64", I64, -7),
+               ("x.f64", F64, 0.5), ("x.bools", ARRAY, (BOOL, [0, 1, 1])),
+               ("x.strings", ARRAY, (STRING, ["a", ""])), ("x.empty", ARRAY, (U32, []))])
+    files["valid-minimal-v2"] = model(default_hp(V=2, E=1, H=1, S=1, R=1, T=1, read_token=1))
+    files["valid-mixed-types"] = model(
+        types=[GGML_F32, GGML_F16, GGML_BF16] * 3 + [GGML_F16, GGML_F32], name="mixed")
+    hp = default_hp()
+    inf_values = [[float("nan") if i % 5 == 0 else float("inf") if i % 7 == 0 else 0.5
+                   for i in range(r * (c or 1))] for _, r, c in tensor_list(hp)]
+    files["valid-nonfinite-weights"] = model(hp, values=inf_values)
+    files["valid-read-token-policy-unicode"] = model(
+        default_hp(V=4, policy="token", read_token=2),
+        tokens=["<pad>", "<eos>", "caf\u00e9", "N,W"])
+
+    # Damaged: container.
+    files["bad-empty"] = b""
+    files["bad-truncated-3"] = base[:3]
+    files["bad-truncated-header"] = base[:20]
+    files["bad-truncated-kv"] = base[:200]
+    files["bad-truncated-last-byte"] = base[:-1]
+    files["bad-magic"] = b"GGML" + base[4:]
+    files["bad-version-2"] = patch(base, 4, "<I", 2)
+    files["bad-version-big-endian"] = patch(base, 4, ">I", 3)
+    files["bad-n-tensors-huge"] = patch(base, 8, "<Q", 1 << 60)
+    files["bad-n-kv-huge"] = patch(base, 16, "<Q", 1 << 60)
+    files["bad-string-length-huge"] = patch(base, 24 + 8 + len("general.architecture") + 4,
+                                            "<Q", 1 << 62)
+    files["bad-nested-array"] = model(extra=[("x.nested", ARRAY, (ARRAY, []))])
+    files["bad-duplicate-key"] = model(extra=[("fwm.hidden_size", U32, 4)])
+    files["bad-alignment-48"] = model(alignment=48, file_alignment=16)
+    files["bad-dims-overflow"] = model(tensor_change={"output.weight": ([1 << 32, 1 << 32],
+                                                                        GGML_F32)})
+    files["bad-tensor-type-q8"] = model(tensor_change={"lstm.bias": ([16], 8)})
+    files["bad-bool-2"] = model(change={"fwm.residual": (BOOL, 2)})
+    # Damaged: schema.
+    files["bad-architecture"] = model(change={"general.architecture": (STRING, "llama")})
+    files["bad-missing-hidden-size"] = model(drop=("fwm.hidden_size",))
+    files["bad-hidden-size-as-i32"] = model(change={"fwm.hidden_size": (I32, 4)})
+    files["bad-vocab-count"] = model(change={"fwm.vocab_size": (U32, 9)})
+    files["bad-duplicate-token"] = model(tokens=["<pad>", "<eos>", ".", "?", "a", "b", "a", "c"])
+    files["bad-reads-need-s-eq-t"] = model(default_hp(S=2, T=3, N=2))
+    files["bad-eps-zero"] = model(change={"fwm.layer_norm_eps": (F32, 0.0)})
+    files["bad-read-token-out-of-range"] = model(change={"fwm.read_token_id": (U32, 8)})
+    files["bad-memory-too-big"] = model(change={"fwm.memory.s": (U32, 65536),
+                                                "fwm.memory.r": (U32, 65536)})
+    files["bad-shape"] = model(tensor_change={"fwm.out.weight": ([4, 2], GGML_F32)})
+    files["bad-empty-token"] = model(tokens=["<pad>", "<eos>", ".", "?", "", "b", "c", "d"])
+    files["bad-tokens-not-array"] = model(change={"tokenizer.ggml.tokens": (STRING, "mary")})
+    files["bad-extra-tensor"] = model(extra_tensors=[("extra", [4], GGML_F32, bytes(16))])
+    files["bad-missing-tensor"] = model(drop_tensors=("fwm.read.bias",))
+    files["bad-tensor-type-f64"] = model(tensor_change={"lstm.bias": ([8], 28)})
+    files["bad-checksum"] = model(change={"fwm.checksum": (U64, 12345)})
+    files["bad-fingerprint"] = model(change={"fwm.fingerprint": (U64, 12345)})
+    for seed in range(4):
+        files[f"bad-bitflips-{seed}"] = flip_bits(base, seed, 1 + seed)
+    return files
+
+
+# ---- the fixture of fuzz_fixture.c and its state blobs (runtime/state_blob.c) --------------------
+FIXTURE_TOKENS = ["<pad>", "<eos>", ".", "?", "mary", "john", "went", "to", "the", "kitchen",
+                  "garden", "where", "is", "n,w", "s,e", "mr.", "...", "a", "a.", "?.",
+                  "caf\u00e9", "x", "yes", "no"]
+FIXTURE_HP = dict(V=len(FIXTURE_TOKENS), E=5, H=6, S=4, R=3, T=4, N=2, residual=True,
+                  policy="always", read_token=3, forget_bias=1.0, beta_bias=1.0, write_scale=0.25,
+                  eps=1 / 65536, pad=0, eos=1)
+
+
+def fixture_fingerprint():
+    data = bytearray()
+    for t, (_, rows, cols) in enumerate(tensor_list(FIXTURE_HP)):
+        n = rows * (cols or 1)
+        data += encode([((7 * i + 3 * t) % 13 - 6) / 32 for i in range(n)], GGML_F32)
+    return fingerprint(FIXTURE_HP, FIXTURE_TOKENS, xxhash.xxh64(bytes(data)).intdigest())
+
+
+def blob(floats, position=0, fp=None, dims=None, version=1, magic=b"FWMS", checksum_delta=0):
+    hp = FIXTURE_HP
+    H, S, R, T = dims or (hp["H"], hp["S"], hp["R"], hp["T"])
+    body = magic + struct.pack("<IQIIIIQ", version, fixture_fingerprint() if fp is None else fp,
+                               H, S, R, T, position)
+    body += struct.pack(f"<{len(floats)}f", *floats)
+    return body + struct.pack("<Q", (xxhash.xxh64(body).intdigest() + checksum_delta) % 2**64)
+
+
+def state_import_corpus():
+    hp = FIXTURE_HP
+    n = 2 * hp["H"] + hp["S"] * hp["R"] * hp["T"]
+    rng = random.Random(5)
+    state = [round(rng.uniform(-2, 2), 4) for _ in range(n)]
+    extreme = [3.4028234e38, -3.4028234e38, 1e-45, -0.0, 1e-38] * (n // 5) + [0.0] * (n % 5)
+    files = {
+        "valid-zero": blob([0.0] * n),
+        "valid-random-position-17": blob(state, position=17),
+        "valid-position-max": blob(state, position=2**64 - 1),
+        "valid-extreme-floats": blob(extreme, position=3),
+        "bad-empty": b"",
+        "bad-47-bytes": blob([0.0] * n)[:47],
+        "bad-truncated": blob(state)[:-1],
+        "bad-magic": blob(state, magic=b"FWMT"),
+        "bad-version-2": blob(state, version=2),
+        "bad-checksum": blob(state, checksum_delta=1),
+        "bad-other-model": blob(state, fp=0x0123456789ABCDEF),
+        "bad-dims-swapped": blob(state, dims=(hp["H"], hp["R"], hp["S"], hp["T"])),
+        "bad-dims-size-mismatch": blob(state, dims=(hp["H"] + 1, hp["S"], hp["R"], hp["T"])),
+        "bad-dims-overflow": blob(state, dims=(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)),
+    }
+    nan_h = list(state)
+    nan_h[1] = float("nan")
+    files["bad-nan-in-h"] = blob(nan_h)
+    inf_f = list(state)
+    inf_f[-1] = float("-inf")
+    files["bad-inf-in-F"] = blob(inf_f)
+    return files
+
+
+def tokenize_corpus():
+    texts = {
+        "story": "Mary went to the kitchen. John went to the garden.\nWhere is Mary? kitchen\n",
+        "directions": "where is the garden ? n,w s,e N,W",
+        "punctuation": "mr. ... a. a.. ?. ?? x? .?. . ? a.? Mr.",
+        "unicode": "caf\u00e9 CAF\u00c9 Caf\u00e9.",
+        "white-space": " \t\n\r\v\fmary\t\tjohn\r\n",
+        "long": "mary went to the kitchen . " * 12,
+        "unknown-word": "mary went to Paris.",
+        "unknown-after-split": "kitchen. garden? bedroom.",
+        "empty": "",
+    }
+    files = {k: v.encode() for k, v in texts.items()}
+    files["nul-bytes"] = b"mary\0went x\0"
+    files["high-bytes"] = bytes(range(0x80, 0x100))
+    return files
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "corpus")
+    total = 0
+    for target, files in (("model_load", model_load_corpus()),
+                          ("state_import", state_import_corpus()),
+                          ("tokenize", tokenize_corpus())):
+        folder = os.path.join(root, target)
+        os.makedirs(folder, exist_ok=True)
+        for old in os.listdir(folder):
+            if not old.startswith("regression-"):  # inputs that once crashed stay
+                os.remove(os.path.join(folder, old))
+        for name, data in files.items():
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+            total += len(data)
+        print(f"{folder}: {len(files)} files")
+    print(f"{total} bytes in all")
+
+
+if __name__ == "__main__":
+    main()
