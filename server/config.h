@@ -1,0 +1,54 @@
+/* config.h - fwm-serve's configuration: defaults, command-line flags, an optional config file, and
+ * where the bundled model is looked for.
+ *
+ * Every setting has one flag (`--max-sessions N`) and the same name in a config file
+ * (`max-sessions = N`, one per line, '#' comments); flags given after --config override the file.
+ * Not for: acting on the settings (server.c).
+ */
+#ifndef FWM_SERVER_CONFIG_H
+#define FWM_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rpc_scan.h"
+
+#define FWM_DEFAULT_LISTEN "tcp://127.0.0.1:7411"
+#define FWM_BUNDLED_MODEL_NAME "fwm-babi-lm.gguf"
+
+typedef struct fwm__config {
+    char **models;  /* owned paths; none: the bundled model */
+    size_t model_count;
+    char **listen;  /* owned addresses ("tcp://HOST:PORT", "unix:PATH"); none: FWM_DEFAULT_LISTEN */
+    size_t listen_count;
+    char *port_file; /* owned or NULL: write the bound addresses there, one per line, once listening */
+    size_t workers;           /* compute threads; 0: one per CPU */
+    size_t max_batch;         /* sessions per batch step */
+    size_t max_sessions;      /* resident sessions */
+    size_t max_connections;
+    double idle_timeout_s;    /* close sessions idle this long; 0: never */
+    double drain_timeout_s;   /* on shutdown, wait this long for in-flight work */
+    size_t default_topk;      /* predictions per token when a request does not say */
+    size_t max_feed_tokens;   /* tokens in one feed/ask */
+    size_t max_queued_tokens; /* over all sessions; beyond: "overloaded" */
+    size_t max_output_bytes;  /* per connection; beyond it, stop reading and stepping for it */
+    size_t max_inflight;      /* unfinished requests per connection before it stops being read */
+    fwm__rpc_limits limits;   /* the pre-scanner's limits */
+    bool quiet;               /* no log lines on stderr */
+} fwm__config;
+
+void fwm__config_defaults(fwm__config *config);
+void fwm__config_release(fwm__config *config);
+
+/* Parse argv (after the defaults). Returns 0 to run, 1 on a bad argument (message on `err`), 2
+ * when --help or --version was printed on `out` (exit 0). */
+int fwm__config_parse(fwm__config *config, int argc, char **argv, FILE *out, FILE *err);
+
+/* Where the bundled model is looked for, in order: $FWM_MODEL; <bindir>/../share/fwm/models/ and
+ * <bindir>/ next to the running binary; the source tree's models/ (compiled in). Returns an owned
+ * copy of the first existing path, or NULL with every path tried listed in `tried`. */
+char *fwm__config_bundled_model(char *tried, size_t tried_size);
+
+#endif

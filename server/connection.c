@@ -1,0 +1,303 @@
+/* connection.c - per-connection I/O, backpressure and lifetime (see connection.h). */
+#include "connection.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "methods.h"
+
+#define READ_CHUNK 65536
+#define CLOSE_GRACE_NS 5000000000ull /* a failed connection gets this long to take its last words */
+
+typedef struct write_request {
+    uv_write_t req;
+    fwm__connection *connection;
+    char *data;
+    size_t length;
+    size_t job_bytes; /* of `length`, job output to release from sink.unsent once written */
+} write_request;
+
+static void release_job_bytes(fwm__connection *c, size_t bytes) {
+    if (bytes) fwm__scheduler_delivered(c->server->scheduler, &c->sink, bytes);
+}
+
+static void dirty_unlink(fwm__connection *c) {
+    if (!c->is_dirty) return;
+    fwm__server *s = c->server;
+    if (c->dirty_prev) c->dirty_prev->dirty_next = c->dirty_next;
+    else s->dirty = c->dirty_next;
+    if (c->dirty_next) c->dirty_next->dirty_prev = c->dirty_prev;
+    c->dirty_prev = c->dirty_next = NULL;
+    c->is_dirty = false;
+}
+
+static void release(fwm__connection *c) {
+    fwm__rpc_reader_release(&c->reader);
+    fwm__free(c->out);
+    fwm__free(c);
+}
+
+static void on_close(uv_handle_t *handle) {
+    fwm__connection *c = (fwm__connection *)handle;
+    fwm__server *s = c->server;
+    if (c->prev) c->prev->next = c->next;
+    else s->connections = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    s->metrics.connections_open--;
+    if (--c->refs == 0) release(c);
+}
+
+void fwm__connection_close(fwm__connection *c) {
+    if (c->closing) return;
+    c->closing = true;
+    dirty_unlink(c);
+    fwm__free(c->out);
+    c->out = NULL;
+    c->out_length = c->out_capacity = 0;
+    release_job_bytes(c, c->out_job_bytes);
+    c->out_job_bytes = 0;
+    if (c->congested) { /* let its parked jobs finish; their output is dropped */
+        c->congested = false;
+        fwm__scheduler_set_congested(c->server->scheduler, &c->sink, false);
+    }
+    c->reading = false;
+    uv_close(&c->h.handle, on_close);
+}
+
+bool fwm__connection_idle(const fwm__connection *c) {
+    return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0;
+}
+
+static bool may_process(const fwm__connection *c) {
+    return !c->closing && !c->close_after_flush && !c->congested &&
+           c->inflight < c->server->config->max_inflight;
+}
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    fwm__connection *c = (fwm__connection *)handle;
+    size_t available = 0;
+    void *space = fwm__rpc_reader_space(&c->reader, READ_CHUNK, &available);
+    if (available > 4 * READ_CHUNK) available = 4 * READ_CHUNK;
+    *buf = uv_buf_init(space, space ? (unsigned)available : 0); /* len 0: libuv reports UV_ENOBUFS */
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+static void update_reading(fwm__connection *c) {
+    bool want = may_process(c) && !c->read_eof;
+    if (want && !c->reading) {
+        if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0) c->reading = true;
+    } else if (!want && c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+}
+
+/* Dispatch every complete buffered message while the connection may take more work. */
+static void process(fwm__connection *c) {
+    while (may_process(c)) {
+        const uint8_t *message;
+        size_t length;
+        fwm__rpc_result r = fwm__rpc_reader_next(&c->reader, &message, &length);
+        if (r == FWM_RPC_MESSAGE) {
+            fwm__methods_dispatch(c, message, length);
+        } else {
+            if (r == FWM_RPC_ERROR) {
+                c->server->metrics.protocol_errors++;
+                fwm__connection_fail(c, FWM_RPC_PROTOCOL, fwm__rpc_reader_error(&c->reader));
+            }
+            break;
+        }
+    }
+    if (c->closing) return;
+    update_reading(c);
+    if (c->read_eof && may_process(c)) { /* every complete message has been dispatched */
+        size_t pending = fwm__rpc_reader_pending(&c->reader);
+        if (pending > 0) {
+            char message[96];
+            snprintf(message, sizeof message, "the stream ended inside a message (%zu bytes pending)", pending);
+            fwm__connection_fail(c, FWM_RPC_PROTOCOL, message);
+        } else if (fwm__connection_idle(c)) {
+            fwm__connection_close(c);
+        }
+    }
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    fwm__connection *c = (fwm__connection *)stream;
+    if (nread > 0) {
+        fwm__rpc_reader_commit(&c->reader, (size_t)nread);
+        process(c);
+    } else if (nread == UV_EOF) {
+        c->read_eof = true;
+        process(c);
+    } else if (nread < 0) {
+        fwm__connection_close(c);
+    }
+    fwm__server_flush(c->server);
+}
+
+static int pack_write(void *data, const char *bytes, size_t length) {
+    fwm__connection_append(data, bytes, length);
+    return 0;
+}
+
+void fwm__connection_packer(fwm__connection *c, msgpack_packer *pk) {
+    msgpack_packer_init(pk, c, pack_write);
+}
+
+void fwm__connection_append(fwm__connection *c, const void *bytes, size_t length) {
+    if (c->closing || length == 0) return;
+    if (c->out_capacity - c->out_length < length) {
+        size_t capacity = c->out_capacity ? c->out_capacity : 4096;
+        while (capacity - c->out_length < length) capacity *= 2;
+        char *grown = fwm__realloc(c->out, capacity);
+        if (!grown) {
+            fwm__connection_close(c);
+            return;
+        }
+        c->out = grown;
+        c->out_capacity = capacity;
+    }
+    memcpy(c->out + c->out_length, bytes, length);
+    c->out_length += length;
+    if (!c->is_dirty) {
+        fwm__server *s = c->server;
+        c->is_dirty = true;
+        c->dirty_prev = NULL;
+        c->dirty_next = s->dirty;
+        if (s->dirty) s->dirty->dirty_prev = c;
+        s->dirty = c;
+    }
+}
+
+void fwm__connection_deliver(fwm__connection *c, const void *bytes, size_t length) {
+    if (c->closing) {
+        release_job_bytes(c, length);
+        return;
+    }
+    fwm__connection_append(c, bytes, length);
+    if (c->closing) release_job_bytes(c, length); /* append failed and closed it */
+    else c->out_job_bytes += length;
+}
+
+static void on_write(uv_write_t *req, int status) {
+    write_request *w = (write_request *)req;
+    fwm__connection *c = w->connection;
+    fwm__server *s = c->server;
+    release_job_bytes(c, w->job_bytes);
+    c->queued_bytes -= w->length;
+    s->metrics.output_queued_bytes -= w->length;
+    fwm__free(w->data);
+    fwm__free(w);
+    if (c->closing) return;
+    if (status < 0) {
+        fwm__connection_close(c);
+        return;
+    }
+    if (c->congested && c->queued_bytes + c->out_length <= s->config->max_output_bytes / 2) {
+        c->congested = false;
+        fwm__scheduler_set_congested(s->scheduler, &c->sink, false);
+        process(c);
+    }
+    if (!c->closing && (c->close_after_flush || c->read_eof) && fwm__connection_idle(c)) fwm__connection_close(c);
+    fwm__server_flush(s);
+}
+
+void fwm__connection_flush(fwm__connection *c) {
+    dirty_unlink(c);
+    if (c->closing || c->out_length == 0) return;
+    fwm__server *s = c->server;
+    write_request *w = fwm__calloc(1, sizeof *w);
+    if (!w) {
+        fwm__connection_close(c);
+        return;
+    }
+    w->connection = c;
+    w->data = c->out;
+    w->length = c->out_length;
+    w->job_bytes = c->out_job_bytes;
+    c->out = NULL;
+    c->out_length = c->out_capacity = c->out_job_bytes = 0;
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)w->length);
+    if (uv_write(&w->req, &c->h.stream, &buf, 1, on_write) != 0) {
+        release_job_bytes(c, w->job_bytes);
+        fwm__free(w->data);
+        fwm__free(w);
+        fwm__connection_close(c);
+        return;
+    }
+    c->queued_bytes += w->length;
+    s->metrics.output_queued_bytes += w->length;
+    if (!c->congested && c->queued_bytes > s->config->max_output_bytes) {
+        c->congested = true;
+        fwm__scheduler_set_congested(s->scheduler, &c->sink, true);
+        update_reading(c);
+    }
+}
+
+void fwm__connection_fail(fwm__connection *c, int code, const char *message) {
+    if (c->closing || c->close_after_flush) return;
+    msgpack_packer pk;
+    fwm__connection_packer(c, &pk);
+    fwm__rpc_failure failure;
+    fwm__rpc_fail(&failure, code, "%s", message);
+    fwm__rpc_pack_notification_head(&pk, "error");
+    fwm__rpc_pack_error_map(&pk, &failure);
+    c->close_after_flush = true;
+    c->close_deadline_ns = fwm__now_ns() + CLOSE_GRACE_NS;
+    update_reading(c);
+}
+
+void fwm__connection_job_started(fwm__connection *c) {
+    c->refs++;
+    c->inflight++;
+}
+
+void fwm__connection_job_finished(fwm__connection *c) {
+    c->inflight--;
+    if (--c->refs == 0) {
+        release(c); /* closed, and this was the last job */
+        return;
+    }
+    if (c->closing) return;
+    process(c); /* it may have been waiting for max_inflight */
+    if (!c->closing && (c->close_after_flush || c->read_eof) && fwm__connection_idle(c)) fwm__connection_close(c);
+}
+
+void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
+    fwm__connection *c = fwm__calloc(1, sizeof *c);
+    if (!c) return; /* the pending connection stays in the backlog; nothing else to do */
+    int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
+    if (rc != 0) {
+        fwm__free(c);
+        return;
+    }
+    c->server = s;
+    c->refs = 1;
+    c->id = ++s->metrics.connections_total;
+    fwm__rpc_reader_init(&c->reader, &s->config->limits);
+    c->next = s->connections;
+    if (s->connections) s->connections->prev = c;
+    s->connections = c;
+    s->metrics.connections_open++;
+    if (uv_accept(listener, &c->h.stream) != 0) {
+        fwm__connection_close(c);
+        return;
+    }
+    if (listener->type == UV_TCP) uv_tcp_nodelay(&c->h.tcp, 1);
+    if (s->metrics.connections_open > s->config->max_connections) {
+        s->metrics.connections_refused++;
+        char message[128];
+        snprintf(message, sizeof message, "too many connections (max-connections %zu)", s->config->max_connections);
+        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
+        fwm__server_flush(s);
+        return;
+    }
+    update_reading(c);
+}

@@ -1,0 +1,77 @@
+/* connection.h - one client connection: reading and delimiting messages, gathering and writing
+ * output, backpressure, and closing.
+ *
+ * The struct embeds its libuv handle and is freed only after the close callback has run and every
+ * job that may still write to it has finished (`refs`). Output is gathered into `out` during a loop
+ * callback and handed to libuv in one write by fwm__server_flush; write buffers live until their
+ * write callback. Backpressure: the scheduler stops stepping this connection's jobs while more than
+ * max_output_bytes of their output is not yet taken by the peer (sink.unsent, released here as
+ * writes complete), and the connection stops reading while more than max_output_bytes are queued.
+ * Loop thread only.
+ */
+#ifndef FWM_SERVER_CONNECTION_H
+#define FWM_SERVER_CONNECTION_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "rpc_codec.h"
+#include "rpc_scan.h"
+#include "scheduler.h"
+#include "server.h"
+
+typedef struct fwm__connection {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h; /* first member */
+    fwm__server *server;
+    fwm__sink sink;
+    fwm__rpc_reader reader;
+    struct fwm__connection *prev, *next;           /* server->connections */
+    struct fwm__connection *dirty_prev, *dirty_next; /* server->dirty */
+    bool is_dirty;
+    uint64_t id;
+    unsigned refs;      /* 1 for the handle until its close callback + 1 per unfinished job */
+    size_t inflight;    /* unfinished jobs */
+    char *out;          /* gathered output, owned */
+    size_t out_length, out_capacity;
+    size_t queued_bytes; /* handed to libuv, not yet written */
+    size_t out_job_bytes; /* of `out`, bytes of job output (counted in sink.unsent) */
+    bool reading;       /* uv_read_start is in effect */
+    bool congested;
+    bool closing;       /* uv_close called */
+    bool read_eof;      /* the peer will send nothing more */
+    bool close_after_flush;
+    uint64_t close_deadline_ns;
+} fwm__connection;
+
+/* Accept a pending connection on `listener`. */
+void fwm__connection_accept(fwm__server *server, uv_stream_t *listener);
+
+/* A packer that appends to the connection's gathered output (dropped once closing). */
+void fwm__connection_packer(fwm__connection *c, msgpack_packer *pk);
+void fwm__connection_append(fwm__connection *c, const void *bytes, size_t length);
+/* Append a job's output; the scheduler is told when the peer has taken it (sink->unsent). */
+void fwm__connection_deliver(fwm__connection *c, const void *bytes, size_t length);
+/* Hand gathered output to libuv and apply backpressure. */
+void fwm__connection_flush(fwm__connection *c);
+
+/* Send a final `error` notification, stop reading, close once the output is written. */
+void fwm__connection_fail(fwm__connection *c, int code, const char *message);
+/* Close now (idempotent); unsent output is dropped. */
+void fwm__connection_close(fwm__connection *c);
+
+/* A job for this connection was submitted / has ended (loop thread). */
+void fwm__connection_job_started(fwm__connection *c);
+void fwm__connection_job_finished(fwm__connection *c);
+
+/* Whether nothing is in flight or unsent. */
+bool fwm__connection_idle(const fwm__connection *c);
+
+#endif

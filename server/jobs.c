@@ -1,0 +1,371 @@
+/* jobs.c - job semantics and their messages (see jobs.h; message shapes in docs/PROTOCOL.md). */
+#include "jobs.h"
+
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "rpc_codec.h"
+
+bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models, size_t count) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->models = models;
+    ctx->model_count = count;
+    ctx->infos = fwm__calloc(count, sizeof *ctx->infos);
+    if (!ctx->infos) return false;
+    uint32_t max_vocab = 1;
+    for (size_t m = 0; m < count; m++) {
+        fwm_model_get_info(models[m], &ctx->infos[m]);
+        if (ctx->infos[m].vocab_size > max_vocab) max_vocab = ctx->infos[m].vocab_size;
+        if (ctx->infos[m].state_blob_bytes > ctx->blob_capacity) ctx->blob_capacity = ctx->infos[m].state_blob_bytes;
+    }
+    ctx->predictions = fwm__calloc(max_vocab, sizeof *ctx->predictions);
+    ctx->blob = fwm__malloc(ctx->blob_capacity ? ctx->blob_capacity : 1);
+    return ctx->predictions && ctx->blob;
+}
+
+void fwm__job_context_release(fwm__job_context *ctx) {
+    fwm__free(ctx->infos);
+    fwm__free(ctx->predictions);
+    fwm__free(ctx->blob);
+    fwm__outbox_free(ctx->outbox);
+    memset(ctx, 0, sizeof *ctx);
+}
+
+uint32_t fwm__job_context_vocab(const fwm__job_context *ctx, size_t model_index) {
+    return ctx->infos[model_index].vocab_size;
+}
+
+void fwm__outbox_free(fwm__outbox *outbox) {
+    if (!outbox) return;
+    msgpack_sbuffer_destroy(&outbox->buffer);
+    for (size_t i = 0; i < outbox->record_count; i++) fwm__session_entry_free(outbox->records[i].insert);
+    fwm__free(outbox->records);
+    fwm__free(outbox);
+}
+
+void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__outbox *outbox),
+                           void *user) {
+    fwm__outbox *outbox = ctx->outbox;
+    ctx->outbox = NULL;
+    if (!outbox) return;
+    if (outbox->record_count == 0 && outbox->sessions_freed == 0) {
+        fwm__outbox_free(outbox);
+        return;
+    }
+    post(user, outbox);
+}
+
+size_t fwm__job_tokens_left(const fwm__job *job) {
+    if (job->kind == FWM_JOB_FEED) return job->count - job->done;
+    if (job->kind == FWM_JOB_ASK) return job->count - job->done + (job->commit && !job->answered ? 1 : 0);
+    return 0;
+}
+
+/* The outbox being filled, created on first use; NULL only when out of memory. */
+static fwm__outbox *outbox_of(fwm__job_context *ctx) {
+    if (!ctx->outbox) {
+        ctx->outbox = fwm__calloc(1, sizeof *ctx->outbox);
+        if (ctx->outbox) msgpack_sbuffer_init(&ctx->outbox->buffer);
+    }
+    return ctx->outbox;
+}
+
+static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job, size_t offset) {
+    fwm__outbox *o = outbox_of(ctx);
+    if (!o) return NULL;
+    if (o->record_count == o->record_capacity) {
+        size_t capacity = o->record_capacity ? 2 * o->record_capacity : 16;
+        fwm__outbox_record *grown = fwm__realloc(o->records, capacity * sizeof *grown);
+        if (!grown) return NULL;
+        o->records = grown;
+        o->record_capacity = capacity;
+    }
+    fwm__outbox_record *r = &o->records[o->record_count++];
+    memset(r, 0, sizeof *r);
+    r->sink = job->sink;
+    r->offset = offset;
+    r->length = o->buffer.size - offset;
+    r->enqueued_ns = job->enqueued_ns;
+    return r;
+}
+
+/* Start a message for the job's connection: NULL (nothing to write) when nobody listens. */
+static bool begin(fwm__job_context *ctx, const fwm__job *job, msgpack_packer *pk, size_t *offset) {
+    if (!job->sink) return false;
+    fwm__outbox *o = outbox_of(ctx);
+    if (!o) return false;
+    msgpack_packer_init(pk, &o->buffer, msgpack_sbuffer_write);
+    *offset = o->buffer.size;
+    return true;
+}
+
+/* Record the end of a job: its response (if one was packed since `offset`) and the release of its
+ * connection reference. `packed` says whether begin() succeeded. */
+static fwm__outbox_record *end_job(fwm__job_context *ctx, const fwm__job *job, bool packed, size_t offset) {
+    if (!job->sink) return NULL;
+    fwm__outbox *o = outbox_of(ctx);
+    if (!o) return NULL;
+    fwm__outbox_record *r = add_record(ctx, job, packed ? offset : o->buffer.size);
+    if (r) r->job_finished = true;
+    return r;
+}
+
+static void pack_predictions(msgpack_packer *pk, const fwm_model *model, const fwm_prediction *p, size_t n) {
+    msgpack_pack_array(pk, n);
+    for (size_t i = 0; i < n; i++) {
+        msgpack_pack_array(pk, 2);
+        const char *word = fwm_model_token_text(model, p[i].token);
+        fwm__rpc_pack_cstr(pk, word ? word : "");
+        msgpack_pack_float(pk, p[i].probability);
+    }
+}
+
+static size_t top_k(fwm__job_context *ctx, const fwm__session_entry *e, size_t k) {
+    if (!e->has_logits || k == 0) return 0;
+    return fwm_top_k(e->last_logits, ctx->infos[e->model_index].vocab_size, k, ctx->predictions);
+}
+
+static void pack_session_key(msgpack_packer *pk, const fwm__session_entry *e) {
+    fwm__rpc_pack_cstr(pk, "session");
+    fwm__rpc_pack_cstr(pk, e->hex);
+}
+
+static void pack_pos(msgpack_packer *pk, const fwm__session_entry *e) {
+    fwm__rpc_pack_cstr(pk, "pos");
+    msgpack_pack_uint64(pk, e->session ? fwm_session_position(e->session) : 0);
+}
+
+bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
+                   const char *message) {
+    (void)e;
+    msgpack_packer pk;
+    size_t offset = 0;
+    bool packed = job->respond && begin(ctx, job, &pk, &offset);
+    if (packed) {
+        fwm__rpc_failure failure;
+        fwm__rpc_fail(&failure, code, "%s", message);
+        fwm__rpc_pack_error_response(&pk, job->msgid, &failure);
+    }
+    end_job(ctx, job, packed, offset);
+    return true;
+}
+
+static void emit_token(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    msgpack_packer pk;
+    size_t offset;
+    if (!begin(ctx, job, &pk, &offset)) return;
+    const fwm_model *model = ctx->models[e->model_index];
+    uint32_t token = job->tokens[job->done - 1];
+    const char *word = fwm_model_token_text(model, token);
+    size_t n = top_k(ctx, e, job->topk);
+    fwm__rpc_pack_notification_head(&pk, "token");
+    msgpack_pack_map(&pk, 5);
+    pack_session_key(&pk, e);
+    pack_pos(&pk, e);
+    fwm__rpc_pack_cstr(&pk, "token");
+    msgpack_pack_uint32(&pk, token);
+    fwm__rpc_pack_cstr(&pk, "word");
+    fwm__rpc_pack_cstr(&pk, word ? word : "");
+    fwm__rpc_pack_cstr(&pk, "topk");
+    pack_predictions(&pk, model, ctx->predictions, n);
+    add_record(ctx, job, offset);
+}
+
+static bool finish_feed(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    msgpack_packer pk;
+    size_t offset = 0;
+    bool packed = job->respond && begin(ctx, job, &pk, &offset);
+    if (packed) {
+        fwm__rpc_pack_response_head(&pk, job->msgid);
+        msgpack_pack_map(&pk, 3);
+        pack_session_key(&pk, e);
+        pack_pos(&pk, e);
+        fwm__rpc_pack_cstr(&pk, "fed");
+        msgpack_pack_uint64(&pk, job->done);
+    }
+    end_job(ctx, job, packed, offset);
+    return true;
+}
+
+/* The question has been read: take the answer from the prediction. */
+static bool take_answer(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    size_t k = job->topk > 0 ? job->topk : 1;
+    size_t n = top_k(ctx, e, k);
+    job->answered = true;
+    job->answer_topk = fwm__calloc(n ? n : 1, sizeof *job->answer_topk);
+    if (!job->answer_topk) return false;
+    memcpy(job->answer_topk, ctx->predictions, n * sizeof *job->answer_topk);
+    job->answer_topk_count = job->topk > 0 ? n : 0;
+    if (n > 0) {
+        job->answer_token = ctx->predictions[0].token;
+        job->answer_probability = ctx->predictions[0].probability;
+    }
+    if (job->commit && n > 0) job->tokens[job->count++] = job->answer_token; /* room reserved */
+    return true;
+}
+
+static bool finish_ask(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    msgpack_packer pk;
+    size_t offset = 0;
+    bool packed = job->respond && begin(ctx, job, &pk, &offset);
+    if (packed) {
+        const fwm_model *model = ctx->models[e->model_index];
+        bool has_answer = job->answer_topk && e->has_logits;
+        const char *word = has_answer ? fwm_model_token_text(model, job->answer_token) : "";
+        fwm__rpc_pack_response_head(&pk, job->msgid);
+        msgpack_pack_map(&pk, 6);
+        pack_session_key(&pk, e);
+        pack_pos(&pk, e);
+        fwm__rpc_pack_cstr(&pk, "answer");
+        fwm__rpc_pack_cstr(&pk, word ? word : "");
+        fwm__rpc_pack_cstr(&pk, "prob");
+        msgpack_pack_float(&pk, has_answer ? job->answer_probability : 0.0f);
+        fwm__rpc_pack_cstr(&pk, "topk");
+        pack_predictions(&pk, model, job->answer_topk, has_answer ? job->answer_topk_count : 0);
+        fwm__rpc_pack_cstr(&pk, "committed");
+        fwm__rpc_pack_bool(&pk, job->commit && has_answer);
+    }
+    end_job(ctx, job, packed, offset);
+    return true;
+}
+
+bool fwm__job_after_step(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    if (job->kind == FWM_JOB_FEED) {
+        if (job->notify) emit_token(ctx, e, job);
+        return job->done == job->count ? finish_feed(ctx, e, job) : false;
+    }
+    /* ASK */
+    if (job->done < job->count) return false;
+    if (!job->answered) {
+        if (!take_answer(ctx, e, job)) return fwm__job_fail(ctx, e, job, FWM_RPC_INTERNAL, "out of memory");
+        if (job->done < job->count) return false; /* the committed answer is stepped next */
+    }
+    return finish_ask(ctx, e, job);
+}
+
+static bool respond_simple(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job,
+                           fwm__session_entry *insert, bool unreserve) {
+    msgpack_packer pk;
+    size_t offset = 0;
+    bool packed = job->respond && begin(ctx, job, &pk, &offset);
+    if (packed) {
+        const fwm_model *model = ctx->models[e->model_index];
+        fwm__rpc_pack_response_head(&pk, job->msgid);
+        switch (job->kind) {
+        case FWM_JOB_PREDICT: {
+            size_t n = top_k(ctx, e, job->topk);
+            msgpack_pack_map(&pk, 3);
+            pack_session_key(&pk, e);
+            pack_pos(&pk, e);
+            fwm__rpc_pack_cstr(&pk, "topk");
+            pack_predictions(&pk, model, ctx->predictions, n);
+            break;
+        }
+        case FWM_JOB_FORK:
+            msgpack_pack_map(&pk, 3);
+            pack_session_key(&pk, insert);
+            fwm__rpc_pack_cstr(&pk, "parent");
+            fwm__rpc_pack_cstr(&pk, e->hex);
+            pack_pos(&pk, insert);
+            break;
+        case FWM_JOB_SNAPSHOT: {
+            size_t written = 0;
+            fwm_session_export(e->session, ctx->blob, ctx->blob_capacity, &written, NULL);
+            msgpack_pack_map(&pk, 3);
+            pack_session_key(&pk, e);
+            pack_pos(&pk, e);
+            fwm__rpc_pack_cstr(&pk, "state");
+            msgpack_pack_bin(&pk, written);
+            msgpack_pack_bin_body(&pk, ctx->blob, written);
+            break;
+        }
+        case FWM_JOB_CLOSE:
+            msgpack_pack_map(&pk, 2);
+            pack_session_key(&pk, e);
+            fwm__rpc_pack_cstr(&pk, "closed");
+            msgpack_pack_true(&pk);
+            break;
+        default: /* RESET, RESTORE */
+            msgpack_pack_map(&pk, 2);
+            pack_session_key(&pk, e);
+            pack_pos(&pk, e);
+            break;
+        }
+    }
+    fwm__outbox_record *r = job->sink ? end_job(ctx, job, packed, offset) : add_record(ctx, job, outbox_of(ctx) ? outbox_of(ctx)->buffer.size : 0);
+    if (r) {
+        r->insert = insert;
+        r->unreserve = unreserve;
+    } else if (insert == e) {
+        e->dead = true; /* out of memory: the restored session is lost (the scheduler frees it) */
+    } else {
+        fwm__session_entry_free(insert); /* out of memory: the forked session is lost, not leaked */
+    }
+    return true;
+}
+
+static int restore_code(fwm_status status) {
+    if (status == FWM_ERR_STATE_MODEL_MISMATCH) return FWM_RPC_MODEL_MISMATCH;
+    if (status == FWM_ERR_STATE_CORRUPT) return FWM_RPC_STATE_CORRUPT;
+    return FWM_RPC_INTERNAL;
+}
+
+/* A fork/restore that failed still releases its reserved slot. */
+static bool fail_reserved(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
+                          const char *message) {
+    fwm__job_fail(ctx, e, job, code, message);
+    fwm__outbox *o = outbox_of(ctx);
+    fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
+    if (r) {
+        r->sink = NULL; /* bookkeeping only: the reference was released by the failure record */
+        r->unreserve = true;
+    }
+    return true;
+}
+
+bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    fwm_error err;
+    switch (job->kind) {
+    case FWM_JOB_FEED:
+        return finish_feed(ctx, e, job);
+    case FWM_JOB_ASK:
+        return finish_ask(ctx, e, job);
+    case FWM_JOB_PREDICT:
+        return respond_simple(ctx, e, job, NULL, false);
+    case FWM_JOB_RESET:
+        fwm_session_reset(e->session);
+        e->has_logits = false;
+        return respond_simple(ctx, e, job, NULL, false);
+    case FWM_JOB_FORK: {
+        fwm__session_entry *child = job->child;
+        if (fwm_session_fork(e->session, &child->session, &err) != FWM_OK)
+            return fail_reserved(ctx, e, job, FWM_RPC_INTERNAL, err.message);
+        memcpy(child->last_logits, e->last_logits, ctx->infos[e->model_index].vocab_size * sizeof(float));
+        child->has_logits = e->has_logits;
+        job->child = NULL; /* now owned by the outbox record, then the table */
+        return respond_simple(ctx, e, job, child, true);
+    }
+    case FWM_JOB_SNAPSHOT:
+        return respond_simple(ctx, e, job, NULL, false);
+    case FWM_JOB_RESTORE: {
+        fwm_status status = fwm_session_import(e->session, job->blob, job->blob_size, &err);
+        if (status != FWM_OK) {
+            e->dead = true;
+            return fail_reserved(ctx, e, job, restore_code(status), err.message);
+        }
+        e->has_logits = false;
+        return respond_simple(ctx, e, job, e, true);
+    }
+    case FWM_JOB_CLOSE: {
+        fwm__outbox *o = outbox_of(ctx);
+        if (o) {
+            o->sessions_freed++;
+            o->memory_freed += e->memory_bytes;
+        }
+        respond_simple(ctx, e, job, NULL, false);
+        e->dead = true;
+        return true;
+    }
+    }
+    return fwm__job_fail(ctx, e, job, FWM_RPC_INTERNAL, "unknown job kind");
+}

@@ -1,0 +1,46 @@
+/* jobs.h - what each kind of job does on a worker, and the messages it emits into the outbox.
+ *
+ * The scheduler decides when a session's head job runs and batches the steps; this file decides
+ * what a step or a cheap job means for the client: `token` notifications, responses, error
+ * responses, and the bookkeeping records (table insertions for fork/restore, closed sessions).
+ * Runs on a worker thread, on a session that worker alone holds. Not for: queueing (scheduler.c).
+ */
+#ifndef FWM_SERVER_JOBS_H
+#define FWM_SERVER_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "scheduler.h"
+
+typedef struct fwm__job_context {
+    const fwm_model *const *models; /* borrowed */
+    size_t model_count;
+    fwm_model_info *infos;          /* owned, one per model */
+    fwm_prediction *predictions;    /* owned, max vocabulary entries */
+    void *blob;                     /* owned scratch for snapshots */
+    size_t blob_capacity;
+    fwm__outbox *outbox;            /* being filled; handed over by fwm__job_context_post */
+} fwm__job_context;
+
+bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models, size_t count);
+void fwm__job_context_release(fwm__job_context *ctx);
+uint32_t fwm__job_context_vocab(const fwm__job_context *ctx, size_t model_index);
+/* Hand the outbox (if it holds anything) to `post`. */
+void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__outbox *outbox),
+                           void *user);
+
+/* Tokens the job still has to step (an ASK with commit counts its answer before it is known). */
+size_t fwm__job_tokens_left(const fwm__job *job);
+
+/* After `job` (FEED or ASK) stepped one token (entry->last_logits holds the new prediction): emit
+ * its notification and, when it is complete, its response. True when the job has ended. */
+bool fwm__job_after_step(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
+/* Run a job that needs no step (PREDICT, RESET, FORK, SNAPSHOT, RESTORE, CLOSE, or a FEED/ASK
+ * with nothing left to step) and emit its response. Always ends the job: returns true. */
+bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
+/* End the job with an error response. Returns true. */
+bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job, int code,
+                   const char *message);
+
+#endif

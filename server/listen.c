@@ -1,0 +1,161 @@
+/* listen.c - parse listen addresses, bind TCP and Unix-socket listeners, write the port file.
+ *
+ * Addresses: "tcp://HOST:PORT", "HOST:PORT", "tcp://[IPV6]:PORT", "unix:PATH" (or "unix://PATH").
+ * Port 0 lets the kernel pick; the bound address is logged and written to --port-file (atomically:
+ * a temp file renamed into place), so tests can listen on port 0 and find the port.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "fwm_alloc.h"
+#include "server.h"
+
+static void on_connection(uv_stream_t *listener, int status) {
+    fwm__listener *l = (fwm__listener *)listener;
+    if (status < 0 || l->server->shutting_down) return;
+    fwm__connection_accept(l->server, listener);
+    fwm__server_flush(l->server);
+}
+
+static bool is_loopback(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
+    return false;
+}
+
+static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const char *text) {
+    char host[256];
+    const char *colon;
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+        if (!close || close[1] != ':') goto bad;
+        snprintf(host, sizeof host, "%.*s", (int)(close - spec - 1), spec + 1);
+        colon = close + 1;
+    } else {
+        colon = strrchr(spec, ':');
+        if (!colon) goto bad;
+        snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
+    }
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (!end || *end != '\0' || end == colon + 1 || port < 0 || port > 65535) goto bad;
+    if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
+    struct sockaddr_storage addr;
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)&addr) != 0 &&
+        uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)&addr) != 0) {
+        fprintf(stderr, "fwm-serve: --listen %s: '%s' is not a numeric IPv4/IPv6 address\n", text, host);
+        return 1;
+    }
+    uv_tcp_init(&s->loop, &l->h.tcp);
+    l->open = true;
+    int rc = uv_tcp_bind(&l->h.tcp, (const struct sockaddr *)&addr, 0);
+    if (rc == 0) rc = uv_listen(&l->h.stream, 1024, on_connection);
+    if (rc != 0) {
+        fprintf(stderr, "fwm-serve: cannot listen on %s: %s\n", text, uv_strerror(rc));
+        return 1;
+    }
+    struct sockaddr_storage bound;
+    int length = sizeof bound;
+    uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&bound, &length);
+    char ip[64] = "?";
+    int bound_port = 0;
+    if (bound.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&bound, ip, sizeof ip);
+        bound_port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+        snprintf(l->address, sizeof l->address, "tcp://[%s]:%d", ip, bound_port);
+    } else {
+        uv_ip4_name((struct sockaddr_in *)&bound, ip, sizeof ip);
+        bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+        snprintf(l->address, sizeof l->address, "tcp://%s:%d", ip, bound_port);
+    }
+    if (!is_loopback((struct sockaddr *)&bound))
+        fwm__server_log(s, "WARNING: %s is not a loopback address: the server is reachable from the network "
+                           "and has no authentication", l->address);
+    return 0;
+bad:
+    fprintf(stderr, "fwm-serve: --listen %s: expected tcp://HOST:PORT or unix:PATH\n", text);
+    return 1;
+}
+
+static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const char *text) {
+    if (!*path || strlen(path) >= sizeof l->unix_path) {
+        fprintf(stderr, "fwm-serve: --listen %s: the socket path is empty or too long\n", text);
+        return 1;
+    }
+    uv_pipe_init(&s->loop, &l->h.pipe, 0);
+    l->open = true;
+    int rc = uv_pipe_bind(&l->h.pipe, path);
+    if (rc == 0) {
+        snprintf(l->unix_path, sizeof l->unix_path, "%s", path);
+        rc = uv_listen(&l->h.stream, 1024, on_connection);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "fwm-serve: cannot listen on %s: %s%s\n", text, uv_strerror(rc),
+                rc == UV_EADDRINUSE ? " (remove the socket file if no server uses it)" : "");
+        return 1;
+    }
+    snprintf(l->address, sizeof l->address, "unix:%s", path);
+    return 0;
+}
+
+static int write_port_file(const fwm__server *s) {
+    const char *path = s->config->port_file;
+    char temp[1024];
+    snprintf(temp, sizeof temp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(temp, "w");
+    if (!f) {
+        fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", temp, strerror(errno));
+        return 1;
+    }
+    for (size_t i = 0; i < s->listener_count; i++) fprintf(f, "%s\n", s->listeners[i].address);
+    if (fclose(f) != 0 || rename(temp, path) != 0) {
+        fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", path, strerror(errno));
+        unlink(temp);
+        return 1;
+    }
+    return 0;
+}
+
+int fwm__listeners_open(fwm__server *s) {
+    const fwm__config *cfg = s->config;
+    static const char *fallback[] = {FWM_DEFAULT_LISTEN};
+    const char *const *addresses = cfg->listen_count ? (const char *const *)cfg->listen : fallback;
+    size_t count = cfg->listen_count ? cfg->listen_count : 1;
+    s->listeners = fwm__calloc(count, sizeof *s->listeners);
+    if (!s->listeners) return 1;
+    for (size_t i = 0; i < count; i++) {
+        fwm__listener *l = &s->listeners[i];
+        const char *a = addresses[i];
+        l->server = s;
+        s->listener_count = i + 1;
+        int rc;
+        if (strncmp(a, "unix://", 7) == 0) rc = open_unix(s, l, a + 7, a);
+        else if (strncmp(a, "unix:", 5) == 0) rc = open_unix(s, l, a + 5, a);
+        else if (strncmp(a, "tcp://", 6) == 0) rc = open_tcp(s, l, a + 6, a);
+        else rc = open_tcp(s, l, a, a);
+        if (rc != 0) return 1;
+        l->h.handle.data = l;
+        fwm__server_log(s, "listening on %s", l->address);
+    }
+    return cfg->port_file ? write_port_file(s) : 0;
+}
+
+void fwm__listeners_close(fwm__server *s) {
+    for (size_t i = 0; i < s->listener_count; i++) {
+        fwm__listener *l = &s->listeners[i];
+        if (!l->open) continue;
+        l->open = false;
+        uv_close(&l->h.handle, NULL);
+        if (l->unix_path[0]) unlink(l->unix_path);
+    }
+}

@@ -1,0 +1,542 @@
+/* methods.c - argument checks and immediate answers for every protocol method (methods.h).
+ * Message shapes are specified in docs/PROTOCOL.md; keep the two in step.
+ */
+#include "methods.h"
+
+#include <string.h>
+
+#include "connection.h"
+#include "fwm_alloc.h"
+#include "rpc_codec.h"
+
+typedef struct request {
+    fwm__connection *c;
+    fwm__server *s;
+    fwm__rpc_call call;
+    fwm__rpc_failure failure;
+    uint64_t start_ns;
+    bool submitted; /* a job will answer */
+} request;
+
+typedef struct method {
+    const char *name;
+    bool (*run)(request *r);
+    const char *const *args; /* allowed argument names, NULL-terminated */
+    bool during_shutdown;
+} method;
+
+/* ---- helpers ---- */
+
+static void respond_error(request *r) {
+    r->s->metrics.errors++;
+    if (!r->call.has_msgid) return; /* a notification gets no answer */
+    msgpack_packer pk;
+    fwm__connection_packer(r->c, &pk);
+    fwm__rpc_pack_error_response(&pk, r->call.msgid, &r->failure);
+}
+
+/* Begin a response; false for notifications (nothing is sent). */
+static bool begin_response(request *r, msgpack_packer *pk) {
+    if (!r->call.has_msgid) return false;
+    fwm__connection_packer(r->c, pk);
+    fwm__rpc_pack_response_head(pk, r->call.msgid);
+    return true;
+}
+
+static void key(msgpack_packer *pk, const char *name) {
+    fwm__rpc_pack_cstr(pk, name);
+}
+
+static void key_u64(msgpack_packer *pk, const char *name, uint64_t value) {
+    key(pk, name);
+    msgpack_pack_uint64(pk, value);
+}
+
+static void key_double(msgpack_packer *pk, const char *name, double value) {
+    key(pk, name);
+    msgpack_pack_double(pk, value);
+}
+
+static void key_str(msgpack_packer *pk, const char *name, const char *value) {
+    key(pk, name);
+    fwm__rpc_pack_cstr(pk, value);
+}
+
+static uint64_t now_ms(void) {
+    return fwm__now_ns() / 1000000u;
+}
+
+static fwm__session_entry *find_session(request *r) {
+    const char *text;
+    size_t length;
+    if (fwm__rpc_arg_string(&r->call, "session", true, &text, &length, &r->failure) < 0) return NULL;
+    uint8_t id[FWM_SESSION_ID_BYTES];
+    if (!fwm__session_id_from_hex(text, length, id)) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS,
+                      "argument 'session' must be 32 hex digits (as returned by open), found %zu bytes", length);
+        return NULL;
+    }
+    fwm__session_entry *e = fwm__session_table_find(&r->s->sessions, id);
+    if (!e) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_UNKNOWN_SESSION,
+                      "no session %.32s on this server (closed, expired, or never opened)", text);
+        return NULL;
+    }
+    e->last_used_ms = now_ms();
+    return e;
+}
+
+static bool topk_arg(request *r, const fwm__served_model *m, uint32_t fallback, uint32_t *topk) {
+    uint64_t value = fallback;
+    if (fwm__rpc_arg_uint(&r->call, "topk", false, m->info.vocab_size, &value, &r->failure) < 0) return false;
+    *topk = (uint32_t)value;
+    return true;
+}
+
+static bool model_arg(request *r, uint32_t *index) {
+    const char *name;
+    size_t length;
+    int rc = fwm__rpc_arg_string(&r->call, "model", false, &name, &length, &r->failure);
+    if (rc < 0) return false;
+    *index = 0;
+    if (rc == 0) return true;
+    long found = fwm__server_find_model(r->s, name, length);
+    if (found < 0)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_UNKNOWN_MODEL, "no model named '%.*s' on this server (see hello)",
+                             (int)(length > 100 ? 100 : length), name);
+    *index = (uint32_t)found;
+    return true;
+}
+
+static bool room_for_session(request *r) {
+    fwm__server *s = r->s;
+    if (s->sessions.count + s->reserved_sessions < s->config->max_sessions) return true;
+    return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
+                         "the server holds its maximum of %zu sessions (max-sessions); close one or retry later",
+                         s->config->max_sessions);
+}
+
+/* A new entry for model `m` (not in the table). With `create`, a fresh zero-state session too. */
+static fwm__session_entry *new_entry(request *r, uint32_t m, uint32_t topk, bool create) {
+    const fwm__served_model *model = &r->s->models[m];
+    fwm__session_entry *e = fwm__session_entry_new();
+    if (e) {
+        e->model_index = m;
+        e->default_topk = topk;
+        e->memory_bytes = model->session_bytes;
+        e->last_used_ms = now_ms();
+        e->last_logits = fwm__calloc(model->info.vocab_size, sizeof(float));
+    }
+    fwm_error err;
+    if (!e || !e->last_logits || (create && fwm_session_create(model->model, &e->session, &err) != FWM_OK)) {
+        fwm__session_entry_free(e);
+        fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory creating a session");
+        return NULL;
+    }
+    return e;
+}
+
+static void submit(request *r, fwm__session_entry *e, fwm__job *job) {
+    job->sink = &r->c->sink;
+    job->respond = r->call.has_msgid;
+    job->msgid = r->call.msgid;
+    job->enqueued_ns = r->start_ns;
+    r->submitted = true;
+    fwm__connection_job_started(r->c);
+    fwm__scheduler_submit(r->s->scheduler, e, job);
+}
+
+static fwm__job *new_job(request *r, fwm__job_kind kind) {
+    fwm__job *job = fwm__job_new(kind);
+    if (!job) fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
+    return job;
+}
+
+/* The word inside the runtime's "unknown word 'WORD' at byte N" message. */
+static void unknown_word(request *r, const char *message) {
+    fwm__rpc_fail(&r->failure, FWM_RPC_UNKNOWN_WORD, "%s", message);
+    const char *open = strchr(message, '\'');
+    const char *close = open ? strstr(open + 1, "' at byte") : NULL;
+    if (!close) close = open ? strrchr(open + 1, '\'') : NULL;
+    if (open && close) {
+        size_t n = (size_t)(close - open - 1);
+        if (n >= sizeof r->failure.word) n = sizeof r->failure.word - 1;
+        memcpy(r->failure.word, open + 1, n);
+        r->failure.word[n] = '\0';
+    }
+}
+
+/* Tokenize `text` for model `m` into an owned array with `extra` spare slots. */
+static uint32_t *tokenize(request *r, const fwm__served_model *m, const char *text, size_t length,
+                          size_t extra, size_t *count) {
+    size_t limit = r->s->config->max_feed_tokens;
+    size_t capacity = length + 1 < limit + 1 ? length + 1 : limit + 1; /* a token takes >= 1 byte */
+    uint32_t *tokens = fwm__malloc((capacity + extra) * sizeof *tokens);
+    if (!tokens) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
+        return NULL;
+    }
+    fwm_error err;
+    fwm_status status = fwm_tokenize(m->model, text, length, tokens, capacity, count, &err);
+    if (status == FWM_OK && *count <= limit) return tokens;
+    fwm__free(tokens);
+    if (status == FWM_ERR_UNKNOWN_WORD) unknown_word(r, err.message);
+    else if (status == FWM_OK || status == FWM_ERR_BUFFER_TOO_SMALL)
+        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "the text has %zu tokens, more than max-feed-tokens %zu", *count, limit);
+    else
+        fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "cannot tokenize the text: %s", err.message);
+    return NULL;
+}
+
+static uint32_t *token_array(request *r, const fwm__served_model *m, const msgpack_object *o, size_t *count) {
+    if (o->type != MSGPACK_OBJECT_ARRAY) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'tokens' must be an array of token ids");
+        return NULL;
+    }
+    size_t n = o->via.array.size;
+    if (n > r->s->config->max_feed_tokens) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "%zu tokens, more than max-feed-tokens %zu", n,
+                      r->s->config->max_feed_tokens);
+        return NULL;
+    }
+    uint32_t *tokens = fwm__malloc((n ? n : 1) * sizeof *tokens);
+    if (!tokens) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *t = &o->via.array.ptr[i];
+        if (t->type != MSGPACK_OBJECT_POSITIVE_INTEGER || t->via.u64 >= m->info.vocab_size) {
+            if (t->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "tokens[%zu] = %llu is out of range (vocabulary of %u)", i,
+                              (unsigned long long)t->via.u64, m->info.vocab_size);
+            else
+                fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "tokens[%zu] is not a non-negative integer", i);
+            fwm__free(tokens);
+            return NULL;
+        }
+        tokens[i] = (uint32_t)t->via.u64;
+    }
+    *count = n;
+    return tokens;
+}
+
+static bool not_overloaded(request *r, size_t count) {
+    uint64_t queued = fwm__scheduler_tokens_queued(r->s->scheduler);
+    if (queued + count <= r->s->config->max_queued_tokens) return true;
+    return fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
+                         "%llu tokens are queued and %zu more would exceed max-queued-tokens %zu; retry later",
+                         (unsigned long long)queued, count, r->s->config->max_queued_tokens);
+}
+
+/* ---- methods ---- */
+
+static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_default) {
+    const fwm_model_info *i = &m->info;
+    msgpack_pack_map(pk, 14);
+    key_str(pk, "name", m->name);
+    key_str(pk, "fingerprint", m->fingerprint);
+    key_u64(pk, "vocab_size", i->vocab_size);
+    key_u64(pk, "embedding", i->embedding_length);
+    key_u64(pk, "hidden", i->hidden_size);
+    key(pk, "memory");
+    msgpack_pack_array(pk, 3);
+    msgpack_pack_uint32(pk, i->memory_s);
+    msgpack_pack_uint32(pk, i->memory_r);
+    msgpack_pack_uint32(pk, i->memory_t);
+    key_u64(pk, "reads", i->read_count);
+    key(pk, "residual");
+    fwm__rpc_pack_bool(pk, i->residual);
+    key_str(pk, "read_policy", i->read_policy == FWM_READ_ON_TOKEN ? "token" : "always");
+    key_u64(pk, "parameters", i->parameter_count);
+    key_u64(pk, "session_bytes", m->session_bytes);
+    key_u64(pk, "state_blob_bytes", i->state_blob_bytes);
+    key(pk, "checksum_verified");
+    fwm__rpc_pack_bool(pk, i->checksum_verified);
+    key(pk, "default");
+    fwm__rpc_pack_bool(pk, is_default);
+}
+
+static bool m_hello(request *r) {
+    msgpack_packer pk;
+    if (!begin_response(r, &pk)) return true;
+    const fwm__server *s = r->s;
+    const fwm__config *cfg = s->config;
+    msgpack_pack_map(&pk, 7);
+    key_str(&pk, "server", "fwm-serve");
+    key_str(&pk, "version", FWM_VERSION_STRING);
+    key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
+    key(&pk, "models");
+    msgpack_pack_array(&pk, s->model_count);
+    for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
+    key(&pk, "limits");
+    msgpack_pack_map(&pk, 11);
+    key_u64(&pk, "max_sessions", cfg->max_sessions);
+    key_double(&pk, "idle_timeout_s", cfg->idle_timeout_s);
+    key_u64(&pk, "max_message_bytes", cfg->limits.max_message_bytes);
+    key_u64(&pk, "max_depth", cfg->limits.max_depth);
+    key_u64(&pk, "max_string_bytes", cfg->limits.max_string_bytes);
+    key_u64(&pk, "max_binary_bytes", cfg->limits.max_binary_bytes);
+    key_u64(&pk, "max_objects", cfg->limits.max_objects);
+    key_u64(&pk, "max_feed_tokens", cfg->max_feed_tokens);
+    key_u64(&pk, "max_queued_tokens", cfg->max_queued_tokens);
+    key_u64(&pk, "max_output_bytes", cfg->max_output_bytes);
+    key_u64(&pk, "max_inflight", cfg->max_inflight);
+    key_u64(&pk, "workers", s->workers);
+    key_u64(&pk, "max_batch", cfg->max_batch);
+    return true;
+}
+
+static bool m_stats(request *r) {
+    msgpack_packer pk;
+    if (!begin_response(r, &pk)) return true;
+    fwm__server *s = r->s;
+    const fwm__metrics *m = &s->metrics;
+    fwm__scheduler_stats st;
+    fwm__scheduler_get_stats(s->scheduler, &st);
+    double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
+    msgpack_pack_map(&pk, 25);
+    key_u64(&pk, "sessions", s->sessions.count);
+    key_u64(&pk, "sessions_opened", m->sessions_opened);
+    key_u64(&pk, "sessions_closed", m->sessions_closed);
+    key_u64(&pk, "sessions_expired", m->sessions_expired);
+    key_u64(&pk, "connections", m->connections_open);
+    key_u64(&pk, "connections_total", m->connections_total);
+    key_u64(&pk, "connections_refused", m->connections_refused);
+    key_u64(&pk, "requests", m->requests);
+    key_u64(&pk, "errors", m->errors);
+    key_u64(&pk, "protocol_errors", m->protocol_errors);
+    key_u64(&pk, "tokens", st.tokens);
+    key_double(&pk, "tokens_per_second", m->tokens_per_second);
+    key_double(&pk, "tokens_per_second_avg", uptime > 0 ? (double)st.tokens / uptime : 0.0);
+    key_double(&pk, "uptime_s", uptime);
+    key_u64(&pk, "batches", st.batches);
+    key_double(&pk, "batch_size_mean", st.batches ? (double)st.batch_sessions / (double)st.batches : 0.0);
+    key_u64(&pk, "batch_size_max", st.batch_max);
+    key_u64(&pk, "queue_depth", st.ready_sessions);
+    key_u64(&pk, "parked_sessions", st.parked_sessions);
+    key_u64(&pk, "jobs_pending", st.jobs_pending);
+    key_u64(&pk, "tokens_queued", st.tokens_queued);
+    const fwm__histogram *hists[2] = {&st.token_latency, &m->request_latency};
+    const char *names[2] = {"token_latency_ms", "request_latency_ms"};
+    for (int h = 0; h < 2; h++) {
+        key(&pk, names[h]);
+        msgpack_pack_map(&pk, 5);
+        key_u64(&pk, "count", hists[h]->total);
+        key_double(&pk, "p50", fwm__histogram_percentile(hists[h], 0.50) / 1000.0);
+        key_double(&pk, "p90", fwm__histogram_percentile(hists[h], 0.90) / 1000.0);
+        key_double(&pk, "p99", fwm__histogram_percentile(hists[h], 0.99) / 1000.0);
+        key_double(&pk, "max", (double)hists[h]->max_us / 1000.0);
+    }
+    key(&pk, "memory");
+    msgpack_pack_map(&pk, 4);
+    key_u64(&pk, "sessions_bytes", m->session_memory_bytes);
+    key_u64(&pk, "per_session_bytes", s->models[0].session_bytes);
+    key_u64(&pk, "output_queued_bytes", m->output_queued_bytes);
+    uint64_t weights = 0;
+    for (size_t i = 0; i < s->model_count; i++) weights += s->models[i].info.parameter_count * sizeof(float);
+    key_u64(&pk, "model_weights_bytes", weights);
+    key_u64(&pk, "workers", s->workers);
+    return true;
+}
+
+static bool m_open(request *r) {
+    uint32_t m, topk;
+    if (!model_arg(r, &m) || !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) ||
+        !room_for_session(r))
+        return false;
+    fwm__session_entry *e = new_entry(r, m, topk, true);
+    if (!e) return false;
+    if (!fwm__session_table_insert(&r->s->sessions, e)) {
+        fwm__session_entry_free(e);
+        return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory registering the session");
+    }
+    r->s->metrics.sessions_opened++;
+    r->s->metrics.session_memory_bytes += e->memory_bytes;
+    msgpack_packer pk;
+    if (!begin_response(r, &pk)) return true;
+    msgpack_pack_map(&pk, 5);
+    key_str(&pk, "session", e->hex);
+    key_str(&pk, "model", r->s->models[m].name);
+    key_u64(&pk, "topk", topk);
+    key_u64(&pk, "pos", 0);
+    key_u64(&pk, "memory_bytes", e->memory_bytes);
+    return true;
+}
+
+static bool m_feed(request *r) {
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    const fwm__served_model *m = &r->s->models[e->model_index];
+    uint32_t topk;
+    bool notify = true;
+    if (!topk_arg(r, m, e->default_topk, &topk) ||
+        fwm__rpc_arg_bool(&r->call, "notify", false, &notify, &r->failure) < 0)
+        return false;
+    const char *text;
+    size_t length = 0, count = 0;
+    int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
+    if (has_text < 0) return false;
+    const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
+    if (list && list->type == MSGPACK_OBJECT_NIL) list = NULL;
+    if ((has_text == 1) == (list != NULL))
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "feed takes exactly one of 'text' and 'tokens'");
+    uint32_t *tokens = has_text ? tokenize(r, m, text, length, 0, &count) : token_array(r, m, list, &count);
+    if (!tokens) return false;
+    fwm__job *job = not_overloaded(r, count) ? new_job(r, FWM_JOB_FEED) : NULL;
+    if (!job) {
+        fwm__free(tokens);
+        return false;
+    }
+    job->tokens = tokens;
+    job->count = count;
+    job->topk = topk;
+    job->notify = notify;
+    submit(r, e, job);
+    return true;
+}
+
+static bool m_ask(request *r) {
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    const fwm__served_model *m = &r->s->models[e->model_index];
+    uint32_t topk;
+    bool commit = false;
+    const char *text;
+    size_t length, count = 0;
+    if (!topk_arg(r, m, e->default_topk, &topk) ||
+        fwm__rpc_arg_bool(&r->call, "commit", false, &commit, &r->failure) < 0 ||
+        fwm__rpc_arg_string(&r->call, "question", true, &text, &length, &r->failure) < 0)
+        return false;
+    uint32_t *tokens = tokenize(r, m, text, length, 2, &count); /* room for "?" and the answer */
+    if (!tokens) return false;
+    if (m->has_question && (count == 0 || tokens[count - 1] != m->question_token)) tokens[count++] = m->question_token;
+    fwm__job *job = NULL;
+    if (count == 0)
+        fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'question' has no words");
+    else if (not_overloaded(r, count + 1))
+        job = new_job(r, FWM_JOB_ASK);
+    if (!job) {
+        fwm__free(tokens);
+        return false;
+    }
+    job->tokens = tokens;
+    job->count = count;
+    job->topk = topk;
+    job->commit = commit;
+    submit(r, e, job);
+    return true;
+}
+
+/* predict, reset, snapshot: a job on an existing session with at most a topk. */
+static bool session_job(request *r, fwm__job_kind kind) {
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    uint32_t topk = 0;
+    if (kind == FWM_JOB_PREDICT && !topk_arg(r, &r->s->models[e->model_index], e->default_topk, &topk)) return false;
+    fwm__job *job = new_job(r, kind);
+    if (!job) return false;
+    job->topk = topk;
+    submit(r, e, job);
+    return true;
+}
+
+static bool m_predict(request *r) { return session_job(r, FWM_JOB_PREDICT); }
+static bool m_reset(request *r) { return session_job(r, FWM_JOB_RESET); }
+static bool m_snapshot(request *r) { return session_job(r, FWM_JOB_SNAPSHOT); }
+
+static bool m_fork(request *r) {
+    fwm__session_entry *parent = find_session(r);
+    if (!parent || !room_for_session(r)) return false;
+    fwm__job *job = new_job(r, FWM_JOB_FORK);
+    if (!job) return false;
+    job->child = new_entry(r, parent->model_index, parent->default_topk, false);
+    if (!job->child) {
+        fwm__job_free(job);
+        return false;
+    }
+    r->s->reserved_sessions++;
+    submit(r, parent, job);
+    return true;
+}
+
+static bool m_restore(request *r) {
+    const void *blob;
+    size_t size;
+    uint32_t m, topk;
+    if (fwm__rpc_arg_binary(&r->call, "state", true, &blob, &size, &r->failure) < 0 || !model_arg(r, &m) ||
+        !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) || !room_for_session(r))
+        return false;
+    fwm__session_entry *e = new_entry(r, m, topk, true);
+    if (!e) return false;
+    fwm__job *job = new_job(r, FWM_JOB_RESTORE);
+    if (job) job->blob = fwm__malloc(size ? size : 1);
+    if (!job || !job->blob) {
+        fwm__job_free(job);
+        fwm__session_entry_free(e);
+        return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
+    }
+    memcpy(job->blob, blob, size);
+    job->blob_size = size;
+    r->s->reserved_sessions++;
+    submit(r, e, job);
+    return true;
+}
+
+static bool m_close(request *r) {
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    fwm__job *job = new_job(r, FWM_JOB_CLOSE);
+    if (!job) return false;
+    fwm__session_table_remove(&r->s->sessions, e); /* later requests find no such session */
+    r->s->metrics.sessions_closed++;
+    submit(r, e, job);
+    return true;
+}
+
+static const char *const args_none[] = {NULL};
+static const char *const args_open[] = {"model", "topk", NULL};
+static const char *const args_feed[] = {"session", "text", "tokens", "topk", "notify", NULL};
+static const char *const args_ask[] = {"session", "question", "commit", "topk", NULL};
+static const char *const args_predict[] = {"session", "topk", NULL};
+static const char *const args_session[] = {"session", NULL};
+static const char *const args_restore[] = {"state", "model", "topk", NULL};
+
+static const method methods[] = {
+    {"hello", m_hello, args_none, true},
+    {"open", m_open, args_open, false},
+    {"feed", m_feed, args_feed, false},
+    {"ask", m_ask, args_ask, false},
+    {"predict", m_predict, args_predict, false},
+    {"reset", m_reset, args_session, false},
+    {"fork", m_fork, args_session, false},
+    {"snapshot", m_snapshot, args_session, false},
+    {"restore", m_restore, args_restore, false},
+    {"close", m_close, args_session, false},
+    {"stats", m_stats, args_none, true},
+};
+
+void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t length) {
+    request r = {.c = c, .s = c->server, .start_ns = fwm__now_ns()};
+    r.s->metrics.requests++;
+    if (!fwm__rpc_call_decode(&r.call, message, length, &r.failure)) {
+        respond_error(&r);
+        fwm__rpc_call_release(&r.call);
+        return;
+    }
+    const method *found = NULL;
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0] && !found; i++)
+        if (fwm__rpc_method_is(&r.call, methods[i].name)) found = &methods[i];
+    bool ok;
+    if (!found)
+        ok = fwm__rpc_fail(&r.failure, FWM_RPC_UNKNOWN_METHOD, "unknown method '%.*s'",
+                           (int)(r.call.method_length > 64 ? 64 : r.call.method_length), r.call.method);
+    else if (r.s->shutting_down && !found->during_shutdown)
+        ok = fwm__rpc_fail(&r.failure, FWM_RPC_SHUTTING_DOWN, "the server is shutting down; '%s' refused", found->name);
+    else
+        ok = fwm__rpc_args_check(&r.call, found->args, &r.failure) && found->run(&r);
+    if (!ok) respond_error(&r);
+    if (!r.submitted) /* answered now; jobs are timed when their response is delivered */
+        fwm__histogram_add(&r.s->metrics.request_latency, (fwm__now_ns() - r.start_ns) / 1000);
+    fwm__rpc_call_release(&r.call);
+}

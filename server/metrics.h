@@ -1,0 +1,42 @@
+/* metrics.h - the server's counters and latency histograms, reported by the `stats` method.
+ *
+ * A histogram has log-spaced buckets (8 per power of two, from 1 microsecond to about 70 minutes), so a
+ * percentile is exact to within 9%. Not thread-safe by itself: each histogram is owned by one
+ * thread or guarded by its owner's mutex.
+ */
+#ifndef FWM_SERVER_METRICS_H
+#define FWM_SERVER_METRICS_H
+
+#include <stdint.h>
+
+#define FWM_HISTOGRAM_BUCKETS 256
+
+typedef struct fwm__histogram {
+    uint64_t counts[FWM_HISTOGRAM_BUCKETS];
+    uint64_t total;
+    uint64_t max_us;
+} fwm__histogram;
+
+void fwm__histogram_add(fwm__histogram *histogram, uint64_t microseconds);
+void fwm__histogram_merge(fwm__histogram *into, const fwm__histogram *from);
+/* The value (microseconds) below which `fraction` (0..1) of the samples lie; 0 when empty. */
+double fwm__histogram_percentile(const fwm__histogram *histogram, double fraction);
+
+/* Monotonic clock, nanoseconds. Thread-safe. */
+uint64_t fwm__now_ns(void);
+
+/* Loop-thread counters (the scheduler keeps its own). */
+typedef struct fwm__metrics {
+    uint64_t start_ns;
+    uint64_t connections_total, connections_open, connections_refused;
+    uint64_t requests, errors, protocol_errors;
+    uint64_t sessions_opened, sessions_closed, sessions_expired;
+    uint64_t session_memory_bytes; /* resident bytes of all sessions */
+    uint64_t output_queued_bytes;  /* encoded output not yet written, all connections */
+    fwm__histogram request_latency; /* request in -> response queued, microseconds */
+    /* tokens/s over the last housekeeping interval */
+    uint64_t rate_tokens, rate_ns;
+    double tokens_per_second;
+} fwm__metrics;
+
+#endif

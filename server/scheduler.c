@@ -1,0 +1,433 @@
+/* scheduler.c - the ready list, the worker threads and one batch's work (see scheduler.h).
+ *
+ * Lock discipline: the mutex guards the ready and parked lists, every entry's [sched] fields, the
+ * counters and sinks' `congested`. A worker holds the lock only to take a batch and to put it back;
+ * stepping, top-k and encoding run unlocked on sessions the worker alone holds (entry->running).
+ */
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "fwm/fwm_client.h"
+#include "fwm_alloc.h"
+#include "jobs.h"
+
+struct fwm__scheduler {
+    fwm__scheduler_params params;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    pthread_t *threads;
+    size_t thread_count;
+    struct worker *workers;
+    fwm__session_entry *ready_head, *ready_tail;
+    size_t ready_count;
+    fwm__session_entry *parked;
+    size_t parked_count;
+    bool stopping, cancelled;
+    uint64_t jobs_pending, tokens_queued;
+    uint64_t tokens, batches, batch_sessions, batch_max;
+    fwm__histogram token_latency;
+    uint32_t max_vocab;
+    size_t max_blob;
+};
+
+typedef struct worker {
+    fwm__scheduler *scheduler;
+    fwm__session_entry **batch; /* [max_batch] sessions this worker holds */
+    bool *finished;             /* [max_batch] its head job ended in this batch */
+    bool *stepped;              /* [max_batch] it was stepped in this batch */
+    fwm_session **sessions;     /* [max_batch] arguments of fwm_batch_step */
+    uint32_t *tokens;
+    size_t *rows;               /* [max_batch] batch index of each stepped row */
+    float *logits;              /* [max_batch * max_vocab] */
+    fwm__job_context jobs;      /* what jobs emit: outbox, predictions, blob scratch */
+    fwm__histogram latency;
+} worker;
+
+fwm__job *fwm__job_new(fwm__job_kind kind) {
+    fwm__job *job = fwm__calloc(1, sizeof *job);
+    if (job) job->kind = kind;
+    return job;
+}
+
+void fwm__job_free(fwm__job *job) {
+    if (!job) return;
+    fwm__free(job->tokens);
+    fwm__free(job->answer_topk);
+    fwm__free(job->blob);
+    fwm__session_entry_free(job->child); /* only still owned if it was never posted */
+    fwm__free(job);
+}
+
+static void ready_push(fwm__scheduler *s, fwm__session_entry *e) {
+    e->queued = true;
+    e->ready_next = NULL;
+    if (s->ready_tail) s->ready_tail->ready_next = e;
+    else s->ready_head = e;
+    s->ready_tail = e;
+    s->ready_count++;
+}
+
+static fwm__session_entry *ready_pop(fwm__scheduler *s) {
+    fwm__session_entry *e = s->ready_head;
+    if (!e) return NULL;
+    s->ready_head = e->ready_next;
+    if (!s->ready_head) s->ready_tail = NULL;
+    e->ready_next = NULL;
+    s->ready_count--;
+    return e;
+}
+
+
+void fwm__scheduler_submit(fwm__scheduler *s, fwm__session_entry *e, fwm__job *job) {
+    job->next = NULL;
+    if (!job->enqueued_ns) job->enqueued_ns = fwm__now_ns();
+    pthread_mutex_lock(&s->mutex);
+    if (e->jobs_tail) e->jobs_tail->next = job;
+    else e->jobs_head = job;
+    e->jobs_tail = job;
+    e->jobs_pending++;
+    s->jobs_pending++;
+    s->tokens_queued += fwm__job_tokens_left(job);
+    if (!e->queued && !e->running) {
+        ready_push(s, e);
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->mutex);
+}
+
+static bool sink_blocked(const fwm__scheduler *s, const fwm__sink *sink) {
+    return sink->congested || (s->params.max_unsent && sink->unsent > s->params.max_unsent);
+}
+
+/* Make the sessions parked on `sink` ready again. Called locked. */
+static void unpark(fwm__scheduler *s, const fwm__sink *sink) {
+    fwm__session_entry **link = &s->parked;
+    bool woke = false;
+    while (*link) {
+        fwm__session_entry *e = *link;
+        if (e->jobs_head->sink == sink) {
+            *link = e->ready_next;
+            s->parked_count--;
+            ready_push(s, e);
+            woke = true;
+        } else {
+            link = &e->ready_next;
+        }
+    }
+    if (woke) pthread_cond_broadcast(&s->wake);
+}
+
+void fwm__scheduler_set_congested(fwm__scheduler *s, fwm__sink *sink, bool congested) {
+    pthread_mutex_lock(&s->mutex);
+    sink->congested = congested;
+    if (!sink_blocked(s, sink)) unpark(s, sink);
+    pthread_mutex_unlock(&s->mutex);
+}
+
+void fwm__scheduler_delivered(fwm__scheduler *s, fwm__sink *sink, size_t bytes) {
+    pthread_mutex_lock(&s->mutex);
+    bool was = sink_blocked(s, sink);
+    sink->unsent -= bytes < sink->unsent ? bytes : sink->unsent;
+    if (was && !sink_blocked(s, sink)) unpark(s, sink);
+    pthread_mutex_unlock(&s->mutex);
+}
+
+/* Count the outbox's bytes against their sinks before the loop can see them. */
+static void account(fwm__scheduler *s, const fwm__outbox *o) {
+    if (!o) return;
+    pthread_mutex_lock(&s->mutex);
+    for (size_t i = 0; i < o->record_count; i++)
+        if (o->records[i].sink) o->records[i].sink->unsent += o->records[i].length;
+    pthread_mutex_unlock(&s->mutex);
+}
+
+void fwm__scheduler_cancel(fwm__scheduler *s) {
+    pthread_mutex_lock(&s->mutex);
+    s->cancelled = true;
+    /* parked sessions must finish too: their output is discarded with their connection */
+    while (s->parked) {
+        fwm__session_entry *e = s->parked;
+        s->parked = e->ready_next;
+        s->parked_count--;
+        ready_push(s, e);
+    }
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->mutex);
+}
+
+bool fwm__scheduler_entry_busy(fwm__scheduler *s, const fwm__session_entry *e) {
+    pthread_mutex_lock(&s->mutex);
+    bool busy = e->jobs_pending > 0 || e->running;
+    pthread_mutex_unlock(&s->mutex);
+    return busy;
+}
+
+void fwm__scheduler_get_stats(fwm__scheduler *s, fwm__scheduler_stats *out) {
+    pthread_mutex_lock(&s->mutex);
+    out->tokens = s->tokens;
+    out->batches = s->batches;
+    out->batch_sessions = s->batch_sessions;
+    out->batch_max = s->batch_max;
+    out->jobs_pending = s->jobs_pending;
+    out->tokens_queued = s->tokens_queued;
+    out->ready_sessions = s->ready_count;
+    out->parked_sessions = s->parked_count;
+    out->token_latency = s->token_latency;
+    pthread_mutex_unlock(&s->mutex);
+}
+
+uint64_t fwm__scheduler_tokens_queued(fwm__scheduler *s) {
+    pthread_mutex_lock(&s->mutex);
+    uint64_t n = s->tokens_queued;
+    pthread_mutex_unlock(&s->mutex);
+    return n;
+}
+
+/* Take up to a fair share of the ready sessions; sessions whose head job writes to a congested
+ * sink are parked instead. Called locked. */
+static size_t take_batch(fwm__scheduler *s, worker *w) {
+    size_t share = (s->ready_count + s->params.workers - 1) / s->params.workers;
+    if (share > s->params.max_batch) share = s->params.max_batch;
+    if (share < 1) share = 1;
+    size_t n = 0;
+    while (n < share) {
+        fwm__session_entry *e = ready_pop(s);
+        if (!e) break;
+        fwm__job *head = e->jobs_head;
+        if (!s->cancelled && !s->stopping && head->sink && sink_blocked(s, head->sink)) {
+            e->ready_next = s->parked;
+            s->parked = e;
+            s->parked_count++;
+            continue;
+        }
+        e->queued = false;
+        e->running = true;
+        w->batch[n] = e;
+        w->finished[n] = false;
+        w->stepped[n] = false;
+        n++;
+    }
+    return n;
+}
+
+/* Step every session of the batch whose head job has a token to step, one fwm_batch_step per
+ * model; then emit what each step produced. */
+static void step_batch(worker *w, size_t n) {
+    fwm__scheduler *s = w->scheduler;
+    for (size_t m = 0; m < s->params.model_count; m++) {
+        size_t count = 0;
+        for (size_t i = 0; i < n; i++) {
+            fwm__session_entry *e = w->batch[i];
+            fwm__job *job = e->jobs_head;
+            if (w->finished[i] || e->model_index != m || job->done >= job->count) continue;
+            w->sessions[count] = e->session;
+            w->tokens[count] = job->tokens[job->done];
+            w->rows[count] = i;
+            count++;
+        }
+        if (count == 0) continue;
+        fwm_error err;
+        uint32_t vocab = fwm__job_context_vocab(&w->jobs, m);
+        fwm_status status = fwm_batch_step(w->sessions, w->tokens, count, w->logits, &err);
+        uint64_t now = fwm__now_ns();
+        for (size_t r = 0; r < count; r++) {
+            size_t i = w->rows[r];
+            fwm__session_entry *e = w->batch[i];
+            fwm__job *job = e->jobs_head;
+            if (status != FWM_OK) {
+                w->finished[i] = fwm__job_fail(&w->jobs, e, job, FWM_RPC_INTERNAL, err.message);
+                continue;
+            }
+            uint64_t ready = job->last_token_ns > job->enqueued_ns ? job->last_token_ns : job->enqueued_ns;
+            fwm__histogram_add(&w->latency, (now - ready) / 1000);
+            job->last_token_ns = now;
+            w->stepped[i] = true;
+            memcpy(e->last_logits, w->logits + r * vocab, vocab * sizeof(float));
+            e->has_logits = true;
+            job->done++;
+            w->finished[i] = fwm__job_after_step(&w->jobs, e, job);
+        }
+        if (status == FWM_OK) {
+            pthread_mutex_lock(&s->mutex);
+            s->batches++;
+            s->batch_sessions += count;
+            if (count > s->batch_max) s->batch_max = count;
+            pthread_mutex_unlock(&s->mutex);
+        }
+    }
+}
+
+static void run_batch(worker *w, size_t n) {
+    fwm__scheduler *s = w->scheduler;
+    bool cancelled;
+    pthread_mutex_lock(&s->mutex);
+    cancelled = s->cancelled;
+    pthread_mutex_unlock(&s->mutex);
+    for (size_t i = 0; i < n; i++) {
+        fwm__session_entry *e = w->batch[i];
+        fwm__job *job = e->jobs_head;
+        if (job->kind == FWM_JOB_FEED || job->kind == FWM_JOB_ASK) {
+            if (cancelled)
+                w->finished[i] = fwm__job_fail(&w->jobs, e, job, FWM_RPC_SHUTTING_DOWN,
+                                                         "the server is shutting down; the request was not completed");
+            else if (job->done >= job->count) /* an empty feed */
+                w->finished[i] = fwm__job_run(&w->jobs, e, job);
+        } else {
+            w->finished[i] = fwm__job_run(&w->jobs, e, job);
+        }
+    }
+    step_batch(w, n);
+}
+
+/* Put the batch back: pop finished jobs, requeue sessions with more work. Jobs and closed entries
+ * are freed after the lock is released. */
+static void return_batch(worker *w, size_t n) {
+    fwm__scheduler *s = w->scheduler;
+    fwm__job *done_jobs = NULL;
+    fwm__session_entry *dead = NULL;
+    uint64_t stepped = 0;
+    pthread_mutex_lock(&s->mutex);
+    for (size_t i = 0; i < n; i++) {
+        fwm__session_entry *e = w->batch[i];
+        if (w->stepped[i]) stepped++;
+        e->running = false;
+        if (w->finished[i]) {
+            fwm__job *job = e->jobs_head;
+            s->tokens_queued -= fwm__job_tokens_left(job);
+            e->jobs_head = job->next;
+            if (!e->jobs_head) e->jobs_tail = NULL;
+            e->jobs_pending--;
+            s->jobs_pending--;
+            bool closes = e->dead;
+            job->next = done_jobs;
+            done_jobs = job;
+            if (closes) {
+                e->ready_next = dead;
+                dead = e;
+                continue;
+            }
+        }
+        if (e->jobs_head) ready_push(s, e);
+    }
+    s->tokens += stepped;
+    s->tokens_queued -= stepped;
+    fwm__histogram_merge(&s->token_latency, &w->latency);
+    if (s->ready_count > 0) pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mutex);
+    memset(&w->latency, 0, sizeof w->latency);
+    while (done_jobs) {
+        fwm__job *next = done_jobs->next;
+        fwm__job_free(done_jobs);
+        done_jobs = next;
+    }
+    while (dead) {
+        fwm__session_entry *next = dead->ready_next;
+        fwm__session_entry_free(dead);
+        dead = next;
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    fwm__scheduler *s = w->scheduler;
+    pthread_mutex_lock(&s->mutex);
+    for (;;) {
+        while (!s->stopping && s->ready_count == 0) pthread_cond_wait(&s->wake, &s->mutex);
+        if (s->ready_count == 0 && s->stopping && s->jobs_pending == 0) break;
+        if (s->ready_count == 0) { /* stopping, but other workers still hold jobs */
+            pthread_cond_wait(&s->wake, &s->mutex);
+            continue;
+        }
+        size_t n = take_batch(s, w);
+        if (s->ready_count > 0) pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->mutex);
+        if (n > 0) {
+            run_batch(w, n);
+            /* post before the sessions can be taken again: keeps each session's output in order */
+            account(s, w->jobs.outbox);
+            fwm__job_context_post(&w->jobs, s->params.post, s->params.user);
+            return_batch(w, n);
+        }
+        pthread_mutex_lock(&s->mutex);
+        if (s->stopping && s->jobs_pending == 0) pthread_cond_broadcast(&s->wake);
+    }
+    pthread_mutex_unlock(&s->mutex);
+    return NULL;
+}
+
+static void worker_release(worker *w) {
+    fwm__free(w->batch);
+    fwm__free(w->finished);
+    fwm__free(w->stepped);
+    fwm__free(w->sessions);
+    fwm__free(w->tokens);
+    fwm__free(w->rows);
+    fwm__free(w->logits);
+    fwm__job_context_release(&w->jobs);
+}
+
+static bool worker_init(worker *w, fwm__scheduler *s) {
+    size_t b = s->params.max_batch;
+    w->scheduler = s;
+    w->batch = fwm__calloc(b, sizeof *w->batch);
+    w->finished = fwm__calloc(b, sizeof *w->finished);
+    w->stepped = fwm__calloc(b, sizeof *w->stepped);
+    w->sessions = fwm__calloc(b, sizeof *w->sessions);
+    w->tokens = fwm__calloc(b, sizeof *w->tokens);
+    w->rows = fwm__calloc(b, sizeof *w->rows);
+    w->logits = fwm__calloc(b * s->max_vocab, sizeof *w->logits);
+    return w->batch && w->finished && w->stepped && w->sessions && w->tokens && w->rows && w->logits &&
+           fwm__job_context_init(&w->jobs, s->params.models, s->params.model_count);
+}
+
+fwm__scheduler *fwm__scheduler_start(const fwm__scheduler_params *params) {
+    if (!params || params->workers < 1 || params->max_batch < 1 || params->model_count < 1 || !params->post)
+        return NULL;
+    fwm__scheduler *s = fwm__calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->params = *params;
+    for (size_t m = 0; m < params->model_count; m++) {
+        fwm_model_info info;
+        fwm_model_get_info(params->models[m], &info);
+        if (info.vocab_size > s->max_vocab) s->max_vocab = info.vocab_size;
+    }
+    pthread_mutex_init(&s->mutex, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    s->workers = fwm__calloc(params->workers, sizeof *s->workers);
+    s->threads = fwm__calloc(params->workers, sizeof *s->threads);
+    if (!s->workers || !s->threads) goto fail;
+    for (size_t i = 0; i < params->workers; i++)
+        if (!worker_init(&s->workers[i], s)) goto fail;
+    for (size_t i = 0; i < params->workers; i++) {
+        if (pthread_create(&s->threads[i], NULL, worker_main, &s->workers[i]) != 0) goto fail;
+        s->thread_count++;
+    }
+    return s;
+fail:
+    fwm__scheduler_stop(s);
+    return NULL;
+}
+
+void fwm__scheduler_stop(fwm__scheduler *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mutex);
+    s->stopping = true;
+    while (s->parked) { /* nothing will uncongest them now: finish their jobs */
+        fwm__session_entry *e = s->parked;
+        s->parked = e->ready_next;
+        s->parked_count--;
+        ready_push(s, e);
+    }
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->mutex);
+    for (size_t i = 0; i < s->thread_count; i++) pthread_join(s->threads[i], NULL);
+    if (s->workers)
+        for (size_t i = 0; i < s->params.workers; i++) worker_release(&s->workers[i]);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->mutex);
+    fwm__free(s->workers);
+    fwm__free(s->threads);
+    fwm__free(s);
+}

@@ -1,0 +1,377 @@
+/* server.c - startup, the worker -> loop hand-off, housekeeping and graceful shutdown (server.h). */
+#include "server.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "fwm_alloc.h"
+
+#define HOUSEKEEPING_MS 1000
+#define SHUTDOWN_POLL_MS 20
+
+void fwm__server_log(const fwm__server *s, const char *format, ...) {
+    if (s->config && s->config->quiet) return;
+    va_list args;
+    va_start(args, format);
+    fputs("fwm-serve: ", stderr);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
+}
+
+long fwm__server_find_model(const fwm__server *s, const char *name, size_t length) {
+    for (size_t m = 0; m < s->model_count; m++)
+        if (strlen(s->models[m].name) == length && memcmp(s->models[m].name, name, length) == 0) return (long)m;
+    return -1;
+}
+
+/* ---- results from the workers ---- */
+
+/* Worker thread: queue the outbox and wake the loop. */
+static void post_outbox(void *user, fwm__outbox *outbox) {
+    fwm__server *s = user;
+    outbox->next = NULL;
+    pthread_mutex_lock(&s->inbox_mutex);
+    if (s->inbox_tail) s->inbox_tail->next = outbox;
+    else s->inbox_head = outbox;
+    s->inbox_tail = outbox;
+    pthread_mutex_unlock(&s->inbox_mutex);
+    uv_async_send(&s->wake);
+}
+
+static fwm__connection *connection_of(fwm__sink *sink) {
+    return (fwm__connection *)((char *)sink - offsetof(fwm__connection, sink));
+}
+
+static void deliver(fwm__server *s, fwm__outbox *o) {
+    uint64_t now = fwm__now_ns();
+    for (size_t i = 0; i < o->record_count; i++) {
+        fwm__outbox_record *r = &o->records[i];
+        if (r->insert) {
+            fwm__session_entry *e = r->insert;
+            r->insert = NULL;
+            e->last_used_ms = now / 1000000u;
+            if (fwm__session_table_insert(&s->sessions, e)) {
+                s->metrics.sessions_opened++;
+                s->metrics.session_memory_bytes += e->memory_bytes;
+            } else { /* out of memory: let the scheduler free it once its worker lets go */
+                fwm__job *close = fwm__job_new(FWM_JOB_CLOSE);
+                if (close) fwm__scheduler_submit(s->scheduler, e, close);
+            }
+        }
+        if (r->unreserve) s->reserved_sessions--;
+        if (!r->sink) continue;
+        fwm__connection *c = connection_of(r->sink);
+        if (r->length) fwm__connection_deliver(c, o->buffer.data + r->offset, r->length);
+        if (r->job_finished) {
+            fwm__histogram_add(&s->metrics.request_latency, (now - r->enqueued_ns) / 1000);
+            fwm__connection_job_finished(c); /* may free c */
+        }
+    }
+    s->metrics.session_memory_bytes -= o->memory_freed;
+}
+
+static bool drain_inbox(fwm__server *s) {
+    pthread_mutex_lock(&s->inbox_mutex);
+    fwm__outbox *o = s->inbox_head;
+    s->inbox_head = s->inbox_tail = NULL;
+    pthread_mutex_unlock(&s->inbox_mutex);
+    bool any = o != NULL;
+    while (o) {
+        fwm__outbox *next = o->next;
+        deliver(s, o);
+        fwm__outbox_free(o);
+        o = next;
+    }
+    return any;
+}
+
+void fwm__server_flush(fwm__server *s) {
+    while (s->dirty) fwm__connection_flush(s->dirty); /* unlinks it */
+}
+
+static void check_shutdown(fwm__server *s);
+
+static void on_wake(uv_async_t *handle) {
+    fwm__server *s = handle->data;
+    drain_inbox(s);
+    fwm__server_flush(s);
+    if (s->shutting_down) check_shutdown(s);
+}
+
+/* ---- housekeeping ---- */
+
+typedef struct expire_walk {
+    fwm__server *server;
+    uint64_t now_ms, idle_ms;
+} expire_walk;
+
+static void expire_one(fwm__session_entry *e, void *user) {
+    expire_walk *w = user;
+    if (e->last_used_ms >= w->now_ms || w->now_ms - e->last_used_ms < w->idle_ms) return;
+    if (fwm__scheduler_entry_busy(w->server->scheduler, e)) return;
+    fwm__job *close = fwm__job_new(FWM_JOB_CLOSE);
+    if (!close) return;
+    fwm__session_table_remove(&w->server->sessions, e);
+    w->server->metrics.sessions_expired++;
+    fwm__scheduler_submit(w->server->scheduler, e, close);
+}
+
+static void on_housekeeping(uv_timer_t *timer) {
+    fwm__server *s = timer->data;
+    uint64_t now = fwm__now_ns();
+    fwm__scheduler_stats st;
+    fwm__scheduler_get_stats(s->scheduler, &st);
+    if (now - s->metrics.rate_ns >= 500000000u) {
+        s->metrics.tokens_per_second = (double)(st.tokens - s->metrics.rate_tokens) * 1e9 / (double)(now - s->metrics.rate_ns);
+        s->metrics.rate_tokens = st.tokens;
+        s->metrics.rate_ns = now;
+    }
+    if (s->config->idle_timeout_s > 0 && !s->shutting_down) {
+        expire_walk w = {s, now / 1000000u, (uint64_t)(s->config->idle_timeout_s * 1000.0)};
+        fwm__session_table_each(&s->sessions, expire_one, &w);
+    }
+    for (fwm__connection *c = s->connections; c; c = c->next)
+        if (!c->closing && c->close_after_flush && c->close_deadline_ns && now > c->close_deadline_ns)
+            fwm__connection_close(c);
+    fwm__server_flush(s);
+    if (s->shutting_down) check_shutdown(s);
+}
+
+/* ---- shutdown ---- */
+
+static void on_signal(uv_signal_t *handle, int signum) {
+    fwm__server *s = handle->data;
+    fwm__server_log(s, "%s received", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    fwm__server_shutdown(s);
+}
+
+void fwm__server_shutdown(fwm__server *s) {
+    if (s->finished) return;
+    if (!s->shutting_down) {
+        s->shutting_down = true;
+        s->shutdown_deadline_ns = fwm__now_ns() + (uint64_t)(s->config->drain_timeout_s * 1e9);
+        fwm__scheduler_stats st;
+        fwm__scheduler_get_stats(s->scheduler, &st);
+        fwm__server_log(s, "shutting down: %zu sessions, %llu connections, %llu requests in flight",
+                        s->sessions.count, (unsigned long long)s->metrics.connections_open,
+                        (unsigned long long)st.jobs_pending);
+        fwm__listeners_close(s);
+        uv_timer_start(&s->housekeeping, on_housekeeping, SHUTDOWN_POLL_MS, SHUTDOWN_POLL_MS);
+    } else if (!s->cancelled) {
+        fwm__server_log(s, "second signal: cancelling in-flight requests");
+        s->cancelled = true;
+        fwm__scheduler_cancel(s->scheduler);
+    }
+    check_shutdown(s);
+}
+
+static void finish(fwm__server *s) {
+    s->finished = true;
+    drain_inbox(s); /* no jobs are left, so everything they posted is here */
+    fwm__scheduler_stop(s->scheduler); /* joins the idle workers */
+    s->scheduler = NULL;
+    uv_close((uv_handle_t *)&s->wake, NULL);
+    uv_close((uv_handle_t *)&s->housekeeping, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+}
+
+static void check_shutdown(fwm__server *s) {
+    if (!s->shutting_down || s->finished) return;
+    uint64_t now = fwm__now_ns();
+    if (!s->cancelled && now > s->shutdown_deadline_ns) {
+        fwm__server_log(s, "drain timeout: cancelling in-flight requests");
+        s->cancelled = true;
+        fwm__scheduler_cancel(s->scheduler);
+    }
+    fwm__scheduler_stats st;
+    fwm__scheduler_get_stats(s->scheduler, &st);
+    if (st.jobs_pending > 0) return;
+    drain_inbox(s);
+    fwm__server_flush(s);
+    for (fwm__connection *c = s->connections; c; c = c->next) {
+        if (c->closing) continue;
+        if (fwm__connection_idle(c) || s->cancelled || (c->close_deadline_ns && now > c->close_deadline_ns)) {
+            fwm__connection_close(c);
+        } else if (!c->close_after_flush) { /* let the peer read what it asked for, briefly */
+            c->close_after_flush = true;
+            c->close_deadline_ns = now + 2000000000u;
+        }
+    }
+    if (!s->connections) finish(s);
+}
+
+/* ---- startup ---- */
+
+static bool name_taken(const fwm__server *s, size_t count, const char *name) {
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(s->models[i].name, name) == 0) return true;
+    return false;
+}
+
+/* general.name, else the file's base name; made unique among the first `count` models. */
+static void model_name(fwm__served_model *m, const fwm__server *s, size_t count) {
+    if (m->info.name && m->info.name[0]) {
+        snprintf(m->name, sizeof m->name, "%s", m->info.name);
+    } else {
+        const char *base = strrchr(m->path, '/');
+        base = base ? base + 1 : m->path;
+        snprintf(m->name, sizeof m->name, "%.120s", base);
+        char *dot = strrchr(m->name, '.');
+        if (dot && strcmp(dot, ".gguf") == 0) *dot = '\0';
+    }
+    char unique[sizeof m->name];
+    snprintf(unique, sizeof unique, "%s", m->name);
+    for (unsigned n = 2; name_taken(s, count, unique); n++) snprintf(unique, sizeof unique, "%.100s-%u", m->name, n);
+    snprintf(m->name, sizeof m->name, "%s", unique);
+}
+
+static int load_models(fwm__server *s) {
+    fwm__config *cfg = s->config;
+    if (cfg->model_count == 0) {
+        char tried[2048];
+        char *path = fwm__config_bundled_model(tried, sizeof tried);
+        if (!path) {
+            fprintf(stderr,
+                    "fwm-serve: no MODEL given and the bundled model %s is missing (looked in: %s).\n"
+                    "Pass a model file (fwm-serve PATH.gguf), set FWM_MODEL, or train the bundled model "
+                    "(docs/TRAINING.md).\n",
+                    FWM_BUNDLED_MODEL_NAME, tried);
+            return 1;
+        }
+        cfg->models = fwm__calloc(1, sizeof *cfg->models);
+        if (!cfg->models) {
+            fwm__free(path);
+            return 1;
+        }
+        cfg->models[0] = path;
+        cfg->model_count = 1;
+    }
+    s->models = fwm__calloc(cfg->model_count, sizeof *s->models);
+    s->model_handles = fwm__calloc(cfg->model_count, sizeof *s->model_handles);
+    if (!s->models || !s->model_handles) return 1;
+    for (size_t i = 0; i < cfg->model_count; i++) {
+        fwm__served_model *m = &s->models[i];
+        fwm_error err;
+        snprintf(m->path, sizeof m->path, "%s", cfg->models[i]);
+        if (fwm_model_load(cfg->models[i], NULL, &m->model, &err) != FWM_OK) {
+            fprintf(stderr, "fwm-serve: cannot load model '%s': %s\n", cfg->models[i], err.message);
+            return 1;
+        }
+        s->model_count = i + 1;
+        s->model_handles[i] = m->model;
+        fwm_model_get_info(m->model, &m->info);
+        model_name(m, s, i);
+        snprintf(m->fingerprint, sizeof m->fingerprint, "%016llx", (unsigned long long)m->info.fingerprint);
+        m->has_question = fwm_model_token_id(m->model, "?", 1, &m->question_token) == FWM_OK;
+        m->session_bytes = m->info.session_state_bytes + m->info.vocab_size * sizeof(float) + sizeof(fwm__session_entry);
+        fwm__server_log(s, "model '%s' from %s: V=%u H=%u S,R,T=%u,%u,%u, %zu bytes per session", m->name, m->path,
+                        m->info.vocab_size, m->info.hidden_size, m->info.memory_s, m->info.memory_r, m->info.memory_t,
+                        m->session_bytes);
+    }
+    return 0;
+}
+
+static void release(fwm__server *s) {
+    fwm__scheduler_stop(s->scheduler);
+    s->scheduler = NULL;
+    while (s->inbox_head) {
+        fwm__outbox *next = s->inbox_head->next;
+        fwm__outbox_free(s->inbox_head);
+        s->inbox_head = next;
+    }
+    if (s->sessions.buckets) {
+        for (size_t b = 0; b < s->sessions.bucket_count; b++) {
+            fwm__session_entry *e = s->sessions.buckets[b];
+            while (e) {
+                fwm__session_entry *next = e->bucket_next;
+                fwm__session_entry_free(e);
+                e = next;
+            }
+        }
+        fwm__session_table_release(&s->sessions);
+    }
+    for (size_t m = 0; m < s->model_count; m++) fwm_model_free(s->models[m].model);
+    fwm__free(s->models);
+    fwm__free(s->model_handles);
+    fwm__free(s->listeners);
+    pthread_mutex_destroy(&s->inbox_mutex);
+}
+
+/* Close whatever handles init opened before failing, and let the loop finish. */
+static void abort_init(fwm__server *s) {
+    if (s->handles_open) {
+        fwm__listeners_close(s);
+        uv_close((uv_handle_t *)&s->wake, NULL);
+        uv_close((uv_handle_t *)&s->housekeeping, NULL);
+        uv_close((uv_handle_t *)&s->sigint, NULL);
+        uv_close((uv_handle_t *)&s->sigterm, NULL);
+        uv_run(&s->loop, UV_RUN_DEFAULT);
+    }
+    release(s);
+    uv_loop_close(&s->loop);
+}
+
+int fwm__server_init(fwm__server *s, fwm__config *config) {
+    memset(s, 0, sizeof *s);
+    s->config = config;
+    s->metrics.start_ns = s->metrics.rate_ns = fwm__now_ns();
+    pthread_mutex_init(&s->inbox_mutex, NULL);
+    if (uv_loop_init(&s->loop) != 0) {
+        fprintf(stderr, "fwm-serve: cannot create the event loop\n");
+        pthread_mutex_destroy(&s->inbox_mutex);
+        return 1;
+    }
+    if (load_models(s) != 0 || !fwm__session_table_init(&s->sessions)) goto fail;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->workers = config->workers ? config->workers : (cpus > 0 ? (size_t)cpus : 1);
+    fwm__scheduler_params sp = {
+        .models = s->model_handles, .model_count = s->model_count, .workers = s->workers,
+        .max_batch = config->max_batch, .max_unsent = config->max_output_bytes, .post = post_outbox, .user = s};
+    if (!(s->scheduler = fwm__scheduler_start(&sp))) {
+        fprintf(stderr, "fwm-serve: cannot start %zu worker threads\n", s->workers);
+        goto fail;
+    }
+    uv_async_init(&s->loop, &s->wake, on_wake);
+    uv_timer_init(&s->loop, &s->housekeeping);
+    uv_signal_init(&s->loop, &s->sigint);
+    uv_signal_init(&s->loop, &s->sigterm);
+    s->wake.data = s->housekeeping.data = s->sigint.data = s->sigterm.data = s;
+    s->handles_open = true;
+    if (fwm__listeners_open(s) != 0) goto fail;
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_timer_start(&s->housekeeping, on_housekeeping, HOUSEKEEPING_MS, HOUSEKEEPING_MS);
+    fwm__server_log(s, "%zu workers, max batch %zu, max sessions %zu, idle timeout %gs", s->workers,
+                    config->max_batch, config->max_sessions, config->idle_timeout_s);
+    return 0;
+fail:
+    abort_init(s);
+    return 1;
+}
+
+static void report_handle(uv_handle_t *handle, void *arg) {
+    (void)arg;
+    fprintf(stderr, "fwm-serve: handle left open at exit: %s\n", uv_handle_type_name(handle->type));
+}
+
+int fwm__server_run(fwm__server *s) {
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    fwm__scheduler_stats st = {0};
+    if (s->scheduler) fwm__scheduler_get_stats(s->scheduler, &st);
+    uint64_t opened = s->metrics.sessions_opened;
+    release(s);
+    int rc = uv_loop_close(&s->loop);
+    if (rc != 0) {
+        uv_walk(&s->loop, report_handle, NULL);
+        fprintf(stderr, "fwm-serve: the event loop did not close cleanly: %s\n", uv_strerror(rc));
+        return 1;
+    }
+    fwm__server_log(s, "stopped cleanly (%llu sessions served)", (unsigned long long)opened);
+    return 0;
+}

@@ -1,0 +1,102 @@
+/* server.h - the fwm-serve process: its loop, models, sessions, scheduler, listeners and lifecycle.
+ *
+ * One libuv loop thread owns everything here except what the scheduler guards; workers hand their
+ * results back through `inbox` (mutex) and the `wake` async handle. Shutdown (SIGINT/SIGTERM):
+ * stop accepting, refuse new requests, finish in-flight jobs (up to drain_timeout_s, then cancel),
+ * flush and close every connection, stop the workers, close every handle so the loop ends with
+ * none left.
+ * Not for: per-connection I/O (connection.c), method semantics (methods.c), parsing flags (config.c).
+ */
+#ifndef FWM_SERVER_SERVER_H
+#define FWM_SERVER_SERVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "fwm/fwm.h"
+#include "metrics.h"
+#include "scheduler.h"
+#include "session_table.h"
+
+struct fwm__connection;
+
+typedef struct fwm__served_model {
+    fwm_model *model; /* owned */
+    fwm_model_info info;
+    char name[128];     /* general.name, else the file's base name; unique on this server */
+    char path[512];
+    char fingerprint[17]; /* hex */
+    bool has_question;  /* the vocabulary has "?" */
+    uint32_t question_token;
+    size_t session_bytes; /* what one session of it accounts for */
+} fwm__served_model;
+
+typedef struct fwm__listener {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h; /* first: the handle is the listener's address */
+    struct fwm__server *server;
+    char address[600]; /* as bound: tcp://127.0.0.1:PORT or unix:PATH */
+    char unix_path[512]; /* unlinked on close, "" for TCP */
+    bool open;
+} fwm__listener;
+
+typedef struct fwm__server {
+    uv_loop_t loop;
+    fwm__config *config;
+    fwm__served_model *models;
+    const fwm_model **model_handles; /* the scheduler's view */
+    size_t model_count;
+    size_t workers;
+
+    fwm__session_table sessions;
+    size_t reserved_sessions; /* forks/restores under way */
+    fwm__scheduler *scheduler;
+    fwm__metrics metrics;
+
+    fwm__listener *listeners;
+    size_t listener_count;
+    struct fwm__connection *connections; /* all open connections (doubly linked) */
+    struct fwm__connection *dirty;       /* connections with output to hand to libuv */
+
+    uv_async_t wake;
+    pthread_mutex_t inbox_mutex;
+    fwm__outbox *inbox_head, *inbox_tail;
+    uv_signal_t sigint, sigterm;
+    uv_timer_t housekeeping;
+    bool handles_open;
+
+    bool shutting_down, cancelled, finished;
+    uint64_t shutdown_deadline_ns;
+} fwm__server;
+
+/* Load the models, bind the listeners, start the workers. Returns 0, or 1 after printing why on
+ * stderr (the server is then released). */
+int fwm__server_init(fwm__server *server, fwm__config *config);
+/* Run until shut down; then release everything. Returns the process exit status. */
+int fwm__server_run(fwm__server *server);
+
+/* Begin graceful shutdown (idempotent; a second call cancels in-flight work). */
+void fwm__server_shutdown(fwm__server *server);
+
+/* Hand gathered output of every dirty connection to libuv (call at the end of loop callbacks). */
+void fwm__server_flush(fwm__server *server);
+
+/* Log a line on stderr unless quiet. */
+void fwm__server_log(const fwm__server *server, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* Index of the model named `name` (length bytes), or -1. */
+long fwm__server_find_model(const fwm__server *server, const char *name, size_t length);
+
+/* Listening (listen.c). */
+int fwm__listeners_open(fwm__server *server);
+void fwm__listeners_close(fwm__server *server);
+
+#endif

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""test_clients.py - fwm-cli (interactive and bAbI modes) and the Python client package against a real
+fwm-serve with a random model made by fwm-init. One case per meson test:
+
+  test_clients.py CASE --serve PATH --init PATH --cli PATH --babi DIR --source-root DIR
+Exit 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+from server_harness import SKIP, Env, check, check_eq, read_stories  # noqa: E402
+
+
+def case_cli_interactive(env, args):
+    server = env.start([env.model()])
+    script = "Mary moved to the bathroom.\nWhere is Mary?\n/topk 1\nJohn went to the hallway.\n/fork\n/stats\n/quit\n"
+    p = subprocess.run([args.cli, "--connect", server.address], input=script, capture_output=True, text=True,
+                       timeout=30)
+    out = p.stdout
+    check_eq(p.returncode, 0, "exit status")
+    lines = out.splitlines()
+    streamed = [line.split()[0] for line in lines if "->" in line]
+    check_eq(streamed[:6], ["mary", "moved", "to", "the", "bathroom", "."], "streamed words")
+    check(any(line.startswith("answer: ") for line in lines), "an answer line", out)
+    check(len([line for line in lines if "->" in line and line.count(" 0.") == 1]) >= 6, "topk 1 honoured", out)
+    check("(forked " in out and "sessions: 2" in out, "fork and stats", out)
+    p = subprocess.run([args.cli, "--connect", server.address, "hello"], capture_output=True, text=True, timeout=30)
+    check("fwm-serve" in p.stdout and "model test" in p.stdout, "hello", p.stdout)
+    p = subprocess.run([args.cli, "--connect", "tcp://127.0.0.1:1", "hello"], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 1 and "connect" in p.stderr, "a refused connection is reported", p.stderr)
+    check_eq(server.stop(), 0, "server exit status")
+
+
+def case_cli_babi(env, args):
+    files = [os.path.join(args.babi, "en-valid-10k", "qa%d_test.txt" % t) for t in (1, 5)]
+    for f in files:
+        if not os.path.exists(f):
+            print("SKIP: no bAbI data at %s" % f)
+            return SKIP
+    server = env.start([env.model()])
+    p = subprocess.run([args.cli, "--connect", server.address, "babi", "--stories", "20"] + files,
+                       capture_output=True, text=True, timeout=60)
+    check_eq(p.returncode, 0, "exit status: " + p.stderr)
+    questions = sum(sum(1 for item in story if item[0] == "question") for f in files for story in
+                    read_stories(f, limit=20))
+    total = [line for line in p.stdout.splitlines() if line.startswith("total: ")]
+    check(total, "a total line", p.stdout)
+    right, _, asked = total[0][len("total: "):].split("=")[0].strip().partition(" / ")
+    check_eq(int(asked), questions, "every question asked")
+    check(0 <= int(right) <= questions, "right answers counted", total)
+    st = env.servers[-1]
+    check_eq(st.stop(), 0, "server exit status")
+    print(p.stdout.strip())
+
+
+def case_python_client(env, args):
+    sys.path.insert(0, os.path.join(args.source_root, "clients", "python"))
+    from fwm_client import Client, FwmError
+    server = env.start([env.model()])
+    with Client(server.address, timeout=10) as client:
+        check_eq(client.hello()["server"], "fwm-serve", "hello")
+        s = client.open(topk=2)
+        events = list(s.stream("Mary moved to the bathroom."))
+        check_eq([e["word"] for e in events], ["mary", "moved", "to", "the", "bathroom", "."], "stream words")
+        check(all(len(e["topk"]) == 2 for e in events), "session topk", events)
+        seen = []
+        r = s.feed("John went to the hallway.", on_token=seen.append)
+        check_eq((r["fed"], len(seen)), (6, 6), "feed with a callback")
+        check_eq(s.feed("the")["pos"], 13, "feed without notifications")
+        a = s.ask("Where is Mary?", commit=True)
+        check(a["answer"] and a["committed"], "ask with commit", a)
+        check_eq(s.predict()["pos"], 18, "position after the committed answer")
+        blob = s.snapshot()
+        r = client.restore(blob, topk=2)
+        check_eq(r.predict(), {"session": r.id, "pos": 18, "topk": []}, "no prediction until a token is read")
+        s.feed("the")
+        r.feed("the")
+        check_eq(r.predict(), dict(s.predict(), session=r.id), "restored session continues alike")
+        f = s.fork()
+        f.feed("Sandra went to the garden.")
+        check_eq(f.predict()["pos"], s.predict()["pos"] + 6, "fork diverges")
+        try:
+            s.feed("Mary flew.")
+            raise AssertionError("unknown word accepted")
+        except FwmError as e:
+            check(e.name == "unknown_word" and e.word == "flew" and e.code == 5, "FwmError fields", vars(e))
+        again = Client(server.address).session(s.id)  # another connection, the same session
+        check_eq(again.predict()["pos"], s.predict()["pos"], "reattach by id")
+        again.client.close()
+        s.reset()
+        s.close()
+        check_eq(client.stats()["sessions"], 2, "sessions after close")
+    demo = subprocess.run([sys.executable, os.path.join(args.source_root, "clients", "python", "examples",
+                                                         "dialogue_agent.py"), "--connect", server.address, "--demo",
+                           "--memory", os.path.join(env.dir, "memory.bin")], capture_output=True, text=True,
+                          timeout=30)
+    check_eq(demo.returncode, 0, "dialogue_agent --demo: " + demo.stderr)
+    check("agent:" in demo.stdout and "memory saved" in demo.stdout, "demo output", demo.stdout)
+    demo2 = subprocess.run([sys.executable, os.path.join(args.source_root, "clients", "python", "examples",
+                                                          "dialogue_agent.py"), "--connect", server.address,
+                            "--memory", os.path.join(env.dir, "memory.bin")], input="Where is Daniel?\n!quit\n",
+                           capture_output=True, text=True, timeout=30)
+    check("memory restored" in demo2.stdout and "confidence" in demo2.stdout, "memory restored", demo2.stdout)
+    check_eq(server.stop(), 0, "server exit status")
+
+
+CASES = {"cli_interactive": case_cli_interactive, "cli_babi": case_cli_babi, "python_client": case_python_client}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    for a in ("--serve", "--init", "--cli", "--babi", "--source-root"):
+        ap.add_argument(a, required=True)
+    args = ap.parse_args()
+    env = Env(args)
+    try:
+        rc = CASES[args.case](env, args)
+        if rc == SKIP:
+            return SKIP
+        print("%s: passed" % args.case)
+        return 0
+    except (AssertionError, OSError) as e:
+        print("%s: FAILED: %s" % (args.case, e))
+        for s in env.servers:
+            print("--- server stderr ---\n" + s.stderr())
+        return 1
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
