@@ -1,0 +1,108 @@
+/* session.c - session lifetime: create, free, reset, fork and the two accessors.
+ *
+ * A session's bookkeeping and its state (h, c, F, the pending write) live in one 64-byte-aligned
+ * allocation (session_internal.h), so a fork is one allocation and one copy and a reset is one
+ * memset. Stepping is in step.c, state
+ * blobs in state_blob.c.
+ */
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "session_internal.h"
+
+/* Floats rounded up so the next array starts on an FWM_SESSION_ALIGNMENT boundary. */
+static size_t aligned_floats(size_t n) {
+    const size_t per = FWM_SESSION_ALIGNMENT / sizeof(float);
+    return (n + per - 1) / per * per;
+}
+
+static size_t header_bytes(void) {
+    return (sizeof(struct fwm_session) + FWM_SESSION_ALIGNMENT - 1) / FWM_SESSION_ALIGNMENT *
+           FWM_SESSION_ALIGNMENT;
+}
+
+/* The loader bounds every size (FWM_MAX_DIM, FWM_MAX_MEMORY_ELEMENTS), so none of this can
+ * overflow a 64-bit size_t. */
+static size_t state_floats(const struct fwm_model *model) {
+    const fwm_hparams *hp = &model->hp;
+    return 2 * aligned_floats(hp->hidden_size) +
+           aligned_floats((size_t)hp->memory_s * hp->memory_r * hp->memory_t) +
+           aligned_floats(hp->memory_s) + aligned_floats(hp->memory_r) + aligned_floats(hp->memory_t);
+}
+
+size_t fwm__session_bytes(const struct fwm_model *model) {
+    return header_bytes() + state_floats(model) * sizeof(float);
+}
+
+/* Point h, c, F into the block that starts at `session`. */
+static void lay_out(struct fwm_session *session, const struct fwm_model *model) {
+    float *base = (float *)((unsigned char *)session + header_bytes());
+    session->model = model;
+    session->h = base;
+    session->c = base + aligned_floats(model->hp.hidden_size);
+    session->F = session->c + aligned_floats(model->hp.hidden_size);
+    session->pending_k1 =
+        session->F + aligned_floats((size_t)model->hp.memory_s * model->hp.memory_r * model->hp.memory_t);
+    session->pending_k2 = session->pending_k1 + aligned_floats(model->hp.memory_s);
+    session->pending_d = session->pending_k2 + aligned_floats(model->hp.memory_r);
+    session->pending_s = 1.0f;
+    session->has_pending = false;
+    session->state_bytes = state_floats(model) * sizeof(float);
+}
+
+static fwm_status allocate(const struct fwm_model *model, struct fwm_session **out, fwm_error *err) {
+    size_t bytes = fwm__session_bytes(model);
+    struct fwm_session *session = fwm__aligned_alloc(FWM_SESSION_ALIGNMENT, bytes);
+    if (!session)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory allocating a session (%zu bytes)",
+                          bytes);
+    lay_out(session, model);
+    *out = session;
+    return FWM_OK;
+}
+
+fwm_status fwm_session_create(const fwm_model *model, fwm_session **out, fwm_error *err) {
+    fwm__error_clear(err);
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_create: out is NULL");
+    *out = NULL;
+    if (!model) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_create: model is NULL");
+    struct fwm_session *session = NULL;
+    fwm_status status = allocate(model, &session, err);
+    if (status != FWM_OK) return status;
+    fwm_session_reset(session);
+    *out = session;
+    return FWM_OK;
+}
+
+void fwm_session_free(fwm_session *session) { fwm__free(session); }
+
+void fwm_session_reset(fwm_session *session) {
+    if (!session) return;
+    session->position = 0;
+    session->has_pending = false;
+    session->pending_s = 1.0f;
+    memset(session->h, 0, session->state_bytes);
+}
+
+fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_error *err) {
+    fwm__error_clear(err);
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_fork: out is NULL");
+    *out = NULL;
+    if (!parent) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_fork: parent is NULL");
+    struct fwm_session *child = NULL;
+    fwm_status status = allocate(parent->model, &child, err);
+    if (status != FWM_OK) return status;
+    child->position = parent->position;
+    child->has_pending = parent->has_pending;
+    child->pending_s = parent->pending_s;
+    memcpy(child->h, parent->h, parent->state_bytes);
+    *out = child;
+    return FWM_OK;
+}
+
+const fwm_model *fwm_session_model(const fwm_session *session) {
+    return session ? session->model : NULL;
+}
+
+uint64_t fwm_session_position(const fwm_session *session) { return session ? session->position : 0; }

@@ -1,0 +1,43 @@
+/* session_internal.h - the layout of a session (h, c, F in one aligned block) and the internal
+ * functions the rest of the runtime uses to size sessions and state blobs. Internal to libfwm. */
+#ifndef FWM_RUNTIME_SESSION_INTERNAL_H
+#define FWM_RUNTIME_SESSION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm/fwm.h"
+#include "model_internal.h"
+
+/* Alignment of the session block and of each state array inside it (bytes). */
+#define FWM_SESSION_ALIGNMENT 64
+
+/* A session is one FWM_SESSION_ALIGNMENT-aligned allocation: this struct, then h[H], c[H],
+ * F[S*R*T] (T fastest) and the pending write's k1[S], k2[R], d[T], each starting on an aligned
+ * boundary.
+ *
+ * The fast weights the model means are F with the last write applied: each step's write (a rank-1
+ * update and a normalisation, see step.c) is kept pending and applied by the next step's one pass
+ * over F, and by an export (fwm__fw_apply, kernels.h), so F is read and written once per step. */
+struct fwm_session {
+    const struct fwm_model *model; /* borrowed */
+    uint64_t position;             /* tokens stepped since creation or the last reset */
+    float *h;                      /* [H] LSTM hidden state */
+    float *c;                      /* [H] LSTM cell state */
+    float *F;                      /* [S*R*T] fast weights before the pending write */
+    float *pending_k1;             /* [S] the pending write's key k1 */
+    float *pending_k2;             /* [R] its key k2 */
+    float *pending_d;              /* [T] its delta beta (v - v_old) write_scale */
+    float pending_s;               /* its normalisation 1 / max(1, ||F + K d^T||) */
+    bool has_pending;              /* false after create, reset and import */
+    size_t state_bytes;            /* bytes from h to the end of the block (zeroed on reset) */
+};
+
+/* Bytes one session of `model` occupies (the whole aligned block). */
+size_t fwm__session_bytes(const struct fwm_model *model);
+
+/* Exact size of an exported state blob for `model` (see the layout in state_blob.c). */
+size_t fwm__state_blob_size(const struct fwm_model *model);
+
+#endif

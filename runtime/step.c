@@ -1,0 +1,485 @@
+/* step.c - the FWM step: one session, a token sequence, or a batch of sessions; and the derived
+ * input-gate table computed when a model is prepared.
+ *
+ * Every entry point validates everything first, then runs the same chunk routine (step_chunk) on
+ * up to CHUNK_SESSIONS sessions at a time: the weight matrix-vector products are batched across the
+ * chunk (fwm__matvec_batch, whose per-element arithmetic does not depend on the batch), the
+ * fast-weight passes run per session. So a single step is a chunk of one, a sequence is a run of
+ * chunks of one, and all three are bit-identical by construction.
+ *
+ * The math per step is the model spec's (shared/spec/fwm-model.md), in this order: LSTM, write
+ * (v_old, rank-1 update, normalisation), read (only when logits are wanted, and under the "token"
+ * read policy only for the trigger token), output. Scratch memory is per call (stack for small
+ * models, else one allocation), so distinct sessions may be stepped from different threads.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "kernels.h"
+#include "session_internal.h"
+
+/* Sessions stepped together: bounds the scratch memory of a large batch; the step results do not
+ * depend on it. */
+#define CHUNK_SESSIONS 32
+
+/* Input-gate tables above this size are not built (W_ih e + b is computed at step time). */
+#define INPUT_GATES_MAX_BYTES ((uint64_t)64 << 20)
+
+/* Scratch floats on the stack (32 KiB) for small models: a single session at the paper's sizes
+ * needs about 6.3k floats, so the common single step allocates nothing. */
+#define STACK_SCRATCH_FLOATS 8192
+
+/* Sizes derived from the hyperparameters. */
+typedef struct dims {
+    size_t V, E, H, S, R, T, Nr;
+    size_t gates;     /* 4H */
+    size_t write_len; /* S + R + T + 1: [a_s, a_r, a_t, a_b] */
+    size_t read_len;  /* S + N_r R: [q0, e_1 .. e_Nr] */
+    size_t q_len;     /* max(S, T): the read query, S entries first, T after the first read */
+} dims;
+
+static dims dims_of(const struct fwm_model *model) {
+    const fwm_hparams *hp = &model->hp;
+    dims d;
+    d.V = hp->vocab_size;
+    d.E = hp->embedding_length;
+    d.H = hp->hidden_size;
+    d.S = hp->memory_s;
+    d.R = hp->memory_r;
+    d.T = hp->memory_t;
+    d.Nr = hp->read_count;
+    d.gates = 4 * d.H;
+    d.write_len = d.S + d.R + d.T + 1;
+    d.read_len = d.S + d.Nr * d.R;
+    d.q_len = d.S > d.T ? d.S : d.T;
+    return d;
+}
+
+/* Floats rounded up to a 64-byte multiple, so each scratch array starts aligned. */
+static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Per-call scratch: per-session rows for `capacity` sessions and per-session temporaries reused
+ * by each session in turn. */
+typedef struct workspace {
+    size_t capacity;
+    float *g, *gi, *wv, *u, *q, *m, *y; /* rows of pad16(len) floats per session */
+    float *k1, *k2, *v, *v_old, *delta, *te, *z;
+    float *contracted;  /* (1 + N_r) blocks of S*T: F contracted with k2, tanh(e_1), ... */
+    const float **vecs; /* 1 + N_r: k2, tanh(e_1) .. tanh(e_Nr) */
+    float **outs;       /* 1 + N_r: the blocks of `contracted` */
+    const float **px, **pb;
+    float **py;
+    const float **ph; /* each session's h */
+    size_t *reader;   /* chunk indices of the sessions that read */
+} workspace;
+
+static size_t workspace_floats(const dims *d, size_t capacity, bool need_gi) {
+    size_t per = pad16(d->gates) * (need_gi ? 2 : 1) + pad16(d->write_len) + pad16(d->read_len) +
+                 pad16(d->q_len) + 2 * pad16(d->H);
+    size_t shared = pad16(d->S) + pad16(d->R) + pad16(d->Nr * d->R) +
+                    4 * pad16(d->T) + (1 + d->Nr) * pad16(d->S * d->T);
+    size_t pointers = (4 * capacity + 2 * (1 + d->Nr)) * sizeof(void *) + capacity * sizeof(size_t);
+    return per * capacity + shared + (pointers + sizeof(float) - 1) / sizeof(float) + 16;
+}
+
+static void workspace_lay_out(workspace *ws, float *base, const dims *d, size_t capacity,
+                              bool need_gi) {
+    float *p = base;
+#define TAKE(n) (p += pad16(n), p - pad16(n))
+    ws->capacity = capacity;
+    ws->g = TAKE(pad16(d->gates) * capacity);
+    ws->gi = need_gi ? TAKE(pad16(d->gates) * capacity) : NULL;
+    ws->wv = TAKE(pad16(d->write_len) * capacity);
+    ws->u = TAKE(pad16(d->read_len) * capacity);
+    ws->q = TAKE(pad16(d->q_len) * capacity);
+    ws->m = TAKE(pad16(d->H) * capacity);
+    ws->y = TAKE(pad16(d->H) * capacity);
+    ws->k1 = TAKE(d->S);
+    ws->k2 = TAKE(d->R);
+    ws->te = TAKE(d->Nr * d->R);
+    ws->v = TAKE(d->T);
+    ws->v_old = TAKE(d->T);
+    ws->delta = TAKE(d->T);
+    ws->z = TAKE(d->T);
+    ws->contracted = TAKE((1 + d->Nr) * pad16(d->S * d->T));
+#undef TAKE
+    void **pp = (void **)p;
+    ws->px = (const float **)pp;
+    ws->pb = (const float **)(pp + capacity);
+    ws->py = (float **)(pp + 2 * capacity);
+    ws->ph = (const float **)(pp + 3 * capacity);
+    ws->vecs = (const float **)(pp + 4 * capacity);
+    ws->outs = (float **)(pp + 4 * capacity + 1 + d->Nr);
+    ws->reader = (size_t *)(pp + 4 * capacity + 2 * (1 + d->Nr));
+}
+
+/* Scratch owner: either the caller's stack buffer or one heap block. */
+typedef struct scratch {
+    workspace ws;
+    float *heap;
+} scratch;
+
+static fwm_status scratch_init(scratch *s, const struct fwm_model *model, size_t capacity,
+                               float *stack_buffer, size_t stack_floats, fwm_error *err) {
+    dims d = dims_of(model);
+    bool need_gi = model->input_gates == NULL;
+    size_t floats = workspace_floats(&d, capacity, need_gi);
+    float *base = stack_buffer;
+    s->heap = NULL;
+    if (floats > stack_floats) {
+        s->heap = fwm__aligned_alloc(64, floats * sizeof(float));
+        if (!s->heap)
+            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                              "out of memory allocating %zu bytes of step scratch", floats * sizeof(float));
+        base = s->heap;
+    }
+    workspace_lay_out(&s->ws, base, &d, capacity, need_gi);
+    return FWM_OK;
+}
+
+static void scratch_release(scratch *s) { fwm__free(s->heap); }
+
+/* ---- the write and the read on one session's F ------------------------------------------------
+ *
+ * The spec's write then reads, with one pass over F. With K = k1 (x) k2 and
+ * F' = s (F + K d^T), s = 1 / max(1, ||F + K d^T||):
+ *   v_old = F^T K                 = sum_i k1_i B0[i],     B0[i][t]  = sum_j k2_j F[i][j][t]
+ *   ||F + K d^T||^2               = ||F||^2 + 2 d.v_old + ||k1||^2 ||k2||^2 ||d||^2
+ *   F'^T vec(q (x) te)            = sum_i q_i A'[i],      A'[i][t] = s (A[i][t] + k1_i (k2.te) d_t),
+ *                                                         A[i][t]  = sum_j te_j F[i][j][t]
+ * so one pass (fwm__fw_contract) yields B0, every read's A and ||F||^2, and F' itself is left
+ * pending (k1, k2, d, s in the session) for the next step's pass to apply as it reads F. The same
+ * arithmetic as the spec's order up to float rounding; identical in every step mode. */
+static void memory_step(const struct fwm_model *model, const dims *d, workspace *ws, const float *w,
+                        const float *u, fwm_session *session, float *q) {
+    const fwm_hparams *hp = &model->hp;
+    const size_t S = d->S, R = d->R, T = d->T, ST = pad16(S * T);
+    fwm__tanh_array(ws->k1, w, S);
+    fwm__tanh_array(ws->k2, w + S, R);
+    fwm__tanh_array(ws->v, w + S + R, T);
+    float beta = fwm__sigmoidf(w[S + R + T] + hp->beta_bias);
+    size_t count = 1;
+    ws->vecs[0] = ws->k2;
+    ws->outs[0] = ws->contracted;
+    if (u) {
+        for (size_t r = 0; r < d->Nr; r++) {
+            fwm__tanh_array(ws->te + r * R, u + S + r * R, R);
+            ws->vecs[1 + r] = ws->te + r * R;
+            ws->outs[1 + r] = ws->contracted + (1 + r) * ST;
+        }
+        count += d->Nr;
+    }
+    const fwm__fw_pending previous = {session->pending_k1, session->pending_k2, session->pending_d,
+                                      session->pending_s};
+    float sumsq = fwm__fw_contract(session->F, S, R, T, session->has_pending ? &previous : NULL,
+                                   ws->vecs, count, ws->outs);
+
+    /* write: v_old, delta and the new norm; F' becomes the pending write */
+    fwm__vecmat(ws->contracted, S, T, ws->k1, ws->v_old);
+    for (size_t t = 0; t < T; t++) ws->delta[t] = beta * (ws->v[t] - ws->v_old[t]) * hp->write_scale;
+    double k1k1 = 0, k2k2 = 0, dd = 0, dv = 0;
+    for (size_t i = 0; i < S; i++) k1k1 += (double)ws->k1[i] * ws->k1[i];
+    for (size_t j = 0; j < R; j++) k2k2 += (double)ws->k2[j] * ws->k2[j];
+    for (size_t t = 0; t < T; t++) {
+        dd += (double)ws->delta[t] * ws->delta[t];
+        dv += (double)ws->delta[t] * ws->v_old[t];
+    }
+    double norm2 = (double)sumsq + 2 * dv + k1k1 * k2k2 * dd;
+    float norm = norm2 > 0 ? (float)sqrt(norm2) : 0.0f;
+    float s = norm > 1.0f ? 1.0f / norm : 1.0f;
+    memcpy(session->pending_k1, ws->k1, S * sizeof(float));
+    memcpy(session->pending_k2, ws->k2, R * sizeof(float));
+    memcpy(session->pending_d, ws->delta, T * sizeof(float));
+    session->pending_s = s;
+    session->has_pending = true;
+    if (!u) return;
+
+    /* reads from F': q = q0, then N_r times q = LN(sum_i q_i A'_r[i]) */
+    memcpy(q, u, S * sizeof *q);
+    for (size_t r = 0; r < d->Nr; r++) {
+        const float *te = ws->te + r * R;
+        float k2te = 0.0f;
+        for (size_t j = 0; j < R; j++) k2te += ws->k2[j] * te[j];
+        float *A = ws->outs[1 + r];
+        for (size_t i = 0; i < S; i++) {
+            float a = ws->k1[i] * k2te;
+            float *Ai = A + i * T;
+            for (size_t t = 0; t < T; t++) Ai[t] = (Ai[t] + a * ws->delta[t]) * s;
+        }
+        fwm__vecmat(A, S, T, q, ws->z);
+        fwm__layer_norm(q, ws->z, T, hp->layer_norm_eps);
+    }
+}
+
+static bool reads_at(const struct fwm_model *model, uint32_t token) {
+    return model->hp.read_policy != FWM_READ_ON_TOKEN || token == model->hp.read_token_id;
+}
+
+/* ---- one chunk: n sessions (already validated), one token each ---------------------------------- */
+
+static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session *const *sessions,
+                       const uint32_t *tokens, size_t n, float *logits) {
+    const fwm_weights *W = &model->w;
+    const fwm_hparams *hp = &model->hp;
+    dims d = dims_of(model);
+    const size_t gs = pad16(d.gates), ws_len = pad16(d.write_len), us = pad16(d.read_len),
+                 qs = pad16(d.q_len), hs = pad16(d.H);
+
+    for (size_t j = 0; j < n; j++) ws->ph[j] = sessions[j]->h;
+
+    /* LSTM pre-activations g = (W_ih e + b) + W_hh h. */
+    if (model->input_gates) {
+        for (size_t j = 0; j < n; j++) ws->pb[j] = model->input_gates + (size_t)tokens[j] * d.gates;
+    } else {
+        for (size_t j = 0; j < n; j++) {
+            ws->px[j] = W->token_embd + (size_t)tokens[j] * d.E;
+            ws->pb[j] = W->lstm_bias;
+            ws->py[j] = ws->gi + j * gs;
+        }
+        fwm__matvec_batch(W->lstm_weight_ih, d.gates, d.E, n, ws->px, ws->pb, ws->py);
+        for (size_t j = 0; j < n; j++) ws->pb[j] = ws->gi + j * gs;
+    }
+    for (size_t j = 0; j < n; j++) ws->py[j] = ws->g + j * gs;
+    fwm__matvec_batch(W->lstm_weight_hh, d.gates, d.H, n, ws->ph, ws->pb, ws->py);
+    for (size_t j = 0; j < n; j++)
+        fwm__lstm_cell(ws->g + j * gs, d.H, hp->forget_bias, sessions[j]->c, sessions[j]->h);
+
+    /* Write projection w = W_write h + b_write. */
+    for (size_t j = 0; j < n; j++) {
+        ws->pb[j] = W->write_bias;
+        ws->py[j] = ws->wv + j * ws_len;
+    }
+    fwm__matvec_batch(W->write_weight, d.write_len, d.H, n, ws->ph, ws->pb, ws->py);
+
+    /* Read projection u = W_read h + b_read, for the sessions that read. */
+    size_t readers = 0;
+    if (logits) {
+        for (size_t j = 0; j < n; j++) {
+            if (!reads_at(model, tokens[j])) continue;
+            ws->px[readers] = sessions[j]->h;
+            ws->pb[readers] = W->read_bias;
+            ws->py[readers] = ws->u + j * us;
+            ws->reader[readers++] = j;
+        }
+        if (readers) fwm__matvec_batch(W->read_weight, d.read_len, d.H, readers, ws->px, ws->pb, ws->py);
+    }
+
+    /* Per session: write into F, then read from the updated F (it is cache-resident now). */
+    size_t next_reader = 0;
+    for (size_t j = 0; j < n; j++) {
+        bool read = next_reader < readers && ws->reader[next_reader] == j;
+        memory_step(model, &d, ws, ws->wv + j * ws_len, read ? ws->u + j * us : NULL, sessions[j],
+                    ws->q + j * qs);
+        next_reader += read;
+        sessions[j]->position++;
+    }
+    if (!logits) return;
+
+    /* Read-out m = W_o q + b_o for readers; y = m (+ h); logits = W_s y. */
+    for (size_t r = 0; r < readers; r++) {
+        size_t j = ws->reader[r];
+        ws->px[r] = ws->q + j * qs;
+        ws->pb[r] = W->out_bias;
+        ws->py[r] = ws->m + j * hs;
+    }
+    if (readers) fwm__matvec_batch(W->out_weight, d.H, d.T, readers, ws->px, ws->pb, ws->py);
+    size_t outputs = 0;
+    next_reader = 0;
+    for (size_t j = 0; j < n; j++) {
+        float *row = logits + j * d.V;
+        bool read = next_reader < readers && ws->reader[next_reader] == j;
+        if (read) next_reader++;
+        const float *y;
+        if (read && hp->residual) {
+            float *yj = ws->y + j * hs, *m = ws->m + j * hs;
+            const float *h = sessions[j]->h;
+            for (size_t i = 0; i < d.H; i++) yj[i] = m[i] + h[i];
+            y = yj;
+        } else if (read) {
+            y = ws->m + j * hs;
+        } else if (hp->residual) {
+            y = sessions[j]->h; /* m = 0 */
+        } else {
+            memset(row, 0, d.V * sizeof *row); /* y = 0: W_s 0 = 0 */
+            continue;
+        }
+        ws->px[outputs] = y;
+        ws->py[outputs++] = row;
+    }
+    if (outputs) fwm__matvec_batch(W->output_weight, d.V, d.H, outputs, ws->px, NULL, ws->py);
+}
+
+/* ---- entry points ------------------------------------------------------------------------------ */
+
+/* FWM_ERR_TOKEN_OUT_OF_RANGE naming the token, where it was (`where`, e.g. " at sequence position
+ * 4", may be "") and V. */
+static fwm_status check_token(const struct fwm_model *model, uint32_t token, const char *where,
+                              size_t index, fwm_error *err) {
+    if (token < model->hp.vocab_size) return FWM_OK;
+    char place[64] = "";
+    if (*where) snprintf(place, sizeof place, " %s %zu", where, index);
+    return fwm__error(err, FWM_ERR_TOKEN_OUT_OF_RANGE,
+                      "token %u%s is out of range: the vocabulary has V = %u tokens (ids 0 to %u)",
+                      token, place, model->hp.vocab_size, model->hp.vocab_size - 1);
+}
+
+fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
+    fwm__error_clear(err);
+    if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
+    fwm_status status = check_token(session->model, token, "", 0, err);
+    if (status != FWM_OK) return status;
+    _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
+    scratch s;
+    status = scratch_init(&s, session->model, 1, stack_buffer, STACK_SCRATCH_FLOATS, err);
+    if (status != FWM_OK) return status;
+    step_chunk(session->model, &s.ws, &session, &token, 1, logits);
+    scratch_release(&s);
+    return FWM_OK;
+}
+
+fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
+                                     float *logits, fwm_error *err) {
+    fwm__error_clear(err);
+    if (!session)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
+    if (count == 0) return FWM_OK;
+    if (!tokens)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
+    const struct fwm_model *model = session->model;
+    for (size_t i = 0; i < count; i++) {
+        fwm_status status = check_token(model, tokens[i], "at sequence position", i, err);
+        if (status != FWM_OK) return status;
+    }
+    _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
+    scratch s;
+    fwm_status status = scratch_init(&s, model, 1, stack_buffer, STACK_SCRATCH_FLOATS, err);
+    if (status != FWM_OK) return status;
+    size_t V = model->hp.vocab_size;
+    for (size_t i = 0; i < count; i++)
+        step_chunk(model, &s.ws, &session, &tokens[i], 1, logits ? logits + i * V : NULL);
+    scratch_release(&s);
+    return FWM_OK;
+}
+
+typedef struct indexed_session {
+    const fwm_session *session;
+    size_t index;
+} indexed_session;
+
+static int compare_indexed(const void *a, const void *b) {
+    const indexed_session *x = a, *y = b;
+    if (x->session != y->session) return (uintptr_t)x->session < (uintptr_t)y->session ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* FWM_ERR_INVALID_ARGUMENT naming the first repeated session's two indices, if any. */
+static fwm_status check_distinct(fwm_session *const *sessions, size_t count, fwm_error *err) {
+    if (count <= 64) {
+        for (size_t i = 1; i < count; i++)
+            for (size_t k = 0; k < i; k++)
+                if (sessions[i] == sessions[k])
+                    return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                                      "fwm_batch_step: sessions %zu and %zu are the same session", k, i);
+        return FWM_OK;
+    }
+    indexed_session *sorted = fwm__calloc(count, sizeof *sorted);
+    if (!sorted)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                          "out of memory checking %zu batch sessions for repeats", count);
+    for (size_t i = 0; i < count; i++) sorted[i] = (indexed_session){sessions[i], i};
+    qsort(sorted, count, sizeof *sorted, compare_indexed);
+    fwm_status status = FWM_OK;
+    for (size_t i = 1; i < count; i++) {
+        if (sorted[i].session == sorted[i - 1].session) {
+            status = fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                                "fwm_batch_step: sessions %zu and %zu are the same session",
+                                sorted[i - 1].index, sorted[i].index);
+            break;
+        }
+    }
+    fwm__free(sorted);
+    return status;
+}
+
+fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
+                          float *logits, fwm_error *err) {
+    fwm__error_clear(err);
+    if (count == 0) return FWM_OK;
+    if (!sessions) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_batch_step: sessions is NULL");
+    if (!tokens) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_batch_step: tokens is NULL");
+    for (size_t i = 0; i < count; i++)
+        if (!sessions[i])
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_batch_step: session %zu is NULL", i);
+    const struct fwm_model *model = sessions[0]->model;
+    for (size_t i = 1; i < count; i++)
+        if (sessions[i]->model != model)
+            return fwm__error(err, FWM_ERR_MODEL_MISMATCH,
+                              "fwm_batch_step: session %zu belongs to a different model than session 0",
+                              i);
+    for (size_t i = 0; i < count; i++) {
+        fwm_status status = check_token(model, tokens[i], "for batch session", i, err);
+        if (status != FWM_OK) return status;
+    }
+    fwm_status status = check_distinct(sessions, count, err);
+    if (status != FWM_OK) return status;
+
+    size_t capacity = count < CHUNK_SESSIONS ? count : CHUNK_SESSIONS;
+    _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
+    scratch s;
+    status = scratch_init(&s, model, capacity, stack_buffer, STACK_SCRATCH_FLOATS, err);
+    if (status != FWM_OK) return status;
+    size_t V = model->hp.vocab_size;
+    for (size_t i = 0; i < count; i += capacity) {
+        size_t n = count - i < capacity ? count - i : capacity;
+        step_chunk(model, &s.ws, sessions + i, tokens + i, n, logits ? logits + i * V : NULL);
+    }
+    scratch_release(&s);
+    return FWM_OK;
+}
+
+/* ---- model preparation --------------------------------------------------------------------------- */
+
+/* input_gates[x] = W_ih Emb[x] + b for every token, with the same kernel (and so the same bits) as
+ * the step-time path that models without the table take. */
+fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
+    dims d = dims_of(model);
+    model->input_gates = NULL;
+    uint64_t bytes = (uint64_t)d.V * d.gates * sizeof(float);
+    if (bytes > INPUT_GATES_MAX_BYTES) return FWM_OK;
+    float *table = fwm__aligned_alloc(64, (size_t)bytes);
+    const float **px = fwm__calloc(CHUNK_SESSIONS, sizeof *px);
+    const float **pb = fwm__calloc(CHUNK_SESSIONS, sizeof *pb);
+    float **py = fwm__calloc(CHUNK_SESSIONS, sizeof *py);
+    if (!table || !px || !pb || !py) {
+        fwm__free(table);
+        fwm__free(px);
+        fwm__free(pb);
+        fwm__free(py);
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                          "out of memory allocating the input-gate table (%zu bytes)", (size_t)bytes);
+    }
+    for (size_t x0 = 0; x0 < d.V; x0 += CHUNK_SESSIONS) {
+        size_t n = d.V - x0 < CHUNK_SESSIONS ? d.V - x0 : CHUNK_SESSIONS;
+        for (size_t j = 0; j < n; j++) {
+            px[j] = model->w.token_embd + (x0 + j) * d.E;
+            pb[j] = model->w.lstm_bias;
+            py[j] = table + (x0 + j) * d.gates;
+        }
+        fwm__matvec_batch(model->w.lstm_weight_ih, d.gates, d.E, n, px, pb, py);
+    }
+    fwm__free(px);
+    fwm__free(pb);
+    fwm__free(py);
+    model->input_gates = table;
+    return FWM_OK;
+}
+
+void fwm__model_unprepare(struct fwm_model *model) {
+    if (!model) return;
+    fwm__free(model->input_gates);
+    model->input_gates = NULL;
+}

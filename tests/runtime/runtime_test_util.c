@@ -1,0 +1,181 @@
+/* runtime_test_util.c - assertion helpers and in-memory random models for the runtime tests and
+ * the step benchmark. */
+#include "runtime_test_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "fwm_rng.h"
+#include "session_internal.h"
+
+int rt_failures;
+
+void rt_check_floats_equal(const char *file, int line, const float *got, const float *want,
+                           size_t n, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a, b;
+        memcpy(&a, &got[i], 4);
+        memcpy(&b, &want[i], 4);
+        if (a != b) {
+            fprintf(stderr, "%s:%d: %s differ at [%zu] of %zu: got %.9g (0x%08x), expected %.9g (0x%08x)\n",
+                    file, line, what, i, n, (double)got[i], a, (double)want[i], b);
+            rt_failures++;
+            return;
+        }
+    }
+}
+
+void rt_check_bytes_equal(const char *file, int line, const void *got, const void *want, size_t n,
+                          const char *what) {
+    const unsigned char *a = got, *b = want;
+    for (size_t i = 0; i < n; i++) {
+        if (a[i] != b[i]) {
+            fprintf(stderr, "%s:%d: %s differ at byte %zu of %zu: got 0x%02x, expected 0x%02x\n", file,
+                    line, what, i, n, a[i], b[i]);
+            rt_failures++;
+            return;
+        }
+    }
+}
+
+int rt_finish(const char *name) {
+    if (rt_failures) {
+        fprintf(stderr, "%s: %d check(s) failed\n", name, rt_failures);
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+fwm_hparams rt_hparams(uint32_t V, uint32_t E, uint32_t H, uint32_t S, uint32_t R, uint32_t T,
+                       uint32_t read_count, bool residual, uint32_t read_policy,
+                       uint32_t read_token_id) {
+    fwm_hparams hp;
+    memset(&hp, 0, sizeof hp);
+    hp.vocab_size = V;
+    hp.embedding_length = E;
+    hp.hidden_size = H;
+    hp.memory_s = S;
+    hp.memory_r = R;
+    hp.memory_t = T;
+    hp.read_count = read_count;
+    hp.residual = residual;
+    hp.read_policy = read_policy;
+    hp.read_token_id = read_token_id;
+    hp.forget_bias = 1.0f;
+    hp.beta_bias = 1.0f;
+    hp.write_scale = 1.0f / (float)T;
+    hp.layer_norm_eps = 1e-5f;
+    hp.padding_token_id = 0;
+    hp.eos_token_id = V > 1 ? 1 : 0;
+    return hp;
+}
+
+static void fill_uniform(float *x, size_t n, double a, fwm__rng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)fwm__rng_uniform(rng, -a, a);
+}
+static void fill_normal(float *x, size_t n, double sd, fwm__rng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(sd * fwm__rng_normal(rng));
+}
+
+struct fwm_model *rt_model_create(const fwm_hparams *hp, uint64_t seed, bool prepare) {
+    struct fwm_model *model = calloc(1, sizeof *model);
+    if (!model) return NULL;
+    model->hp = *hp;
+    size_t counts[FWM_TENSOR_COUNT], total = 0;
+#define RT_COUNT_(field, name, rows, cols) \
+    counts[FWM_TENSOR_##field] = (size_t)(rows) * (size_t)(cols);  \
+    total += counts[FWM_TENSOR_##field];
+    FWM_TENSOR_LIST(RT_COUNT_)
+#undef RT_COUNT_
+    float *block = malloc(total * sizeof(float));
+    if (!block) {
+        free(model);
+        return NULL;
+    }
+    model->converted = block; /* owned by the helper: rt_model_free releases it */
+    float *t[FWM_TENSOR_COUNT];
+    float *p = block;
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+        t[i] = p;
+        p += counts[i];
+    }
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 0);
+    double H = hp->hidden_size, S = hp->memory_s, T = hp->memory_t, V = hp->vocab_size;
+    double a = sqrt(6.0 / (H + S));
+    fill_normal(t[FWM_TENSOR_token_embd], counts[FWM_TENSOR_token_embd], 1.0, &rng);
+    fill_uniform(t[FWM_TENSOR_lstm_weight_ih], counts[FWM_TENSOR_lstm_weight_ih], 1 / sqrt(H), &rng);
+    fill_uniform(t[FWM_TENSOR_lstm_weight_hh], counts[FWM_TENSOR_lstm_weight_hh], 1 / sqrt(H), &rng);
+    fill_uniform(t[FWM_TENSOR_lstm_bias], counts[FWM_TENSOR_lstm_bias], 0.5, &rng);
+    fill_uniform(t[FWM_TENSOR_write_weight], counts[FWM_TENSOR_write_weight], a, &rng);
+    fill_uniform(t[FWM_TENSOR_write_bias], counts[FWM_TENSOR_write_bias], 1 / sqrt(H), &rng);
+    fill_uniform(t[FWM_TENSOR_read_weight], counts[FWM_TENSOR_read_weight], a, &rng);
+    fill_uniform(t[FWM_TENSOR_read_bias], counts[FWM_TENSOR_read_bias], 1 / sqrt(H), &rng);
+    fill_uniform(t[FWM_TENSOR_out_weight], counts[FWM_TENSOR_out_weight], 1 / sqrt(T), &rng);
+    fill_uniform(t[FWM_TENSOR_out_bias], counts[FWM_TENSOR_out_bias], 1 / sqrt(T), &rng);
+    fill_normal(t[FWM_TENSOR_output_weight], counts[FWM_TENSOR_output_weight], sqrt(2.0 / (V + H)),
+                &rng);
+#define RT_POINT_(field, name, rows, cols) model->w.field = t[FWM_TENSOR_##field];
+    FWM_TENSOR_LIST(RT_POINT_)
+#undef RT_POINT_
+    model->fingerprint = 0x5eed000000000000ull ^ fwm__rng_next(&rng);
+    model->parameter_count = total;
+    if (prepare && fwm__model_prepare(model, NULL) != FWM_OK) {
+        rt_model_free(model);
+        return NULL;
+    }
+    return model;
+}
+
+void rt_model_free(struct fwm_model *model) {
+    if (!model) return;
+    fwm__model_unprepare(model);
+    free(model->converted);
+    free(model);
+}
+
+void rt_random_tokens(uint32_t *tokens, size_t count, uint32_t V, uint64_t seed) {
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 1);
+    for (size_t i = 0; i < count; i++) tokens[i] = (uint32_t)fwm__rng_below(&rng, V);
+}
+
+unsigned char *rt_export(const fwm_session *session, size_t *size) {
+    size_t need = fwm__state_blob_size(fwm_session_model(session));
+    unsigned char *blob = malloc(need);
+    fwm_error err;
+    size_t written = 0;
+    if (!blob) {
+        CHECK(blob != NULL);
+        return NULL;
+    }
+    fwm_status status = fwm_session_export(session, blob, need, &written, &err);
+    CHECK_STATUS(status, FWM_OK, &err);
+    CHECK_INT(written, need);
+    if (status != FWM_OK) {
+        free(blob);
+        return NULL;
+    }
+    *size = written;
+    return blob;
+}
+
+bool rt_state(const fwm_session *session, float **h, float **c, float **F) {
+    const fwm_hparams *hp = &fwm_session_model(session)->hp;
+    size_t H = hp->hidden_size, SRT = (size_t)hp->memory_s * hp->memory_r * hp->memory_t, size = 0;
+    unsigned char *blob = rt_export(session, &size);
+    *h = malloc(H * sizeof(float));
+    *c = malloc(H * sizeof(float));
+    *F = malloc(SRT * sizeof(float));
+    if (!blob || !*h || !*c || !*F) {
+        free(blob);
+        return false;
+    }
+    /* the blob is little-endian, as is every machine this runs on (checked by test_state_blob) */
+    memcpy(*h, blob + 40, H * sizeof(float));
+    memcpy(*c, blob + 40 + 4 * H, H * sizeof(float));
+    memcpy(*F, blob + 40 + 8 * H, SRT * sizeof(float));
+    free(blob);
+    return true;
+}
