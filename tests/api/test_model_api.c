@@ -179,5 +179,5 @@ int main(void) {
         test_allocation_failures(path);
         test_remove_model();
     }
-    return test_finish("test_model_api");
+    return check_finish("test_model_api");
 }

@@ -18,7 +18,7 @@ static void expect_tokens(const char *text, const char *expected) {
     fwm_status s = fwm_tokenize(model, text, strlen(text), tokens, 64, &count, &err);
     if (s != FWM_OK) {
         fprintf(stderr, "tokenize(\"%s\") failed: %s\n", text, err.message);
-        test_failures++;
+        check_failures++;
         return;
     }
     char joined[512] = "";
@@ -41,12 +41,12 @@ static void expect_unknown(const char *text, const char *message_part) {
 int main(void) {
     const char *path = test_write_model(vocabulary, 7);
     CHECK(path != NULL);
-    if (!path) return test_finish("test_tokenizer");
+    if (!path) return check_finish("test_tokenizer");
     fwm_error err;
     CHECK_INT(fwm_model_load(path, NULL, &model, &err), FWM_OK);
     if (!model) {
         fprintf(stderr, "load: %s\n", err.message);
-        return test_finish("test_tokenizer");
+        return check_finish("test_tokenizer");
     }
 
     expect_tokens("Where is Mary?", "where is mary ?");
@@ -103,5 +103,5 @@ int main(void) {
 
     fwm_model_free(model);
     test_remove_model();
-    return test_finish("test_tokenizer");
+    return check_finish("test_tokenizer");
 }

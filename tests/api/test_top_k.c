@@ -23,7 +23,7 @@ static void check_against_brute_force(const float *logits, uint32_t v, size_t k)
         double p = exp(logits[best] - max) / sum;
         if (fabs(out[j].probability - p) > 1e-6) {
             fprintf(stderr, "rank %zu: probability %.9g, expected %.9g\n", j, out[j].probability, p);
-            test_failures++;
+            check_failures++;
         }
     }
 }
@@ -53,5 +53,5 @@ int main(void) {
     CHECK_INT(fwm_top_k(with_nan, 4, 0, out), 0);
     CHECK_STR(fwm_status_str(FWM_ERR_UNKNOWN_WORD), "unknown word");
     CHECK_STR(fwm_status_str((fwm_status)999), "unknown status");
-    return test_finish("test_top_k");
+    return check_finish("test_top_k");
 }

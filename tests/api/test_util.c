@@ -1,21 +1,10 @@
-/* test_util.c - shared helpers of the API tests: verdict line and a tiny random model on disk. */
+/* test_util.c - shared helper of the API tests: a tiny random model on disk. */
 #include "test_util.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "fwm_schema.h"
-
-int test_failures;
-
-int test_finish(const char *name) {
-    if (test_failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, test_failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
-}
 
 static char model_path[64];
 

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../server/check.h"
+#include "check.h"
 #include "fwm/fwm.h"
 #include "fwm/fwm_client.h"
 
@@ -44,13 +44,13 @@ static void collect(void *user, const fwm_client_token_event *e) {
 static void compare(fwm_session *session, const seen *s, const uint32_t *tokens, size_t n, const char *what) {
     float *logits = malloc(vocab * sizeof *logits);
     fwm_prediction top[TOPK];
-    CHECK_EQ_U(s->count, n);
+    CHECK_U64(s->count, n);
     for (size_t i = 0; i < n && i < s->count; i++) {
         fwm_session_step(session, tokens[i], logits, NULL);
         size_t k = fwm_top_k(logits, vocab, TOPK, top);
-        CHECK_EQ_U(s->token[i], tokens[i]);
-        CHECK_EQ_U(s->pos[i], fwm_session_position(session));
-        CHECK_EQ_U(s->topk[i], k);
+        CHECK_U64(s->token[i], tokens[i]);
+        CHECK_U64(s->pos[i], fwm_session_position(session));
+        CHECK_U64(s->topk[i], k);
         for (size_t j = 0; j < k; j++) {
             if (strcmp(s->words[i][j], fwm_model_token_text(model, top[j].token)) != 0 || s->probs[i][j] != top[j].probability) {
                 fprintf(stderr, "%s: token %zu rank %zu: server '%s' %.9g, libfwm '%s' %.9g\n", what, i, j, s->words[i][j],
@@ -106,117 +106,117 @@ int main(int argc, char **argv) {
 
     fwm_client *c = NULL;
     fwm_client_error err;
-    CHECK_EQ_U(fwm_client_connect(tcp, NULL, &c, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_connect(tcp, NULL, &c, &err), FWM_RPC_OK);
     fwm_client_hello_info h;
-    CHECK_EQ_U(fwm_client_hello(c, &h, &err), FWM_RPC_OK);
-    CHECK_EQ_S(h.server, "fwm-serve");
-    CHECK_EQ_U(h.protocol, FWM_PROTOCOL_VERSION);
-    CHECK_EQ_U(h.model_count, 1);
+    CHECK_U64(fwm_client_hello(c, &h, &err), FWM_RPC_OK);
+    CHECK_STR(h.server, "fwm-serve");
+    CHECK_U64(h.protocol, FWM_PROTOCOL_VERSION);
+    CHECK_U64(h.model_count, 1);
     if (h.model_count == 1) {
-        CHECK_EQ_S(h.models[0].name, "clientmodel");
-        CHECK_EQ_U(h.models[0].vocab_size, 40);
+        CHECK_STR(h.models[0].name, "clientmodel");
+        CHECK_U64(h.models[0].vocab_size, 40);
     }
 
     char s[FWM_CLIENT_SESSION_ID_SIZE], child[FWM_CLIENT_SESSION_ID_SIZE], restored[FWM_CLIENT_SESSION_ID_SIZE];
-    CHECK_EQ_U(fwm_client_open(c, NULL, TOPK, s, &err), FWM_RPC_OK);
-    CHECK_EQ_U(strlen(s), 32);
+    CHECK_U64(fwm_client_open(c, NULL, TOPK, s, &err), FWM_RPC_OK);
+    CHECK_U64(strlen(s), 32);
     fwm_session *local;
     fwm_session_create(model, &local, NULL);
 
     /* streamed predictions equal libfwm's */
     seen got = {0};
     uint64_t pos = 0, fed = 0;
-    CHECK_EQ_U(fwm_client_feed(c, s, "w4 w5 . w6 W7 .", -1, collect, &got, &pos, &fed, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fed, 6);
-    CHECK_EQ_U(pos, 6);
+    CHECK_U64(fwm_client_feed(c, s, "w4 w5 . w6 W7 .", -1, collect, &got, &pos, &fed, &err), FWM_RPC_OK);
+    CHECK_U64(fed, 6);
+    CHECK_U64(pos, 6);
     uint32_t text_tokens[6];
     size_t n = 0;
     fwm_tokenize(model, "w4 w5 . w6 w7 .", 15, text_tokens, 6, &n, NULL);
     compare(local, &got, text_tokens, n, "feed text");
     const uint32_t ids[4] = {9, 10, 2, 11};
     memset(&got, 0, sizeof got);
-    CHECK_EQ_U(fwm_client_feed_tokens(c, s, ids, 4, TOPK, collect, &got, &pos, &fed, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_feed_tokens(c, s, ids, 4, TOPK, collect, &got, &pos, &fed, &err), FWM_RPC_OK);
     compare(local, &got, ids, 4, "feed tokens");
-    CHECK_EQ_U(pos, 10);
+    CHECK_U64(pos, 10);
 
     /* ask: the answer is libfwm's top-1 after the question */
     fwm_client_answer a;
-    CHECK_EQ_U(fwm_client_ask(c, s, "w12 w13", false, &a, &err), FWM_RPC_OK); /* "?" appended */
+    CHECK_U64(fwm_client_ask(c, s, "w12 w13", false, &a, &err), FWM_RPC_OK); /* "?" appended */
     uint32_t question[3] = {12, 13, 3};
     float *logits = malloc(vocab * sizeof *logits);
     for (int i = 0; i < 3; i++) fwm_session_step(local, question[i], logits, NULL);
     fwm_prediction top[TOPK];
     fwm_top_k(logits, vocab, TOPK, top);
-    CHECK_EQ_S(a.answer, fwm_model_token_text(model, top[0].token));
+    CHECK_STR(a.answer, fwm_model_token_text(model, top[0].token));
     CHECK(a.probability == top[0].probability);
-    CHECK_EQ_U(a.pos, 13);
-    CHECK_EQ_U(a.topk_count, TOPK);
+    CHECK_U64(a.pos, 13);
+    CHECK_U64(a.topk_count, TOPK);
 
     /* predict = the same prediction again */
-    CHECK_EQ_U(fwm_client_predict(c, s, 2, &a, &err), FWM_RPC_OK);
-    CHECK_EQ_U(a.topk_count, 2);
-    CHECK_EQ_S(a.topk[0].word, fwm_model_token_text(model, top[0].token));
-    CHECK_EQ_S(a.topk[1].word, fwm_model_token_text(model, top[1].token));
+    CHECK_U64(fwm_client_predict(c, s, 2, &a, &err), FWM_RPC_OK);
+    CHECK_U64(a.topk_count, 2);
+    CHECK_STR(a.topk[0].word, fwm_model_token_text(model, top[0].token));
+    CHECK_STR(a.topk[1].word, fwm_model_token_text(model, top[1].token));
 
     /* snapshot / restore, fork */
     void *blob = NULL;
     size_t size = 0;
-    CHECK_EQ_U(fwm_client_snapshot(c, s, &blob, &size, &err), FWM_RPC_OK);
-    CHECK_EQ_U(size, info.state_blob_bytes);
-    CHECK_EQ_U(fwm_client_restore(c, blob, size, NULL, restored, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_snapshot(c, s, &blob, &size, &err), FWM_RPC_OK);
+    CHECK_U64(size, info.state_blob_bytes);
+    CHECK_U64(fwm_client_restore(c, blob, size, NULL, restored, &err), FWM_RPC_OK);
     CHECK(strcmp(restored, s) != 0);
     fwm_client_answer b;
-    CHECK_EQ_U(fwm_client_feed(c, restored, "w20", -1, NULL, NULL, &pos, NULL, &err), FWM_RPC_OK);
-    CHECK_EQ_U(pos, 14);
-    CHECK_EQ_U(fwm_client_fork(c, s, child, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fwm_client_feed(c, s, "w20", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fwm_client_predict(c, s, 3, &a, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_feed(c, restored, "w20", -1, NULL, NULL, &pos, NULL, &err), FWM_RPC_OK);
+    CHECK_U64(pos, 14);
+    CHECK_U64(fwm_client_fork(c, s, child, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_feed(c, s, "w20", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(c, s, 3, &a, &err), FWM_RPC_OK);
     char first[64];
     snprintf(first, sizeof first, "%s", a.topk[0].word);
     float p0 = a.topk[0].probability;
-    CHECK_EQ_U(fwm_client_predict(c, restored, 3, &b, &err), FWM_RPC_OK);
-    CHECK_EQ_S(b.topk[0].word, first);
+    CHECK_U64(fwm_client_predict(c, restored, 3, &b, &err), FWM_RPC_OK);
+    CHECK_STR(b.topk[0].word, first);
     CHECK(b.topk[0].probability == p0);
-    CHECK_EQ_U(fwm_client_feed(c, child, "w30 w31 w32 .", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fwm_client_predict(c, s, 3, &a, &err), FWM_RPC_OK);
-    CHECK_EQ_S(a.topk[0].word, first); /* the parent did not see the child's words */
+    CHECK_U64(fwm_client_feed(c, child, "w30 w31 w32 .", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(c, s, 3, &a, &err), FWM_RPC_OK);
+    CHECK_STR(a.topk[0].word, first); /* the parent did not see the child's words */
     fwm_client_stats(c, command, sizeof command, &err);
     CHECK_CONTAINS(command, "sessions: 3\n");
     CHECK_CONTAINS(command, "token_latency_ms.p99: ");
 
     /* errors carry the server's codes and messages */
-    CHECK_EQ_U(fwm_client_feed(c, "00000000000000000000000000000000", "w4", -1, NULL, NULL, NULL, NULL, &err),
+    CHECK_U64(fwm_client_feed(c, "00000000000000000000000000000000", "w4", -1, NULL, NULL, NULL, NULL, &err),
                FWM_RPC_UNKNOWN_SESSION);
-    CHECK_EQ_S(err.name, "unknown_session");
-    CHECK_EQ_U(fwm_client_feed(c, s, "w4 zebra", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_UNKNOWN_WORD);
+    CHECK_STR(err.name, "unknown_session");
+    CHECK_U64(fwm_client_feed(c, s, "w4 zebra", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_UNKNOWN_WORD);
     CHECK_CONTAINS(err.message, "zebra");
-    CHECK_EQ_U(fwm_client_open(c, "nosuchmodel", -1, s, &err), FWM_RPC_UNKNOWN_MODEL);
-    CHECK_EQ_U(fwm_client_restore(c, "junk", 4, NULL, restored, &err), FWM_RPC_STATE_CORRUPT);
-    CHECK_EQ_U(fwm_client_reset(c, child, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_OK);
-    CHECK_EQ_U(a.topk_count, 0);
-    CHECK_EQ_U(fwm_client_close_session(c, child, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_UNKNOWN_SESSION);
+    CHECK_U64(fwm_client_open(c, "nosuchmodel", -1, s, &err), FWM_RPC_UNKNOWN_MODEL);
+    CHECK_U64(fwm_client_restore(c, "junk", 4, NULL, restored, &err), FWM_RPC_STATE_CORRUPT);
+    CHECK_U64(fwm_client_reset(c, child, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_OK);
+    CHECK_U64(a.topk_count, 0);
+    CHECK_U64(fwm_client_close_session(c, child, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_UNKNOWN_SESSION);
 
     /* the Unix socket serves the same sessions */
     fwm_client *u = NULL;
-    CHECK_EQ_U(fwm_client_connect(unix_address, NULL, &u, &err), FWM_RPC_OK);
-    CHECK_EQ_U(fwm_client_predict(u, s, 3, &a, &err), FWM_RPC_OK);
-    CHECK_EQ_S(a.topk[0].word, first);
+    CHECK_U64(fwm_client_connect(unix_address, NULL, &u, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(u, s, 3, &a, &err), FWM_RPC_OK);
+    CHECK_STR(a.topk[0].word, first);
     fwm_client_free(u);
 
     fwm_client *bad = NULL;
-    CHECK_EQ_U(fwm_client_connect("tcp://127.0.0.1:1", NULL, &bad, &err), FWM_RPC_CONNECT);
+    CHECK_U64(fwm_client_connect("tcp://127.0.0.1:1", NULL, &bad, &err), FWM_RPC_CONNECT);
     CHECK(bad == NULL);
-    CHECK_EQ_U(fwm_client_connect("nonsense", NULL, &bad, &err), FWM_RPC_CLIENT_ARGUMENT);
+    CHECK_U64(fwm_client_connect("nonsense", NULL, &bad, &err), FWM_RPC_CLIENT_ARGUMENT);
 
     /* the server stops cleanly; the client then fails with io */
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_EQ_U(fwm_client_hello(c, &h, &err), FWM_RPC_IO);
-    CHECK_EQ_U(fwm_client_hello(c, &h, &err), FWM_RPC_IO);
+    CHECK_U64(fwm_client_hello(c, &h, &err), FWM_RPC_IO);
+    CHECK_U64(fwm_client_hello(c, &h, &err), FWM_RPC_IO);
     fwm_client_free(c);
     fwm_client_free(NULL);
 
@@ -226,5 +226,5 @@ int main(int argc, char **argv) {
     fwm_model_free(model);
     snprintf(command, sizeof command, "rm -rf '%s'", dir);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    return check_exit("test_client");
+    return check_finish("test_client");
 }

@@ -8,8 +8,6 @@
 #include "fwm_model_shape.h"
 #include "xxhash64.h"
 
-int test_failures;
-
 static const char *const default_tokens[] = {"<pad>", "<eos>", ".", "?", "mary", "kitchen"};
 
 fixture_options fixture_default_options(void) {
@@ -218,7 +216,7 @@ int fixture_build(const fixture_options *o, fixture *f) {
     fwm_error err;
     if (fwm__gguf_writer_finish(w, &f->data, &f->size, &f->layout, &err) != FWM_OK) {
         fprintf(stderr, "fixture_build: %s\n", err.message);
-        test_failures++;
+        check_failures++;
         return 0;
     }
     return 1;
@@ -238,7 +236,7 @@ uint64_t fixture_key_offset(const fixture *f, const char *key) {
     for (uint64_t i = 0; i < f->writer.n_kv; i++)
         if (same(f->keys[i], key)) return fwm__gguf_writer_kv_offset(&f->writer, i);
     fprintf(stderr, "fixture: no key '%s'\n", key);
-    test_failures++;
+    check_failures++;
     return 0;
 }
 
@@ -250,7 +248,7 @@ uint64_t fixture_tensor_info_offset(const fixture *f, const char *name) {
     for (uint64_t i = 0; i < f->writer.n_tensors; i++)
         if (same(f->tensors[i], name)) return fwm__gguf_writer_tensor_info_offset(&f->writer, i);
     fprintf(stderr, "fixture: no tensor '%s'\n", name);
-    test_failures++;
+    check_failures++;
     return 0;
 }
 
@@ -266,20 +264,4 @@ uint64_t read_u64_at(const fixture *f, uint64_t offset) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = v << 8 | f->data[offset + i];
     return v;
-}
-
-int run_cases(const char *program, const test_case *cases, size_t count) {
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < count; i++) {
-        int before = test_failures;
-        cases[i].run();
-        if (test_failures == before) {
-            passed++;
-        } else {
-            failed++;
-            fprintf(stderr, "%s: case '%s' FAILED\n", program, cases[i].name);
-        }
-    }
-    printf("%s: %d passed, %d failed\n", program, passed, failed);
-    return failed ? 1 : 0;
 }

@@ -1,7 +1,8 @@
-/* format_test_util.h - assertion macros and a configurable tiny-model file builder for the format
- * tests. The builder writes a valid fwm file with the generic GGUF writer, or one that differs from
- * it in exactly one way (a key omitted or retyped, a tensor reshaped, another layout...); tests
- * then patch bytes at the offsets it reports to make every corrupt file of the matrix. */
+/* format_test_util.h - a configurable tiny-model file builder for the format tests (their
+ * assertion macros and case runner come from the shared tests/check.h, included here). The builder
+ * writes a valid fwm file with the generic GGUF writer, or one that differs from it in exactly one
+ * way (a key omitted or retyped, a tensor reshaped, another layout...); tests then patch bytes at
+ * the offsets it reports to make every corrupt file of the matrix. */
 #ifndef FWM_TESTS_FORMAT_TEST_UTIL_H
 #define FWM_TESTS_FORMAT_TEST_UTIL_H
 
@@ -9,64 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "fwm_hparams.h"
 #include "fwm_schema.h"
 #include "gguf_writer.h"
-
-extern int test_failures;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            test_failures++;                                                          \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_U64(got, want)                                                                 \
-    do {                                                                                     \
-        unsigned long long got_ = (unsigned long long)(got), want_ = (unsigned long long)(want); \
-        if (got_ != want_) {                                                                 \
-            fprintf(stderr, "%s:%d: %s == %llu (0x%llx), expected %s == %llu (0x%llx)\n",    \
-                    __FILE__, __LINE__, #got, got_, got_, #want, want_, want_);              \
-            test_failures++;                                                                 \
-        }                                                                                    \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                  \
-    do {                                                                                      \
-        const char *got_ = (got), *want_ = (want);                                            \
-        if (!got_ || strcmp(got_, want_) != 0) {                                              \
-            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #got, \
-                    got_ ? got_ : "(null)", want_);                                           \
-            test_failures++;                                                                  \
-        }                                                                                     \
-    } while (0)
-
-/* A call's status and message: `want` status and a message containing `needle`. */
-#define CHECK_REFUSED(call, record, want, needle)                                               \
-    do {                                                                                        \
-        fwm_status st_ = (call);                                                              \
-        const char *n_ = (needle);                                                              \
-        if (st_ != (want) || (record).status != (want) || !strstr((record).message, n_)) {      \
-            fprintf(stderr,                                                                     \
-                    "%s:%d: got status %d (%s) with message \"%s\", expected status %d (%s) "   \
-                    "with a message containing \"%s\"\n",                                       \
-                    __FILE__, __LINE__, (int)st_, fwm_status_str(st_), (record).message, (int)(want), \
-                    fwm_status_str(want), n_);                                                  \
-            test_failures++;                                                                    \
-        }                                                                                       \
-    } while (0)
-
-#define CHECK_OK(call, record)                                                                 \
-    do {                                                                                       \
-        fwm_status st_ = (call);                                                             \
-        if (st_ != FWM_OK) {                                                                   \
-            fprintf(stderr, "%s:%d: got status %d (%s): \"%s\", expected FWM_OK\n", __FILE__,  \
-                    __LINE__, (int)st_, fwm_status_str(st_), (record).message);                \
-            test_failures++;                                                                   \
-        }                                                                                      \
-    } while (0)
 
 /* What to build; fixture_default_options() gives a valid tiny model. */
 typedef struct fixture_options {
@@ -130,12 +77,5 @@ uint64_t read_u64_at(const fixture *f, uint64_t offset);
 /* Float conversions for F16 / BF16 test data (round to nearest even). */
 uint16_t float_to_f16(float x);
 uint16_t float_to_bf16(float x);
-
-/* Print "name: ok" or "name: FAILED" per case and the final "N passed, N failed" line. */
-typedef struct test_case {
-    const char *name;
-    void (*run)(void);
-} test_case;
-int run_cases(const char *program, const test_case *cases, size_t count);
 
 #endif

@@ -625,7 +625,7 @@ static void truncated_at_every_byte(void) {
             if (st == FWM_OK || e.message[0] == '\0') {
                 fprintf(stderr, "cut at %zu of %zu: status %d, message \"%s\"\n", cut, full,
                         (int)st, e.message);
-                test_failures++;
+                check_failures++;
             }
             fwm_schema_release(&s);
             free(copy);
@@ -928,7 +928,7 @@ static void null_arguments(void) {
 }
 
 int main(void) {
-    static const test_case cases[] = {
+    static const check_case cases[] = {
         {"valid_file_parses", valid_file_parses},
         {"other_writer_layouts_load", other_writer_layouts_load},
         {"checksum_is_layout_independent", checksum_is_layout_independent},
@@ -986,5 +986,5 @@ int main(void) {
         {"allocation_failures", allocation_failures},
         {"null_arguments", null_arguments},
     };
-    return run_cases("test_gguf_reader", cases, sizeof cases / sizeof cases[0]);
+    return check_run_cases("test_gguf_reader", cases, sizeof cases / sizeof cases[0]);
 }

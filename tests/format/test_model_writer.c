@@ -383,7 +383,7 @@ static void initialisation_distributions(void) {
                     "std %g, %s %g\n",
                     fwm__tensor_name(i), n, mean, std, max_abs, want_std,
                     expected[k].normal ? "normal with std" : "uniform bound", scale);
-            test_failures++;
+            check_failures++;
         }
     }
     weights again, other;
@@ -465,7 +465,7 @@ int main(void) {
         perror("mkdtemp");
         return 1;
     }
-    static const test_case cases[] = {
+    static const check_case cases[] = {
         {"round_trip", round_trip},
         {"fingerprint_sensitivity", fingerprint_sensitivity},
         {"replaces_existing_file_atomically", replaces_existing_file_atomically},
@@ -475,7 +475,7 @@ int main(void) {
         {"parameter_count_and_state_size", parameter_count_and_state_size},
         {"smallest_model", smallest_model},
     };
-    int status = run_cases("test_model_writer", cases, sizeof cases / sizeof cases[0]);
+    int status = check_run_cases("test_model_writer", cases, sizeof cases / sizeof cases[0]);
     rmdir(dir);
     return status;
 }

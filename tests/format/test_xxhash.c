@@ -51,7 +51,7 @@ static void streaming_equals_one_shot(void) {
             if (got != want) {
                 fprintf(stderr, "length %zu split %zu: 0x%016" PRIx64 " != 0x%016" PRIx64 "\n",
                         length, split, got, want);
-                test_failures++;
+                check_failures++;
                 return;
             }
         }
@@ -84,9 +84,9 @@ static int print_hashes(long limit) {
 int main(int argc, char **argv) {
     fill_sanity();
     if (argc == 3 && strcmp(argv[1], "--print") == 0) return print_hashes(atol(argv[2]));
-    static const test_case cases[] = {
+    static const check_case cases[] = {
         {"published_vectors", published_vectors},
         {"streaming_equals_one_shot", streaming_equals_one_shot},
     };
-    return run_cases("test_xxhash", cases, sizeof cases / sizeof cases[0]);
+    return check_run_cases("test_xxhash", cases, sizeof cases / sizeof cases[0]);
 }

@@ -1,5 +1,4 @@
-/* runtime_test_util.c - assertion helpers and in-memory random models for the runtime tests and
- * the step benchmark. */
+/* runtime_test_util.c - in-memory random models for the runtime tests and the step benchmark. */
 #include "runtime_test_util.h"
 
 #include <math.h>
@@ -7,45 +6,6 @@
 
 #include "fwm_rng.h"
 #include "session_internal.h"
-
-int rt_failures;
-
-void rt_check_floats_equal(const char *file, int line, const float *got, const float *want,
-                           size_t n, const char *what) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t a, b;
-        memcpy(&a, &got[i], 4);
-        memcpy(&b, &want[i], 4);
-        if (a != b) {
-            fprintf(stderr, "%s:%d: %s differ at [%zu] of %zu: got %.9g (0x%08x), expected %.9g (0x%08x)\n",
-                    file, line, what, i, n, (double)got[i], a, (double)want[i], b);
-            rt_failures++;
-            return;
-        }
-    }
-}
-
-void rt_check_bytes_equal(const char *file, int line, const void *got, const void *want, size_t n,
-                          const char *what) {
-    const unsigned char *a = got, *b = want;
-    for (size_t i = 0; i < n; i++) {
-        if (a[i] != b[i]) {
-            fprintf(stderr, "%s:%d: %s differ at byte %zu of %zu: got 0x%02x, expected 0x%02x\n", file,
-                    line, what, i, n, a[i], b[i]);
-            rt_failures++;
-            return;
-        }
-    }
-}
-
-int rt_finish(const char *name) {
-    if (rt_failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, rt_failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
-}
 
 fwm_hparams rt_hparams(uint32_t V, uint32_t E, uint32_t H, uint32_t S, uint32_t R, uint32_t T,
                        uint32_t read_count, bool residual, uint32_t read_policy,

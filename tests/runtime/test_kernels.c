@@ -202,5 +202,5 @@ int main(void) {
     test_nonlinearities();
     test_matvec();
     test_fast_weight_passes();
-    return rt_finish("test_kernels");
+    return check_finish("test_kernels");
 }

@@ -220,11 +220,11 @@ int main(void) {
     model = rt_model_create(&hp, 1, true);
     other_model = rt_model_create(&hp, 2, true);
     CHECK(model && other_model);
-    if (!model || !other_model) return rt_finish("test_session");
+    if (!model || !other_model) return check_finish("test_session");
     test_create_reset_position();
     test_fork();
     test_refusals();
     rt_model_free(model);
     rt_model_free(other_model);
-    return rt_finish("test_session");
+    return check_finish("test_session");
 }

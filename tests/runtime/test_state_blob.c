@@ -125,7 +125,7 @@ static void expect_refused(const unsigned char *blob, size_t size, fwm_status wa
     if (st != want) {
         fprintf(stderr, "%s: import returned %s (\"%s\"), expected %s\n", what, fwm_status_str(st),
                 err.message, fwm_status_str(want));
-        rt_failures++;
+        check_failures++;
     } else if (needle) {
         CHECK_CONTAINS(err.message, needle);
     }
@@ -236,12 +236,12 @@ int main(void) {
     model = rt_model_create(&hp, 21, true);
     other_model = rt_model_create(&hp, 22, true);
     CHECK(model && other_model);
-    if (!model || !other_model) return rt_finish("test_state_blob");
+    if (!model || !other_model) return check_finish("test_state_blob");
     CHECK(model->fingerprint != other_model->fingerprint);
     test_layout();
     test_continuation();
     test_refusals();
     rt_model_free(model);
     rt_model_free(other_model);
-    return rt_finish("test_state_blob");
+    return check_finish("test_state_blob");
 }

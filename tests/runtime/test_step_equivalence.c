@@ -206,5 +206,5 @@ int main(void) {
          rt_hparams(180, 256, 256, 32, 32, 32, 3, false, FWM_READ_ALWAYS, 0), true, 12},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) run_variant(&variants[i]);
-    return rt_finish("test_step_equivalence");
+    return check_finish("test_step_equivalence");
 }

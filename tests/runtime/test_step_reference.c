@@ -127,7 +127,7 @@ static void check_close(const float *got, const double *want, size_t n, const ch
     if (!(norm_err <= norm_bound)) {
         fprintf(stderr, "%s at step %d: relative error %.3g over %zu elements exceeds %.0e\n", what, step,
                 norm_err, n, norm_bound);
-        rt_failures++;
+        check_failures++;
     }
     for (size_t i = 0; i < n; i++) {
         double scale = fabs(want[i]) > rms ? fabs(want[i]) : rms;
@@ -136,7 +136,7 @@ static void check_close(const float *got, const double *want, size_t n, const ch
         if (!(err <= element_bound)) {
             fprintf(stderr, "%s at step %d, [%zu] of %zu: got %.9g, reference %.9g (error %.3g of scale %.3g)\n",
                     what, step, i, n, (double)got[i], want[i], err, scale);
-            rt_failures++;
+            check_failures++;
             return;
         }
     }
@@ -213,5 +213,5 @@ int main(void) {
     run("R!=S!=T, N_r=1, token policy", rt_hparams(31, 24, 40, 8, 5, 11, 1, false, FWM_READ_ON_TOKEN, 3));
     run("N_r=2, token policy, residual", rt_hparams(19, 9, 33, 9, 12, 9, 2, true, FWM_READ_ON_TOKEN, 2));
     run("tiny", rt_hparams(5, 3, 4, 2, 3, 2, 1, true, FWM_READ_ALWAYS, 0));
-    return rt_finish("test_step_reference");
+    return check_finish("test_step_reference");
 }

@@ -47,8 +47,8 @@ static void expect_invalid(const char *name, bool has_msgid, const char *mention
         fprintf(stderr, "%s: decoded, expected invalid_request\n", name);
         check_failures++;
     } else {
-        CHECK_EQ_U(f.code, FWM_RPC_INVALID_REQUEST);
-        CHECK_EQ_U(call.has_msgid, has_msgid);
+        CHECK_U64(f.code, FWM_RPC_INVALID_REQUEST);
+        CHECK_U64(call.has_msgid, has_msgid);
         CHECK_CONTAINS(f.message, mention);
     }
     fwm__rpc_call_release(&call);
@@ -66,31 +66,31 @@ static void test_valid(void) {
     fwm__rpc_call call;
     fwm__rpc_failure f;
     CHECK(decode(&call, &f));
-    CHECK_EQ_U(call.kind, FWM_RPC_REQUEST);
+    CHECK_U64(call.kind, FWM_RPC_REQUEST);
     CHECK(call.has_msgid);
-    CHECK_EQ_U(call.msgid, 77);
+    CHECK_U64(call.msgid, 77);
     CHECK(fwm__rpc_method_is(&call, "feed"));
     CHECK(!fwm__rpc_method_is(&call, "fee"));
     const char *s;
     size_t n;
-    CHECK_EQ_U(fwm__rpc_arg_string(&call, "session", true, &s, &n, &f), 1);
+    CHECK_U64(fwm__rpc_arg_string(&call, "session", true, &s, &n, &f), 1);
     CHECK(n == 3 && memcmp(s, "abc", 3) == 0);
     uint64_t k = 0;
-    CHECK_EQ_U(fwm__rpc_arg_uint(&call, "topk", true, 10, &k, &f), 1);
-    CHECK_EQ_U(k, 5);
-    CHECK_EQ_U(fwm__rpc_arg_uint(&call, "topk", true, 4, &k, &f), (unsigned long long)-1);
+    CHECK_U64(fwm__rpc_arg_uint(&call, "topk", true, 10, &k, &f), 1);
+    CHECK_U64(k, 5);
+    CHECK_U64(fwm__rpc_arg_uint(&call, "topk", true, 4, &k, &f), (unsigned long long)-1);
     CHECK_CONTAINS(f.message, "'topk' is 5, larger than its maximum 4");
     const void *b;
-    CHECK_EQ_U(fwm__rpc_arg_binary(&call, "state", true, &b, &n, &f), 1);
-    CHECK_EQ_U(n, 3);
-    CHECK_EQ_U(fwm__rpc_arg_string(&call, "missing", false, &s, &n, &f), 0);
-    CHECK_EQ_U(fwm__rpc_arg_string(&call, "missing", true, &s, &n, &f), (unsigned long long)-1);
-    CHECK_EQ_U(f.code, FWM_RPC_BAD_PARAMS);
+    CHECK_U64(fwm__rpc_arg_binary(&call, "state", true, &b, &n, &f), 1);
+    CHECK_U64(n, 3);
+    CHECK_U64(fwm__rpc_arg_string(&call, "missing", false, &s, &n, &f), 0);
+    CHECK_U64(fwm__rpc_arg_string(&call, "missing", true, &s, &n, &f), (unsigned long long)-1);
+    CHECK_U64(f.code, FWM_RPC_BAD_PARAMS);
     CHECK_CONTAINS(f.message, "missing required argument 'missing'");
-    CHECK_EQ_U(fwm__rpc_arg_string(&call, "topk", true, &s, &n, &f), (unsigned long long)-1);
+    CHECK_U64(fwm__rpc_arg_string(&call, "topk", true, &s, &n, &f), (unsigned long long)-1);
     CHECK_CONTAINS(f.message, "argument 'topk' must be a string, found positive integer");
     bool flag;
-    CHECK_EQ_U(fwm__rpc_arg_bool(&call, "session", true, &flag, &f), (unsigned long long)-1);
+    CHECK_U64(fwm__rpc_arg_bool(&call, "session", true, &flag, &f), (unsigned long long)-1);
     CHECK_CONTAINS(f.message, "'session' must be a boolean");
     static const char *const allowed[] = {"session", "topk", NULL};
     CHECK(!fwm__rpc_args_check(&call, allowed, &f));
@@ -102,7 +102,7 @@ static void test_valid(void) {
     request(1, "hello", -1); /* params [] */
     CHECK(decode(&call, &f));
     CHECK(call.args == NULL);
-    CHECK_EQ_U(fwm__rpc_arg_string(&call, "x", false, &s, &n, &f), 0);
+    CHECK_U64(fwm__rpc_arg_string(&call, "x", false, &s, &n, &f), 0);
     fwm__rpc_call_release(&call);
 
     start(); /* notification */
@@ -114,9 +114,9 @@ static void test_valid(void) {
     str("topk");
     msgpack_pack_int(&pk, -3);
     CHECK(decode(&call, &f));
-    CHECK_EQ_U(call.kind, FWM_RPC_NOTIFICATION);
+    CHECK_U64(call.kind, FWM_RPC_NOTIFICATION);
     CHECK(!call.has_msgid);
-    CHECK_EQ_U(fwm__rpc_arg_uint(&call, "topk", true, 10, &k, &f), (unsigned long long)-1);
+    CHECK_U64(fwm__rpc_arg_uint(&call, "topk", true, 10, &k, &f), (unsigned long long)-1);
     CHECK_CONTAINS(f.message, "'topk' must be >= 0, found -3");
     fwm__rpc_call_release(&call);
 }
@@ -201,19 +201,19 @@ static void test_error_encoding(void) {
     msgpack_object o = u.data;
     CHECK(o.type == MSGPACK_OBJECT_ARRAY && o.via.array.size == 4);
     if (o.type == MSGPACK_OBJECT_ARRAY && o.via.array.size == 4) {
-        CHECK_EQ_U(o.via.array.ptr[0].via.u64, 1);
-        CHECK_EQ_U(o.via.array.ptr[1].via.u64, 42);
+        CHECK_U64(o.via.array.ptr[0].via.u64, 1);
+        CHECK_U64(o.via.array.ptr[1].via.u64, 42);
         CHECK(o.via.array.ptr[3].type == MSGPACK_OBJECT_NIL);
         msgpack_object e = o.via.array.ptr[2];
         CHECK(e.type == MSGPACK_OBJECT_MAP && e.via.map.size == 4);
         char text[400];
         msgpack_object_print_buffer(text, sizeof text, e);
-        CHECK_EQ_S(text, "{\"code\"=>5, \"name\"=>\"unknown_word\", \"message\"=>\"unknown word 'flew' at byte 5\", "
+        CHECK_STR(text, "{\"code\"=>5, \"name\"=>\"unknown_word\", \"message\"=>\"unknown word 'flew' at byte 5\", "
                          "\"word\"=>\"flew\"}");
     }
     msgpack_unpacked_destroy(&u);
-    CHECK_EQ_S(fwm_rpc_code_name(FWM_RPC_SESSION_LIMIT), "session_limit");
-    CHECK_EQ_S(fwm_rpc_code_name(9999), "unknown");
+    CHECK_STR(fwm_rpc_code_name(FWM_RPC_SESSION_LIMIT), "session_limit");
+    CHECK_STR(fwm_rpc_code_name(9999), "unknown");
 }
 
 int main(void) {
@@ -222,5 +222,5 @@ int main(void) {
     test_invalid_shapes();
     test_error_encoding();
     msgpack_sbuffer_destroy(&buffer);
-    return check_exit("test_rpc_codec");
+    return check_finish("test_rpc_codec");
 }

@@ -172,7 +172,7 @@ static void test_boundaries_agree_with_msgpack(void) {
         msgpack_unpacked_init(&u);
         size_t before = offset;
         CHECK(msgpack_unpack_next(&u, c.buffer.data, c.buffer.size, &offset) == MSGPACK_UNPACK_SUCCESS);
-        CHECK_EQ_U(offset - before, c.lengths[i]);
+        CHECK_U64(offset - before, c.lengths[i]);
         msgpack_unpacked_destroy(&u);
     }
     msgpack_sbuffer_destroy(&c.buffer);
@@ -186,8 +186,8 @@ static void test_whole_and_byte_by_byte(void) {
     fwm__rpc_reader_init(&r, NULL);
     fwm__rpc_reader_feed(&r, c.buffer.data, c.buffer.size);
     drain(&r, &c, &seen, "whole", 0);
-    CHECK_EQ_U(seen, c.count);
-    CHECK_EQ_U(fwm__rpc_reader_pending(&r), 0);
+    CHECK_U64(seen, c.count);
+    CHECK_U64(fwm__rpc_reader_pending(&r), 0);
     fwm__rpc_reader_release(&r);
 
     seen = 0;
@@ -196,7 +196,7 @@ static void test_whole_and_byte_by_byte(void) {
         fwm__rpc_reader_feed(&r, c.buffer.data + i, 1);
         drain(&r, &c, &seen, "byte by byte", i);
     }
-    CHECK_EQ_U(seen, c.count);
+    CHECK_U64(seen, c.count);
     fwm__rpc_reader_release(&r);
 
     srand(7);
@@ -213,7 +213,7 @@ static void test_whole_and_byte_by_byte(void) {
         i += n;
         drain(&r, &c, &seen, "random chunks", i);
     }
-    CHECK_EQ_U(seen, c.count);
+    CHECK_U64(seen, c.count);
     fwm__rpc_reader_release(&r);
     msgpack_sbuffer_destroy(&c.buffer);
 }
@@ -230,7 +230,7 @@ static void test_split_at_every_byte(void) {
         drain(&r, &c, &seen, "split, first part", split);
         fwm__rpc_reader_feed(&r, c.buffer.data + split, c.buffer.size - split);
         drain(&r, &c, &seen, "split, second part", split);
-        CHECK_EQ_U(seen, c.count);
+        CHECK_U64(seen, c.count);
         fwm__rpc_reader_release(&r);
     }
     msgpack_sbuffer_destroy(&c.buffer);
@@ -299,7 +299,7 @@ static void test_limits(void) {
         const uint8_t *m;
         size_t n;
         CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_MESSAGE);
-        CHECK_EQ_U(n, 17);
+        CHECK_U64(n, 17);
         fwm__rpc_reader_release(&r);
         memset(b, 0x91, 17);
         b[17] = 0xc0;
@@ -354,7 +354,7 @@ static void test_memory_stays_bounded(void) {
             while (fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_MESSAGE) got++;
         }
     }
-    CHECK_EQ_U(got, 20000);
+    CHECK_U64(got, 20000);
     CHECK(r.capacity <= 8192);
     fwm__rpc_reader_release(&r);
 
@@ -377,7 +377,7 @@ static void test_memory_stays_bounded(void) {
         res = fwm__rpc_reader_next(&r, &m, &n);
     }
     CHECK(res == FWM_RPC_MESSAGE);
-    CHECK_EQ_U(n, size + 6);
+    CHECK_U64(n, size + 6);
     CHECK(r.capacity <= 2 * (size + 6));
     fwm__rpc_reader_release(&r);
     free(big);
@@ -424,5 +424,5 @@ int main(void) {
     test_limits();
     test_memory_stays_bounded();
     test_garbage_never_crashes();
-    return check_exit("test_rpc_scan");
+    return check_finish("test_rpc_scan");
 }

@@ -93,13 +93,13 @@ static void check_message(session_case *sc, const msgpack_object *msg) {
     if (a[0].via.u64 == 2) { /* [2, "token", [{...}]] */
         const msgpack_object *p = &a[2].via.array.ptr[0];
         size_t i = sc->seen++;
-        CHECK_EQ_U(map_get(p, "pos")->via.u64, i + 1);
-        CHECK_EQ_U(map_get(p, "token")->via.u64, sc->tokens[i]);
+        CHECK_U64(map_get(p, "pos")->via.u64, i + 1);
+        CHECK_U64(map_get(p, "token")->via.u64, sc->tokens[i]);
         const msgpack_object *topk = map_get(p, "topk");
         fwm_prediction ref[TOPK];
         size_t n;
         reference(sc, i, ref, &n);
-        CHECK_EQ_U(topk->via.array.size, n);
+        CHECK_U64(topk->via.array.size, n);
         for (size_t k = 0; k < n && k < topk->via.array.size; k++) {
             const msgpack_object *pair = topk->via.array.ptr[k].via.array.ptr;
             const char *word = fwm_model_token_text(model, ref[k].token);
@@ -116,8 +116,8 @@ static void check_message(session_case *sc, const msgpack_object *msg) {
         const msgpack_object *r = &a[3];
         sc->responses++;
         sc->fed_total += map_get(r, "fed")->via.u64;
-        CHECK_EQ_U(sc->fed_total, sc->seen); /* the response follows its notifications */
-        CHECK_EQ_U(map_get(r, "pos")->via.u64, sc->seen);
+        CHECK_U64(sc->fed_total, sc->seen); /* the response follows its notifications */
+        CHECK_U64(map_get(r, "pos")->via.u64, sc->seen);
     }
 }
 
@@ -209,9 +209,9 @@ static void test_batched_equals_sequential(void) {
     CHECK(wait_for(&c, jobs, 20));
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s, &st);
-    CHECK_EQ_U(st.tokens, tokens);
-    CHECK_EQ_U(st.jobs_pending, 0);
-    CHECK_EQ_U(st.tokens_queued, 0);
+    CHECK_U64(st.tokens, tokens);
+    CHECK_U64(st.jobs_pending, 0);
+    CHECK_U64(st.tokens_queued, 0);
     CHECK(st.batch_max > 1); /* sessions really were stepped together */
     CHECK(st.batch_max <= 8);
     printf("batched: %zu sessions, %zu tokens, %llu batches, mean size %.2f, max %llu\n", (size_t)SESSIONS, tokens,
@@ -219,9 +219,9 @@ static void test_batched_equals_sequential(void) {
            (unsigned long long)st.batch_max);
     check_outputs(&c);
     for (int i = 0; i < SESSIONS; i++) {
-        CHECK_EQ_U(cases[i].seen, cases[i].count);
-        CHECK_EQ_U(cases[i].responses, 2);
-        CHECK_EQ_U(fwm_session_position(cases[i].entry->session), cases[i].count);
+        CHECK_U64(cases[i].seen, cases[i].count);
+        CHECK_U64(cases[i].responses, 2);
+        CHECK_U64(fwm_session_position(cases[i].entry->session), cases[i].count);
     }
     fwm__scheduler_stop(s);
     free_outputs(&c);
@@ -246,16 +246,16 @@ static void test_congestion_parks(void) {
     fwm__scheduler_submit(s, cases[1].entry, feed_job(&cases[1], 0, cases[1].count));
     CHECK(wait_for(&c, 1, 10)); /* the other session finishes */
     usleep(100000);
-    CHECK_EQ_U(records_for(&c, &cases[0].sink), 0);
+    CHECK_U64(records_for(&c, &cases[0].sink), 0);
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s, &st);
-    CHECK_EQ_U(st.parked_sessions, 1);
+    CHECK_U64(st.parked_sessions, 1);
     CHECK(fwm__scheduler_entry_busy(s, cases[0].entry));
     fwm__scheduler_set_congested(s, &cases[0].sink, false);
     CHECK(wait_for(&c, 2, 10));
     check_outputs(&c);
-    CHECK_EQ_U(cases[0].seen, cases[0].count);
-    CHECK_EQ_U(cases[1].seen, cases[1].count);
+    CHECK_U64(cases[0].seen, cases[0].count);
+    CHECK_U64(cases[1].seen, cases[1].count);
     fwm__scheduler_stop(s);
     free_outputs(&c);
     free_cases();
@@ -277,13 +277,13 @@ static void test_cancel_and_close(void) {
     CHECK(wait_for(&c, jobs, 10));
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s, &st);
-    CHECK_EQ_U(st.jobs_pending, 0);
-    CHECK_EQ_U(st.tokens_queued, 0);
+    CHECK_U64(st.jobs_pending, 0);
+    CHECK_U64(st.tokens_queued, 0);
     fwm__scheduler_stop(s);
     cases[1].entry = NULL; /* freed by its CLOSE job */
     long freed = 0;
     for (fwm__outbox *o = c.head; o; o = o->next) freed += o->sessions_freed;
-    CHECK_EQ_U(freed, 1);
+    CHECK_U64(freed, 1);
     free_outputs(&c);
     free_cases();
 }
@@ -318,5 +318,5 @@ int main(int argc, char **argv) {
     test_congestion_parks();
     test_cancel_and_close();
     fwm_model_free(model);
-    return check_exit("test_scheduler");
+    return check_finish("test_scheduler");
 }
