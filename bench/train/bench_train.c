@@ -1,0 +1,126 @@
+/* bench_train.c - training throughput of the trainer's forward + backward + Adam at the paper's
+ * sizes (V=180, E=H=256, S=R=T=32, N_r=3, batch 32, window 200) on random tokens, in tokens/s
+ * (lane positions per second). Prints a figure, never fails on time.
+ *   bench_train [--threads N] [--steps N] [--lanes B] [--window W] [--mode lm|qm] [--split]
+ * --split prints the time of each stage of one step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "adam.h"
+#include "cli_common.h"
+#include "train_model.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = fwm__cpu_count(), steps = 10, lanes = 32, window = 200, qm = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--threads") == 0)
+            threads = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--steps") == 0)
+            steps = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--lanes") == 0)
+            lanes = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--window") == 0)
+            window = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--mode") == 0)
+            qm = strcmp(argv[i + 1], "qm") == 0;
+        else {
+            fprintf(stderr, "unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    fwm__tm_config config = {0};
+    fwm_hparams *hp = &config.hp;
+    hp->vocab_size = 180;
+    hp->embedding_length = hp->hidden_size = 256;
+    hp->memory_s = hp->memory_r = hp->memory_t = 32;
+    hp->read_count = 3;
+    hp->read_policy = qm ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
+    hp->read_token_id = 3;
+    hp->forget_bias = hp->beta_bias = 1;
+    hp->write_scale = 1.0f / 32;
+    hp->layer_norm_eps = 1e-5f;
+    hp->eos_token_id = 1;
+    config.lanes = lanes;
+    config.window = window;
+    config.loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;
+    config.loss_token_id = 3;
+    fwm__blas_use_one_thread();
+    fwm__pool *pool = threads > 1 ? fwm__pool_create(threads) : NULL;
+    fwm__tm_f32 *tm = NULL;
+    fwm_error err;
+    if (fwm__tm_create_f32(&config, pool, &tm, &err) != FWM_OK) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return 1;
+    }
+    size_t n = tm->layout.total, cells = (size_t)lanes * (size_t)window;
+    float *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
+    uint32_t *x = malloc(cells * sizeof *x), *y = malloc(cells * sizeof *y);
+    uint64_t r = 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        tm->params[i] = ((float)(r >> 40) / 16777216.0f - 0.5f) * 0.1f;
+    }
+    for (size_t i = 0; i < cells; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        x[i] = 1 + (uint32_t)(r % 179);
+        y[i] = 1 + (uint32_t)((r >> 20) % 179);
+        if (r % 13 == 0)
+            x[i] = 3; /* a "?" now and then */
+    }
+    fwm__adam_params ap = fwm__adam_default_params();
+    double t_fwd = 0, t_bwd = 0, t_opt = 0, cpu = 0, cpu_fwd = 0;
+    for (int s = -1; s < steps; s++) { /* step -1 warms up */
+        double c0 = cpu_now();
+        double t0 = now();
+        fwm__tm_zero_grads_f32(tm);
+        fwm__tm_forward_f32(tm, x, y, window);
+        double t1 = now();
+        double c1 = cpu_now();
+        fwm__tm_backward_f32(tm);
+        double t2 = now();
+        fwm__adam_update(&ap, s + 2, 0, tm->params, tm->grads, m, v, n);
+        double t3 = now();
+        if (s >= 0) {
+            cpu += cpu_now() - c0;
+            cpu_fwd += c1 - c0;
+            t_fwd += t1 - t0;
+            t_bwd += t2 - t1;
+            t_opt += t3 - t2;
+        }
+    }
+    double total = t_fwd + t_bwd + t_opt;
+    double rate = (double)steps * (double)cells / total;
+    printf("fwm-train step (%s mode, B=%d, W=%d, %d thread(s)): %.0f tokens/s "
+           "(forward %.1f ms, backward %.1f ms, Adam %.1f ms per step)\n",
+           qm ? "QM" : "LM", lanes, window, threads, rate, 1e3 * t_fwd / steps,
+           1e3 * t_bwd / steps, 1e3 * t_opt / steps);
+    printf("CPU time %.0f ms per step (forward %.0f ms): %.0f tokens per CPU-second (what %d idle cores would give: "
+           "%.0f tokens/s; the wall-clock figure is lower when other processes share the CPUs)\n",
+           1e3 * cpu / steps, 1e3 * cpu_fwd / steps, (double)steps * (double)cells / cpu, threads,
+           (double)steps * (double)cells / cpu * threads);
+    printf("tokens_per_second %.0f\n", rate);
+    free(m);
+    free(v);
+    free(x);
+    free(y);
+    fwm__tm_free_f32(tm);
+    fwm__pool_free(pool);
+    return 0;
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""test_cli.py - fwm-train and fwm-eval end to end on a tiny generated bAbI folder: a short run
+with evaluation, checkpoints, log and model file (provenance keys checked with fwm-inspect), a
+resumed run that continues from the checkpoint, fwm-eval on the model, and the error messages for
+a missing file, a malformed line and a bad option.
+
+usage: test_cli.py FWM_TRAIN FWM_EVAL FWM_INSPECT
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAILED:", what)
+
+
+def run(args, expect_rc=0):
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != expect_rc:
+        print("command:", " ".join(args))
+        print("stdout:", p.stdout[-2000:])
+        print("stderr:", p.stderr[-2000:])
+    check(p.returncode == expect_rc, "exit status %d (expected %d) of %s" % (
+        p.returncode, expect_rc, os.path.basename(args[0])))
+    return p
+
+
+def make_data(root):
+    names = ["mary", "john", "sandra", "daniel"]
+    places = ["kitchen", "garden", "office", "hallway"]
+    for folder in ("en-valid",):
+        os.makedirs(os.path.join(root, folder))
+        for task in range(1, 21):
+            for split, n in (("train", 12), ("valid", 4), ("test", 4)):
+                lines = []
+                for s in range(n):
+                    who, where = names[(s + task) % 4], places[(s * 3 + task) % 4]
+                    lines += ["1 %s went to the %s." % (who.capitalize(), where),
+                              "2 Where is %s? \t%s\t1" % (who.capitalize(), where)]
+                with open(os.path.join(root, folder, "qa%d_%s.txt" % (task, split)), "w") as f:
+                    f.write("\n".join(lines) + "\n")
+
+
+def main():
+    train, evaluate, inspect = sys.argv[1:4]
+    tmp = tempfile.mkdtemp(prefix="fwm-test-cli-")
+    data = os.path.join(tmp, "babi")
+    make_data(data)
+    run_dir = os.path.join(tmp, "run")
+    common = [train, "--data", data, "--set", "1k", "--embed", "8", "--hidden", "12",
+              "--mem-s", "4", "--mem-r", "3", "--mem-t", "4", "--reads", "2", "--lanes", "3",
+              "--window", "16", "--threads", "1", "--eval-every", "2", "--eval-lanes", "2",
+              "--checkpoint-every", "2", "--progress", "0.001", "--run-dir", run_dir,
+              "--mode", "qm"]
+    p = run(common + ["--steps", "3"])
+    check("step 3/3" in p.stderr, "progress line 'step 3/3' (got %r)" % p.stderr[-300:])
+    check("ETA" in p.stderr and "tok/s" in p.stderr, "progress line has tok/s and ETA")
+    check("test accuracy at \"?\" per task" in p.stdout, "per-task test table printed")
+    for name in ("checkpoint.bin", "log.csv", "curve.gp", "model.gguf"):
+        check(os.path.exists(os.path.join(run_dir, name)), "%s written" % name)
+    log = open(os.path.join(run_dir, "log.csv")).read().splitlines()
+    check(log[0] == "step,epoch,tokens,seconds,lr,train_loss,train_acc,valid_acc,valid_ppl",
+          "log.csv header (got %r)" % log[0])
+    check([l.split(",")[0] for l in log[1:]] == ["2", "3"], "log.csv rows at steps 2, 3 (got %r)"
+          % log[1:])
+    info = run([inspect, os.path.join(run_dir, "model.gguf")]).stdout
+    for key, value in (("fwm.training.mode", '"qm"'), ("fwm.training.steps", "3"),
+                       ("fwm.read_policy", '"token"'), ("fwm.training.dataset", "en-valid"),
+                       ("fwm.training.valid_accuracy", ""), ("fwm.training.test_accuracy", ""),
+                       ("general.name", "fwm-catbabi-1k-qm")):
+        line = next((l for l in info.splitlines() if l.strip().startswith(key + " ")), "")
+        check(line and value in line, "model key %s with %s (got %r)" % (key, value, line))
+    # resume: continues at step 3 and goes on to 5
+    p = run(common + ["--steps", "5", "--resume"])
+    check("resumed from" in p.stderr and "at step 3" in p.stderr, "resume message")
+    log = open(os.path.join(run_dir, "log.csv")).read().splitlines()
+    check([l.split(",")[0] for l in log[1:]] == ["2", "3", "4", "5"], "log continues (got %r)" % log)
+    # fwm-eval on the model, with the model's vocabulary
+    p = run([evaluate, os.path.join(run_dir, "model.gguf"), "--data", data, "--set", "1k",
+             "--split", "valid", "--lanes", "2", "--threads", "1"])
+    check("  all " in p.stdout and "answer perplexity" in p.stdout, "fwm-eval table")
+    check(sum(1 for l in p.stdout.splitlines() if l.strip()[:2].strip().isdigit()) == 20,
+          "fwm-eval: 20 task rows")
+    # errors
+    os.remove(os.path.join(data, "en-valid", "qa9_test.txt"))
+    p = run(common + ["--steps", "1"], expect_rc=1)
+    check("qa9_test.txt" in p.stderr, "missing file named (got %r)" % p.stderr[-300:])
+    with open(os.path.join(data, "en-valid", "qa9_test.txt"), "w") as f:
+        f.write("1 Mary went to the office.\n3 Where is Mary?\toffice\t1\n")
+    p = run(common + ["--steps", "1"], expect_rc=1)
+    check("qa9_test.txt:2: line ID 3" in p.stderr, "malformed line named (got %r)" % p.stderr[-300:])
+    p = run([train, "--lanes", "zero"], expect_rc=2)
+    check("--lanes expects an integer" in p.stderr, "bad option value named")
+    p = run([evaluate, os.path.join(tmp, "missing.gguf"), "--data", data], expect_rc=1)
+    check("missing.gguf" in p.stderr, "fwm-eval names a missing model")
+    subprocess.run(["rm", "-rf", tmp])
+    print("test_cli: %s" % ("all checks passed" if not failures else "%d check(s) failed" % failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

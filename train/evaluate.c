@@ -1,0 +1,62 @@
+/* evaluate.c - forward-only pass over a split with metrics at "?" (see evaluate.h). */
+#include "evaluate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_error.h"
+
+fwm_status fwm__evaluate(const fwm_hparams *hp, const float *params, const fwm__catbabi_split *split,
+                         uint32_t pad_id, uint32_t eos_id, uint32_t qmark_id,
+                         const fwm__eval_options *options, fwm__pool *pool,
+                         fwm__qa_metrics *out, fwm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    fwm__tm_config config = {0};
+    config.hp = *hp;
+    config.lanes = options->lanes;
+    config.window = options->window;
+    config.loss_mode = FWM__LOSS_QM;
+    config.loss_token_id = qmark_id;
+    config.forward_only = 1;
+    fwm__tm_f32 *tm = NULL;
+    fwm__catbabi_stream stream = {0};
+    uint32_t *order = NULL, *x = NULL, *y = NULL;
+    uint8_t *tasks = NULL;
+    fwm_status status = fwm__tm_create_f32(&config, pool, &tm, err);
+    if (status != FWM_OK)
+        goto fail;
+    memcpy(tm->params, params, tm->layout.total * sizeof(float));
+    order = malloc((split->n_samples ? split->n_samples : 1) * sizeof *order);
+    size_t cells = (size_t)options->lanes * (size_t)options->window;
+    x = malloc(cells * sizeof *x);
+    y = malloc(cells * sizeof *y);
+    tasks = malloc(cells);
+    if (!order || !x || !y || !tasks) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "evaluation: out of memory");
+        goto fail;
+    }
+    fwm__shuffle_order(order, split->n_samples, FWM__EVAL_ORDER_SEED, 0);
+    status = fwm__catbabi_stream_build(&stream, split, order, eos_id, options->lanes, err);
+    if (status != FWM_OK)
+        goto fail;
+    size_t windows = fwm__catbabi_window_count(&stream, options->window);
+    if (options->max_windows > 0 && (size_t)options->max_windows < windows)
+        windows = (size_t)options->max_windows;
+    for (size_t w = 0; w < windows; w++) {
+        size_t start = w * (size_t)options->window;
+        size_t left = stream.lane_length - start;
+        int len = left < (size_t)options->window ? (int)left : options->window;
+        fwm__catbabi_window(&stream, start, len, pad_id, x, y, tasks);
+        fwm__tm_forward_f32(tm, x, y, len);
+        fwm__metrics_add(out, tm, qmark_id, tasks);
+    }
+fail:
+    fwm__catbabi_stream_release(&stream);
+    free(order);
+    free(x);
+    free(y);
+    free(tasks);
+    fwm__tm_free_f32(tm);
+    return status;
+}

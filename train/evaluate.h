@@ -1,0 +1,29 @@
+/* evaluate.h - run a model over a whole catbAbI split (forward only) and collect the metrics at
+ * "?" positions. The split's samples are shuffled once with a fixed seed, laid into `lanes` lanes
+ * and walked in windows with the state carried from a zero start (the paper's protocol: valid with
+ * many lanes, test with one lane over the whole stream). */
+#ifndef FWM_TRAIN_EVALUATE_H
+#define FWM_TRAIN_EVALUATE_H
+
+#include <stdint.h>
+
+#include "catbabi_stream.h"
+#include "metrics.h"
+#include "thread_pool.h"
+
+/* The fixed seed of the valid/test order (fwm__rng stream 0 of it). */
+#define FWM__EVAL_ORDER_SEED 20210507u
+
+typedef struct fwm__eval_options {
+    int lanes;        /* B; 1 for the paper's test protocol */
+    int window;       /* steps per forward call (does not change the result) */
+    long max_windows; /* stop after this many windows; 0 = the whole split */
+} fwm__eval_options;
+
+/* params: a flat buffer in fwm__param_layout order for hp. ids: pad, eos, "?". */
+fwm_status fwm__evaluate(const fwm_hparams *hp, const float *params, const fwm__catbabi_split *split,
+                         uint32_t pad_id, uint32_t eos_id, uint32_t qmark_id,
+                         const fwm__eval_options *options, fwm__pool *pool,
+                         fwm__qa_metrics *out, fwm_error *err);
+
+#endif

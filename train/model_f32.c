@@ -1,0 +1,17 @@
+/* model_f32.c - the trainer's model in float with single-precision BLAS (training, evaluation). */
+#include "train_model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast_math.h"
+#include "fwm_error.h"
+
+#define FWM_REAL_DOUBLE 0
+#include "real_template.h"
+#include "vector_ops_impl.h"
+#include "model_kernels_impl.h"
+#include "model_forward_impl.h"
+#include "model_backward_impl.h"

@@ -1,0 +1,17 @@
+/* model_f64.c - the trainer's model in double (the gradient check's reference precision). */
+#include "train_model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast_math.h"
+#include "fwm_error.h"
+
+#define FWM_REAL_DOUBLE 1
+#include "real_template.h"
+#include "vector_ops_impl.h"
+#include "model_kernels_impl.h"
+#include "model_forward_impl.h"
+#include "model_backward_impl.h"

@@ -1,0 +1,385 @@
+/* model_forward_impl.h - creation of the trainer's model and its forward pass over one window,
+ * template over `real` (see real_template.h); included by model_f32.c and model_f64.c only.
+ *
+ * The LSTM does not depend on the memory, so a window is computed in stages, each either one
+ * batched matrix product over all B*len rows (split by rows across the pool's threads) or a
+ * recurrence over time run per lane (lanes split across threads, a fixed partition):
+ *   1. input table  G = Emb W_ih^T + b                       [V, 4H]
+ *   2. LSTM over time (per lane; W_hh h as a [lanes, H] x [H, 4H] product per step)
+ *   3. write and read projections of every h_t              [B*len, S+R+T+1], [B*len, S+N_r*R]
+ *   4. the fast-weight memory over time (per lane): write, then the chained reads
+ *   5. read-out m = W_o q + b_o, y, logits of the loss rows and their softmax cross entropy.
+ */
+
+/* ---- parallel matrix product: C[M,N] = alpha op(A) op(B) + beta C (row-major), M split ------- */
+typedef struct TM(gemm_job) {
+    int trans_a, trans_b;
+    size_t M, N, K;
+    real alpha;
+    const real *A;
+    size_t lda;
+    const real *B;
+    size_t ldb;
+    real beta;
+    real *C;
+    size_t ldc;
+    const real *bias; /* optional [N]: every row of C is set to it first (then beta must be 1) */
+} TM(gemm_job);
+
+static void TM(gemm_worker)(void *ctx, int index, int threads)
+{
+    const TM(gemm_job) *job = ctx;
+    size_t m0, m1;
+    fwm__pool_range(job->M, index, threads, &m0, &m1);
+    if (m1 <= m0)
+        return;
+    real *C = job->C + m0 * job->ldc;
+    if (job->bias)
+        for (size_t i = m0; i < m1; i++)
+            memcpy(job->C + i * job->ldc, job->bias, job->N * sizeof(real));
+    if (job->K == 0) {
+        if (!job->bias && job->beta != (real)1)
+            for (size_t i = m0; i < m1; i++)
+                for (size_t j = 0; j < job->N; j++)
+                    job->C[i * job->ldc + j] *= job->beta;
+        return;
+    }
+    const real *A = job->trans_a ? job->A + m0 : job->A + m0 * job->lda;
+    R_GEMM(CblasRowMajor, job->trans_a ? CblasTrans : CblasNoTrans,
+           job->trans_b ? CblasTrans : CblasNoTrans, (int)(m1 - m0), (int)job->N, (int)job->K,
+           job->alpha, A, (int)job->lda, job->B, (int)job->ldb, job->beta, C, (int)job->ldc);
+}
+
+static void TM(par_gemm)(fwm__pool *pool, int trans_a, int trans_b, size_t M, size_t N, size_t K,
+                         real alpha, const real *A, size_t lda, const real *B, size_t ldb,
+                         real beta, real *C, size_t ldc, const real *bias)
+{
+    if (M == 0 || N == 0)
+        return;
+    TM(gemm_job) job = {trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias};
+    fwm__pool_run(pool, TM(gemm_worker), &job);
+}
+
+#define TM_P(tm, field) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_##field])
+#define TM_G(tm, field) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_##field])
+
+/* ---- creation -------------------------------------------------------------------------------- */
+
+static real *TM(alloc_reals)(size_t count, int *failed)
+{
+    size_t bytes = (count ? count : 1) * sizeof(real);
+    bytes = (bytes + 63) / 64 * 64;
+    real *p = aligned_alloc(64, bytes);
+    if (!p)
+        *failed = 1;
+    else
+        memset(p, 0, bytes);
+    return p;
+}
+
+void TM(fwm__tm_free)(TM(fwm__tm) *tm)
+{
+    if (!tm)
+        return;
+    real *buffers[] = {tm->params,   tm->grads,   tm->state,         tm->input_table,
+                       tm->gates,    tm->hs,      tm->cs,            tm->tanh_cs,
+                       tm->write_act, tm->read_act, tm->v_old,       tm->norms,
+                       tm->qs,       tm->rstds,   tm->ys,            tm->f_checkpoints,
+                       tm->y_selected, tm->probs, tm->d_y,           tm->d_q,
+                       tm->d_write,  tm->d_read,  tm->d_h,           tm->d_gates,
+                       tm->d_input_table, tm->thread_scratch, tm->logits};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
+        free(buffers[i]);
+    free(tm->x);
+    free(tm->y);
+    free(tm->read_mask);
+    free(tm->loss_rows);
+    free(tm->row_loss);
+    free(tm);
+}
+
+fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(fwm__tm) **out,
+                              fwm_error *err)
+{
+    *out = NULL;
+    const fwm_hparams *hp = &config->hp;
+    if (hp->vocab_size < 1 || hp->embedding_length < 1 || hp->hidden_size < 1 ||
+        hp->memory_s < 1 || hp->memory_r < 1 || hp->memory_t < 1 || hp->read_count < 1)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "every model size must be >= 1");
+    if (hp->read_count > 1 && hp->memory_s != hp->memory_t)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "read_count %u > 1 needs memory_s == memory_t (found S=%u, T=%u)",
+                          hp->read_count, hp->memory_s, hp->memory_t);
+    if (config->lanes < 1 || config->window < 1)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "lanes (%d) and window (%d) must be >= 1",
+                          config->lanes, config->window);
+    TM(fwm__tm) *tm = calloc(1, sizeof *tm);
+    if (!tm)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer model: out of memory");
+    tm->config = *config;
+    tm->hp = *hp;
+    tm->pool = pool;
+    if (tm->config.segment <= 0) {
+        int s = 1;
+        while (s * s < config->window)
+            s++;
+        tm->config.segment = s;
+    }
+    fwm__param_layout_init(&tm->layout, hp);
+    size_t V = hp->vocab_size, H = hp->hidden_size, S = hp->memory_s, R = hp->memory_r,
+           T = hp->memory_t, Nr = hp->read_count;
+    size_t B = (size_t)config->lanes, W = (size_t)config->window;
+    size_t rows = W * B, seg = (size_t)tm->config.segment;
+    size_t SR = S * R;
+    tm->memory_size = SR * T;
+    tm->state_size = 2 * H + tm->memory_size;
+    tm->n_segments = (int)((W + seg - 1) / seg);
+    size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
+    size_t big = S > T ? S : T;
+    if (R > big)
+        big = R;
+    tm->scratch_floats = (seg + 2) * tm->memory_size + 4 * SR + 8 * big + 2 * B * H + 64;
+
+    int failed = 0;
+    int backward = !config->forward_only;
+    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
+    if (backward)
+        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
+    tm->input_table = TM(alloc_reals)(V * 4 * H, &failed);
+    tm->gates = TM(alloc_reals)(rows * 4 * H, &failed);
+    tm->hs = TM(alloc_reals)((W + 1) * B * H, &failed);
+    tm->cs = TM(alloc_reals)((W + 1) * B * H, &failed);
+    tm->tanh_cs = TM(alloc_reals)(rows * H, &failed);
+    tm->write_act = TM(alloc_reals)(rows * wd, &failed);
+    tm->read_act = TM(alloc_reals)(rows * rd, &failed);
+    tm->v_old = TM(alloc_reals)(rows * T, &failed);
+    tm->norms = TM(alloc_reals)(rows, &failed);
+    tm->qs = TM(alloc_reals)(rows * qd, &failed);
+    tm->rstds = TM(alloc_reals)(rows * Nr, &failed);
+    tm->ys = TM(alloc_reals)(rows * H, &failed);
+    if (backward)
+        tm->f_checkpoints =
+            TM(alloc_reals)(B * (size_t)tm->n_segments * tm->memory_size, &failed);
+    tm->y_selected = TM(alloc_reals)(rows * H, &failed);
+    tm->probs = TM(alloc_reals)(rows * V, &failed);
+    if (config->keep_logits)
+        tm->logits = TM(alloc_reals)(rows * V, &failed);
+    if (backward) {
+        tm->d_y = TM(alloc_reals)(rows * H, &failed);
+        tm->d_q = TM(alloc_reals)(rows * T, &failed);
+        tm->d_write = TM(alloc_reals)(rows * wd, &failed);
+        tm->d_read = TM(alloc_reals)(rows * rd, &failed);
+        tm->d_h = TM(alloc_reals)(rows * H, &failed);
+        tm->d_gates = TM(alloc_reals)(rows * 4 * H, &failed);
+        tm->d_input_table = TM(alloc_reals)(V * 4 * H, &failed);
+    }
+    tm->thread_scratch =
+        TM(alloc_reals)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
+    tm->x = calloc(rows, sizeof *tm->x);
+    tm->y = calloc(rows, sizeof *tm->y);
+    tm->read_mask = calloc(rows, 1);
+    tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
+    tm->row_loss = calloc(rows, sizeof *tm->row_loss);
+    if (failed || !tm->row_loss || !tm->x || !tm->y || !tm->read_mask || !tm->loss_rows) {
+        TM(fwm__tm_free)(tm);
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                          "trainer model: out of memory for %zu lanes x %zu steps", B, W);
+    }
+    *out = tm;
+    return FWM_OK;
+}
+
+void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm)
+{
+    memset(tm->state, 0, (size_t)tm->config.lanes * tm->state_size * sizeof(real));
+}
+
+void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm)
+{
+    if (tm->grads)
+        memset(tm->grads, 0, tm->layout.total * sizeof(real));
+}
+
+/* ---- stage 2: LSTM over time, lanes [b0, b1) ------------------------------------------------- */
+typedef struct TM(forward_ctx) {
+    TM(fwm__tm) *tm;
+    int len;
+} TM(forward_ctx);
+
+static void TM(lstm_forward_worker)(void *ctx_pointer, int index, int threads)
+{
+    TM(forward_ctx) *ctx = ctx_pointer;
+    TM(fwm__tm) *tm = ctx->tm;
+    size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, G4 = 4 * H;
+    size_t b0, b1;
+    fwm__pool_range(B, index, threads, &b0, &b1);
+    if (b1 <= b0)
+        return;
+    size_t nb = b1 - b0;
+    const real *W_hh = TM_P(tm, lstm_weight_hh);
+    for (size_t b = b0; b < b1; b++) { /* h, c before step 0 from the carried state */
+        memcpy(tm->hs + b * H, tm->state + b * tm->state_size, H * sizeof(real));
+        memcpy(tm->cs + b * H, tm->state + b * tm->state_size + H, H * sizeof(real));
+    }
+    for (int t = 0; t < ctx->len; t++) {
+        size_t r0 = (size_t)t * B + b0;
+        for (size_t b = b0; b < b1; b++)
+            memcpy(tm->gates + ((size_t)t * B + b) * G4,
+                   tm->input_table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
+        R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G4, (int)H, (real)1,
+               tm->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, tm->gates + r0 * G4, (int)G4);
+        for (size_t b = b0; b < b1; b++) {
+            size_t row = (size_t)t * B + b, next = row + B;
+            TM(lstm_cell_forward)(tm->gates + row * G4, tm->cs + row * H, tm->cs + next * H,
+                                  tm->tanh_cs + row * H, tm->hs + next * H, H,
+                                  (real)tm->hp.forget_bias);
+        }
+    }
+    for (size_t b = b0; b < b1; b++) { /* carry h, c */
+        size_t last = (size_t)ctx->len * B + b;
+        memcpy(tm->state + b * tm->state_size, tm->hs + last * H, H * sizeof(real));
+        memcpy(tm->state + b * tm->state_size + H, tm->cs + last * H, H * sizeof(real));
+    }
+}
+
+/* ---- stage 4: the memory over time, lanes [b0, b1) ------------------------------------------ */
+static void TM(memory_forward_worker)(void *ctx_pointer, int index, int threads)
+{
+    TM(forward_ctx) *ctx = ctx_pointer;
+    TM(fwm__tm) *tm = ctx->tm;
+    const fwm_hparams *hp = &tm->hp;
+    size_t B = (size_t)tm->config.lanes, H = hp->hidden_size;
+    size_t S = hp->memory_s, R = hp->memory_r, T = hp->memory_t, Nr = hp->read_count;
+    size_t SR = S * R, wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
+    size_t seg = (size_t)tm->config.segment, nseg = (size_t)tm->n_segments;
+    real ws = (real)hp->write_scale, eps = (real)hp->layer_norm_eps;
+    size_t b0, b1;
+    fwm__pool_range(B, index, threads, &b0, &b1);
+    real *scratch = tm->thread_scratch + (size_t)index * tm->scratch_floats;
+    real *K = scratch, *d = scratch + SR;
+    for (size_t b = b0; b < b1; b++) {
+        real *F = tm->state + b * tm->state_size + 2 * H; /* updated in place */
+        real *ck = tm->f_checkpoints ? tm->f_checkpoints + b * nseg * tm->memory_size : NULL;
+        if (ck)
+            memcpy(ck, F, tm->memory_size * sizeof(real));
+        for (size_t t = 0; t < (size_t)ctx->len; t++) {
+            size_t row = t * B + b;
+            real *wa = tm->write_act + row * wd;
+            TM(write_act_forward)(wa, S, R, T, (real)hp->beta_bias);
+            TM(outer_key)(wa, wa + S, K, S, R);
+            real *v_old = tm->v_old + row * T;
+            TM(write_read_old)(F, K, v_old, SR, T);
+            TM(write_delta)(wa + S + R, v_old, wa[S + R + T], ws, d, T);
+            tm->norms[row] = TM(write_forward_apply)(F, K, d, SR, T);
+            if (ck && (t + 1) % seg == 0 && t + 1 < (size_t)ctx->len)
+                memcpy(ck + (t + 1) / seg * tm->memory_size, F, tm->memory_size * sizeof(real));
+            if (!tm->read_mask[row])
+                continue;
+            real *ra = tm->read_act + row * rd, *q = tm->qs + row * qd;
+#if FWM_REAL_DOUBLE
+            for (size_t j = S; j < rd; j++)
+                ra[j] = R_TANH(ra[j]);
+#else
+            fwm__tanh_array(ra + S, ra + S, rd - S);
+#endif
+            memcpy(q, ra, S * sizeof(real));
+            const real *q_in = q;
+            for (size_t i = 0; i < Nr; i++) {
+                real *q_out = q + S + i * T;
+                tm->rstds[row * Nr + i] =
+                    TM(read_forward)(F, q_in, ra + S + i * R, q_out, S, R, T, eps, K);
+                q_in = q_out;
+            }
+        }
+    }
+}
+
+/* ---- stage 5: softmax cross entropy of the loss rows ---------------------------------------- */
+typedef struct TM(loss_ctx) {
+    TM(fwm__tm) *tm;
+    double *row_loss;
+} TM(loss_ctx);
+
+static void TM(loss_worker)(void *ctx_pointer, int index, int threads)
+{
+    TM(loss_ctx) *ctx = ctx_pointer;
+    TM(fwm__tm) *tm = ctx->tm;
+    size_t V = tm->hp.vocab_size, i0, i1;
+    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    for (size_t i = i0; i < i1; i++)
+        ctx->row_loss[i] =
+            TM(softmax_ce_forward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+}
+
+double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y, int len)
+{
+    const fwm_hparams *hp = &tm->hp;
+    size_t B = (size_t)tm->config.lanes, V = hp->vocab_size, E = hp->embedding_length,
+           H = hp->hidden_size;
+    size_t S = hp->memory_s, R = hp->memory_r, T = hp->memory_t, Nr = hp->read_count;
+    size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
+    size_t rows = (size_t)len * B;
+    tm->len = len;
+
+    /* tokens to time-major rows; where to read; where the loss is */
+    tm->n_loss_rows = 0;
+    for (size_t t = 0; t < (size_t)len; t++)
+        for (size_t b = 0; b < B; b++) {
+            size_t row = t * B + b;
+            uint32_t xi = x[b * (size_t)len + t], yi = y[b * (size_t)len + t];
+            tm->x[row] = xi;
+            tm->y[row] = yi;
+            int loss = yi != hp->padding_token_id &&
+                       (tm->config.loss_mode == FWM__LOSS_LM || xi == tm->config.loss_token_id);
+            /* the read changes no state: it is only needed where a logit is */
+            tm->read_mask[row] =
+                loss && (hp->read_policy == FWM_READ_ALWAYS || xi == hp->read_token_id);
+            if (loss)
+                tm->loss_rows[tm->n_loss_rows++] = (int)row;
+        }
+
+    /* 1. G = Emb W_ih^T + b */
+    TM(par_gemm)(tm->pool, 0, 1, V, 4 * H, E, 1, TM_P(tm, token_embd), E, TM_P(tm, lstm_weight_ih),
+                 E, 1, tm->input_table, 4 * H, TM_P(tm, lstm_bias));
+    /* 2. LSTM */
+    TM(forward_ctx) ctx = {tm, len};
+    fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
+    /* 3. projections of h_1..h_len */
+    const real *h_seq = tm->hs + B * H;
+    TM(par_gemm)(tm->pool, 0, 1, rows, wd, H, 1, h_seq, H, TM_P(tm, write_weight), H, 1,
+                 tm->write_act, wd, TM_P(tm, write_bias));
+    TM(par_gemm)(tm->pool, 0, 1, rows, rd, H, 1, h_seq, H, TM_P(tm, read_weight), H, 1,
+                 tm->read_act, rd, TM_P(tm, read_bias));
+    /* 4. memory */
+    fwm__pool_run(tm->pool, TM(memory_forward_worker), &ctx);
+    /* 5. m = W_o q_Nr + b_o on read rows (0 elsewhere), y = m (+ h) */
+    TM(par_gemm)(tm->pool, 0, 1, rows, H, T, 1, tm->qs + S + (Nr - 1) * T, qd, TM_P(tm, out_weight),
+                 T, 1, tm->ys, H, TM_P(tm, out_bias));
+    for (size_t row = 0; row < rows; row++) {
+        real *yr = tm->ys + row * H;
+        if (!tm->read_mask[row])
+            memset(yr, 0, H * sizeof(real));
+        if (hp->residual)
+            for (size_t j = 0; j < H; j++)
+                yr[j] += h_seq[row * H + j];
+    }
+    tm->loss = 0;
+    if (tm->n_loss_rows == 0)
+        return 0;
+    size_t n_loss = (size_t)tm->n_loss_rows;
+    for (size_t i = 0; i < n_loss; i++)
+        memcpy(tm->y_selected + i * H, tm->ys + (size_t)tm->loss_rows[i] * H, H * sizeof(real));
+    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, TM_P(tm, output_weight), H, 0,
+                 tm->probs, V, NULL);
+    if (tm->logits)
+        memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
+    double *row_loss = tm->row_loss;
+    TM(loss_ctx) lctx = {tm, row_loss};
+    fwm__pool_run(tm->pool, TM(loss_worker), &lctx);
+    double sum = 0;
+    for (size_t i = 0; i < n_loss; i++)
+        sum += row_loss[i];
+    tm->loss = sum / (double)n_loss;
+    return tm->loss;
+}

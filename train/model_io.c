@@ -1,0 +1,98 @@
+/* model_io.c - trained parameters to and from model files (see model_io.h). */
+#include "model_io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_error.h"
+
+fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float *params,
+                           const char *const *tokens, const char *name,
+                           const fwm_write_kv *extra, size_t extra_count, fwm_error *err)
+{
+    fwm__param_layout layout;
+    fwm__param_layout_init(&layout, hp);
+    fwm_write_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.hp = *hp;
+    spec.name = name;
+    spec.tokens = tokens;
+    for (int k = 0; k < FWM_TENSOR_COUNT; k++)
+        spec.tensors[k] = params + layout.offset[k];
+    spec.extra = extra;
+    spec.extra_count = extra_count;
+    return fwm_model_write(path, &spec, err);
+}
+
+fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fwm__error(err, FWM_ERR_IO, "cannot open model %s: %s", path, strerror(errno));
+    fwm_status status = FWM_OK;
+    fwm_schema schema;
+    memset(&schema, 0, sizeof schema);
+    char *buf = NULL;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size <= 0 || fseek(f, 0, SEEK_SET) != 0) {
+        status = fwm__error(err, FWM_ERR_IO, "cannot read model %s", path);
+        goto done;
+    }
+    buf = malloc((size_t)size);
+    if (!buf) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "model %s: out of memory", path);
+        goto done;
+    }
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        status = fwm__error(err, FWM_ERR_IO, "cannot read model %s", path);
+        goto done;
+    }
+    status = fwm_schema_parse(buf, (size_t)size, &schema, err);
+    if (status != FWM_OK)
+        goto done;
+    out->hp = schema.hp;
+    fwm__param_layout_init(&out->layout, &out->hp);
+    out->params = calloc(out->layout.total, sizeof(float));
+    if (!out->params) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "model %s: out of memory", path);
+        goto done;
+    }
+    for (int k = 0; k < FWM_TENSOR_COUNT; k++) {
+        const fwm_schema_tensor *t = &schema.tensors[k];
+        if (t->type != FWM_GGML_TYPE_F32) {
+            status = fwm__error(err, FWM_ERR_UNSUPPORTED,
+                                "model %s: tensor '%s' has GGML type %u; the trainer reads F32 "
+                                "tensors only",
+                                path, fwm__tensor_names[k], t->type);
+            goto done;
+        }
+        memcpy(out->params + out->layout.offset[k], t->data, out->layout.size[k] * sizeof(float));
+    }
+    for (uint32_t i = 0; i < out->hp.vocab_size; i++)
+        if (fwm__train_vocab_add(&out->vocab, schema.tokens[i]) != i) {
+            status = fwm__error(err, FWM_ERR_FORMAT, "model %s: token %u '%s' repeats an earlier one",
+                                path, i, schema.tokens[i]);
+            goto done;
+        }
+done:
+    if (status != FWM_OK)
+        fwm__loaded_model_release(out);
+    fwm_schema_release(&schema);
+    free(buf);
+    fclose(f);
+    return status;
+}
+
+void fwm__loaded_model_release(fwm__loaded_model *model)
+{
+    if (!model)
+        return;
+    free(model->params);
+    fwm__train_vocab_release(&model->vocab);
+    memset(model, 0, sizeof *model);
+}

@@ -1,0 +1,30 @@
+/* model_io.h - between the trainer's flat parameters and model files: write a trained model with
+ * its vocabulary and provenance keys (fwm_model_write), and read a model file back into the flat
+ * layout for evaluation or further training (fwm_schema_parse; F32 tensors). */
+#ifndef FWM_TRAIN_MODEL_IO_H
+#define FWM_TRAIN_MODEL_IO_H
+
+#include <stddef.h>
+
+#include "fwm_schema.h"
+#include "param_layout.h"
+#include "vocab.h"
+
+/* params: flat, in fwm__param_layout order for hp. tokens: V words. extra: provenance keys.
+ * FWM_ERR_IO, FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float *params,
+                           const char *const *tokens, const char *name,
+                           const fwm_write_kv *extra, size_t extra_count, fwm_error *err);
+
+typedef struct fwm__loaded_model {
+    fwm_hparams hp;
+    fwm__param_layout layout;
+    float *params;     /* owned, flat */
+    fwm__train_vocab vocab;  /* the model's words, ids as in the file */
+} fwm__loaded_model;
+
+/* FWM_ERR_IO, FWM_ERR_FORMAT, FWM_ERR_UNSUPPORTED (non-F32 tensors), FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *err);
+void fwm__loaded_model_release(fwm__loaded_model *model);
+
+#endif

@@ -1,0 +1,310 @@
+/* train_main.c - fwm-train: train an FWM on catbAbI and write a model file.
+ *
+ * Reads bAbI v1.2 (--data, --set), builds the vocabulary and the streams (catbabi_stream.h),
+ * trains with truncated BPTT and Adam (trainer.h), evaluates on valid during training and on test
+ * with one lane at the end, and writes the model with its provenance keys. --resume continues
+ * from <run-dir>/checkpoint.bin. Run with --help for the options.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli_common.h"
+#include "model_io.h"
+#include "progress.h"
+#include "trainer.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: fwm-train [options]\n"
+            "Train a Fast Weight Memory model on catbAbI and write a model file.\n\n"
+            "data:\n"
+            "  --data DIR            bAbI v1.2 folder (default: %s)\n"
+            "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
+            "training:\n"
+            "  --mode lm|qm          lm: loss on every token, read every step (default);\n"
+            "                        qm: loss and read only at \"?\"\n"
+            "  --steps N             total steps (windows) to train (default 30000)\n"
+            "  --lanes B             batch: independent lanes (default 32)\n"
+            "  --window W            truncated-BPTT window (default 200)\n"
+            "  --lr X --beta1 X --beta2 X --eps X   Adam (defaults 1e-3 0.9 0.999 1e-8)\n"
+            "  --clip X              clip the gradient norm to X (default 0: off)\n"
+            "  --warmup N            linear learning-rate warm-up steps (default 0)\n"
+            "  --seed N              initialisation and shuffling seed (default 1)\n"
+            "  --threads N           threads (default: all CPUs); results depend on N\n"
+            "model (paper sizes by default):\n"
+            "  --embed E --hidden H --mem-s S --mem-r R --mem-t T --reads N   (256 256 32 32 32 3)\n"
+            "  --residual            add h to the read-out (off on catbAbI)\n"
+            "run:\n"
+            "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>)\n"
+            "  --resume              continue from <run-dir>/checkpoint.bin\n"
+            "  --checkpoint-every N  steps between checkpoints (default 500)\n"
+            "  --eval-every N        steps between validation runs (default 1000; 0 = never)\n"
+            "  --eval-lanes B        lanes of the validation run (default 100)\n"
+            "  --eval-windows N      validate on the first N windows only (default 0: all)\n"
+            "  --test-lanes B        lanes of the final test run (default 1, the paper's)\n"
+            "  --no-test             skip the final test run\n"
+            "  --out FILE            model file to write (default <run-dir>/model.gguf)\n"
+            "  --progress SECONDS    progress line interval (default 10; 0 = quiet)\n",
+            fwm__default_data_dir());
+}
+
+static int make_dir(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *data_dir = NULL, *set = "10k", *run_dir = NULL, *out_path = NULL;
+    const char *mode_name = "lm";
+    int resume = 0, run_test = 1, test_lanes = 1;
+    fwm__train_options o;
+    memset(&o, 0, sizeof o);
+    o.adam = fwm__adam_default_params();
+    o.steps = 30000;
+    o.lanes = 32;
+    o.window = 200;
+    o.seed = 1;
+    o.threads = fwm__cpu_count();
+    o.eval_every = 1000;
+    o.eval.lanes = 100;
+    o.eval.window = 200;
+    o.checkpoint_every = 500;
+    o.progress_seconds = 10;
+    fwm_hparams *hp = &o.hp;
+    hp->embedding_length = 256;
+    hp->hidden_size = 256;
+    hp->memory_s = hp->memory_r = hp->memory_t = 32;
+    hp->read_count = 3;
+    hp->forget_bias = 1;
+    hp->beta_bias = 1;
+    hp->layer_norm_eps = 1e-5f;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (strcmp(a, name) == 0 && (i++, 1))
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--resume") == 0) {
+            resume = 1;
+        } else if (strcmp(a, "--no-test") == 0) {
+            run_test = 0;
+        } else if (strcmp(a, "--residual") == 0) {
+            hp->residual = 1;
+        } else if (!v) {
+            fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
+            return 2;
+        } else if (OPT("--data")) {
+            data_dir = v;
+        } else if (OPT("--set")) {
+            set = v;
+        } else if (OPT("--mode")) {
+            mode_name = v;
+        } else if (OPT("--steps")) {
+            o.steps = fwm__parse_long(a, v, 1, 1L << 40);
+        } else if (OPT("--lanes")) {
+            o.lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
+        } else if (OPT("--window")) {
+            o.window = (int)fwm__parse_long(a, v, 1, 1 << 16);
+        } else if (OPT("--lr")) {
+            o.adam.lr = fwm__parse_double(a, v, 0, 10);
+        } else if (OPT("--beta1")) {
+            o.adam.beta1 = fwm__parse_double(a, v, 0, 0.999999);
+        } else if (OPT("--beta2")) {
+            o.adam.beta2 = fwm__parse_double(a, v, 0, 0.99999999);
+        } else if (OPT("--eps")) {
+            o.adam.eps = fwm__parse_double(a, v, 0, 1);
+        } else if (OPT("--clip")) {
+            o.adam.clip_norm = fwm__parse_double(a, v, 0, 1e30);
+        } else if (OPT("--warmup")) {
+            o.adam.warmup_steps = fwm__parse_long(a, v, 0, 1L << 40);
+        } else if (OPT("--seed")) {
+            o.seed = (uint64_t)fwm__parse_long(a, v, 0, 1L << 62);
+        } else if (OPT("--threads")) {
+            o.threads = (int)fwm__parse_long(a, v, 1, 1024);
+        } else if (OPT("--embed")) {
+            hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--hidden")) {
+            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--mem-s")) {
+            hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--mem-r")) {
+            hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--mem-t")) {
+            hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--reads")) {
+            hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, 64);
+        } else if (OPT("--run-dir")) {
+            run_dir = v;
+        } else if (OPT("--checkpoint-every")) {
+            o.checkpoint_every = fwm__parse_long(a, v, 0, 1L << 40);
+        } else if (OPT("--eval-every")) {
+            o.eval_every = fwm__parse_long(a, v, 0, 1L << 40);
+        } else if (OPT("--eval-lanes")) {
+            o.eval.lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
+        } else if (OPT("--eval-windows")) {
+            o.eval.max_windows = fwm__parse_long(a, v, 0, 1L << 40);
+        } else if (OPT("--test-lanes")) {
+            test_lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
+        } else if (OPT("--out")) {
+            out_path = v;
+        } else if (OPT("--progress")) {
+            o.progress_seconds = fwm__parse_double(a, v, 0, 1e9);
+        } else {
+            fprintf(stderr, "error: unknown option %s (see --help)\n", a);
+            return 2;
+        }
+#undef OPT
+    }
+    if (strcmp(mode_name, "lm") == 0)
+        o.mode = FWM__LOSS_LM;
+    else if (strcmp(mode_name, "qm") == 0)
+        o.mode = FWM__LOSS_QM;
+    else {
+        fprintf(stderr, "error: --mode expects lm or qm, got '%s'\n", mode_name);
+        return 2;
+    }
+    if (!data_dir)
+        data_dir = fwm__default_data_dir();
+    char default_run[64], default_out[4200];
+    if (!run_dir) {
+        snprintf(default_run, sizeof default_run, "runs/%s", mode_name);
+        run_dir = default_run;
+    }
+    if (!out_path) {
+        snprintf(default_out, sizeof default_out, "%s/model.gguf", run_dir);
+        out_path = default_out;
+    }
+    if (make_dir(run_dir) != 0) {
+        fprintf(stderr, "error: cannot create run folder %s: %s\n", run_dir, strerror(errno));
+        return 1;
+    }
+
+    int exit_code = 1;
+    fwm_error err;
+    fwm__catbabi data;
+    fwm__trainer *tr = NULL;
+    const char *folder = fwm__data_folder(set);
+    fprintf(stderr, "reading %s/%s\n", data_dir, folder);
+    if (fwm__catbabi_load(&data, data_dir, folder, NULL, fwm__print_message, NULL, &err) !=
+        FWM_OK) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return 1;
+    }
+    for (int s = 0; s < FWM__SPLIT_COUNT; s++)
+        fprintf(stderr, "  %-5s %6zu stories %7zu questions %9zu tokens\n", fwm__split_names[s],
+                data.splits[s].n_samples, data.splits[s].n_questions,
+                data.splits[s].n_words + data.splits[s].n_samples);
+    hp->vocab_size = data.vocab.count;
+    hp->padding_token_id = data.pad_id;
+    hp->eos_token_id = data.eos_id;
+    hp->read_policy = o.mode == FWM__LOSS_QM ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
+    hp->read_token_id = o.mode == FWM__LOSS_QM ? data.qmark_id : 0;
+    hp->write_scale = 1.0f / (float)hp->memory_t;
+    o.qmark_id = data.qmark_id;
+    o.run_dir = run_dir;
+    fprintf(stderr,
+            "vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
+            "%d thread(s)\n",
+            hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
+            hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
+
+    fwm__blas_use_one_thread();
+    if (fwm__trainer_create(&o, &data.splits[FWM__SPLIT_TRAIN], &data.splits[FWM__SPLIT_VALID],
+                            data.pad_id, data.eos_id, NULL, &tr, &err) != FWM_OK)
+        goto fail;
+    fprintf(stderr, "%zu parameters; %zu windows per epoch\n", tr->tm->layout.parameter_count,
+            fwm__catbabi_window_count(&tr->stream, o.window));
+    if (resume) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/checkpoint.bin", run_dir);
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            fprintf(stderr, "note: no checkpoint at %s: starting from step 0\n", path);
+        } else {
+            if (fwm__trainer_load_checkpoint(tr, path, &err) != FWM_OK)
+                goto fail;
+            fprintf(stderr, "resumed from %s at step %ld (epoch %ld)\n", path, tr->step,
+                    tr->epoch);
+        }
+    }
+    if (fwm__trainer_run(tr, &err) != FWM_OK)
+        goto fail;
+
+    /* final figures: valid in full, test with one lane over the whole stream */
+    fwm__qa_metrics valid, test;
+    memset(&test, 0, sizeof test);
+    fwm__eval_options full = o.eval;
+    full.max_windows = 0;
+    if (fwm__evaluate(hp, tr->tm->params, &data.splits[FWM__SPLIT_VALID], data.pad_id, data.eos_id,
+                      data.qmark_id, &full, tr->pool, &valid, &err) != FWM_OK)
+        goto fail;
+    fwm__print_task_table(stdout, "valid accuracy at \"?\" per task", &valid);
+    if (run_test) {
+        fwm__eval_options test_options = {test_lanes, 200, 0};
+        fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
+        if (fwm__evaluate(hp, tr->tm->params, &data.splits[FWM__SPLIT_TEST], data.pad_id,
+                          data.eos_id, data.qmark_id, &test_options, tr->pool, &test,
+                          &err) != FWM_OK)
+            goto fail;
+        fwm__print_task_table(stdout, "test accuracy at \"?\" per task", &test);
+    }
+    char dataset[256];
+    snprintf(dataset, sizeof dataset, "catbAbI from bAbI v1.2 %s", folder);
+    fwm_write_kv extra[5];
+    memset(extra, 0, sizeof extra);
+    size_t n_extra = 0;
+    extra[n_extra].key = "fwm.training.mode";
+    extra[n_extra].kind = FWM_WRITE_KV_STRING;
+    extra[n_extra++].value.string = mode_name;
+    extra[n_extra].key = "fwm.training.steps";
+    extra[n_extra].kind = FWM_WRITE_KV_U64;
+    extra[n_extra++].value.u64 = (uint64_t)tr->step;
+    extra[n_extra].key = "fwm.training.dataset";
+    extra[n_extra].kind = FWM_WRITE_KV_STRING;
+    extra[n_extra++].value.string = dataset;
+    extra[n_extra].key = "fwm.training.valid_accuracy";
+    extra[n_extra].kind = FWM_WRITE_KV_F32;
+    extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&valid);
+    if (run_test) {
+        extra[n_extra].key = "fwm.training.test_accuracy";
+        extra[n_extra].kind = FWM_WRITE_KV_F32;
+        extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&test);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "fwm-catbabi-%s-%s", set, mode_name);
+    if (fwm__model_save(out_path, hp, tr->tm->params, (const char *const *)data.vocab.words, name,
+                        extra, n_extra, &err) != FWM_OK)
+        goto fail;
+    char took[32];
+    fwm__format_duration(tr->seconds, took, sizeof took);
+    printf("wrote %s: %ld steps, %ld tokens, %s of training; valid %.2f%%%s", out_path, tr->step,
+           tr->tokens, took, 100 * fwm__metrics_accuracy(&valid), run_test ? ", test " : "\n");
+    if (run_test)
+        printf("%.2f%%\n", 100 * fwm__metrics_accuracy(&test));
+    exit_code = 0;
+    goto done;
+fail:
+    fprintf(stderr, "error: %s\n", err.message);
+done:
+    fwm__trainer_free(tr);
+    fwm__catbabi_release(&data);
+    return exit_code;
+}

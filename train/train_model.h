@@ -1,0 +1,49 @@
+/* train_model.h - the FWM as the trainer sees it: flat parameters and gradients, B lanes of
+ * carried state, and the forward and backward pass over one window of tokens.
+ *
+ * Declared in two precisions from one template (train_model_decl.h): fwm__tm_f32 (float, single
+ * precision BLAS: training and evaluation) and fwm__tm_f64 (double: the gradient check). Both
+ * compute exactly the model of shared/spec/fwm-model.md, step for step what the runtime computes.
+ * Not for: data, optimisation, files (see catbabi_stream.h, adam.h, checkpoint.h).
+ */
+#ifndef FWM_TRAIN_TRAIN_MODEL_H
+#define FWM_TRAIN_TRAIN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm/fwm.h"
+#include "fwm_hparams.h"
+#include "param_layout.h"
+#include "thread_pool.h"
+
+/* Which target positions carry loss. */
+typedef enum fwm__loss_mode {
+    FWM__LOSS_LM = 0, /* every position whose target is not <pad> */
+    FWM__LOSS_QM = 1  /* only positions whose input is the read token ("?"), target not <pad> */
+} fwm__loss_mode;
+
+/* Sizes fixed at creation. */
+typedef struct fwm__tm_config {
+    fwm_hparams hp;     /* model; hp.read_policy decides where the memory is read */
+    int lanes;          /* B >= 1: independent streams stepped together */
+    int window;         /* maximum tokens per lane per forward call (truncated-BPTT length) */
+    int segment;        /* F is stored every `segment` steps and recomputed in between in the
+                           backward pass; 0 picks about sqrt(window) */
+    fwm__loss_mode loss_mode;
+    uint32_t loss_token_id; /* QM mode: the input token at which loss is taken (usually "?") */
+    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int forward_only;       /* evaluation: no gradients, no backward buffers, no F checkpoints
+                               (fwm__tm_backward must not be called) */
+} fwm__tm_config;
+
+#define FWM_REAL_DOUBLE 0
+#include "real_template.h"
+#include "train_model_decl.h"
+#undef FWM_REAL_DOUBLE
+#define FWM_REAL_DOUBLE 1
+#include "real_template.h"
+#include "train_model_decl.h"
+#undef FWM_REAL_DOUBLE
+
+#endif

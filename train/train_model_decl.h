@@ -1,0 +1,76 @@
+/* train_model_decl.h - template body of train_model.h, included once per precision (see
+ * real_template.h). No include guard on purpose. */
+
+typedef struct TM(fwm__tm) {
+    fwm__tm_config config;
+    fwm_hparams hp;             /* = config.hp */
+    fwm__param_layout layout;
+    int n_segments;             /* F checkpoints per lane per window: ceil(window / segment) */
+    size_t memory_size;         /* S*R*T */
+    size_t state_size;          /* per lane: 2H + S*R*T (h, c, F) */
+
+    real *params;               /* [layout.total] */
+    real *grads;                /* [layout.total]; the backward pass accumulates here */
+    real *state;                /* [B][state_size]: h, c, F of every lane, carried across calls */
+
+    /* ---- activations of the last forward call (rows r = t*B + b) ---- */
+    int len;                    /* tokens per lane in the last forward call */
+    uint32_t *x, *y;            /* [window*B] input and target tokens */
+    uint8_t *read_mask;         /* [window*B] 1 where the memory is read: the read policy allows
+                                   it and the row has loss (elsewhere the read-out is unused) */
+    real *input_table;          /* [V, 4H]: W_ih Emb[v] + b for every token v */
+    real *gates;                /* [window*B, 4H]: i, f, z, o after their nonlinearities */
+    real *hs;                   /* [(window+1)*B, H]: h before step 0 (row 0..B-1), then h_t */
+    real *cs;                   /* [(window+1)*B, H]: same for c */
+    real *tanh_cs;              /* [window*B, H]: tanh(c_t) */
+    real *write_act;            /* [window*B, S+R+T+1]: k1, k2, v, beta */
+    real *read_act;             /* [window*B, S+N_r*R]: q0, tanh(e_1..e_Nr) */
+    real *v_old;                /* [window*B, T] */
+    real *norms;                /* [window*B]: ||F'|| after the write */
+    real *qs;                   /* [window*B, S+N_r*T]: q_0, q_1 .. q_Nr (layer-normed) */
+    real *rstds;                /* [window*B, N_r]: 1/sqrt(var + eps) of each read's layer norm */
+    real *ys;                   /* [window*B, H]: y = m (+ h) */
+    real *f_checkpoints;        /* [B, n_segments, S*R*T]: F before steps 0, segment, 2*segment.. */
+    int *loss_rows;             /* [window*B]: rows with loss, increasing */
+    int n_loss_rows;
+    real *y_selected;           /* [window*B, H]: ys of the loss rows */
+    real *probs;                /* [window*B, V]: softmax of the loss rows' logits */
+    real *logits;               /* [window*B, V]: the logits themselves, if config.keep_logits */
+    double *row_loss;           /* [window*B]: cross entropy of each loss row */
+    double loss;                /* mean cross entropy over the loss rows (0 if none) */
+
+    /* ---- backward scratch ---- */
+    real *d_y;                  /* [window*B, H] */
+    real *d_q;                  /* [window*B, T] gradient of the last read's q */
+    real *d_write;              /* [window*B, S+R+T+1] gradient of the write pre-activation */
+    real *d_read;               /* [window*B, S+N_r*R] gradient of the read pre-activation */
+    real *d_h;                  /* [window*B, H] gradient of h_t from the memory and output */
+    real *d_gates;              /* [window*B, 4H] gradient of the gate pre-activations */
+    real *d_input_table;        /* [V, 4H] */
+    real *thread_scratch;       /* per thread: scratch_floats each */
+    size_t scratch_floats;
+
+    fwm__pool *pool;            /* borrowed; NULL = one thread */
+} TM(fwm__tm);
+
+/* Allocate a model with zero parameters, gradients and state. `pool` is borrowed (NULL: one
+ * thread). FWM_ERR_INVALID_ARGUMENT (sizes), FWM_ERR_OUT_OF_MEMORY. */
+fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(fwm__tm) **out,
+                              fwm_error *err);
+void TM(fwm__tm_free)(TM(fwm__tm) *tm);
+
+/* Zero every lane's state (h, c, F). */
+void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm);
+void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm);
+
+/* One window: x and y are [B][len] (lane-major, lane b's tokens at b*len), 1 <= len <= window,
+ * ids < V. Steps every lane `len` times from its carried state, leaves the new state in
+ * tm->state, keeps what the backward pass needs, and returns the mean loss over the loss rows. */
+double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y, int len);
+
+/* Gradients of the last forward call's mean loss with respect to every parameter, added to
+ * tm->grads (truncated BPTT: nothing flows into the state the window started from). */
+void TM(fwm__tm_backward)(TM(fwm__tm) *tm);
+
+/* Logits of loss row i of the last forward call are not kept; its probabilities are
+ * tm->probs + i * V and its position is tm->loss_rows[i] (= t*B + b). */

@@ -1,0 +1,94 @@
+/* trainer.h - the training loop: truncated BPTT over the lanes of a shuffled catbAbI stream, Adam,
+ * periodic evaluation, progress, CSV log, checkpoints.
+ *
+ * One step = one window of `window` tokens in each of B lanes: forward, backward, optimiser. The
+ * training samples are shuffled at the start of every epoch (fwm__rng stream 1 + epoch of the
+ * seed, without replacement) and the lane state carries across windows and epochs. Everything the
+ * next step depends on (parameters, Adam moments, epoch and window, lane states) is in the
+ * checkpoint, so a resumed run computes the same numbers as an uninterrupted one (for the same
+ * thread count).
+ */
+#ifndef FWM_TRAIN_TRAINER_H
+#define FWM_TRAIN_TRAINER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "adam.h"
+#include "catbabi_stream.h"
+#include "evaluate.h"
+#include "metrics.h"
+#include "train_model.h"
+
+typedef struct fwm__train_options {
+    fwm_hparams hp;          /* complete: sizes, vocabulary size, ids, read policy, constants */
+    fwm__loss_mode mode;     /* LM or QM */
+    uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
+    int lanes;               /* B, paper 32 */
+    int window;              /* truncated-BPTT length, paper 200 */
+    int segment;             /* F checkpoint interval in the backward pass; 0 = automatic */
+    fwm__adam_params adam;
+    long steps;              /* train until this many steps are done */
+    uint64_t seed;           /* initialisation (fwm__model_init_weights) and shuffling */
+    int threads;             /* >= 1 */
+    long eval_every;         /* evaluate on the valid split every this many steps; 0 = never */
+    fwm__eval_options eval;  /* lanes, window, max_windows of that evaluation */
+    long checkpoint_every;   /* write <run_dir>/checkpoint.bin every this many steps; 0 = never */
+    const char *run_dir;     /* checkpoints, log.csv, curve.gp / curve.png; NULL = none */
+    double progress_seconds; /* a progress line on stderr every this many seconds; 0 = quiet */
+} fwm__train_options;
+
+typedef struct fwm__trainer {
+    fwm__train_options opt;
+    const fwm__catbabi_split *train, *valid;
+    uint32_t pad_id, eos_id;
+    uint64_t data_hash;       /* of the training split: a checkpoint must match it */
+    fwm__pool *pool;
+    fwm__tm_f32 *tm;
+    float *adam_m, *adam_v;   /* [layout.total] */
+    long step;                /* steps done */
+    long epoch;               /* epoch of the next window */
+    size_t window_index;      /* next window within the epoch */
+    long tokens;              /* lane positions processed */
+    double seconds;           /* training time so far, all sessions */
+    fwm__catbabi_stream stream; /* the current epoch's lanes */
+    uint32_t *order;
+    uint32_t *x, *y;          /* [B][window] */
+    uint8_t *tasks;
+    fwm__qa_metrics running;  /* training "?" metrics since the last evaluation */
+    double running_loss;      /* sum of step losses since the last evaluation */
+    long running_steps;
+    fwm__qa_metrics last_valid;
+    int has_valid;
+    double last_loss;
+} fwm__trainer;
+
+/* Set up training from step 0: parameters from `init_params` (flat, layout order) or, when NULL,
+ * fwm__model_init_weights(hp, seed). `valid` may be NULL (no evaluation). The splits are borrowed.
+ * FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__catbabi_split *train,
+                               const fwm__catbabi_split *valid, uint32_t pad_id, uint32_t eos_id,
+                               const float *init_params, fwm__trainer **out, fwm_error *err);
+void fwm__trainer_free(fwm__trainer *trainer);
+
+/* One window: forward, backward, Adam. */
+fwm_status fwm__trainer_step(fwm__trainer *trainer, fwm_error *err);
+
+/* Steps until opt.steps, with evaluation, logging, progress and checkpoints as configured. A
+ * checkpoint is also written at the end when run_dir is set. */
+fwm_status fwm__trainer_run(fwm__trainer *trainer, fwm_error *err);
+
+/* Evaluate the current parameters on the valid split (opt.eval) into *out. */
+fwm_status fwm__trainer_evaluate(fwm__trainer *trainer, fwm__qa_metrics *out, fwm_error *err);
+
+/* Checkpoints (checkpoint.c): everything the next step depends on, written atomically. Loading
+ * checks that sizes, mode, lanes, window, seed and the training data match this trainer.
+ * FWM_ERR_IO, FWM_ERR_FORMAT (names what differs), FWM_ERR_CHECKSUM. */
+fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *trainer, const char *path,
+                                        fwm_error *err);
+fwm_status fwm__trainer_load_checkpoint(fwm__trainer *trainer, const char *path, fwm_error *err);
+
+/* Build the lanes of the epoch trainer->epoch (internal to trainer.c and checkpoint.c). */
+fwm_status fwm__trainer_start_epoch(fwm__trainer *trainer, fwm_error *err);
+
+#endif

@@ -1,0 +1,138 @@
+/* vector_ops_impl.h - the vector building blocks of the memory kernels, template over `real`
+ * (see real_template.h); included by model_f32.c and model_f64.c before model_kernels_impl.h.
+ *
+ * Dot products and axpy with a fixed order of additions, 32-byte vectors through GCC/Clang vector
+ * extensions, horizontal sums (one vector, or eight at once), and the column accumulation
+ * out[T] = sum_i c[i] A[i, :] that F^T K and every read are made of.
+ */
+
+/* ---- vector helpers: 8 independent partial sums, added in a fixed order, so the compiler can
+ * vectorise a reduction without reassociating (results do not depend on the vector width) ---- */
+static inline real TM(sum8)(const real *acc)
+{
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static inline real TM(dot)(const real *a, const real *b, size_t n)
+{
+    real acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += a[i + k] * b[i + k];
+    real s = TM(sum8)(acc);
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* y += a * x */
+static inline void TM(axpy)(real *y, real a, const real *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+/* ---- column accumulation out[T] = sum_i c[i] * A[i, 0..T) over many rows: the inner step of
+ * F^T K and of every read. The partial sums stay in vector registers (GCC/Clang vector
+ * extensions, 32 bytes) when T is 4 or 8 vectors wide (T = 32 in float or double, T = 64 in
+ * float); other T take the plain loop. Same order of additions on every path: row by row. */
+typedef real TM(vec) __attribute__((vector_size(32)));
+#define TM_VL (32 / sizeof(real))
+
+static inline TM(vec) TM(vload)(const real *p)
+{
+    TM(vec) v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void TM(vstore)(real *p, TM(vec) v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline real TM(vsum)(TM(vec) v)
+{
+    real l[TM_VL];
+    memcpy(l, &v, sizeof v);
+    if (TM_VL == 8)
+        return TM(sum8)(l);
+    return (l[0] + l[TM_VL / 2]) + (l[1] + l[TM_VL / 2 + 1]);
+}
+
+/* Two sets of accumulators (even and odd rows), so that consecutive rows do not wait for each
+ * other's additions; added together at the end. */
+/* Sums of 8 vectors at once: out[k] = sum of the lanes of p[k] (float, 8 lanes; a pairwise
+ * shuffle-and-add tree, about 21 operations for 8 rows instead of a horizontal sum per row).
+ * TM_HAS_SUM8ROWS says whether this precision and compiler have it. */
+#if !FWM_REAL_DOUBLE && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
+#undef TM_HAS_SUM8ROWS
+#define TM_HAS_SUM8ROWS 1
+static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
+{
+#define EV_ 0, 8, 2, 10, 4, 12, 6, 14
+#define OD_ 1, 9, 3, 11, 5, 13, 7, 15
+    TM(vec) a = __builtin_shufflevector(p[0], p[1], EV_) + __builtin_shufflevector(p[0], p[1], OD_);
+    TM(vec) b = __builtin_shufflevector(p[2], p[3], EV_) + __builtin_shufflevector(p[2], p[3], OD_);
+    TM(vec) c = __builtin_shufflevector(p[4], p[5], EV_) + __builtin_shufflevector(p[4], p[5], OD_);
+    TM(vec) d = __builtin_shufflevector(p[6], p[7], EV_) + __builtin_shufflevector(p[6], p[7], OD_);
+#undef EV_
+#undef OD_
+    /* a = [p0 01, p1 01, p0 23, p1 23, p0 45, p1 45, p0 67, p1 67] (pairs summed) */
+    TM(vec) e = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13) +
+                __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+    TM(vec) f = __builtin_shufflevector(c, d, 0, 1, 8, 9, 4, 5, 12, 13) +
+                __builtin_shufflevector(c, d, 2, 3, 10, 11, 6, 7, 14, 15);
+    /* e = [p0 0-3, p1 0-3, p2 0-3, p3 0-3, p0 4-7, p1 4-7, p2 4-7, p3 4-7] */
+    return __builtin_shufflevector(e, f, 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(e, f, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+#else
+#undef TM_HAS_SUM8ROWS
+#define TM_HAS_SUM8ROWS 0
+static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
+{
+    (void)p;
+    return (TM(vec)){0};
+}
+#endif
+
+#define TM_COLACC_BODY(NV)                                                                       \
+    do {                                                                                         \
+        TM(vec) acc0[NV], acc1[NV];                                                              \
+        for (int v_ = 0; v_ < NV; v_++)                                                          \
+            acc0[v_] = acc1[v_] = (TM(vec)){0};                                                  \
+        size_t i = 0;                                                                            \
+        for (; i + 2 <= rows; i += 2) {                                                          \
+            TM(vec) c0 = (TM(vec)){0} + c[i], c1 = (TM(vec)){0} + c[i + 1];                      \
+            const real *row0 = A + i * T, *row1 = row0 + T;                                      \
+            for (int v_ = 0; v_ < NV; v_++) {                                                    \
+                acc0[v_] += c0 * TM(vload)(row0 + v_ * TM_VL);                                   \
+                acc1[v_] += c1 * TM(vload)(row1 + v_ * TM_VL);                                   \
+            }                                                                                    \
+        }                                                                                        \
+        if (i < rows) {                                                                          \
+            TM(vec) c0 = (TM(vec)){0} + c[i];                                                    \
+            for (int v_ = 0; v_ < NV; v_++)                                                      \
+                acc0[v_] += c0 * TM(vload)(A + i * T + v_ * TM_VL);                              \
+        }                                                                                        \
+        for (int v_ = 0; v_ < NV; v_++)                                                          \
+            TM(vstore)(out + v_ * TM_VL, acc0[v_] + acc1[v_]);                                   \
+    } while (0)
+
+static void TM(col_accumulate)(real *out, const real *c, const real *A, size_t rows, size_t T)
+{
+    if (T == 4 * TM_VL) {
+        TM_COLACC_BODY(4);
+    } else if (T == 8 * TM_VL) {
+        TM_COLACC_BODY(8);
+    } else {
+        for (size_t t = 0; t < T; t++)
+            out[t] = 0;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t t = 0; t < T; t++)
+                out[t] += c[i] * A[i * T + t];
+    }
+}
+
