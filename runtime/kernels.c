@@ -2,8 +2,9 @@
  *
  * Written with GCC/Clang vector extensions (8 float lanes) so one source serves AVX2+FMA (the
  * default -march=native build on x86-64) and any other target; the few operations vector
- * extensions lack (fused multiply-add, floor) use intrinsics where the target has them and a
- * lane-by-lane fallback otherwise. No BLAS here: a BLAS may change its summation order with the
+ * extensions lack or compile poorly (fused multiply-add, floor, min/max/blend, the horizontal
+ * adds of the reductions) use AVX intrinsics where the target has them and a lane-by-lane
+ * fallback otherwise, each computing exactly what its fallback computes. No BLAS here: a BLAS may change its summation order with the
  * number of right-hand sides, which would break batched == single bit-identity.
  */
 #include "kernels.h"
@@ -62,11 +63,21 @@ static inline float v_reduce(v8f a) {
 
 /* m ? a : b lane by lane (m lanes all ones or all zeros). */
 static inline v8f v_select(v8i m, v8f a, v8f b) {
+#if defined(__AVX__)
+    return (v8f)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)m);
+#else
     return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
+#endif
 }
-/* a < b ? a : b and a > b ? a : b, the scalar twins below use the same comparisons. */
+/* a < b ? a : b and a > b ? a : b, the scalar twins below use the same comparisons (minps and
+ * maxps are exactly these, NaN operands included). */
+#if defined(__AVX__)
+static inline v8f v_min(v8f a, v8f b) { return (v8f)_mm256_min_ps((__m256)a, (__m256)b); }
+static inline v8f v_max(v8f a, v8f b) { return (v8f)_mm256_max_ps((__m256)a, (__m256)b); }
+#else
 static inline v8f v_min(v8f a, v8f b) { return v_select(a < b, a, b); }
 static inline v8f v_max(v8f a, v8f b) { return v_select(a > b, a, b); }
+#endif
 static inline float s_min(float a, float b) { return a < b ? a : b; }
 static inline float s_max(float a, float b) { return a > b ? a : b; }
 
@@ -182,17 +193,30 @@ void fwm__tanh_array(float *y, const float *x, size_t n) {
     for (; i < n; i++) y[i] = fwm__tanhf(x[i]);
 }
 
+/* Elements per tile of the cell: the gates of a whole tile first, then its cell update, so the
+ * long exp-and-divide chains of neighbouring vectors overlap (one vector at a time leaves the
+ * core waiting on each chain). */
+#define CELL_TILE 64
+
 void fwm__lstm_cell(const float *g, size_t H, float forget_bias, float *c, float *h) {
     const float *gi = g, *gf = g + H, *gz = g + 2 * H, *go = g + 3 * H;
     size_t j = 0;
-    for (; j + LANES <= H; j += LANES) {
-        v8f i = v_sigmoid(v_load(gi + j));
-        v8f f = v_sigmoid(v_load(gf + j) + v_splat(forget_bias));
-        v8f z = v_tanh(v_load(gz + j));
-        v8f o = v_sigmoid(v_load(go + j));
-        v8f cn = v_fma(f, v_load(c + j), i * z);
-        v_store(c + j, cn);
-        v_store(h + j, o * v_tanh(cn));
+    while (j + LANES <= H) {
+        size_t n = (H - j) & ~(size_t)(LANES - 1);
+        if (n > CELL_TILE) n = CELL_TILE;
+        v8f ti[CELL_TILE / LANES], tf[CELL_TILE / LANES], tz[CELL_TILE / LANES], to[CELL_TILE / LANES];
+        for (size_t k = 0; k < n / LANES; k++) {
+            ti[k] = v_sigmoid(v_load(gi + j + LANES * k));
+            tf[k] = v_sigmoid(v_load(gf + j + LANES * k) + v_splat(forget_bias));
+            tz[k] = v_tanh(v_load(gz + j + LANES * k));
+            to[k] = v_sigmoid(v_load(go + j + LANES * k));
+        }
+        for (size_t k = 0; k < n / LANES; k++) {
+            v8f cn = v_fma(tf[k], v_load(c + j + LANES * k), ti[k] * tz[k]);
+            v_store(c + j + LANES * k, cn);
+            v_store(h + j + LANES * k, to[k] * v_tanh(cn));
+        }
+        j += n;
     }
     for (; j < H; j++) {
         float i = fwm__sigmoidf(gi[j]);
@@ -238,6 +262,20 @@ static inline void v_reduce4(v8f a0, v8f a1, v8f a2, v8f a3, float out[4]) {
 #endif
 }
 
+#if defined(__AVX__)
+/* v_reduce4 and v_reduce of two accumulators, kept in a register: lanes 0-3 (0-1) of the result
+ * are the four (two) canonical sums. */
+static inline __m128 v_reduce4_reg(v8f a0, v8f a1, v8f a2, v8f a3) {
+    __m256 h3 = _mm256_hadd_ps(_mm256_hadd_ps((__m256)a0, (__m256)a1), _mm256_hadd_ps((__m256)a2, (__m256)a3));
+    return _mm_add_ps(_mm256_castps256_ps128(h3), _mm256_extractf128_ps(h3, 1));
+}
+static inline __m128 v_reduce2_reg(v8f a0, v8f a1) {
+    __m256 h1 = _mm256_hadd_ps((__m256)a0, (__m256)a1);
+    __m256 h2 = _mm256_hadd_ps(h1, h1);
+    return _mm_add_ps(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1));
+}
+#endif
+
 /* RB rows (r .. r+RB-1) times NB vectors (x[0..NB-1]): the register block. Each (row, vector) pair
  * has its own 8-lane accumulator and follows exactly the sequence in kernels.h. */
 static inline __attribute__((always_inline)) void mv_block(const float *W, size_t cols, size_t r,
@@ -254,19 +292,40 @@ static inline __attribute__((always_inline)) void mv_block(const float *W, size_
     for (size_t k = 0; k < k8; k += LANES) {
         v8f xv[MV_MAX_VECS];
         for (int j = 0; j < NB; j++) xv[j] = v_load(x[j] + k);
-#if defined(__AVX__)
-        /* one vector: W streams from L3 once, so ask for the next block's lines early (a hint,
-         * computed as an integer: past the end of W it touches nothing) */
-        if (NB == 1 && (k & 15) == 0)
-            for (int i = 0; i < RB; i++)
-                _mm_prefetch((const char *)((uintptr_t)(w[i] + k) + (size_t)RB * cols * sizeof(float)),
-                             _MM_HINT_T0);
-#endif
+        /* (One vector streams W from L3: the hardware prefetchers keep up with its eight row
+         * streams; a software prefetch of the next block, tried, made the product slower.) */
         for (int i = 0; i < RB; i++) {
             v8f wv = v_load(w[i] + k);
+            /* with several vectors, one load of the W chunk into a register serves them all (the
+             * compiler would otherwise fold a load into every multiply-add: AVX2 cores load at
+             * most two 32-byte chunks a cycle) */
+#if defined(__AVX__)
+            if (NB > 1) __asm__("" : "+x"(wv));
+#endif
             for (int j = 0; j < NB; j++) acc[i][j] = v_fma(wv, xv[j], acc[i][j]);
         }
     }
+#if defined(__AVX__)
+    if (k8 == cols) { /* no tail: reduce, add the bias and store four (two) rows at a time */
+        for (int j = 0; j < NB; j++) {
+            float *yj = y[j] + r;
+            const float *bj = bias ? bias[j] + r : NULL;
+            int q = 0;
+            for (; q + 4 <= RB; q += 4) {
+                __m128 t = v_reduce4_reg(acc[q][j], acc[q + 1][j], acc[q + 2][j], acc[q + 3][j]);
+                if (bj) t = _mm_add_ps(t, _mm_loadu_ps(bj + q));
+                _mm_storeu_ps(yj + q, t);
+            }
+            for (; q + 2 <= RB; q += 2) {
+                __m128 t = v_reduce2_reg(acc[q][j], acc[q + 1][j]);
+                if (bj) t = _mm_add_ps(t, _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(bj + q)));
+                _mm_storel_pi((__m64 *)(yj + q), t);
+            }
+            for (; q < RB; q++) yj[q] = bj ? v_reduce(acc[q][j]) + bj[q] : v_reduce(acc[q][j]);
+        }
+        return;
+    }
+#endif
     for (int j = 0; j < NB; j++) {
         float sum[MV_MAX_ROWS];
         int q = 0;
@@ -371,97 +430,173 @@ void fwm__vecmat(const float *F, size_t rows, size_t cols, const float *x, float
 /* ---- the one pass over F per step ---------------------------------------------------------------
  * F is viewed as [S][R][T]. The pass first brings F up to date (the previous step's rank-1 update
  * and normalisation, kept pending until now), writes it back, and on the updated values contracts
- * F over its R axis with up to four vectors at once (the write's k2 and the reads' tanh(e_i)) and
- * sums its squares. */
+ * F over its R axis with every vector (the write's k2 and the reads' tanh(e_i)) and sums its
+ * squares. It walks F in column blocks: rows j = 0 .. R-1 of slice i, columns t0 .. t0 + 8*GW - 1.
+ * One sweep over a block updates it, sums its squares and contracts it with up to four vectors
+ * (so the multiply-adds overlap the block's traffic to and from L2); vectors past the fourth take
+ * further sweeps over the block while it is still in L1. Per output element this is the same
+ * chain whatever the blocking: out[v][i*T + t] = fma(vec[v][j], F[i][j][t], .) over j in order
+ * from 0; the squares of each 8-column vector summed over j, those sums added to the total in
+ * column order. */
 
-#define CONTRACT_VECS 4
+#define F_FIRST_VECS 4 /* vectors of the first sweep */
+#define F_MORE_VECS 3  /* vectors per further sweep */
 
-/* One S-slice i, columns t0 .. t0 + 8*GW - 1, NV vectors. With PENDING, each element first becomes
- * fwm__fw_apply(F, k1_i k2_j, d_t, s) and is stored. Then out[v][i*T + t] = sum_j vec[v][j] F[i][j][t]
- * (one chain over j per element) and, when SS, each column vector's squares are summed over j (one
- * chain each) and added to *total in column order. The slice F[i] (R*T floats) is contiguous, so
- * the pass walks F front to back. */
-static inline __attribute__((always_inline)) void contract_block(float *Fi, size_t i, size_t R, size_t T,
-                                                                 size_t t0, int NV, int GW, int SS,
-                                                                 int PENDING, const fwm__fw_pending *p,
+/* Pending-update modes of the first sweep: none, update without scaling (s == 1), update and scale. */
+enum { UPD_NONE = 0, UPD_ADD = 1, UPD_SCALE = 2 };
+
+/* The first sweep of one column block: apply the pending write (MODE) and store, sum the squares
+ * into *total, out[v][off + t] = sum_j vecs[v][j] F[j][t] for v < NV. */
+static inline __attribute__((always_inline)) void fw_sweep_first(float *restrict blk, size_t R,
+                                                                 size_t T, int GW, int NV, int MODE,
+                                                                 float k1i, const float *pk2,
+                                                                 const float *d, float s,
                                                                  const float *const *vecs,
-                                                                 float *const *out, v8f *total) {
-    v8f acc[CONTRACT_VECS][F_GROUP], ss[F_GROUP], dv[F_GROUP];
+                                                                 float *const *out, size_t off,
+                                                                 v8f *total) {
+    v8f acc[F_FIRST_VECS][F_GROUP], ss[F_GROUP], dv[F_GROUP];
+    const float *vp[F_FIRST_VECS];
+    v8f sv = v_splat(s);
     for (int g = 0; g < GW; g++) {
         ss[g] = v_splat(0.0f);
-        for (int v = 0; v < NV; v++) acc[v][g] = v_splat(0.0f);
-        if (PENDING) dv[g] = v_load(p->d + t0 + LANES * g);
+        dv[g] = MODE != UPD_NONE ? v_load(d + LANES * g) : v_splat(0.0f);
     }
-    float *row = Fi + t0;
+    for (int v = 0; v < NV; v++) {
+        vp[v] = vecs[v];
+        for (int g = 0; g < GW; g++) acc[v][g] = v_splat(0.0f);
+    }
+    float *row = blk;
     for (size_t j = 0; j < R; j++, row += T) {
+        v8f kk = v_splat(MODE != UPD_NONE ? k1i * pk2[j] : 0.0f);
         v8f f[F_GROUP];
-        v8f kk = v_splat(PENDING ? p->k1[i] * p->k2[j] : 0.0f);
         for (int g = 0; g < GW; g++) {
             f[g] = v_load(row + LANES * g);
-            if (PENDING) {
+            if (MODE != UPD_NONE) {
                 f[g] = v_fma(kk, dv[g], f[g]);
-                if (p->s != 1.0f) f[g] = f[g] * v_splat(p->s);
+                if (MODE == UPD_SCALE) f[g] = f[g] * sv;
                 v_store(row + LANES * g, f[g]);
             }
-            if (SS) ss[g] = v_fma(f[g], f[g], ss[g]);
+            ss[g] = v_fma(f[g], f[g], ss[g]);
         }
         for (int v = 0; v < NV; v++) {
-            v8f b = v_splat(vecs[v][j]);
+            v8f b = v_splat(vp[v][j]);
             for (int g = 0; g < GW; g++) acc[v][g] = v_fma(b, f[g], acc[v][g]);
         }
     }
-    for (int g = 0; g < GW; g++) {
-        if (SS) *total = *total + ss[g];
-        for (int v = 0; v < NV; v++) v_store(out[v] + i * T + t0 + LANES * g, acc[v][g]);
-    }
+    for (int g = 0; g < GW; g++) *total = *total + ss[g];
+    for (int v = 0; v < NV; v++)
+        for (int g = 0; g < GW; g++) v_store(out[v] + off + LANES * g, acc[v][g]);
 }
 
-/* Every slice i; within it column blocks of GW vectors, the last ones narrower. */
-#define DEFINE_CONTRACT(NAME, NV, GW, SS, PENDING)                                                 \
-    static void NAME(float *F, size_t S, size_t R, size_t T, size_t c8, const fwm__fw_pending *p,  \
-                     const float *const *vecs, float *const *out, v8f *total) {                    \
+/* A further sweep: out[v][off + t] = sum_j vecs[v][j] F[j][t] for NV vectors. */
+static inline __attribute__((always_inline)) void fw_sweep_more(const float *restrict blk, size_t R,
+                                                                size_t T, int GW, int NV,
+                                                                const float *const *vecs,
+                                                                float *const *out, size_t off) {
+    v8f acc[F_MORE_VECS][F_GROUP];
+    const float *vp[F_MORE_VECS];
+    for (int v = 0; v < NV; v++) {
+        vp[v] = vecs[v];
+        for (int g = 0; g < GW; g++) acc[v][g] = v_splat(0.0f);
+    }
+    const float *row = blk;
+    for (size_t j = 0; j < R; j++, row += T) {
+        v8f b[F_MORE_VECS];
+        for (int v = 0; v < NV; v++) b[v] = v_splat(vp[v][j]);
+        for (int g = 0; g < GW; g++) {
+            v8f f = v_load(row + LANES * g);
+#if defined(__AVX__)
+            __asm__("" : "+x"(f)); /* one load serves NV multiply-adds (see mv_block) */
+#endif
+            for (int v = 0; v < NV; v++) acc[v][g] = v_fma(b[v], f, acc[v][g]);
+        }
+    }
+    for (int v = 0; v < NV; v++)
+        for (int g = 0; g < GW; g++) v_store(out[v] + off + LANES * g, acc[v][g]);
+}
+
+typedef void fw_first_fn(float *, size_t, size_t, float, const float *, const float *, float,
+                         const float *const *, float *const *, size_t, v8f *);
+typedef void fw_more_fn(const float *, size_t, size_t, const float *const *, float *const *, size_t);
+
+/* Narrow first sweeps (one 8-column vector: the end of a row whose length is not a multiple of
+ * the wide block) and further sweeps, called per block. */
+#define DEFINE_SWEEP_FIRST_NARROW(NV, MODE)                                                        \
+    static void fw_first_narrow_##NV##_##MODE(float *blk, size_t R, size_t T, float k1i,          \
+                                              const float *pk2, const float *d, float s,          \
+                                              const float *const *vecs, float *const *out,        \
+                                              size_t off, v8f *total) {                           \
+        fw_sweep_first(blk, R, T, 1, (NV), (MODE), k1i, pk2, d, s, vecs, out, off, total);        \
+    }
+#define DEFINE_SWEEP_MORE(GW, NV)                                                                   \
+    static void fw_more_##GW##_##NV(const float *blk, size_t R, size_t T, const float *const *vecs, \
+                                    float *const *out, size_t off) {                                \
+        fw_sweep_more(blk, R, T, (GW), (NV), vecs, out, off);                                       \
+    }
+DEFINE_SWEEP_MORE(2, 1)
+DEFINE_SWEEP_MORE(2, 2)
+DEFINE_SWEEP_MORE(2, 3)
+DEFINE_SWEEP_MORE(1, 1)
+DEFINE_SWEEP_MORE(1, 2)
+DEFINE_SWEEP_MORE(1, 3)
+
+/* The whole pass for NV vectors in the first sweep (NV = min(count, 4)) and one pending mode:
+ * wide blocks of GW vectors inlined here, narrow ones and further sweeps called. Block widths,
+ * for AVX2's 16 vector registers: one vector (no read), 32 columns; two to four, 16 columns (8
+ * accumulators, the squares, the block's two chunks). */
+#define DEFINE_PASS(NV, GW, MODE)                                                                  \
+    DEFINE_SWEEP_FIRST_NARROW(NV, MODE)                                                            \
+    static void fw_pass_##NV##_##MODE(float *F, size_t S, size_t R, size_t T, size_t c8,           \
+                                      const fwm__fw_pending *p, const float *const *vecs,          \
+                                      size_t count, float *const *out, v8f *total) {               \
+        static fw_more_fn *const more_wide[F_MORE_VECS] = {fw_more_2_1, fw_more_2_2, fw_more_2_3}; \
+        static fw_more_fn *const more_narrow[F_MORE_VECS] = {fw_more_1_1, fw_more_1_2,             \
+                                                             fw_more_1_3};                         \
+        const float *pk2 = p ? p->k2 : NULL, *pd = p ? p->d : NULL;                                \
+        float s = p ? p->s : 1.0f;                                                                 \
         for (size_t i = 0; i < S; i++) {                                                           \
             float *Fi = F + i * R * T;                                                             \
+            float k1i = p ? p->k1[i] : 0.0f;                                                       \
             size_t t = 0;                                                                          \
-            for (; t + (GW) * LANES <= c8; t += (GW) * LANES)                                      \
-                contract_block(Fi, i, R, T, t, (NV), (GW), (SS), (PENDING), p, vecs, out, total);  \
-            for (; t < c8; t += LANES)                                                             \
-                contract_block(Fi, i, R, T, t, (NV), 1, (SS), (PENDING), p, vecs, out, total);     \
+            while (t < c8) {                                                                       \
+                bool wide = t + (GW) * LANES <= c8;                                                \
+                size_t off = i * T + t;                                                            \
+                if (wide)                                                                          \
+                    fw_sweep_first(Fi + t, R, T, (GW), (NV), (MODE), k1i, pk2, pd ? pd + t : NULL, \
+                                   s, vecs, out, off, total);                                      \
+                else                                                                               \
+                    fw_first_narrow_##NV##_##MODE(Fi + t, R, T, k1i, pk2, pd ? pd + t : NULL, s,   \
+                                                  vecs, out, off, total);                          \
+                for (size_t v0 = (NV); v0 < count; v0 += F_MORE_VECS) {                            \
+                    size_t nv = count - v0 < F_MORE_VECS ? count - v0 : F_MORE_VECS;               \
+                    fw_more_fn *more = wide ? more_wide[nv - 1] : more_narrow[nv - 1];             \
+                    more(Fi + t, R, T, vecs + v0, out + v0, off);                                  \
+                }                                                                                  \
+                t += wide ? (GW) * LANES : LANES;                                                  \
+            }                                                                                      \
         }                                                                                          \
     }
-/* the first group of vectors: squares summed, pending update applied or not */
-DEFINE_CONTRACT(contract_first_1, 1, 4, 1, 0)
-DEFINE_CONTRACT(contract_first_2, 2, 2, 1, 0)
-DEFINE_CONTRACT(contract_first_3, 3, 2, 1, 0)
-DEFINE_CONTRACT(contract_first_4, 4, 2, 1, 0)
-DEFINE_CONTRACT(contract_update_1, 1, 2, 1, 1)
-DEFINE_CONTRACT(contract_update_2, 2, 2, 1, 1)
-DEFINE_CONTRACT(contract_update_3, 3, 2, 1, 1)
-DEFINE_CONTRACT(contract_update_4, 4, 2, 1, 1)
-/* later groups (more than three reads): F is up to date, squares already summed */
-DEFINE_CONTRACT(contract_more_1, 1, 4, 0, 0)
-DEFINE_CONTRACT(contract_more_2, 2, 2, 0, 0)
-DEFINE_CONTRACT(contract_more_3, 3, 2, 0, 0)
-DEFINE_CONTRACT(contract_more_4, 4, 2, 0, 0)
+#define DEFINE_PASS_MODES(NV, GW) DEFINE_PASS(NV, GW, 0) DEFINE_PASS(NV, GW, 1) DEFINE_PASS(NV, GW, 2)
+DEFINE_PASS_MODES(1, 4)
+DEFINE_PASS_MODES(2, 2)
+DEFINE_PASS_MODES(3, 2)
+DEFINE_PASS_MODES(4, 2)
 
-typedef void contract_fn(float *, size_t, size_t, size_t, size_t, const fwm__fw_pending *,
-                         const float *const *, float *const *, v8f *);
+typedef void fw_pass_fn(float *, size_t, size_t, size_t, size_t, const fwm__fw_pending *,
+                        const float *const *, size_t, float *const *, v8f *);
 
 float fwm__fw_contract(float *F, size_t S, size_t R, size_t T, const fwm__fw_pending *pending,
                        const float *const *vecs, size_t count, float *const *out) {
-    static contract_fn *const first[4] = {contract_first_1, contract_first_2, contract_first_3,
-                                          contract_first_4};
-    static contract_fn *const update[4] = {contract_update_1, contract_update_2, contract_update_3,
-                                           contract_update_4};
-    static contract_fn *const more[4] = {contract_more_1, contract_more_2, contract_more_3,
-                                         contract_more_4};
+    /* [vectors in the first sweep - 1][pending mode] */
+    static fw_pass_fn *const passes[F_FIRST_VECS][3] = {
+        {fw_pass_1_0, fw_pass_1_1, fw_pass_1_2}, {fw_pass_2_0, fw_pass_2_1, fw_pass_2_2},
+        {fw_pass_3_0, fw_pass_3_1, fw_pass_3_2}, {fw_pass_4_0, fw_pass_4_1, fw_pass_4_2}};
     size_t c8 = T & ~(size_t)(LANES - 1);
+    size_t nv0 = count < F_FIRST_VECS ? count : F_FIRST_VECS;
+    int mode = !pending ? UPD_NONE : pending->s != 1.0f ? UPD_SCALE : UPD_ADD;
+    fw_pass_fn *pass = passes[nv0 - 1][mode];
     v8f total = v_splat(0.0f);
-    for (size_t v0 = 0; v0 < count; v0 += CONTRACT_VECS) {
-        size_t nv = count - v0 < CONTRACT_VECS ? count - v0 : CONTRACT_VECS;
-        contract_fn *fn = v0 > 0 ? more[nv - 1] : pending ? update[nv - 1] : first[nv - 1];
-        fn(F, S, R, T, c8, pending, vecs + v0, out + v0, &total);
-    }
+    pass(F, S, R, T, c8, pending, vecs, count, out, &total);
     /* columns past the last full vector: scalar, the same chains */
     float tail = 0.0f;
     for (size_t t = c8; t < T; t++) {
