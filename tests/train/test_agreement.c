@@ -15,7 +15,9 @@
 #include "fwm_model_init.h"
 #include "model_io.h"
 #include "train_model.h"
-#include "train_test_util.h"
+#include <math.h>
+
+#include "check.h"
 
 enum { LANES = 3, WINDOW = 25, WINDOWS = 2, V = 20, QMARK = 5 };
 
@@ -167,5 +169,5 @@ int main(void)
 {
     run_case(0);
     run_case(1);
-    return test_finish("test_agreement");
+    return check_finish("test_agreement");
 }

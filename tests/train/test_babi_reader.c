@@ -6,7 +6,7 @@
 
 #include "babi_reader.h"
 #include "catbabi_stream.h"
-#include "train_test_util.h"
+#include "check.h"
 
 static void expect_tokens(const char *text, const char *const *want, size_t n_want,
                           size_t stories, size_t questions)
@@ -29,7 +29,7 @@ static void expect_tokens(const char *text, const char *const *want, size_t n_wa
         if (strcmp(fwm__babi_token(&c, i), want[i]) != 0) {
             fprintf(stderr, "token %zu: got '%s', expected '%s'\n", i, fwm__babi_token(&c, i),
                     want[i]);
-            test_failures++;
+            check_failures++;
         }
     fwm__babi_corpus_release(&c);
 }
@@ -104,5 +104,5 @@ int main(void)
     CHECK_CONTAINS(err.message, "en-valid/qa7_valid.txt:2:");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK_INT(system(cmd), 0);
-    return test_finish("test_babi_reader");
+    return check_finish("test_babi_reader");
 }

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "catbabi_stream.h"
-#include "train_test_util.h"
+#include "check.h"
 
 #ifndef FWM_SHARED_DATA
 #define FWM_SHARED_DATA "../shared/data/babi-v1.2"
@@ -170,5 +170,5 @@ int main(void)
     free(e1);
     free(again);
     fwm__catbabi_release(&data);
-    return test_finish("test_catbabi_stream");
+    return check_finish("test_catbabi_stream");
 }

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 
 #include "train_model.h"
-#include "train_test_util.h"
+#include <math.h>
+
+#include "check.h"
 
 enum { LANES = 2, LEN = 24, QMARK = 3 };
 
@@ -171,5 +173,5 @@ int main(void)
     run_case("LM", 0, 0);
     run_case("QM", 1, 0);
     run_case("LM T=32", 0, 1);
-    return test_finish("test_gradcheck");
+    return check_finish("test_gradcheck");
 }

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "synthetic_data.h"
-#include "train_test_util.h"
+#include "check.h"
 #include "trainer.h"
 
 static fwm__train_options options(const char *run_dir)
@@ -121,5 +121,5 @@ int main(void)
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir_a, dir_b);
     CHECK_INT(system(cmd), 0);
-    return test_finish("test_resume");
+    return check_finish("test_resume");
 }

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "synthetic_data.h"
-#include "train_test_util.h"
+#include "check.h"
 #include "trainer.h"
 
 static double run(int qm, long steps, double *untrained)
@@ -74,5 +74,5 @@ int main(void)
         CHECK_GE(lm, 0.80);
         CHECK_LE(untrained, 0.40);
     }
-    return test_finish("test_retrieval");
+    return check_finish("test_retrieval");
 }
