@@ -12,7 +12,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
-from server_harness import SKIP, Env, check, check_eq, read_stories  # noqa: E402
+from server_harness import SKIP, Env, check, check_eq, read_stories, run_case  # noqa: E402
 
 
 def case_cli_interactive(env, args):
@@ -119,19 +119,7 @@ def main():
         ap.add_argument(a, required=True)
     args = ap.parse_args()
     env = Env(args)
-    try:
-        rc = CASES[args.case](env, args)
-        if rc == SKIP:
-            return SKIP
-        print("%s: passed" % args.case)
-        return 0
-    except (AssertionError, OSError) as e:
-        print("%s: FAILED: %s" % (args.case, e))
-        for s in env.servers:
-            print("--- server stderr ---\n" + s.stderr())
-        return 1
-    finally:
-        env.close()
+    return run_case(env, args.case, lambda: CASES[args.case](env, args))
 
 
 if __name__ == "__main__":

@@ -286,3 +286,20 @@ def check(cond, what, *values):
 def check_eq(found, expected, what):
     if found != expected:
         raise AssertionError("%s: found %r, expected %r" % (what, found, expected))
+
+
+def run_case(env, name, case, failures=(AssertionError, OSError)):
+    """Run one test case (a callable taking no arguments) in `env`: its verdict line, the servers'
+    stderr on failure, and the exit status (0 passed, 1 failed, SKIP skipped); closes env."""
+    try:
+        if case() == SKIP:
+            return SKIP
+        print("%s: passed" % name)
+        return 0
+    except failures as e:
+        print("%s: FAILED: %s" % (name, e))
+        for s in env.servers:
+            print("--- server stderr ---\n" + s.stderr())
+        return 1
+    finally:
+        env.close()

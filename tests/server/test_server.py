@@ -18,7 +18,7 @@ import time
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import (SKIP, Client, Env, RpcError, check, check_eq, connect, expect_error,  # noqa: E402
+from server_harness import (SKIP, Client, Env, RpcError, check, check_eq, connect, expect_error, run_case,  # noqa: E402
                             babi_files, read_stories, story_text, tokenize)
 
 
@@ -568,19 +568,8 @@ def main():
         print("SKIP: no bAbI data at %s" % args.babi)
         return SKIP
     env = Env(args)
-    try:
-        rc = CASES[args.case](env)
-        if rc == SKIP:
-            return SKIP
-        print("%s: passed" % args.case)
-        return 0
-    except (AssertionError, RpcError, OSError, msgpack.ExtraData) as e:
-        print("%s: FAILED: %s" % (args.case, e))
-        for s in env.servers:
-            print("--- server stderr ---\n" + s.stderr())
-        return 1
-    finally:
-        env.close()
+    return run_case(env, args.case, lambda: CASES[args.case](env),
+                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData))
 
 
 if __name__ == "__main__":
