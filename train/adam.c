@@ -1,12 +1,26 @@
-/* adam.c - Adam with optional clipping and warm-up (see adam.h). */
+/* adam.c - Adam with optional clipping, warm-up and cosine decay (see adam.h). */
 #include "adam.h"
 
 #include <math.h>
 
 fwm__adam_params fwm__adam_default_params(void)
 {
-    fwm__adam_params ap = {1e-3, 0.9, 0.999, 1e-8, 0, 0};
+    fwm__adam_params ap = {1e-3, 0.9, 0.999, 1e-8, 0, 0, 0, 0, 1e-4};
     return ap;
+}
+
+double fwm__adam_lr(const fwm__adam_params *ap, long step)
+{
+    double lr = ap->lr;
+    if (ap->warmup_steps > 0 && step < ap->warmup_steps)
+        lr *= (double)step / (double)ap->warmup_steps;
+    if (ap->decay_start > 0 && step > ap->decay_start) {
+        if (step >= ap->decay_end || ap->decay_end <= ap->decay_start)
+            return ap->lr_final;
+        double t = (double)(step - ap->decay_start) / (double)(ap->decay_end - ap->decay_start);
+        lr = ap->lr_final + 0.5 * (ap->lr - ap->lr_final) * (1.0 + cos(3.14159265358979323846 * t));
+    }
+    return lr;
 }
 
 double fwm__grad_norm(const float *grads, size_t n)
@@ -20,9 +34,7 @@ double fwm__grad_norm(const float *grads, size_t n)
 double fwm__adam_update(const fwm__adam_params *ap, long step, double grad_norm, float *params,
                         const float *grads, float *m, float *v, size_t n)
 {
-    double lr = ap->lr;
-    if (ap->warmup_steps > 0 && step < ap->warmup_steps)
-        lr *= (double)step / (double)ap->warmup_steps;
+    double lr = fwm__adam_lr(ap, step);
     float scale = 1.0f;
     if (ap->clip_norm > 0 && grad_norm > ap->clip_norm)
         scale = (float)(ap->clip_norm / grad_norm);

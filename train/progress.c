@@ -55,9 +55,7 @@ fwm_status fwm__log_append(const char *run_dir, const fwm__trainer *tr, fwm_erro
         return fwm__error(err, FWM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (is_new)
         fprintf(f, "step,epoch,tokens,seconds,lr,train_loss,train_acc,valid_acc,valid_ppl\n");
-    double lr = tr->opt.adam.lr;
-    if (tr->opt.adam.warmup_steps > 0 && tr->step < tr->opt.adam.warmup_steps)
-        lr *= (double)tr->step / (double)tr->opt.adam.warmup_steps;
+    double lr = fwm__adam_lr(&tr->opt.adam, tr->step);
     fprintf(f, "%ld,%ld,%ld,%.1f,%.6g,%.6f,%.6f,%.6f,%.6f\n", tr->step, tr->epoch, tr->tokens,
             tr->seconds, lr, tr->running_steps ? tr->running_loss / (double)tr->running_steps : 0,
             fwm__metrics_accuracy(&tr->running), fwm__metrics_accuracy(&tr->last_valid),

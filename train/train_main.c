@@ -34,6 +34,9 @@ static void usage(FILE *out)
             "  --lr X --beta1 X --beta2 X --eps X   Adam (defaults 1e-3 0.9 0.999 1e-8)\n"
             "  --clip X              clip the gradient norm to X (default 0: off)\n"
             "  --warmup N            linear learning-rate warm-up steps (default 0)\n"
+            "  --decay-from N        from step N to the last step (--steps) the lr falls along a\n"
+            "                        cosine to --lr-final (default 0: constant lr, the paper's)\n"
+            "  --lr-final X          the lr reached at the last step (default 1e-4)\n"
             "  --seed N              initialisation and shuffling seed (default 1)\n"
             "  --threads N           threads (default: all CPUs); results depend on N\n"
             "model (paper sizes by default):\n"
@@ -135,6 +138,10 @@ int main(int argc, char **argv)
             o.adam.clip_norm = fwm__parse_double(a, v, 0, 1e30);
         } else if (OPT("--warmup")) {
             o.adam.warmup_steps = fwm__parse_long(a, v, 0, 1L << 40);
+        } else if (OPT("--decay-from")) {
+            o.adam.decay_start = fwm__parse_long(a, v, 0, 1L << 40);
+        } else if (OPT("--lr-final")) {
+            o.adam.lr_final = fwm__parse_double(a, v, 0, 10);
         } else if (OPT("--seed")) {
             o.seed = (uint64_t)fwm__parse_long(a, v, 0, 1L << 62);
         } else if (OPT("--threads")) {
@@ -172,6 +179,12 @@ int main(int argc, char **argv)
             return 2;
         }
 #undef OPT
+    }
+    o.adam.decay_end = o.steps;
+    if (o.adam.decay_start >= o.steps) {
+        fprintf(stderr, "error: --decay-from %ld must be below --steps %ld\n", o.adam.decay_start,
+                o.steps);
+        return 2;
     }
     if (strcmp(mode_name, "lm") == 0)
         o.mode = FWM__LOSS_LM;
