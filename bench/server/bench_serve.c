@@ -13,6 +13,8 @@
  * --rate R: open loop instead: every session sends one token (one word per feed) every 1/R s, so
  * N*R tokens/s are offered whatever the server does, and a token's latency is request -> its
  * prediction; a session whose previous token is still unanswered skips its turn (counted).
+ * --trace FILE: also write every measured token as "seconds_since_measuring_began latency_ms" lines
+ * (to see when the slow tokens happened, e.g. with gnuplot).
  * --resident: open N sessions, feed each one story, and report the server's memory, then exit.
  */
 #include <math.h>
@@ -52,6 +54,7 @@ typedef struct conn {
     size_t msgid_capacity;
     uint32_t next_msgid;
     bool open;
+    msgpack_sbuffer out; /* requests made in this loop iteration, written together by flush_all */
 } conn;
 
 typedef struct sample_set {
@@ -77,8 +80,12 @@ struct bench {
     uint64_t start_ns, measure_ns, end_ns;
     uint64_t tokens, requests, skipped;
     sample_set token_latency, request_latency;
+    sample_set token_times; /* --trace: when each token_latency sample was taken, s since measure_ns */
+    const char *trace_path;
+    uv_timeval64_t measure_wall; /* wall-clock time when measuring began (in the trace's header) */
     bool measuring, stopping;
     uv_timer_t timer;
+    uv_check_t flush; /* after each loop iteration: one write per connection with requests queued */
     int stats_pending;
 };
 
@@ -179,11 +186,28 @@ static void on_write(uv_write_t *req, int status) {
     free(req);
 }
 
+/* Write each connection's queued requests in one uv_write (one syscall for all the requests a loop
+ * iteration made on it), as a client multiplexing sessions over a connection would. */
+static void flush_all(uv_check_t *h) {
+    bench *b = h->data;
+    for (int i = 0; i < b->connections; i++) {
+        conn *c = &b->conns[i];
+        if (!c->out.size) continue;
+        uv_write_t *w = malloc(sizeof *w);
+        if (!w) abort();
+        w->data = c->out.data;
+        uv_buf_t buf = uv_buf_init(c->out.data, (unsigned)c->out.size);
+        msgpack_sbuffer_init(&c->out); /* the write request owns the bytes now */
+        if (uv_write(w, &c->h.stream, &buf, 1, on_write) != 0) {
+            free(buf.base);
+            free(w);
+        }
+    }
+}
+
 static void send_request(conn *c, session *s, const char *method, const char *text) {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_packer_init(&pk, &c->out, msgpack_sbuffer_write);
     uint32_t id = c->next_msgid++;
     msgpack_pack_array(&pk, 4);
     msgpack_pack_uint8(&pk, 0);
@@ -213,13 +237,6 @@ static void send_request(conn *c, session *s, const char *method, const char *te
         }
         c->by_msgid[id] = s;
         s->msgid = id;
-    }
-    uv_write_t *w = malloc(sizeof *w);
-    w->data = sb.data;
-    uv_buf_t buf = uv_buf_init(sb.data, (unsigned)sb.size);
-    if (uv_write(w, &c->h.stream, &buf, 1, on_write) != 0) {
-        free(sb.data);
-        free(w);
     }
 }
 
@@ -266,6 +283,7 @@ static void on_message(conn *c, const msgpack_object *m) {
             if (s->busy && memcmp(s->id, sid->via.str.ptr, 32) == 0) {
                 if (b->measuring) {
                     add_sample(&b->token_latency, (double)(t - s->last_ns) / 1e6);
+                    if (b->trace_path) add_sample(&b->token_times, (double)(t - b->measure_ns) / 1e9);
                     b->tokens++;
                 }
                 s->last_ns = t;
@@ -385,6 +403,7 @@ static void on_timer(uv_timer_t *t) {
     if (!b->measuring && !b->stopping && now - b->start_ns >= (uint64_t)(b->warmup * 1e9)) {
         b->measuring = true;
         b->measure_ns = now;
+        uv_gettimeofday(&b->measure_wall);
     } else if (b->measuring && now - b->measure_ns >= (uint64_t)(b->seconds * 1e9)) {
         b->measuring = false;
         b->stopping = true;
@@ -398,7 +417,20 @@ static void close_cb(uv_handle_t *h) {
     (void)h;
 }
 
+static void write_trace(const bench *b) {
+    FILE *f = fopen(b->trace_path, "w");
+    if (!f) {
+        fprintf(stderr, "bench-serve: cannot write %s\n", b->trace_path);
+        return;
+    }
+    fprintf(f, "# measuring began at unix time %lld.%06d; columns: seconds since then, latency ms\n",
+            (long long)b->measure_wall.tv_sec, (int)b->measure_wall.tv_usec);
+    for (size_t i = 0; i < b->token_times.n; i++) fprintf(f, "%.6f %.4f\n", b->token_times.v[i], b->token_latency.v[i]);
+    fclose(f);
+}
+
 static void finish(bench *b) {
+    if (b->trace_path && !b->resident) write_trace(b); /* before percentile() sorts the latencies */
     if (!b->resident) {
         double secs = (double)(b->end_ns - b->measure_ns) / 1e9;
         printf("sessions %d, connections %d (%s%s%s), topk %d, %.1f s measured after %.1f s warm-up\n", b->sessions,
@@ -422,6 +454,8 @@ static void finish(bench *b) {
     fflush(stdout);
     uv_timer_stop(&b->timer);
     uv_close((uv_handle_t *)&b->timer, close_cb);
+    uv_check_stop(&b->flush);
+    uv_close((uv_handle_t *)&b->flush, close_cb);
     for (int i = 0; i < b->connections; i++) uv_close(&b->conns[i].h.handle, close_cb);
 }
 
@@ -440,10 +474,11 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--topk") == 0 && v) b.topk = atoi(argv[++i]);
         else if (strcmp(a, "--rate") == 0 && v) b.rate = atof(argv[++i]);
         else if (strcmp(a, "--resident") == 0) b.resident = true;
+        else if (strcmp(a, "--trace") == 0 && v) b.trace_path = argv[++i];
         else {
             fprintf(stderr,
                     "usage: bench-serve --connect ADDRESS [--connect ADDRESS2] --babi DIR [--sessions N]\n"
-                    "       [--connections C] [--seconds S] [--warmup S] [--topk K] [--rate R] [--resident]\n");
+                    "       [--connections C] [--seconds S] [--warmup S] [--topk K] [--rate R] [--trace FILE] [--resident]\n");
             return 2;
         }
     }
@@ -491,6 +526,9 @@ int main(int argc, char **argv) {
     uv_timer_init(b.loop, &b.timer);
     b.timer.data = &b;
     uv_timer_start(&b.timer, on_timer, 1, 1);
+    uv_check_init(b.loop, &b.flush);
+    b.flush.data = &b;
+    uv_check_start(&b.flush, flush_all);
     uv_run(b.loop, UV_RUN_DEFAULT);
     return 0;
 }
