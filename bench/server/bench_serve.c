@@ -85,7 +85,7 @@ struct bench {
     uv_timeval64_t measure_wall; /* wall-clock time when measuring began (in the trace's header) */
     bool measuring, stopping;
     uv_timer_t timer;
-    uv_check_t flush; /* after each loop iteration: one write per connection with requests queued */
+    uv_prepare_t flush; /* before each poll: one write per connection with requests queued */
     int stats_pending;
 };
 
@@ -186,9 +186,11 @@ static void on_write(uv_write_t *req, int status) {
     free(req);
 }
 
-/* Write each connection's queued requests in one uv_write (one syscall for all the requests a loop
- * iteration made on it), as a client multiplexing sessions over a connection would. */
-static void flush_all(uv_check_t *h) {
+/* Write each connection's queued requests in one uv_write (one syscall for all the requests made
+ * on it since the last poll: the timer's sends and those made while reading replies), as a client
+ * multiplexing sessions over a connection would. Runs just before the loop blocks for I/O, so no
+ * request waits for the poll. */
+static void flush_all(uv_prepare_t *h) {
     bench *b = h->data;
     for (int i = 0; i < b->connections; i++) {
         conn *c = &b->conns[i];
@@ -454,7 +456,7 @@ static void finish(bench *b) {
     fflush(stdout);
     uv_timer_stop(&b->timer);
     uv_close((uv_handle_t *)&b->timer, close_cb);
-    uv_check_stop(&b->flush);
+    uv_prepare_stop(&b->flush);
     uv_close((uv_handle_t *)&b->flush, close_cb);
     for (int i = 0; i < b->connections; i++) uv_close(&b->conns[i].h.handle, close_cb);
 }
@@ -526,9 +528,9 @@ int main(int argc, char **argv) {
     uv_timer_init(b.loop, &b.timer);
     b.timer.data = &b;
     uv_timer_start(&b.timer, on_timer, 1, 1);
-    uv_check_init(b.loop, &b.flush);
+    uv_prepare_init(b.loop, &b.flush);
     b.flush.data = &b;
-    uv_check_start(&b.flush, flush_all);
+    uv_prepare_start(&b.flush, flush_all);
     uv_run(b.loop, UV_RUN_DEFAULT);
     return 0;
 }
