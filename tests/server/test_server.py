@@ -522,34 +522,40 @@ def case_bundled_model_missing(env):
 
 
 def case_babi_bundled(env):
-    bundled = os.path.join(env.source_root, "models", "fwm-babi-lm.gguf")
-    if not os.path.exists(bundled):
-        print("SKIP: %s is absent (it is trained later)" % bundled)
+    """The bundled models (LM, and QM where it is present) answer real bAbI test stories through
+    `ask`, all served by one fwm-serve and chosen per session by name."""
+    paths = [os.path.join(env.source_root, "models", "fwm-babi-%s.gguf" % mode) for mode in ("lm", "qm")]
+    paths = [p for p in paths if os.path.exists(p)]
+    if not paths:
+        print("SKIP: no bundled model under models/ (they are trained later)")
         return SKIP
-    server = env.start([bundled])
+    server = env.start(paths)
     c = Client(server.address)
-    right = total = 0
-    per_task = []
-    for path in babi_files(env.babi, "test"):
-        task_right = task_total = 0
-        for story in read_stories(path, limit=5):
-            s = c.call("open", topk=1)["session"]
-            c.call("feed", session=s, text="<eos>", notify=False)
-            for item in story:
-                if item[0] == "statement":
-                    c.call("feed", session=s, text=item[1], notify=False)
-                else:
-                    a = c.call("ask", session=s, question=item[1])
-                    task_right += a["answer"] == item[2]
-                    task_total += 1
-                    c.call("feed", session=s, text=item[2], notify=False)
-            c.call("close", session=s)
-        per_task.append("%s %d/%d" % (os.path.basename(path).split("_")[0], task_right, task_total))
-        right += task_right
-        total += task_total
-    print("bundled model on bAbI test stories: %d/%d = %.1f%% (%s)" % (right, total, 100.0 * right / total,
-                                                                      ", ".join(per_task)))
-    check(right / total >= 0.75, "accuracy of the bundled model on real bAbI stories", right, total)
+    names = [m["name"] for m in c.call("hello")["models"]]
+    check_eq(len(names), len(paths), "models served")
+    for name in names:
+        right = total = 0
+        per_task = []
+        for path in babi_files(env.babi, "test"):
+            task_right = task_total = 0
+            for story in read_stories(path, limit=5):
+                s = c.call("open", model=name, topk=1)["session"]
+                c.call("feed", session=s, text="<eos>", notify=False)
+                for item in story:
+                    if item[0] == "statement":
+                        c.call("feed", session=s, text=item[1], notify=False)
+                    else:
+                        a = c.call("ask", session=s, question=item[1])
+                        task_right += a["answer"] == item[2]
+                        task_total += 1
+                        c.call("feed", session=s, text=item[2], notify=False)
+                c.call("close", session=s)
+            per_task.append("%s %d/%d" % (os.path.basename(path).split("_")[0], task_right, task_total))
+            right += task_right
+            total += task_total
+        print("bundled model %s on bAbI test stories: %d/%d = %.1f%% (%s)" % (
+            name, right, total, 100.0 * right / total, ", ".join(per_task)))
+        check(right / total >= 0.75, "accuracy of bundled model %s on real bAbI stories" % name, right, total)
     check_eq(server.stop(), 0, "exit status")
 
 
