@@ -71,7 +71,7 @@ struct bench {
     bool resident;
     double rate;      /* open loop: tokens/s per session, one word per feed; 0: closed loop by sentence */
     char **sentences; /* the stream, one sentence (closed loop) or one word (open loop) per entry */
-    size_t sentence_count;
+    size_t sentence_count, sentence_capacity;
     size_t *story_starts; /* sentence index where each story starts */
     size_t story_count;
     session *all;
@@ -118,7 +118,11 @@ static double percentile(sample_set *s, double q) {
 /* ---- the catbAbI test stream ---- */
 
 static void push_one(bench *b, const char *text, size_t n) {
-    b->sentences = realloc(b->sentences, (b->sentence_count + 1) * sizeof *b->sentences);
+    if (b->sentence_count == b->sentence_capacity) { /* geometric growth: the stream has ~600k words */
+        b->sentence_capacity = b->sentence_capacity ? 2 * b->sentence_capacity : 4096;
+        b->sentences = realloc(b->sentences, b->sentence_capacity * sizeof *b->sentences);
+        if (!b->sentences) abort();
+    }
     b->sentences[b->sentence_count++] = strndup(text, n);
 }
 
@@ -157,7 +161,11 @@ static bool load_babi(bench *b, const char *dir) {
             if (!text) continue;
             *text++ = '\0';
             if (strcmp(line, "1") == 0) {
-                b->story_starts = realloc(b->story_starts, (b->story_count + 1) * sizeof *b->story_starts);
+                if ((b->story_count & (b->story_count - 1)) == 0) { /* at 0, 1, 2, 4, ...: double */
+                    b->story_starts = realloc(b->story_starts, (b->story_count ? 2 * b->story_count : 1) *
+                                                                   sizeof *b->story_starts);
+                    if (!b->story_starts) abort();
+                }
                 b->story_starts[b->story_count++] = b->sentence_count;
                 push_sentence(b, "<eos>");
             }
@@ -461,6 +469,25 @@ static void finish(bench *b) {
     for (int i = 0; i < b->connections; i++) uv_close(&b->conns[i].h.handle, close_cb);
 }
 
+/* Free everything once the loop has closed every handle (so sanitizer runs report no leaks). */
+static void release(bench *b) {
+    for (int i = 0; i < b->connections; i++) {
+        conn *c = &b->conns[i];
+        fwm__rpc_reader_release(&c->reader);
+        msgpack_sbuffer_destroy(&c->out);
+        free(c->sessions);
+        free(c->by_msgid);
+    }
+    free(b->conns);
+    free(b->all);
+    for (size_t i = 0; i < b->sentence_count; i++) free(b->sentences[i]);
+    free(b->sentences);
+    free(b->story_starts);
+    free(b->token_latency.v);
+    free(b->request_latency.v);
+    free(b->token_times.v);
+}
+
 int main(int argc, char **argv) {
     bench b = {.sessions = 100, .connections = 0, .topk = 5, .seconds = 10, .warmup = 2};
     const char *babi = NULL;
@@ -532,5 +559,6 @@ int main(int argc, char **argv) {
     b.flush.data = &b;
     uv_prepare_start(&b.flush, flush_all);
     uv_run(b.loop, UV_RUN_DEFAULT);
+    release(&b);
     return 0;
 }

@@ -31,7 +31,10 @@ for f in "$serve" "$bench"; do
     [ -x "$f" ] || { echo "load_report.sh: $f not built (meson compile -C $build)" >&2; exit 1; }
 done
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+pid=""
+# On any exit (a failed run included) stop the server too: a server left running would hold the
+# caller's output open.
+trap '[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 echo "server: fwm-serve $(basename "$model") $server_opts; load: bench-serve $*"
 for i in $(seq "$repeat"); do
@@ -46,6 +49,7 @@ for i in $(seq "$repeat"); do
         > "$work/run.txt"
     kill -INT "$pid"
     wait "$pid" || true
+    pid=""
     tps=$(sed -n 's/.*: \([0-9.]*\) tokens\/s aggregate.*/\1/p' "$work/run.txt")
     lat=$(sed -n 's/^per-token latency.*p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$work/run.txt")
     echo "run $i: $tps tokens/s, per-token p50/p99 ${lat/ / / } ms"
