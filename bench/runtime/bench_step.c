@@ -20,6 +20,7 @@
 #include "fwm/fwm.h"
 #include "kernels.h"
 #include "model_internal.h"
+#include "bench_timing.h"
 #include "runtime_test_util.h"
 
 #ifndef FWM_TORCH_STEP_SCRIPT
@@ -29,18 +30,8 @@
 static int repetitions = 11;
 static double target_seconds = 0.15; /* per repetition */
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int compare_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, compare_double);
+    bench_sort(v, (size_t)n);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -76,12 +67,12 @@ typedef struct lane {
 static void *run_lane(void *arg) {
     lane *l = arg;
     fwm_error err;
-    double t0 = now();
+    double t0 = bench_now();
     for (size_t s = 0; s < l->steps; s++) {
         fwm_status st = fwm_batch_step(l->sessions, l->tokens + s * l->count, l->count, l->logits, &err);
         if (st != FWM_OK) die("fwm_batch_step", st, &err);
     }
-    l->seconds = now() - t0;
+    l->seconds = bench_now() - t0;
     return NULL;
 }
 
@@ -114,10 +105,10 @@ static figure batched_rate(const fwm_model *model, size_t batch, int threads) {
     double rates[16];
     for (int r = -1; r < repetitions; r++) { /* r = -1: warm-up */
         pthread_t tid[2];
-        double t0 = now();
+        double t0 = bench_now();
         for (int t = 0; t < threads; t++) pthread_create(&tid[t], NULL, run_lane, &lanes[t]);
         for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-        double wall = now() - t0;
+        double wall = bench_now() - t0;
         if (r >= 0) rates[r] = (double)batch * (double)steps / wall;
     }
     for (int t = 0; t < threads; t++) {
@@ -142,12 +133,12 @@ static figure single_step_us(const fwm_model *model, bool with_logits) {
     rt_random_tokens(tokens, steps, (uint32_t)V, 5);
     double us[16];
     for (int r = -1; r < repetitions; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (size_t i = 0; i < steps; i++) {
             st = fwm_session_step(s, tokens[i], with_logits ? logits : NULL, &err);
             if (st != FWM_OK) die("fwm_session_step", st, &err);
         }
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (r >= 0) us[r] = t / (double)steps * 1e6;
     }
     free(tokens);
@@ -163,9 +154,9 @@ static figure single_step_us(const fwm_model *model, bool with_logits) {
     do {                                                                 \
         double best_ = 1e30;                                             \
         for (int round_ = 0; round_ < 9; round_++) {                     \
-            double t0_ = now();                                          \
+            double t0_ = bench_now();                                          \
             for (int call_ = 0; call_ < (calls); call_++) { code; }      \
-            double t_ = (now() - t0_) / (calls);                         \
+            double t_ = (bench_now() - t0_) / (calls);                         \
             if (t_ < best_) best_ = t_;                                  \
         }                                                                \
         (result) = best_;                                                \

@@ -16,18 +16,9 @@
 #include "fwm/fwm.h"
 #include "kernels.h"
 #include "model_internal.h"
+#include "bench_timing.h"
 #include "runtime_test_util.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int compare_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* The pass over F alone on `nf` distinct F, like the step's (pending write with s < 1, 4 vectors). */
 static int fpass(size_t nf, size_t steps, int rounds, double *t) {
@@ -43,11 +34,11 @@ static int fpass(size_t nf, size_t steps, int rounds, double *t) {
     fwm__fw_pending pending = {k, k + S, k + S + R, 0.999f};
     volatile float sink = 0;
     for (int r = 0; r < rounds; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (size_t s = 0; s < steps; s++)
             for (size_t f = 0; f < nf; f++)
                 sink += fwm__fw_contract(Fs + f * n, S, R, T, &pending, pv, 4, po);
-        t[r] = (now() - t0) / (double)(steps * nf) * 1e6;
+        t[r] = (bench_now() - t0) / (double)(steps * nf) * 1e6;
     }
     free(Fs), free(vec), free(out), free(k);
     return 0;
@@ -68,7 +59,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "fpass") == 0) {
         double *tf = malloc((size_t)rounds * sizeof *tf);
         if (!tf || fpass(batch, steps, rounds, tf)) return 1;
-        qsort(tf, (size_t)rounds, sizeof *tf, compare_double);
+        bench_sort(tf, (size_t)rounds);
         printf("step-profile fpass over %zu F: best %.3f us/pass, median %.3f\n", batch, tf[0], tf[rounds / 2]);
         free(tf);
         return 0;
@@ -88,12 +79,12 @@ int main(int argc, char **argv) {
             px[i] = x + i * H, pb[i] = model->w.lstm_bias, py[i] = y + i * G;
         }
         for (int r = 0; r < rounds; r++) {
-            double t0 = now();
+            double t0 = bench_now();
             for (size_t s = 0; s < steps; s++)
                 fwm__matvec_batch(model->w.lstm_weight_hh, G, H, batch, px, pb, py);
-            tm[r] = (now() - t0) / (double)(steps * batch) * 1e6;
+            tm[r] = (bench_now() - t0) / (double)(steps * batch) * 1e6;
         }
-        qsort(tm, (size_t)rounds, sizeof *tm, compare_double);
+        bench_sort(tm, (size_t)rounds);
         printf("step-profile mv W_hh x %zu: best %.3f us/vector, median %.3f (checksum %.9g)\n", batch,
                tm[0], tm[rounds / 2], (double)y[G - 1]);
         free(x), free(y), free(px), free(pb), free(py), free(tm);
@@ -109,7 +100,7 @@ int main(int argc, char **argv) {
         if (fwm_session_create(model, &sessions[i], &err) != FWM_OK) return 1;
     rt_random_tokens(tokens, steps * batch, hp.vocab_size, 7);
     for (int r = 0; r < rounds; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (size_t s = 0; s < steps; s++) {
             fwm_status st = is_batch
                                 ? fwm_batch_step(sessions, tokens + s * batch, batch, logits, &err)
@@ -119,9 +110,9 @@ int main(int argc, char **argv) {
                 return 1;
             }
         }
-        t[r] = (now() - t0) / (double)(steps * batch) * 1e6;
+        t[r] = (bench_now() - t0) / (double)(steps * batch) * 1e6;
     }
-    qsort(t, (size_t)rounds, sizeof *t, compare_double);
+    bench_sort(t, (size_t)rounds);
     double checksum = 0;
     for (size_t i = 0; i < hp.vocab_size; i++) checksum += logits[i];
     printf("step-profile %s batch %zu: best %.3f us/token, median %.3f (%d rounds of %zu steps) "
