@@ -73,7 +73,7 @@ struct bench {
     char **sentences; /* the stream, one sentence (closed loop) or one word (open loop) per entry */
     size_t sentence_count, sentence_capacity;
     size_t *story_starts; /* sentence index where each story starts */
-    size_t story_count;
+    size_t story_count, story_capacity;
     session *all;
     conn *conns;
     int opened, connected, resident_done;
@@ -93,12 +93,17 @@ static uint64_t now_ns(void) {
     return uv_hrtime();
 }
 
+/* `array` (count used of *capacity) with room for one more element, doubling from `initial`. */
+static void *grow(void *array, size_t *capacity, size_t count, size_t element_size, size_t initial) {
+    if (count < *capacity) return array;
+    *capacity = *capacity ? 2 * *capacity : initial;
+    array = realloc(array, *capacity * element_size);
+    if (!array) abort();
+    return array;
+}
+
 static void add_sample(sample_set *s, double v) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 1 << 16;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-        if (!s->v) abort();
-    }
+    s->v = grow(s->v, &s->cap, s->n, sizeof *s->v, 1 << 16);
     s->v[s->n++] = v;
 }
 
@@ -118,11 +123,7 @@ static double percentile(sample_set *s, double q) {
 /* ---- the catbAbI test stream ---- */
 
 static void push_one(bench *b, const char *text, size_t n) {
-    if (b->sentence_count == b->sentence_capacity) { /* geometric growth: the stream has ~600k words */
-        b->sentence_capacity = b->sentence_capacity ? 2 * b->sentence_capacity : 4096;
-        b->sentences = realloc(b->sentences, b->sentence_capacity * sizeof *b->sentences);
-        if (!b->sentences) abort();
-    }
+    b->sentences = grow(b->sentences, &b->sentence_capacity, b->sentence_count, sizeof *b->sentences, 4096);
     b->sentences[b->sentence_count++] = strndup(text, n);
 }
 
@@ -161,11 +162,8 @@ static bool load_babi(bench *b, const char *dir) {
             if (!text) continue;
             *text++ = '\0';
             if (strcmp(line, "1") == 0) {
-                if ((b->story_count & (b->story_count - 1)) == 0) { /* at 0, 1, 2, 4, ...: double */
-                    b->story_starts = realloc(b->story_starts, (b->story_count ? 2 * b->story_count : 1) *
-                                                                   sizeof *b->story_starts);
-                    if (!b->story_starts) abort();
-                }
+                b->story_starts =
+                    grow(b->story_starts, &b->story_capacity, b->story_count, sizeof *b->story_starts, 256);
                 b->story_starts[b->story_count++] = b->sentence_count;
                 push_sentence(b, "<eos>");
             }
