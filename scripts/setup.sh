@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   gcc pkg-config meson ninja-build        # toolchain and build
-  libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev   # libraries
+  libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev liblmdb-dev   # libraries
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   gnuplot-nox                             # training learning-curve plots
 )

@@ -45,6 +45,10 @@ static const option_spec options[] = {
     {"max-binary-bytes", OPT_SIZE, F(limits.max_binary_bytes), 1, 1e9, "longest binary (state blobs)"},
     {"max-objects", OPT_SIZE, F(limits.max_objects), 4, 1e9, "objects in one message"},
     {"quiet", OPT_FLAG, F(quiet), 0, 1, "no log lines on stderr"},
+    {"fsync-interval-ms", OPT_SIZE, F(fsync_interval_ms), 1, 60000, "--fsync interval: milliseconds between fsyncs"},
+    {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9, "durable: snapshot a session after this many logged tokens"},
+    {"max-resident", OPT_SIZE, F(max_resident), 0, 1e8, "durable: resident sessions before the least recently used are written out (0: no limit)"},
+    {"store-max-bytes", OPT_SIZE, F(store_max_bytes), 0, 1e15, "durable: the largest the store may grow (0: 1 TiB)"},
 };
 #undef F
 #define OPTION_COUNT (sizeof options / sizeof options[0])
@@ -63,6 +67,10 @@ void fwm__config_defaults(fwm__config *config) {
     config->max_output_bytes = 1u << 20;
     config->max_inflight = 1024;
     config->limits = fwm__rpc_default_limits();
+    config->fsync_mode = 1; /* FWM_FSYNC_INTERVAL */
+    config->fsync_interval_ms = 100;
+    config->snapshot_tokens = 1024;
+    config->max_resident = 10000;
 }
 
 static void free_list(char **list, size_t count) {
@@ -74,6 +82,7 @@ void fwm__config_release(fwm__config *config) {
     free_list(config->models, config->model_count);
     free_list(config->listen, config->listen_count);
     fwm__free(config->port_file);
+    fwm__free(config->data_dir);
     memset(config, 0, sizeof *config);
 }
 
@@ -107,7 +116,11 @@ static void print_help(FILE *out) {
             "                        Loopback only unless you name another address; port 0 picks a free port\n"
             "  --port-file PATH      once listening, write the bound addresses there, one per line\n"
             "  --config FILE         read settings from FILE: `name = value` lines (names as below, without\n"
-            "                        the dashes; `model = PATH` and `listen = ADDRESS` repeat); '#' comments\n");
+            "                        the dashes; `model = PATH` and `listen = ADDRESS` repeat); '#' comments\n"
+            "  --data-dir DIR        durable sessions: keep every session in an LMDB store in DIR, so they\n"
+            "                        survive restarts and crashes and outnumber what RAM holds (default: memory only)\n"
+            "  --fsync MODE          durable: always (a response leaves after its records are on disk),\n"
+            "                        interval (default: on disk within --fsync-interval-ms), never (the OS decides)\n");
     fwm__config defaults;
     fwm__config_defaults(&defaults);
     for (size_t i = 0; i < OPTION_COUNT; i++) {
@@ -135,6 +148,26 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
     if (strcmp(name, "port-file") == 0) {
         fwm__free(config->port_file);
         return (config->port_file = copy_string(value)) ? 0 : 1;
+    }
+    if (strcmp(name, "data-dir") == 0) {
+        fwm__free(config->data_dir);
+        config->data_dir = NULL;
+        if (!value || !*value) {
+            fprintf(err, "fwm-serve: %s--data-dir needs a folder\n", where);
+            return 1;
+        }
+        return (config->data_dir = copy_string(value)) ? 0 : 1;
+    }
+    if (strcmp(name, "fsync") == 0) {
+        static const char *const modes[] = {"always", "interval", "never"};
+        for (int m = 0; m < 3; m++)
+            if (value && strcmp(value, modes[m]) == 0) {
+                config->fsync_mode = m;
+                return 0;
+            }
+        fprintf(err, "fwm-serve: %s--fsync: expected always, interval or never, found '%s'\n", where,
+                value ? value : "");
+        return 1;
     }
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         const option_spec *o = &options[i];

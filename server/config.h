@@ -37,6 +37,13 @@ typedef struct fwm__config {
     size_t max_inflight;      /* unfinished requests per connection before it stops being read */
     fwm__rpc_limits limits;   /* the pre-scanner's limits */
     bool quiet;               /* no log lines on stderr */
+    /* durable sessions (docs/DURABILITY.md) */
+    char *data_dir;           /* owned or NULL: memory only */
+    int fsync_mode;           /* fwm__fsync_mode */
+    size_t fsync_interval_ms;
+    size_t snapshot_tokens;   /* snapshot a session after this many logged tokens */
+    size_t max_resident;      /* resident sessions before the least recently used are evicted; 0: no limit */
+    size_t store_max_bytes;   /* the store's largest size (LMDB map); 0: 1 TiB */
 } fwm__config;
 
 void fwm__config_defaults(fwm__config *config);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "durable_session.h"
 #include "fwm_alloc.h"
 #include "rpc_codec.h"
 
@@ -27,6 +28,8 @@ void fwm__job_context_release(fwm__job_context *ctx) {
     fwm__free(ctx->infos);
     fwm__free(ctx->predictions);
     fwm__free(ctx->blob);
+    fwm__free(ctx->load_buffer);
+    fwm__free(ctx->replay_tokens);
     fwm__outbox_free(ctx->outbox);
     memset(ctx, 0, sizeof *ctx);
 }
@@ -40,6 +43,8 @@ void fwm__outbox_free(fwm__outbox *outbox) {
     msgpack_sbuffer_destroy(&outbox->buffer);
     for (size_t i = 0; i < outbox->record_count; i++) fwm__session_entry_free(outbox->records[i].insert);
     fwm__free(outbox->records);
+    fwm__free(outbox->store_bytes);
+    fwm__free(outbox->ops);
     fwm__free(outbox);
 }
 
@@ -48,7 +53,7 @@ void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__
     fwm__outbox *outbox = ctx->outbox;
     ctx->outbox = NULL;
     if (!outbox) return;
-    if (outbox->record_count == 0 && outbox->sessions_freed == 0) {
+    if (outbox->record_count == 0 && outbox->sessions_freed == 0 && outbox->op_count == 0 && !outbox->store_failed) {
         fwm__outbox_free(outbox);
         return;
     }
@@ -61,8 +66,7 @@ size_t fwm__job_tokens_left(const fwm__job *job) {
     return 0;
 }
 
-/* The outbox being filled, created on first use; NULL only when out of memory. */
-static fwm__outbox *outbox_of(fwm__job_context *ctx) {
+fwm__outbox *fwm__job_context_outbox(fwm__job_context *ctx) {
     if (!ctx->outbox) {
         ctx->outbox = fwm__calloc(1, sizeof *ctx->outbox);
         if (ctx->outbox) msgpack_sbuffer_init(&ctx->outbox->buffer);
@@ -71,7 +75,7 @@ static fwm__outbox *outbox_of(fwm__job_context *ctx) {
 }
 
 static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job, size_t offset) {
-    fwm__outbox *o = outbox_of(ctx);
+    fwm__outbox *o = fwm__job_context_outbox(ctx);
     if (!o) return NULL;
     if (o->record_count == o->record_capacity) {
         size_t capacity = o->record_capacity ? 2 * o->record_capacity : 16;
@@ -83,6 +87,8 @@ static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job
     fwm__outbox_record *r = &o->records[o->record_count++];
     memset(r, 0, sizeof *r);
     r->sink = job->sink;
+    r->respond = job->respond;
+    r->msgid = job->msgid;
     r->offset = offset;
     r->length = o->buffer.size - offset;
     r->enqueued_ns = job->enqueued_ns;
@@ -92,7 +98,7 @@ static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job
 /* Start a message for the job's connection: NULL (nothing to write) when nobody listens. */
 static bool begin(fwm__job_context *ctx, const fwm__job *job, msgpack_packer *pk, size_t *offset) {
     if (!job->sink) return false;
-    fwm__outbox *o = outbox_of(ctx);
+    fwm__outbox *o = fwm__job_context_outbox(ctx);
     if (!o) return false;
     msgpack_packer_init(pk, &o->buffer, msgpack_sbuffer_write);
     *offset = o->buffer.size;
@@ -103,7 +109,7 @@ static bool begin(fwm__job_context *ctx, const fwm__job *job, msgpack_packer *pk
  * connection reference. `packed` says whether begin() succeeded. */
 static fwm__outbox_record *end_job(fwm__job_context *ctx, const fwm__job *job, bool packed, size_t offset) {
     if (!job->sink) return NULL;
-    fwm__outbox *o = outbox_of(ctx);
+    fwm__outbox *o = fwm__job_context_outbox(ctx);
     if (!o) return NULL;
     fwm__outbox_record *r = add_record(ctx, job, packed ? offset : o->buffer.size);
     if (r) r->job_finished = true;
@@ -137,7 +143,8 @@ static void pack_pos(msgpack_packer *pk, const fwm__session_entry *e) {
 
 bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
                    const char *message) {
-    (void)e;
+    if ((job->kind == FWM_JOB_FEED || job->kind == FWM_JOB_ASK) && job->done > 0)
+        fwm__durable_step(ctx, e, job->tokens, job->done); /* what was read stays read */
     msgpack_packer pk;
     size_t offset = 0;
     bool packed = job->respond && begin(ctx, job, &pk, &offset);
@@ -172,6 +179,7 @@ static void emit_token(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *j
 }
 
 static bool finish_feed(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    fwm__durable_step(ctx, e, job->tokens, job->done);
     msgpack_packer pk;
     size_t offset = 0;
     bool packed = job->respond && begin(ctx, job, &pk, &offset);
@@ -205,6 +213,7 @@ static bool take_answer(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *
 }
 
 static bool finish_ask(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    fwm__durable_step(ctx, e, job->tokens, job->done);
     msgpack_packer pk;
     size_t offset = 0;
     bool packed = job->respond && begin(ctx, job, &pk, &offset);
@@ -285,6 +294,17 @@ static bool respond_simple(fwm__job_context *ctx, fwm__session_entry *e, fwm__jo
             fwm__rpc_pack_cstr(&pk, "closed");
             msgpack_pack_true(&pk);
             break;
+        case FWM_JOB_OPEN:
+            msgpack_pack_map(&pk, 5);
+            pack_session_key(&pk, e);
+            fwm__rpc_pack_cstr(&pk, "model");
+            fwm__rpc_pack_cstr(&pk, ctx->model_names[e->model_index]);
+            fwm__rpc_pack_cstr(&pk, "topk");
+            msgpack_pack_uint32(&pk, e->default_topk);
+            pack_pos(&pk, e);
+            fwm__rpc_pack_cstr(&pk, "memory_bytes");
+            msgpack_pack_uint64(&pk, e->memory_bytes);
+            break;
         default: /* RESET, RESTORE */
             msgpack_pack_map(&pk, 2);
             pack_session_key(&pk, e);
@@ -292,7 +312,7 @@ static bool respond_simple(fwm__job_context *ctx, fwm__session_entry *e, fwm__jo
             break;
         }
     }
-    fwm__outbox_record *r = job->sink ? end_job(ctx, job, packed, offset) : add_record(ctx, job, outbox_of(ctx) ? outbox_of(ctx)->buffer.size : 0);
+    fwm__outbox_record *r = job->sink ? end_job(ctx, job, packed, offset) : add_record(ctx, job, fwm__job_context_outbox(ctx) ? fwm__job_context_outbox(ctx)->buffer.size : 0);
     if (r) {
         r->insert = insert;
         r->unreserve = unreserve;
@@ -314,11 +334,25 @@ static int restore_code(fwm_status status) {
 static bool fail_reserved(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
                           const char *message) {
     fwm__job_fail(ctx, e, job, code, message);
-    fwm__outbox *o = outbox_of(ctx);
+    fwm__outbox *o = fwm__job_context_outbox(ctx);
     fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
     if (r) {
         r->sink = NULL; /* bookkeeping only: the reference was released by the failure record */
         r->unreserve = true;
+    }
+    return true;
+}
+
+/* Rebuild a stored session; the loop learns how it went (and how long it took) from the record. */
+static bool run_load(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    if (!fwm__durable_load(ctx, e, e->load_error, sizeof e->load_error)) e->load_failed = true;
+    fwm__outbox *o = fwm__job_context_outbox(ctx);
+    fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
+    if (r) {
+        r->loaded = true;
+        r->load_failed = e->load_failed;
+        memcpy(r->session_id, e->id, FWM_SESSION_ID_BYTES);
+        r->load_us = (fwm__now_ns() - job->enqueued_ns) / 1000;
     }
     return true;
 }
@@ -335,6 +369,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
     case FWM_JOB_RESET:
         fwm_session_reset(e->session);
         e->has_logits = false;
+        fwm__durable_reset(ctx, e);
         return respond_simple(ctx, e, job, NULL, false);
     case FWM_JOB_FORK: {
         fwm__session_entry *child = job->child;
@@ -342,6 +377,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
             return fail_reserved(ctx, e, job, FWM_RPC_INTERNAL, err.message);
         memcpy(child->last_logits, e->last_logits, ctx->infos[e->model_index].vocab_size * sizeof(float));
         child->has_logits = e->has_logits;
+        fwm__durable_created(ctx, child);
         job->child = NULL; /* now owned by the outbox record, then the table */
         return respond_simple(ctx, e, job, child, true);
     }
@@ -354,16 +390,34 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
             return fail_reserved(ctx, e, job, restore_code(status), err.message);
         }
         e->has_logits = false;
+        fwm__durable_created(ctx, e);
         return respond_simple(ctx, e, job, e, true);
     }
     case FWM_JOB_CLOSE: {
-        fwm__outbox *o = outbox_of(ctx);
+        fwm__outbox *o = fwm__job_context_outbox(ctx);
         if (o) {
             o->sessions_freed++;
             o->memory_freed += e->memory_bytes;
         }
+        if (!job->keep_stored) fwm__durable_remove(ctx, e);
         respond_simple(ctx, e, job, NULL, false);
         e->dead = true;
+        return true;
+    }
+    case FWM_JOB_OPEN:
+        fwm__durable_open(ctx, e);
+        return respond_simple(ctx, e, job, NULL, true);
+    case FWM_JOB_LOAD:
+        return run_load(ctx, e, job);
+    case FWM_JOB_EVICT: {
+        if (fwm__durable_dirty(e) || (!e->has_snapshot && e->session && fwm_session_position(e->session) > 0))
+            fwm__durable_snapshot(ctx, e);
+        fwm__outbox *o = fwm__job_context_outbox(ctx);
+        fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
+        if (r) {
+            r->evicted = true;
+            memcpy(r->session_id, e->id, FWM_SESSION_ID_BYTES);
+        }
         return true;
     }
     }

@@ -21,9 +21,19 @@ typedef struct fwm__job_context {
     void *blob;                     /* owned scratch for snapshots */
     size_t blob_capacity;
     fwm__outbox *outbox;            /* being filled; handed over by fwm__job_context_post */
+    /* durable mode: */
+    struct fwm__store *store;       /* borrowed; NULL: memory only */
+    const char *const *model_names; /* borrowed */
+    size_t snapshot_tokens;
+    void *load_buffer;              /* owned scratch for snapshots read back */
+    size_t load_capacity;
+    uint32_t *replay_tokens;        /* owned scratch for log replay */
+    size_t replay_capacity;
 } fwm__job_context;
 
 bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models, size_t count);
+/* The outbox being filled, created on first use; NULL only when out of memory. */
+fwm__outbox *fwm__job_context_outbox(fwm__job_context *ctx);
 void fwm__job_context_release(fwm__job_context *ctx);
 uint32_t fwm__job_context_vocab(const fwm__job_context *ctx, size_t model_index);
 /* Hand the outbox (if it holds anything) to `post`. */

@@ -3,11 +3,16 @@
  */
 #include "methods.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "connection.h"
+#include "durable_session.h"
 #include "fwm_alloc.h"
 #include "rpc_codec.h"
+#include "store/session_record.h"
+#include "tiering.h"
 
 typedef struct request {
     fwm__connection *c;
@@ -23,6 +28,7 @@ typedef struct method {
     bool (*run)(request *r);
     const char *const *args; /* allowed argument names, NULL-terminated */
     bool during_shutdown;
+    bool writes; /* changes a session: refused with `storage` while the store cannot write */
 } method;
 
 /* ---- helpers ---- */
@@ -77,12 +83,9 @@ static fwm__session_entry *find_session(request *r) {
         return NULL;
     }
     fwm__session_entry *e = fwm__session_table_find(&r->s->sessions, id);
-    if (!e) {
-        fwm__rpc_fail(&r->failure, FWM_RPC_UNKNOWN_SESSION,
-                      "no session %.32s on this server (closed, expired, or never opened)", text);
-        return NULL;
-    }
+    if (!e && !(e = fwm__tiering_load(r->s, id, &r->failure))) return NULL; /* stored: loaded first */
     e->last_used_ms = now_ms();
+    fwm__tiering_touch(r->s, e);
     return e;
 }
 
@@ -110,10 +113,10 @@ static bool model_arg(request *r, uint32_t *index) {
 
 static bool room_for_session(request *r) {
     fwm__server *s = r->s;
-    if (s->sessions.count + s->reserved_sessions < s->config->max_sessions) return true;
+    if (fwm__tiering_session_count(s) < s->config->max_sessions) return true;
     return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
-                         "the server holds its maximum of %zu sessions (max-sessions); close one or retry later",
-                         s->config->max_sessions);
+                         "the server holds its maximum of %zu sessions (max-sessions%s); close one or retry later",
+                         s->config->max_sessions, s->store ? ", counting stored sessions" : "");
 }
 
 /* A new entry for model `m` (not in the table). With `create`, a fresh zero-state session too. */
@@ -287,6 +290,60 @@ static bool m_hello(request *r) {
     return true;
 }
 
+static void pack_histogram(msgpack_packer *pk, const char *name, const fwm__histogram *h) {
+    key(pk, name);
+    msgpack_pack_map(pk, 5);
+    key_u64(pk, "count", h->total);
+    key_double(pk, "p50", fwm__histogram_percentile(h, 0.50) / 1000.0);
+    key_double(pk, "p90", fwm__histogram_percentile(h, 0.90) / 1000.0);
+    key_double(pk, "p99", fwm__histogram_percentile(h, 0.99) / 1000.0);
+    key_double(pk, "max", (double)h->max_us / 1000.0);
+}
+
+/* `durability`: nil in memory-only mode. */
+static void pack_durability(msgpack_packer *pk, fwm__server *s) {
+    key(pk, "durability");
+    if (!s->store) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    fwm__store_info info;
+    fwm__store_error error = {""};
+    bool have_info = s->store->backend->info(s->store, &info, &error) == FWM_STORE_OK;
+    if (!have_info) memset(&info, 0, sizeof info);
+    fwm__journal_stats js;
+    fwm__journal_get_stats(s->journal, &js);
+    char why[300] = "";
+    bool healthy = fwm__journal_healthy(s->journal, why, sizeof why);
+    const fwm__metrics *m = &s->metrics;
+    msgpack_pack_map(pk, 22);
+    key_str(pk, "fsync", fwm__fsync_mode_name((fwm__fsync_mode)s->config->fsync_mode));
+    key_str(pk, "data_dir", s->config->data_dir);
+    key_u64(pk, "sessions_stored", info.sessions);
+    key_u64(pk, "sessions_resident", s->sessions.count);
+    key_u64(pk, "max_resident", s->config->max_resident);
+    key_u64(pk, "evictions", m->evictions);
+    key_u64(pk, "evicting", s->evicting);
+    key_u64(pk, "loads", m->loads);
+    key_u64(pk, "load_failures", m->load_failures);
+    pack_histogram(pk, "load_latency_ms", &m->load_latency);
+    key_u64(pk, "commits", js.commits);
+    key_u64(pk, "fsyncs", js.fsyncs);
+    pack_histogram(pk, "commit_latency_ms", &js.commit_latency);
+    key_u64(pk, "log_bytes", js.log_bytes);
+    key_u64(pk, "bytes_written", js.bytes_written);
+    key_u64(pk, "write_failures", js.failures);
+    key_u64(pk, "storage_refusals", m->storage_refusals);
+    key_u64(pk, "store_file_bytes", info.file_bytes);
+    key_u64(pk, "store_used_bytes", info.used_bytes);
+    key_u64(pk, "store_max_bytes", info.map_bytes);
+    key(pk, "healthy");
+    fwm__rpc_pack_bool(pk, healthy);
+    key(pk, "error"); /* why writes fail, while they do */
+    if (healthy) msgpack_pack_nil(pk);
+    else fwm__rpc_pack_cstr(pk, why);
+}
+
 static bool m_stats(request *r) {
     msgpack_packer pk;
     if (!begin_response(r, &pk)) return true;
@@ -295,7 +352,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 25);
+    msgpack_pack_map(&pk, 27);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -337,6 +394,128 @@ static bool m_stats(request *r) {
     for (size_t i = 0; i < s->model_count; i++) weights += s->models[i].info.parameter_count * sizeof(float);
     key_u64(&pk, "model_weights_bytes", weights);
     key_u64(&pk, "workers", s->workers);
+    key_u64(&pk, "sessions_resident", s->sessions.count);
+    pack_durability(&pk, s);
+    return true;
+}
+
+/* ---- sessions: every session, page by page, in id order ---- */
+
+typedef struct listing {
+    request *r;
+    msgpack_packer *pk;
+    size_t limit, count;
+    uint8_t last[FWM_SESSION_ID_BYTES];
+    bool more;
+} listing;
+
+static void pack_listed(listing *l, const uint8_t *id, const char *model, uint64_t pos, uint64_t last_used_ms,
+                        bool resident) {
+    char hex[FWM_SESSION_HEX_SIZE];
+    fwm__session_id_to_hex(id, hex);
+    msgpack_pack_map(l->pk, 5);
+    key_str(l->pk, "session", hex);
+    key_str(l->pk, "model", model);
+    key(l->pk, "pos");
+    if (pos == UINT64_MAX) msgpack_pack_nil(l->pk); /* memory only: not known on the loop thread */
+    else msgpack_pack_uint64(l->pk, pos);
+    key_u64(l->pk, "last_used_ms", last_used_ms);
+    key(l->pk, "resident");
+    fwm__rpc_pack_bool(l->pk, resident);
+    memcpy(l->last, id, FWM_SESSION_ID_BYTES);
+    l->count++;
+}
+
+/* Stored sessions: the meta record, with the resident entry's table presence. */
+static bool list_stored(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const void *bytes, size_t length) {
+    listing *l = user;
+    if (l->count == l->limit) {
+        l->more = true;
+        return false;
+    }
+    fwm__session_meta meta;
+    if (!fwm__meta_decode(bytes, length, &meta)) {
+        memset(&meta, 0, sizeof meta);
+        snprintf(meta.model_name, sizeof meta.model_name, "(damaged meta record)");
+    }
+    bool resident = fwm__session_table_find(&l->r->s->sessions, id) != NULL;
+    pack_listed(l, id, meta.model_name, meta.pos, meta.last_used_ms, resident);
+    return true;
+}
+
+static int compare_ids(const void *a, const void *b) {
+    return memcmp((*(fwm__session_entry *const *)a)->id, (*(fwm__session_entry *const *)b)->id, FWM_SESSION_ID_BYTES);
+}
+
+typedef struct gather {
+    fwm__session_entry **entries;
+    size_t count;
+    const uint8_t *after;
+} gather;
+
+static void gather_one(fwm__session_entry *e, void *user) {
+    gather *g = user;
+    if (!g->after || memcmp(e->id, g->after, FWM_SESSION_ID_BYTES) > 0) g->entries[g->count++] = e;
+}
+
+static bool m_sessions(request *r) {
+    uint64_t limit = 100;
+    const char *after_text;
+    size_t after_length;
+    uint8_t after[FWM_SESSION_ID_BYTES];
+    int has_after = fwm__rpc_arg_string(&r->call, "after", false, &after_text, &after_length, &r->failure);
+    if (has_after < 0 || fwm__rpc_arg_uint(&r->call, "limit", false, 1000, &limit, &r->failure) < 0) return false;
+    if (has_after && !fwm__session_id_from_hex(after_text, after_length, after))
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'after' must be a session id (32 hex digits)");
+    if (limit == 0) return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'limit' must be 1..1000");
+    fwm__server *s = r->s;
+    gather g = {NULL, 0, has_after ? after : NULL};
+    if (!s->store) { /* memory only: the resident table, sorted */
+        g.entries = fwm__malloc((s->sessions.count ? s->sessions.count : 1) * sizeof *g.entries);
+        if (!g.entries) return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory listing sessions");
+        fwm__session_table_each(&s->sessions, gather_one, &g);
+        qsort(g.entries, g.count, sizeof *g.entries, compare_ids);
+    }
+    msgpack_packer pk;
+    if (!begin_response(r, &pk)) {
+        fwm__free(g.entries);
+        return true;
+    }
+    msgpack_sbuffer items;
+    msgpack_sbuffer_init(&items);
+    msgpack_packer ipk;
+    msgpack_packer_init(&ipk, &items, msgpack_sbuffer_write);
+    listing l = {r, &ipk, (size_t)limit, 0, {0}, false};
+    fwm__store_error error = {""};
+    bool ok = true;
+    if (s->store) {
+        ok = s->store->backend->list(s->store, has_after ? after : NULL, list_stored, &l, &error) == FWM_STORE_OK;
+    } else {
+        uint64_t wall = fwm__wall_ms(), now = now_ms();
+        for (size_t i = 0; i < g.count && l.count < l.limit; i++) {
+            fwm__session_entry *e = g.entries[i];
+            uint64_t idle = now > e->last_used_ms ? now - e->last_used_ms : 0;
+            pack_listed(&l, e->id, s->models[e->model_index].name, UINT64_MAX, wall - idle, true);
+        }
+        l.more = l.count < g.count;
+    }
+    fwm__free(g.entries);
+    msgpack_pack_map(&pk, 3);
+    key(&pk, "sessions");
+    msgpack_pack_array(&pk, l.count);
+    msgpack_pack_bin_body(&pk, items.data, items.size); /* the items, already packed */
+    key(&pk, "next");
+    if (l.more) {
+        char hex[FWM_SESSION_HEX_SIZE];
+        fwm__session_id_to_hex(l.last, hex);
+        fwm__rpc_pack_cstr(&pk, hex);
+    } else {
+        msgpack_pack_nil(&pk);
+    }
+    key(&pk, "error");
+    if (ok) msgpack_pack_nil(&pk);
+    else fwm__rpc_pack_cstr(&pk, error.message);
+    msgpack_sbuffer_destroy(&items);
     return true;
 }
 
@@ -346,13 +525,25 @@ static bool m_open(request *r) {
         !room_for_session(r))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
-    if (!e) return false;
+    fwm__job *job = e && r->s->store ? new_job(r, FWM_JOB_OPEN) : NULL;
+    if (!e || (r->s->store && !job)) {
+        fwm__session_entry_free(e);
+        return false;
+    }
     if (!fwm__session_table_insert(&r->s->sessions, e)) {
+        fwm__job_free(job);
         fwm__session_entry_free(e);
         return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory registering the session");
     }
     r->s->metrics.sessions_opened++;
     r->s->metrics.session_memory_bytes += e->memory_bytes;
+    fwm__tiering_touch(r->s, e);
+    if (job) { /* durable: answered once the new session is recorded */
+        r->s->reserved_sessions++;
+        submit(r, e, job);
+        fwm__tiering_evict(r->s, false);
+        return true;
+    }
     msgpack_packer pk;
     if (!begin_response(r, &pk)) return true;
     msgpack_pack_map(&pk, 5);
@@ -489,6 +680,7 @@ static bool m_close(request *r) {
     fwm__job *job = new_job(r, FWM_JOB_CLOSE);
     if (!job) return false;
     fwm__session_table_remove(&r->s->sessions, e); /* later requests find no such session */
+    fwm__tiering_forget(r->s, e);
     r->s->metrics.sessions_closed++;
     submit(r, e, job);
     return true;
@@ -501,20 +693,33 @@ static const char *const args_ask[] = {"session", "question", "commit", "topk", 
 static const char *const args_predict[] = {"session", "topk", NULL};
 static const char *const args_session[] = {"session", NULL};
 static const char *const args_restore[] = {"state", "model", "topk", NULL};
+static const char *const args_sessions[] = {"after", "limit", NULL};
 
 static const method methods[] = {
-    {"hello", m_hello, args_none, true},
-    {"open", m_open, args_open, false},
-    {"feed", m_feed, args_feed, false},
-    {"ask", m_ask, args_ask, false},
-    {"predict", m_predict, args_predict, false},
-    {"reset", m_reset, args_session, false},
-    {"fork", m_fork, args_session, false},
-    {"snapshot", m_snapshot, args_session, false},
-    {"restore", m_restore, args_restore, false},
-    {"close", m_close, args_session, false},
-    {"stats", m_stats, args_none, true},
+    {"hello", m_hello, args_none, true, false},
+    {"open", m_open, args_open, false, true},
+    {"feed", m_feed, args_feed, false, true},
+    {"ask", m_ask, args_ask, false, true},
+    {"predict", m_predict, args_predict, false, false},
+    {"reset", m_reset, args_session, false, true},
+    {"fork", m_fork, args_session, false, true},
+    {"snapshot", m_snapshot, args_session, false, false},
+    {"restore", m_restore, args_restore, false, true},
+    {"close", m_close, args_session, false, false}, /* deleting frees space: allowed while writes fail */
+    {"stats", m_stats, args_none, true, false},
+    {"sessions", m_sessions, args_sessions, true, false},
 };
+
+/* Durable mode: whether the store takes writes; the refusal names why. */
+static bool store_writable(request *r) {
+    char why[300];
+    if (!r->s->journal || fwm__journal_healthy(r->s->journal, why, sizeof why)) return true;
+    r->s->metrics.storage_refusals++;
+    return fwm__rpc_fail(&r->failure, FWM_RPC_STORAGE,
+                         "the session store cannot write, so nothing that changes a session is accepted until it "
+                         "can (retried every second): %s",
+                         why);
+}
 
 void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t length) {
     request r = {.c = c, .s = c->server, .start_ns = fwm__now_ns()};
@@ -533,6 +738,8 @@ void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t le
                            (int)(r.call.method_length > 64 ? 64 : r.call.method_length), r.call.method);
     else if (r.s->shutting_down && !found->during_shutdown)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_SHUTTING_DOWN, "the server is shutting down; '%s' refused", found->name);
+    else if (found->writes && !store_writable(&r))
+        ok = false;
     else
         ok = fwm__rpc_args_check(&r.call, found->args, &r.failure) && found->run(&r);
     if (!ok) respond_error(&r);

@@ -34,6 +34,9 @@ typedef struct fwm__metrics {
     uint64_t session_memory_bytes; /* resident bytes of all sessions */
     uint64_t output_queued_bytes;  /* encoded output not yet written, all connections */
     fwm__histogram request_latency; /* request in -> response queued, microseconds */
+    /* durable mode */
+    uint64_t evictions, loads, load_failures, storage_refusals;
+    fwm__histogram load_latency; /* LOAD submitted -> session rebuilt, microseconds */
     /* tokens/s over the last housekeeping interval */
     uint64_t rate_tokens, rate_ns;
     double tokens_per_second;

@@ -7,11 +7,13 @@
 #include "scheduler.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fwm/fwm_client.h"
 #include "fwm_alloc.h"
 #include "jobs.h"
+#include <stdint.h>
 
 struct fwm__scheduler {
     fwm__scheduler_params params;
@@ -268,7 +270,11 @@ static void run_batch(worker *w, size_t n) {
     for (size_t i = 0; i < n; i++) {
         fwm__session_entry *e = w->batch[i];
         fwm__job *job = e->jobs_head;
-        if (job->kind == FWM_JOB_FEED || job->kind == FWM_JOB_ASK) {
+        if (e->load_failed && job->kind != FWM_JOB_CLOSE && job->kind != FWM_JOB_LOAD) {
+            char message[300];
+            snprintf(message, sizeof message, "session %s cannot be loaded from the store: %s", e->hex, e->load_error);
+            w->finished[i] = fwm__job_fail(&w->jobs, e, job, FWM_RPC_STORAGE, message);
+        } else if (job->kind == FWM_JOB_FEED || job->kind == FWM_JOB_ASK) {
             if (cancelled)
                 w->finished[i] = fwm__job_fail(&w->jobs, e, job, FWM_RPC_SHUTTING_DOWN,
                                                          "the server is shutting down; the request was not completed");
@@ -378,8 +384,13 @@ static bool worker_init(worker *w, fwm__scheduler *s) {
     w->tokens = fwm__calloc(b, sizeof *w->tokens);
     w->rows = fwm__calloc(b, sizeof *w->rows);
     w->logits = fwm__calloc(b * s->max_vocab, sizeof *w->logits);
-    return w->batch && w->finished && w->stepped && w->sessions && w->tokens && w->rows && w->logits &&
-           fwm__job_context_init(&w->jobs, s->params.models, s->params.model_count);
+    if (!(w->batch && w->finished && w->stepped && w->sessions && w->tokens && w->rows && w->logits &&
+          fwm__job_context_init(&w->jobs, s->params.models, s->params.model_count)))
+        return false;
+    w->jobs.store = s->params.store;
+    w->jobs.model_names = s->params.model_names;
+    w->jobs.snapshot_tokens = s->params.snapshot_tokens ? s->params.snapshot_tokens : SIZE_MAX;
+    return true;
 }
 
 fwm__scheduler *fwm__scheduler_start(const fwm__scheduler_params *params) {

@@ -47,7 +47,10 @@ typedef enum fwm__job_kind {
     FWM_JOB_FORK,     /* child entry prepared by the caller; the worker fills its session */
     FWM_JOB_SNAPSHOT,
     FWM_JOB_RESTORE,  /* on a new entry (not yet in the table): import the blob */
-    FWM_JOB_CLOSE     /* free the entry (already out of the table) */
+    FWM_JOB_CLOSE,    /* free the entry (already out of the table) */
+    FWM_JOB_OPEN,     /* durable: record the new session, then answer */
+    FWM_JOB_LOAD,     /* durable: rebuild the session from the store (snapshot + log replay) */
+    FWM_JOB_EVICT     /* durable: write a snapshot so the loop may free the resident state */
 } fwm__job_kind;
 
 typedef struct fwm__job {
@@ -59,6 +62,7 @@ typedef struct fwm__job {
     uint32_t topk;    /* predictions per notification/answer (0..V) */
     bool notify;      /* FEED: send `token` notifications */
     bool commit;      /* ASK: feed the answer too */
+    bool keep_stored; /* CLOSE: free the resident session only; the stored one stays */
     uint32_t *tokens; /* FEED/ASK: owned */
     size_t count, done;
     /* ASK after the question: the answer, and whether it was committed */
@@ -82,10 +86,36 @@ typedef struct fwm__outbox_record {
     fwm__sink *sink;             /* NULL: no bytes, only bookkeeping */
     size_t offset, length;       /* bytes in the outbox buffer */
     bool job_finished;           /* a job holding a reference to `sink` ended */
+    bool respond;                /* job_finished: a response is owed for `msgid` (the bytes hold it) */
+    uint32_t msgid;
     fwm__session_entry *insert;  /* a fork/restore result to insert into the table (then reply) */
-    bool unreserve;              /* a fork/restore ended: release its reserved session slot */
+    bool unreserve;              /* a fork/restore/open ended: release its reserved session slot */
+    /* Durable bookkeeping, by id (the entry may be gone by the time the loop reads this): */
+    bool evicted;                /* an EVICT job wrote its snapshot: the loop may free the entry */
+    bool loaded;                 /* a LOAD job ended */
+    bool load_failed;            /* ... and could not rebuild the session */
+    uint8_t session_id[FWM_SESSION_ID_BYTES];
+    uint64_t load_us;            /* LOAD: microseconds from submission to loaded */
     uint64_t enqueued_ns;        /* when the job was submitted (request latency) */
 } fwm__outbox_record;
+
+/* A change to the session store that jobs made (durable mode only). The journal applies an
+ * outbox's operations in order, in one atomic batch, before the loop sees its messages. */
+typedef enum fwm__store_op_kind {
+    FWM_OP_META,       /* put the meta record (bytes) */
+    FWM_OP_SNAPSHOT,   /* put the snapshot record (bytes) */
+    FWM_OP_LOG,        /* append log record `seq` (bytes) */
+    FWM_OP_DELETE_LOG, /* delete log records seq .. below-1 */
+    FWM_OP_REMOVE,     /* delete the session */
+    FWM_OP_LOADED      /* no write: the session was rebuilt from the store (ends a failure's fencing) */
+} fwm__store_op_kind;
+
+typedef struct fwm__store_op {
+    fwm__store_op_kind kind;
+    uint8_t id[FWM_SESSION_ID_BYTES];
+    uint64_t seq, below;
+    size_t offset, length; /* bytes in the outbox's store_bytes */
+} fwm__store_op;
 
 typedef struct fwm__outbox {
     struct fwm__outbox *next;
@@ -94,13 +124,26 @@ typedef struct fwm__outbox {
     size_t record_count, record_capacity;
     long sessions_freed;      /* CLOSE jobs run */
     size_t memory_freed;      /* bytes those sessions accounted for */
+    /* durable mode: */
+    uint8_t *store_bytes;
+    size_t store_length, store_capacity;
+    fwm__store_op *ops;
+    size_t op_count, op_capacity;
+    size_t log_bytes;         /* of store_bytes, log records */
+    bool store_failed;        /* set by the journal: nothing of `ops` was written */
+    char store_error[256];
 } fwm__outbox;
 
 void fwm__outbox_free(fwm__outbox *outbox);
 
+struct fwm__store;
+
 typedef struct fwm__scheduler_params {
     const fwm_model *const *models; /* borrowed, `model_count` of them */
+    const char *const *model_names; /* borrowed: the served names (recorded with durable sessions) */
     size_t model_count;
+    struct fwm__store *store;       /* durable mode: where sessions are loaded from; NULL: memory only */
+    size_t snapshot_tokens;         /* durable mode: snapshot a session after this many logged tokens */
     size_t workers;   /* >= 1 */
     size_t max_batch; /* >= 1: sessions stepped in one batch by one worker */
     size_t max_unsent; /* a sink with more posted-but-undelivered bytes is not stepped; 0: no limit */

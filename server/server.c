@@ -9,6 +9,7 @@
 
 #include "connection.h"
 #include "fwm_alloc.h"
+#include "tiering.h"
 
 #define HOUSEKEEPING_MS 1000
 #define SHUTDOWN_POLL_MS 20
@@ -43,30 +44,64 @@ static void post_outbox(void *user, fwm__outbox *outbox) {
     uv_async_send(&s->wake);
 }
 
+/* Worker thread, durable mode: the outbox goes through the journal first. */
+static void post_to_journal(void *user, fwm__outbox *outbox) {
+    fwm__server *s = user;
+    fwm__journal_submit(s->journal, outbox);
+}
+
 static fwm__connection *connection_of(fwm__sink *sink) {
     return (fwm__connection *)((char *)sink - offsetof(fwm__connection, sink));
 }
 
+/* A response that could not be made durable: the `storage` error instead of its bytes. */
+static void refuse_unwritten(fwm__connection *c, const fwm__outbox *o, const fwm__outbox_record *r) {
+    fwm__scheduler_delivered(c->server->scheduler, &c->sink, r->length); /* the bytes are dropped */
+    if (!r->job_finished || !r->respond || c->closing) return;
+    msgpack_packer pk;
+    fwm__connection_packer(c, &pk);
+    fwm__rpc_failure failure;
+    fwm__rpc_fail(&failure, FWM_RPC_STORAGE, "the session store could not record this request, so it was not applied: %s",
+                  o->store_error);
+    fwm__rpc_pack_error_response(&pk, r->msgid, &failure);
+}
+
 static void deliver(fwm__server *s, fwm__outbox *o) {
     uint64_t now = fwm__now_ns();
+    if (o->store_failed) fwm__tiering_write_failed(s, o);
     for (size_t i = 0; i < o->record_count; i++) {
         fwm__outbox_record *r = &o->records[i];
         if (r->insert) {
             fwm__session_entry *e = r->insert;
             r->insert = NULL;
             e->last_used_ms = now / 1000000u;
-            if (fwm__session_table_insert(&s->sessions, e)) {
+            if (o->store_failed) { /* a fork or restore that was not recorded did not happen */
+                fwm__job *close = fwm__job_new(FWM_JOB_CLOSE); /* freed once no worker holds it */
+                e->memory_bytes = 0; /* never counted */
+                if (close) {
+                    close->keep_stored = true;
+                    fwm__scheduler_submit(s->scheduler, e, close);
+                }
+            } else if (fwm__session_table_insert(&s->sessions, e)) {
                 s->metrics.sessions_opened++;
                 s->metrics.session_memory_bytes += e->memory_bytes;
+                fwm__tiering_touch(s, e);
+                fwm__tiering_evict(s, false);
             } else { /* out of memory: let the scheduler free it once its worker lets go */
                 fwm__job *close = fwm__job_new(FWM_JOB_CLOSE);
-                if (close) fwm__scheduler_submit(s->scheduler, e, close);
+                if (close) {
+                    close->keep_stored = true;
+                    fwm__scheduler_submit(s->scheduler, e, close);
+                }
             }
         }
         if (r->unreserve) s->reserved_sessions--;
+        if (r->evicted) fwm__tiering_evicted(s, r->session_id, o->store_failed);
+        if (r->loaded) fwm__tiering_loaded(s, r->session_id, r->load_failed, r->load_us);
         if (!r->sink) continue;
         fwm__connection *c = connection_of(r->sink);
-        if (r->length) fwm__connection_deliver(c, o->buffer.data + r->offset, r->length);
+        if (o->store_failed) refuse_unwritten(c, o, r);
+        else if (r->length) fwm__connection_deliver(c, o->buffer.data + r->offset, r->length);
         if (r->job_finished) {
             fwm__histogram_add(&s->metrics.request_latency, (now - r->enqueued_ns) / 1000);
             fwm__connection_job_finished(c); /* may free c */
@@ -117,6 +152,7 @@ static void expire_one(fwm__session_entry *e, void *user) {
     fwm__job *close = fwm__job_new(FWM_JOB_CLOSE);
     if (!close) return;
     fwm__session_table_remove(&w->server->sessions, e);
+    fwm__tiering_forget(w->server, e);
     w->server->metrics.sessions_expired++;
     fwm__scheduler_submit(w->server->scheduler, e, close);
 }
@@ -131,7 +167,9 @@ static void on_housekeeping(uv_timer_t *timer) {
         s->metrics.rate_tokens = st.tokens;
         s->metrics.rate_ns = now;
     }
-    if (s->config->idle_timeout_s > 0 && !s->shutting_down) {
+    if (s->store && !s->shutting_down) {
+        fwm__tiering_evict(s, true); /* durable: idle sessions are written out, not lost */
+    } else if (s->config->idle_timeout_s > 0 && !s->shutting_down) {
         expire_walk w = {s, now / 1000000u, (uint64_t)(s->config->idle_timeout_s * 1000.0)};
         fwm__session_table_each(&s->sessions, expire_one, &w);
     }
@@ -175,6 +213,9 @@ static void finish(fwm__server *s) {
     drain_inbox(s); /* no jobs are left, so everything they posted is here */
     fwm__scheduler_stop(s->scheduler); /* joins the idle workers */
     s->scheduler = NULL;
+    fwm__journal_stop(s->journal); /* writes what is queued and syncs */
+    s->journal = NULL;
+    drain_inbox(s);
     uv_close((uv_handle_t *)&s->wake, NULL);
     uv_close((uv_handle_t *)&s->housekeeping, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -191,7 +232,13 @@ static void check_shutdown(fwm__server *s) {
     }
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
-    if (st.jobs_pending > 0) return;
+    if (st.jobs_pending > 0 || (s->journal && !fwm__journal_idle(s->journal))) return;
+    if (s->store && !s->final_snapshots && !s->cancelled) { /* snapshot every session before leaving */
+        s->final_snapshots = true;
+        fwm__tiering_snapshot_all(s);
+        fwm__server_log(s, "writing the last snapshots of %zu resident sessions", s->sessions.count);
+        return;
+    }
     drain_inbox(s);
     fwm__server_flush(s);
     for (fwm__connection *c = s->connections; c; c = c->next) {
@@ -254,7 +301,8 @@ static int load_models(fwm__server *s) {
     }
     s->models = fwm__calloc(cfg->model_count, sizeof *s->models);
     s->model_handles = fwm__calloc(cfg->model_count, sizeof *s->model_handles);
-    if (!s->models || !s->model_handles) return 1;
+    s->model_names = fwm__calloc(cfg->model_count, sizeof *s->model_names);
+    if (!s->models || !s->model_handles || !s->model_names) return 1;
     for (size_t i = 0; i < cfg->model_count; i++) {
         fwm__served_model *m = &s->models[i];
         fwm_error err;
@@ -267,6 +315,7 @@ static int load_models(fwm__server *s) {
         s->model_handles[i] = m->model;
         fwm_model_get_info(m->model, &m->info);
         model_name(m, s, i);
+        s->model_names[i] = m->name;
         snprintf(m->fingerprint, sizeof m->fingerprint, "%016llx", (unsigned long long)m->info.fingerprint);
         m->has_question = fwm_model_token_id(m->model, "?", 1, &m->question_token) == FWM_OK;
         m->session_bytes = m->info.session_state_bytes + m->info.vocab_size * sizeof(float) + sizeof(fwm__session_entry);
@@ -277,9 +326,39 @@ static int load_models(fwm__server *s) {
     return 0;
 }
 
+/* Durable mode: open the store (refusing a damaged, foreign or busy one) and start the journal. */
+static int open_store(fwm__server *s) {
+    const fwm__config *cfg = s->config;
+    if (!cfg->data_dir) return 0;
+    fwm__store_options options = {.map_bytes = cfg->store_max_bytes};
+    fwm__store_error error = {""};
+    fwm__store_status status = fwm__store_open(cfg->data_dir, &options, &s->store, &error);
+    if (status != FWM_STORE_OK) {
+        fprintf(stderr, "fwm-serve: cannot open the session store: %s\n", error.message);
+        return 1;
+    }
+    fwm__journal_params jp = {.store = s->store, .mode = (fwm__fsync_mode)cfg->fsync_mode,
+                              .interval_ms = cfg->fsync_interval_ms, .post = post_outbox, .user = s};
+    if (!(s->journal = fwm__journal_start(&jp))) {
+        fprintf(stderr, "fwm-serve: cannot start the journal thread\n");
+        return 1;
+    }
+    fwm__store_info info;
+    if (s->store->backend->info(s->store, &info, &error) != FWM_STORE_OK) {
+        fprintf(stderr, "fwm-serve: cannot read the session store: %s\n", error.message);
+        return 1;
+    }
+    fwm__server_log(s, "durable sessions in %s: %llu stored, %.1f MB on disk, fsync %s, at most %zu resident",
+                    cfg->data_dir, (unsigned long long)info.sessions, (double)info.file_bytes / 1e6,
+                    fwm__fsync_mode_name((fwm__fsync_mode)cfg->fsync_mode), cfg->max_resident);
+    return 0;
+}
+
 static void release(fwm__server *s) {
     fwm__scheduler_stop(s->scheduler);
     s->scheduler = NULL;
+    fwm__journal_stop(s->journal);
+    s->journal = NULL;
     while (s->inbox_head) {
         fwm__outbox *next = s->inbox_head->next;
         fwm__outbox_free(s->inbox_head);
@@ -299,6 +378,9 @@ static void release(fwm__server *s) {
     for (size_t m = 0; m < s->model_count; m++) fwm_model_free(s->models[m].model);
     fwm__free(s->models);
     fwm__free(s->model_handles);
+    fwm__free(s->model_names);
+    fwm__store_close(s->store);
+    s->store = NULL;
     fwm__free(s->listeners);
     pthread_mutex_destroy(&s->inbox_mutex);
 }
@@ -327,12 +409,14 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
         pthread_mutex_destroy(&s->inbox_mutex);
         return 1;
     }
-    if (load_models(s) != 0 || !fwm__session_table_init(&s->sessions)) goto fail;
+    if (load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0) goto fail;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->workers = config->workers ? config->workers : (cpus > 0 ? (size_t)cpus : 1);
     fwm__scheduler_params sp = {
-        .models = s->model_handles, .model_count = s->model_count, .workers = s->workers,
-        .max_batch = config->max_batch, .max_unsent = config->max_output_bytes, .post = post_outbox, .user = s};
+        .models = s->model_handles, .model_names = s->model_names, .model_count = s->model_count,
+        .store = s->store, .snapshot_tokens = config->snapshot_tokens, .workers = s->workers,
+        .max_batch = config->max_batch, .max_unsent = config->max_output_bytes,
+        .post = s->store ? post_to_journal : post_outbox, .user = s};
     if (!(s->scheduler = fwm__scheduler_start(&sp))) {
         fprintf(stderr, "fwm-serve: cannot start %zu worker threads\n", s->workers);
         goto fail;

@@ -18,9 +18,11 @@
 
 #include "config.h"
 #include "fwm/fwm.h"
+#include "journal.h"
 #include "metrics.h"
 #include "scheduler.h"
 #include "session_table.h"
+#include "store/store.h"
 
 struct fwm__connection;
 
@@ -56,10 +58,18 @@ typedef struct fwm__server {
     size_t model_count;
     size_t workers;
 
-    fwm__session_table sessions;
-    size_t reserved_sessions; /* forks/restores under way */
+    fwm__session_table sessions;     /* resident sessions */
+    size_t reserved_sessions; /* opens/forks/restores under way */
     fwm__scheduler *scheduler;
     fwm__metrics metrics;
+    const char **model_names; /* the scheduler's view of the names */
+
+    /* durable mode (--data-dir): */
+    fwm__store *store;
+    fwm__journal *journal;
+    fwm__session_entry *lru_head, *lru_tail; /* resident sessions, least recently used first */
+    size_t evicting;                         /* EVICT jobs under way */
+    bool final_snapshots;                    /* shutdown: the last snapshots were asked for */
 
     fwm__listener *listeners;
     size_t listener_count;

@@ -35,10 +35,22 @@ typedef struct fwm__session_entry {
     bool dead;              /* [worker] closed or failed restore: the scheduler frees it */
     size_t memory_bytes;    /* what this entry accounts for (state, logits, bookkeeping) */
 
+    /* durable mode, [worker]: */
+    uint64_t log_seq;       /* the next log record's seq */
+    uint64_t log_base;      /* the first seq after the last snapshot */
+    uint64_t logged_tokens; /* tokens logged since the last snapshot */
+    uint64_t created_ms;    /* wall clock */
+    bool has_snapshot;
+    bool load_failed;       /* the store could not rebuild it: its jobs fail with `storage` */
+    char load_error[160];   /* why */
+
     /* loop thread: */
     uint64_t last_used_ms;
     struct fwm__session_entry *bucket_next;
     bool in_table;
+    struct fwm__session_entry *lru_prev, *lru_next; /* durable: resident sessions, least recent first */
+    bool evicting;          /* an EVICT job is under way */
+    uint64_t evict_started_ms;
 
     /* [sched] */
     struct fwm__job *jobs_head, *jobs_tail; /* pending jobs, in request order */

@@ -49,6 +49,7 @@ extern "C" {
     X(FWM_RPC_SHUTTING_DOWN, 12, "shutting_down", "the server is shutting down")                \
     X(FWM_RPC_INTERNAL, 13, "internal", "internal server error (e.g. out of memory)")           \
     X(FWM_RPC_PROTOCOL, 14, "protocol", "malformed or over-limit byte stream; connection closed") \
+    X(FWM_RPC_STORAGE, 15, "storage", "the session store cannot write (disk full or failing)")  \
     X(FWM_RPC_CONNECT, 100, "connect", "cannot connect")                                        \
     X(FWM_RPC_IO, 101, "io", "connection lost or socket error")                                 \
     X(FWM_RPC_TIMEOUT, 102, "timeout", "no answer within the timeout")                          \

@@ -1,0 +1,41 @@
+/* durable_session.h - what a durable session writes to the store, and how it is rebuilt from it.
+ *
+ * Jobs call these on a worker, on a session that worker alone holds; each appends store operations
+ * to the job context's outbox (the journal applies them before the loop sees the outbox's
+ * messages). The log records operations, not states: the tokens a feed or ask read, a reset.
+ * Rebuilding is the snapshot (or a fresh state) followed by a replay of the log through the runtime,
+ * which is deterministic and batch-invariant, so a rebuilt session is bit-identical to one that never
+ * left memory. In memory-only mode (no store) every function here does nothing.
+ * Not for: when jobs run (scheduler.c), the write batches and fsync (journal.c).
+ */
+#ifndef FWM_SERVER_DURABLE_SESSION_H
+#define FWM_SERVER_DURABLE_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jobs.h"
+
+/* A new session (open): its meta record. */
+void fwm__durable_open(fwm__job_context *ctx, fwm__session_entry *entry);
+/* A new session whose state did not come from stepping (fork child, restore): meta and snapshot. */
+void fwm__durable_created(fwm__job_context *ctx, fwm__session_entry *entry);
+/* `count` tokens were read: a log record (and a snapshot when enough tokens were logged). */
+void fwm__durable_step(fwm__job_context *ctx, fwm__session_entry *entry, const uint32_t *tokens, size_t count);
+void fwm__durable_reset(fwm__job_context *ctx, fwm__session_entry *entry);
+/* Whether the session has logged operations that no snapshot covers. */
+bool fwm__durable_dirty(const fwm__session_entry *entry);
+/* Snapshot now (meta, snapshot, and the log trimmed). */
+void fwm__durable_snapshot(fwm__job_context *ctx, fwm__session_entry *entry);
+void fwm__durable_remove(fwm__job_context *ctx, fwm__session_entry *entry);
+
+/* Rebuild the entry's session from the store. On failure the entry is marked load_failed and
+ * `why` names the problem. A damaged log record ends the replay; it and every later record are
+ * deleted (never replayed). */
+bool fwm__durable_load(fwm__job_context *ctx, fwm__session_entry *entry, char *why, size_t why_size);
+
+/* Wall-clock milliseconds since 1970. */
+uint64_t fwm__wall_ms(void);
+
+#endif

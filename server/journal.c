@@ -1,0 +1,364 @@
+/* journal.c - group commit of the workers' store operations, fsync modes, fencing after a failed
+ * write, and recovery probes (journal.h).
+ */
+#include "journal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fwm_alloc.h"
+
+#define PROBE_INTERVAL_NS 1000000000ull
+#define PROBE_BYTES (1u << 20)
+
+struct fwm__journal {
+    fwm__journal_params params;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    fwm__outbox *head, *tail;
+    uint64_t queued;
+    bool stopping, busy;
+    bool degraded;
+    char why[300];
+    fwm__journal_stats stats;
+    /* journal thread only: */
+    uint8_t (*fenced)[FWM_SESSION_ID_BYTES];
+    size_t fenced_count, fenced_capacity;
+    bool unsynced;
+    uint64_t last_sync_ns, last_probe_ns;
+};
+
+const char *fwm__fsync_mode_name(fwm__fsync_mode mode) {
+    return mode == FWM_FSYNC_ALWAYS ? "always" : mode == FWM_FSYNC_INTERVAL ? "interval" : "never";
+}
+
+/* ---- fencing: sessions whose last write failed ---- */
+
+static long fence_find(const fwm__journal *j, const uint8_t *id) {
+    for (size_t i = 0; i < j->fenced_count; i++)
+        if (memcmp(j->fenced[i], id, FWM_SESSION_ID_BYTES) == 0) return (long)i;
+    return -1;
+}
+
+static void fence_add(fwm__journal *j, const uint8_t *id) {
+    if (fence_find(j, id) >= 0) return;
+    if (j->fenced_count == j->fenced_capacity) {
+        size_t capacity = j->fenced_capacity ? 2 * j->fenced_capacity : 64;
+        void *grown = fwm__realloc(j->fenced, capacity * FWM_SESSION_ID_BYTES);
+        if (!grown) return; /* out of memory: the session's later writes go through unfenced */
+        j->fenced = grown;
+        j->fenced_capacity = capacity;
+    }
+    memcpy(j->fenced[j->fenced_count++], id, FWM_SESSION_ID_BYTES);
+}
+
+static void fence_remove(fwm__journal *j, const uint8_t *id) {
+    long i = fence_find(j, id);
+    if (i < 0) return;
+    memcpy(j->fenced[i], j->fenced[--j->fenced_count], FWM_SESSION_ID_BYTES);
+}
+
+static bool writes(const fwm__store_op *op) {
+    return op->kind != FWM_OP_LOADED;
+}
+
+/* Fence every session the outbox writes for. */
+static void fence_outbox(fwm__journal *j, const fwm__outbox *o) {
+    for (size_t i = 0; i < o->op_count; i++)
+        if (writes(&o->ops[i])) fence_add(j, o->ops[i].id);
+}
+
+/* Walk the outbox's operations in order against the fences: a LOADED marker lifts its session's
+ * fence; a write for a fenced session makes the whole outbox fail. */
+static bool passes_fences(fwm__journal *j, const fwm__outbox *o) {
+    for (size_t i = 0; i < o->op_count; i++) {
+        if (o->ops[i].kind == FWM_OP_LOADED) fence_remove(j, o->ops[i].id);
+        else if (j->fenced_count && fence_find(j, o->ops[i].id) >= 0) return false;
+    }
+    return true;
+}
+
+static void mark_failed(fwm__journal *j, fwm__outbox *o, const char *why) {
+    if (!o->store_failed) snprintf(o->store_error, sizeof o->store_error, "%s", why);
+    o->store_failed = true;
+    fence_outbox(j, o);
+    j->stats.failures++;
+}
+
+/* ---- writing ---- */
+
+static fwm__store_status apply(fwm__journal *j, const fwm__outbox *o, fwm__store_error *error) {
+    fwm__store *st = j->params.store;
+    const fwm__store_backend *b = st->backend;
+    fwm__store_status status = FWM_STORE_OK;
+    for (size_t i = 0; i < o->op_count && status == FWM_STORE_OK; i++) {
+        const fwm__store_op *op = &o->ops[i];
+        const uint8_t *bytes = o->store_bytes + op->offset;
+        switch (op->kind) {
+        case FWM_OP_META: status = b->put_meta(st, op->id, bytes, op->length, error); break;
+        case FWM_OP_SNAPSHOT: status = b->put_snapshot(st, op->id, bytes, op->length, error); break;
+        case FWM_OP_LOG: status = b->append_log(st, op->id, op->seq, bytes, op->length, error); break;
+        case FWM_OP_DELETE_LOG: status = b->delete_log(st, op->id, op->seq, op->below, error); break;
+        case FWM_OP_REMOVE: status = b->remove(st, op->id, error); break;
+        case FWM_OP_LOADED: break;
+        }
+    }
+    return status;
+}
+
+static bool has_writes(const fwm__outbox *o) {
+    for (size_t i = 0; i < o->op_count; i++)
+        if (writes(&o->ops[i])) return true;
+    return false;
+}
+
+static void set_health(fwm__journal *j, bool ok, const char *why) {
+    pthread_mutex_lock(&j->mutex);
+    j->degraded = !ok;
+    if (!ok) snprintf(j->why, sizeof j->why, "%s", why);
+    pthread_mutex_unlock(&j->mutex);
+}
+
+/* One batch over `outboxes` (those not failed and with writes). */
+static fwm__store_status write_batch(fwm__journal *j, fwm__outbox **list, size_t n, fwm__store_error *error) {
+    fwm__store *st = j->params.store;
+    fwm__store_status status = st->backend->begin(st, error);
+    for (size_t i = 0; i < n && status == FWM_STORE_OK; i++) status = apply(j, list[i], error);
+    if (status == FWM_STORE_OK) return st->backend->commit(st, error);
+    st->backend->abort(st);
+    return status;
+}
+
+static void count_written(fwm__journal *j, fwm__outbox *const *list, size_t n) {
+    pthread_mutex_lock(&j->mutex);
+    j->stats.commits++;
+    for (size_t i = 0; i < n; i++) {
+        j->stats.log_bytes += list[i]->log_bytes;
+        j->stats.bytes_written += list[i]->store_length;
+    }
+    pthread_mutex_unlock(&j->mutex);
+}
+
+static void sync_now(fwm__journal *j) {
+    fwm__store_error error = {""};
+    fwm__store_status status = j->params.store->backend->sync(j->params.store, &error);
+    j->last_sync_ns = fwm__now_ns();
+    j->unsynced = false;
+    pthread_mutex_lock(&j->mutex);
+    j->stats.fsyncs++;
+    pthread_mutex_unlock(&j->mutex);
+    if (status != FWM_STORE_OK) {
+        fprintf(stderr, "fwm-serve: %s\n", error.message);
+        set_health(j, false, error.message);
+    }
+}
+
+/* Write every outbox of the batch (in order), then pass them all on. */
+static void process(fwm__journal *j, fwm__outbox *batch) {
+    size_t count = 0;
+    for (fwm__outbox *o = batch; o; o = o->next) count++;
+    fwm__outbox **all = fwm__malloc((count ? count : 1) * sizeof *all);
+    fwm__outbox **writing = fwm__malloc((count ? count : 1) * sizeof *writing);
+    uint64_t start = fwm__now_ns();
+    size_t n = 0, w = 0;
+    for (fwm__outbox *o = batch; o; o = o->next) {
+        if (all) all[n] = o;
+        n++;
+    }
+    if (!all || !writing) { /* out of memory: fail every write, keep the order */
+        for (fwm__outbox *o = batch; o; o = o->next)
+            if (has_writes(o)) mark_failed(j, o, "out of memory writing to the store");
+    } else {
+        /* the fences as they were, to re-walk them if the batch must be retried one by one */
+        size_t saved_count = j->fenced_count;
+        uint8_t(*saved)[FWM_SESSION_ID_BYTES] = saved_count ? fwm__malloc(saved_count * FWM_SESSION_ID_BYTES) : NULL;
+        if (saved) memcpy(saved, j->fenced, saved_count * FWM_SESSION_ID_BYTES);
+        for (size_t i = 0; i < n; i++) {
+            fwm__outbox *o = all[i];
+            if (o->store_failed) mark_failed(j, o, o->store_error);
+            else if (!passes_fences(j, o)) mark_failed(j, o, "an earlier write for this session failed");
+            else if (has_writes(o)) writing[w++] = o;
+        }
+        fwm__store_error error = {""};
+        fwm__store_status status = w ? write_batch(j, writing, w, &error) : FWM_STORE_OK;
+        if (status == FWM_STORE_OK && w) {
+            count_written(j, writing, w);
+            j->unsynced = true;
+            set_health(j, true, NULL);
+        } else if (status != FWM_STORE_OK) {
+            /* retry one outbox at a time, so one that does not fit fails alone */
+            if (saved) memcpy(j->fenced, saved, saved_count * FWM_SESSION_ID_BYTES);
+            if (saved || saved_count == 0) j->fenced_count = saved_count;
+            bool any_failed = false;
+            char why[300];
+            snprintf(why, sizeof why, "%s", error.message);
+            for (size_t i = 0; i < n; i++) {
+                fwm__outbox *o = all[i];
+                if (o->store_failed) continue;
+                if (!passes_fences(j, o)) {
+                    mark_failed(j, o, "an earlier write for this session failed");
+                    continue;
+                }
+                if (!has_writes(o)) continue;
+                fwm__store_error one = {""};
+                if (write_batch(j, &o, 1, &one) == FWM_STORE_OK) {
+                    count_written(j, &o, 1);
+                    j->unsynced = true;
+                } else {
+                    mark_failed(j, o, one.message);
+                    snprintf(why, sizeof why, "%s", one.message);
+                    any_failed = true;
+                }
+            }
+            if (any_failed) {
+                fprintf(stderr, "fwm-serve: storage: %s\n", why);
+                set_health(j, false, why);
+            }
+        }
+        fwm__free(saved);
+    }
+    if (j->unsynced && j->params.mode == FWM_FSYNC_ALWAYS) sync_now(j);
+    pthread_mutex_lock(&j->mutex);
+    fwm__histogram_add(&j->stats.commit_latency, (fwm__now_ns() - start) / 1000);
+    pthread_mutex_unlock(&j->mutex);
+    fwm__free(all);
+    fwm__free(writing);
+    while (batch) {
+        fwm__outbox *next = batch->next;
+        batch->next = NULL;
+        j->params.post(j->params.user, batch);
+        batch = next;
+    }
+}
+
+/* While writes fail: try whether there is room again. */
+static void probe(fwm__journal *j) {
+    j->last_probe_ns = fwm__now_ns();
+    fwm__store_error error = {""};
+    if (j->params.store->backend->probe(j->params.store, PROBE_BYTES, &error) == FWM_STORE_OK) {
+        fprintf(stderr, "fwm-serve: storage: writes succeed again\n");
+        set_health(j, true, NULL);
+    }
+}
+
+static void deadline_in(struct timespec *ts, uint64_t ns) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    uint64_t total = (uint64_t)ts->tv_nsec + ns;
+    ts->tv_sec += (time_t)(total / 1000000000u);
+    ts->tv_nsec = (long)(total % 1000000000u);
+}
+
+static void *journal_main(void *arg) {
+    fwm__journal *j = arg;
+    pthread_mutex_lock(&j->mutex);
+    for (;;) {
+        while (!j->head && !j->stopping) { /* sleep until work, a due fsync or a due probe */
+            uint64_t now = fwm__now_ns(), due = UINT64_MAX;
+            if (j->unsynced && j->params.mode == FWM_FSYNC_INTERVAL)
+                due = j->last_sync_ns + j->params.interval_ms * 1000000u;
+            if (j->degraded && j->last_probe_ns + PROBE_INTERVAL_NS < due) due = j->last_probe_ns + PROBE_INTERVAL_NS;
+            if (due == UINT64_MAX) {
+                pthread_cond_wait(&j->wake, &j->mutex);
+                continue;
+            }
+            if (due <= now) break;
+            struct timespec ts;
+            deadline_in(&ts, due - now);
+            if (pthread_cond_timedwait(&j->wake, &j->mutex, &ts) == ETIMEDOUT) break;
+        }
+        fwm__outbox *batch = j->head;
+        j->head = j->tail = NULL;
+        j->queued = 0;
+        j->busy = true;
+        bool degraded = j->degraded, stopping = j->stopping;
+        pthread_mutex_unlock(&j->mutex);
+        if (batch) process(j, batch);
+        uint64_t now = fwm__now_ns();
+        if (j->unsynced && j->params.mode == FWM_FSYNC_INTERVAL &&
+            now - j->last_sync_ns >= j->params.interval_ms * 1000000u)
+            sync_now(j);
+        if (degraded && !batch && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
+        pthread_mutex_lock(&j->mutex);
+        j->busy = false;
+        pthread_cond_broadcast(&j->wake);
+        if (stopping && !j->head) break;
+    }
+    pthread_mutex_unlock(&j->mutex);
+    if (j->unsynced) sync_now(j);
+    return NULL;
+}
+
+fwm__journal *fwm__journal_start(const fwm__journal_params *params) {
+    if (!params || !params->store || !params->post) return NULL;
+    fwm__journal *j = fwm__calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->params = *params;
+    if (j->params.interval_ms == 0) j->params.interval_ms = 100;
+    j->last_sync_ns = fwm__now_ns();
+    pthread_mutex_init(&j->mutex, NULL);
+    pthread_cond_init(&j->wake, NULL);
+    if (pthread_create(&j->thread, NULL, journal_main, j) != 0) {
+        fwm__journal_stop(j);
+        return NULL;
+    }
+    j->thread_started = true;
+    return j;
+}
+
+void fwm__journal_stop(fwm__journal *j) {
+    if (!j) return;
+    if (j->thread_started) {
+        pthread_mutex_lock(&j->mutex);
+        j->stopping = true;
+        pthread_cond_broadcast(&j->wake);
+        pthread_mutex_unlock(&j->mutex);
+        pthread_join(j->thread, NULL);
+    }
+    while (j->head) { /* only when the thread never ran */
+        fwm__outbox *next = j->head->next;
+        fwm__outbox_free(j->head);
+        j->head = next;
+    }
+    pthread_cond_destroy(&j->wake);
+    pthread_mutex_destroy(&j->mutex);
+    fwm__free(j->fenced);
+    fwm__free(j);
+}
+
+void fwm__journal_submit(fwm__journal *j, fwm__outbox *o) {
+    o->next = NULL;
+    pthread_mutex_lock(&j->mutex);
+    if (j->tail) j->tail->next = o;
+    else j->head = o;
+    j->tail = o;
+    j->queued++;
+    pthread_cond_signal(&j->wake);
+    pthread_mutex_unlock(&j->mutex);
+}
+
+bool fwm__journal_idle(fwm__journal *j) {
+    pthread_mutex_lock(&j->mutex);
+    bool idle = !j->head && !j->busy;
+    pthread_mutex_unlock(&j->mutex);
+    return idle;
+}
+
+bool fwm__journal_healthy(fwm__journal *j, char *why, size_t why_size) {
+    pthread_mutex_lock(&j->mutex);
+    bool ok = !j->degraded;
+    if (!ok && why) snprintf(why, why_size, "%s", j->why);
+    pthread_mutex_unlock(&j->mutex);
+    return ok;
+}
+
+void fwm__journal_get_stats(fwm__journal *j, fwm__journal_stats *out) {
+    pthread_mutex_lock(&j->mutex);
+    *out = j->stats;
+    out->queued = j->queued;
+    pthread_mutex_unlock(&j->mutex);
+}

@@ -1,0 +1,180 @@
+/* tiering.c - LRU, eviction, loading stored sessions, and rebuilding after failed writes (tiering.h). */
+#include "tiering.h"
+
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "store/session_record.h"
+
+static uint64_t now_ms(void) {
+    return fwm__now_ns() / 1000000u;
+}
+
+void fwm__tiering_touch(fwm__server *s, fwm__session_entry *e) {
+    if (s->lru_tail == e) return;
+    fwm__tiering_forget(s, e);
+    e->lru_prev = s->lru_tail;
+    e->lru_next = NULL;
+    if (s->lru_tail) s->lru_tail->lru_next = e;
+    else s->lru_head = e;
+    s->lru_tail = e;
+}
+
+void fwm__tiering_forget(fwm__server *s, fwm__session_entry *e) {
+    if (!e->lru_prev && s->lru_head != e) return; /* not on the list */
+    if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
+    else s->lru_head = e->lru_next;
+    if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
+    else s->lru_tail = e->lru_prev;
+    e->lru_prev = e->lru_next = NULL;
+}
+
+uint64_t fwm__tiering_session_count(fwm__server *s) {
+    if (!s->store) return s->sessions.count + s->reserved_sessions;
+    fwm__store_info info;
+    if (s->store->backend->info(s->store, &info, NULL) != FWM_STORE_OK) return s->sessions.count + s->reserved_sessions;
+    return info.sessions + s->reserved_sessions;
+}
+
+/* A resident entry for a stored session (its state comes with the LOAD job). */
+static fwm__session_entry *entry_for(fwm__server *s, const uint8_t *id, uint32_t model, uint32_t topk) {
+    const fwm__served_model *m = &s->models[model];
+    fwm__session_entry *e = fwm__calloc(1, sizeof *e);
+    if (!e) return NULL;
+    memcpy(e->id, id, FWM_SESSION_ID_BYTES);
+    fwm__session_id_to_hex(e->id, e->hex);
+    e->model_index = model;
+    e->default_topk = topk > m->info.vocab_size ? m->info.vocab_size : topk;
+    e->memory_bytes = m->session_bytes;
+    e->last_used_ms = now_ms();
+    e->last_logits = fwm__calloc(m->info.vocab_size, sizeof(float));
+    if (!e->last_logits) {
+        fwm__session_entry_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rpc_failure *failure) {
+    char hex[FWM_SESSION_HEX_SIZE];
+    fwm__session_id_to_hex(id, hex);
+    if (!s->store) {
+        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, expired, or never opened)", hex);
+        return NULL;
+    }
+    uint8_t raw[FWM_META_RECORD_BYTES];
+    size_t length = 0;
+    fwm__store_error error = {""};
+    fwm__store_status st = s->store->backend->get_meta(s->store, id, raw, sizeof raw, &length, &error);
+    if (st == FWM_STORE_NOT_FOUND) {
+        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, or never opened)", hex);
+        return NULL;
+    }
+    fwm__session_meta meta;
+    if (st != FWM_STORE_OK || !fwm__meta_decode(raw, length, &meta)) {
+        fwm__rpc_fail(failure, FWM_RPC_STORAGE, "session %s cannot be read from the store: %s", hex,
+                      st != FWM_STORE_OK ? error.message : "its meta record is damaged");
+        return NULL;
+    }
+    long model = -1;
+    for (size_t m = 0; m < s->model_count && model < 0; m++)
+        if (s->models[m].info.fingerprint == meta.fingerprint) model = (long)m;
+    if (model < 0) {
+        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_MODEL,
+                      "session %s belongs to model '%.100s' (fingerprint %016llx), which this server does not serve; "
+                      "it stays stored until that model is served again",
+                      hex, meta.model_name, (unsigned long long)meta.fingerprint);
+        return NULL;
+    }
+    fwm__session_entry *e = entry_for(s, id, (uint32_t)model, meta.topk);
+    fwm__job *load = e ? fwm__job_new(FWM_JOB_LOAD) : NULL;
+    if (!load || !fwm__session_table_insert(&s->sessions, e)) {
+        fwm__job_free(load);
+        fwm__session_entry_free(e);
+        fwm__rpc_fail(failure, FWM_RPC_INTERNAL, "out of memory loading session %s", hex);
+        return NULL;
+    }
+    s->metrics.session_memory_bytes += e->memory_bytes;
+    fwm__tiering_touch(s, e);
+    fwm__scheduler_submit(s->scheduler, e, load);
+    fwm__tiering_evict(s, false);
+    return e;
+}
+
+static bool evict_one(fwm__server *s, fwm__session_entry *e) {
+    if (e->evicting || fwm__scheduler_entry_busy(s->scheduler, e)) return false;
+    fwm__job *job = fwm__job_new(FWM_JOB_EVICT);
+    if (!job) return false;
+    e->evicting = true;
+    e->evict_started_ms = now_ms();
+    s->evicting++;
+    fwm__scheduler_submit(s->scheduler, e, job);
+    return true;
+}
+
+void fwm__tiering_evict(fwm__server *s, bool idle_too) {
+    if (!s->store) return;
+    size_t max = s->config->max_resident;
+    uint64_t now = now_ms(), idle_ms = (uint64_t)(s->config->idle_timeout_s * 1000.0);
+    size_t over = max && s->sessions.count > max + s->evicting ? s->sessions.count - max - s->evicting : 0;
+    for (fwm__session_entry *e = s->lru_head; e;) {
+        fwm__session_entry *next = e->lru_next;
+        bool idle = idle_too && idle_ms && now > e->last_used_ms && now - e->last_used_ms >= idle_ms;
+        if (!over && !idle) break; /* the list is in order of last use: nothing further on is idle */
+        if (evict_one(s, e) && over) over--;
+        e = next;
+    }
+}
+
+void fwm__tiering_snapshot_all(fwm__server *s) {
+    for (fwm__session_entry *e = s->lru_head; e; e = e->lru_next) evict_one(s, e);
+}
+
+void fwm__tiering_evicted(fwm__server *s, const uint8_t *id, bool store_failed) {
+    s->evicting--;
+    fwm__session_entry *e = fwm__session_table_find(&s->sessions, id);
+    if (!e || !e->evicting) return; /* closed meanwhile */
+    e->evicting = false;
+    if (store_failed || e->last_used_ms > e->evict_started_ms || !e->in_table ||
+        fwm__scheduler_entry_busy(s->scheduler, e))
+        return; /* used meanwhile, or to be rebuilt: stays resident */
+    fwm__session_table_remove(&s->sessions, e);
+    fwm__tiering_forget(s, e);
+    s->metrics.evictions++;
+    s->metrics.session_memory_bytes -= e->memory_bytes;
+    fwm__session_entry_free(e); /* no job holds it (not busy) and no table lists it */
+}
+
+void fwm__tiering_loaded(fwm__server *s, const uint8_t *id, bool failed, uint64_t microseconds) {
+    if (failed) {
+        char hex[FWM_SESSION_HEX_SIZE];
+        fwm__session_id_to_hex(id, hex);
+        s->metrics.load_failures++;
+        fwm__server_log(s, "session %s could not be loaded from the store; its requests get `storage`", hex);
+        fwm__session_entry *e = fwm__session_table_find(&s->sessions, id);
+        if (e) { /* its queued jobs fail with `storage`; later requests look again */
+            fwm__job *close = fwm__job_new(FWM_JOB_CLOSE); /* frees it after its queued jobs */
+            if (!close) return;
+            close->keep_stored = true;
+            fwm__session_table_remove(&s->sessions, e);
+            fwm__tiering_forget(s, e);
+            fwm__scheduler_submit(s->scheduler, e, close);
+        }
+        return;
+    }
+    s->metrics.loads++;
+    fwm__histogram_add(&s->metrics.load_latency, microseconds);
+}
+
+void fwm__tiering_write_failed(fwm__server *s, const fwm__outbox *o) {
+    s->metrics.storage_refusals++;
+    for (size_t i = 0; i < o->op_count; i++) {
+        const fwm__store_op *op = &o->ops[i];
+        if (op->kind == FWM_OP_LOADED) continue;
+        if (i > 0 && memcmp(o->ops[i - 1].id, op->id, FWM_SESSION_ID_BYTES) == 0) continue;
+        fwm__session_entry *e = fwm__session_table_find(&s->sessions, op->id);
+        if (!e) continue; /* not resident: rebuilt from the store on its next use */
+        fwm__job *load = fwm__job_new(FWM_JOB_LOAD);
+        if (load) fwm__scheduler_submit(s->scheduler, e, load);
+    }
+}
