@@ -117,6 +117,13 @@ static bool has_writes(const fwm__outbox *o) {
     return false;
 }
 
+static bool only_deletes(const fwm__outbox *o) {
+    for (size_t i = 0; i < o->op_count; i++)
+        if (o->ops[i].kind != FWM_OP_REMOVE && o->ops[i].kind != FWM_OP_DELETE_LOG && o->ops[i].kind != FWM_OP_LOADED)
+            return false;
+    return true;
+}
+
 static void set_health(fwm__journal *j, bool ok, const char *why) {
     pthread_mutex_lock(&j->mutex);
     j->degraded = !ok;
@@ -206,7 +213,11 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
                 }
                 if (!has_writes(o)) continue;
                 fwm__store_error one = {""};
-                if (write_batch(j, &o, 1, &one) == FWM_STORE_OK) {
+                fwm__store_status st = write_batch(j, &o, 1, &one);
+                if (st == FWM_STORE_FULL && only_deletes(o) &&
+                    j->params.store->backend->free_reserve(j->params.store, NULL) == FWM_STORE_OK)
+                    st = write_batch(j, &o, 1, &one); /* deleting makes room: it may use the headroom */
+                if (st == FWM_STORE_OK) {
                     count_written(j, &o, 1);
                     j->unsynced = true;
                 } else {

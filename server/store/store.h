@@ -89,6 +89,9 @@ typedef struct fwm__store_backend {
     /* Whether `bytes` more could be written now (no write batch may be open): used to notice that
      * space has returned after FWM_STORE_FULL. */
     fwm__store_status (*probe)(fwm__store *store, size_t bytes, fwm__store_error *error);
+    /* Give up the headroom the backend keeps for deletions (a full store must still be able to
+     * delete sessions to make room); `probe` takes it back once there is space. */
+    fwm__store_status (*free_reserve)(fwm__store *store, fwm__store_error *error);
 
     /* Reading (any thread). `get_*` copy into a buffer the caller owns and grows (fwm__realloc). */
     fwm__store_status (*get_meta)(fwm__store *store, const uint8_t *id, void *buffer, size_t capacity,

@@ -26,6 +26,7 @@
 #define FORMAT_VALUE "fwm-session-store 1"
 #define DEFAULT_MAP_BYTES (1ull << 40) /* 1 TiB of address space; the file grows as it fills */
 #define LOG_KEY_BYTES (FWM_STORE_ID_BYTES + 8)
+#define RESERVE_KEY "reserve" /* headroom for deletions: a value of reserve_bytes, freed when full */
 
 typedef struct lmdb_store {
     fwm__store base;
@@ -35,6 +36,7 @@ typedef struct lmdb_store {
     int lock_fd;
     char dir[512];
     char data_path[600];
+    size_t reserve_bytes;
 } lmdb_store;
 
 static fwm__store_status fail(fwm__store_error *error, fwm__store_status status, const char *format, ...)
@@ -87,6 +89,8 @@ static MDB_val val(const void *data, size_t size) {
     MDB_val v = {size, (void *)data};
     return v;
 }
+
+static int take_reserve(lmdb_store *s);
 
 /* ---- open / close ---- */
 
@@ -182,6 +186,10 @@ static fwm__store_status lmdb_open(const char *dir, const fwm__store_options *op
     }
     status = open_databases(s, error);
     if (status != FWM_STORE_OK) goto fail;
+    s->reserve_bytes = (size_t)(map / 16);
+    if (s->reserve_bytes < 65536) s->reserve_bytes = 65536;
+    if (s->reserve_bytes > (64u << 20)) s->reserve_bytes = 64u << 20;
+    take_reserve(s); /* a store that is already full starts without it */
     *out = &s->base;
     return FWM_STORE_OK;
 fail:
@@ -284,20 +292,60 @@ static fwm__store_status lmdb_sync(fwm__store *base, fwm__store_error *error) {
     return rc ? lmdb_fail(s, error, rc, "cannot sync to disk") : FWM_STORE_OK;
 }
 
-/* Room for `bytes` more: in the map (a write that is then thrown away) and on the file system. */
+/* Put the deletion headroom back unless it is there (in its own write). */
+static int take_reserve(lmdb_store *s) {
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc) return rc;
+    MDB_val k = val(RESERVE_KEY, strlen(RESERVE_KEY)), v;
+    rc = mdb_get(txn, s->info, &k, &v);
+    if (rc == 0) {
+        mdb_txn_abort(txn);
+        return 0;
+    }
+    v.mv_size = s->reserve_bytes;
+    v.mv_data = NULL;
+    rc = mdb_put(txn, s->info, &k, &v, MDB_RESERVE);
+    if (rc == 0) {
+        memset(v.mv_data, 0, v.mv_size);
+        return mdb_txn_commit(txn);
+    }
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+static fwm__store_status lmdb_free_reserve(fwm__store *base, fwm__store_error *error) {
+    lmdb_store *s = (lmdb_store *)base;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc) return lmdb_fail(s, error, rc, "cannot begin a write");
+    MDB_val k = val(RESERVE_KEY, strlen(RESERVE_KEY));
+    rc = mdb_del(txn, s->info, &k, NULL);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc == MDB_NOTFOUND ? FWM_STORE_NOT_FOUND : lmdb_fail(s, error, rc, "cannot free the reserve");
+    }
+    rc = mdb_txn_commit(txn);
+    return rc ? lmdb_fail(s, error, rc, "cannot free the reserve") : FWM_STORE_OK;
+}
+
+/* Room for `bytes` more beyond the deletion headroom, in the map (a write that is then thrown away)
+ * and on the file system; on success the headroom is taken back. */
 static fwm__store_status lmdb_probe(fwm__store *base, size_t bytes, fwm__store_error *error) {
     lmdb_store *s = (lmdb_store *)base;
     struct statvfs fs;
-    if (statvfs(s->dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < bytes)
+    if (statvfs(s->dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < bytes + s->reserve_bytes)
         return fail(error, FWM_STORE_FULL, "%s: the file system has %llu bytes free", s->dir,
                     (unsigned long long)fs.f_bavail * fs.f_frsize);
     MDB_txn *txn;
     int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc) return lmdb_fail(s, error, rc, "cannot begin a write");
-    MDB_val k = val("probe", 5), v = {bytes, NULL};
+    MDB_val k = val("probe", 5), v = {bytes + s->reserve_bytes, NULL};
     rc = mdb_put(txn, s->info, &k, &v, MDB_RESERVE);
     mdb_txn_abort(txn);
-    return rc ? lmdb_fail(s, error, rc, "no room to write") : FWM_STORE_OK;
+    if (rc) return lmdb_fail(s, error, rc, "no room to write");
+    rc = take_reserve(s);
+    return rc ? lmdb_fail(s, error, rc, "no room for the reserve") : FWM_STORE_OK;
 }
 
 /* ---- reading ---- */
@@ -436,6 +484,7 @@ const fwm__store_backend fwm__store_lmdb = {
     .abort = lmdb_abort,
     .sync = lmdb_sync,
     .probe = lmdb_probe,
+    .free_reserve = lmdb_free_reserve,
     .get_meta = lmdb_get_meta,
     .get_snapshot = lmdb_get_snapshot,
     .read_log = lmdb_read_log,
