@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # serve.sh - set up, build and serve the bundled trained model (models/fwm-babi-lm.gguf) with
-# fwm-serve on 127.0.0.1:7411 (msgpack-RPC, docs/PROTOCOL.md). Extra arguments go to fwm-serve.
-# Talk to it with build/clients/fwm-cli (type story sentences and questions).
+# fwm-serve on 127.0.0.1:7411 (msgpack-RPC, docs/PROTOCOL.md), durably: every session is kept in an
+# LMDB store in data/sessions/ (docs/DURABILITY.md), so sessions survive restarts and crashes.
+# FWM_DATA_DIR=DIR serves into another folder; FWM_DATA_DIR= (empty) serves from memory only.
+# Extra arguments go to fwm-serve (e.g. --fsync always). Talk to it with build/clients/fwm-cli.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
+data_dir="${FWM_DATA_DIR-data/sessions}"
+if [ -n "$data_dir" ]; then
+    mkdir -p "$(dirname "$data_dir")"
+    exec build/server/fwm-serve --data-dir "$data_dir" "$@"
+fi
 exec build/server/fwm-serve "$@"

@@ -135,6 +135,18 @@ class Client:
     def restore(self, state, model=None, topk=None):
         return Session(self, self.call("restore", state=bytes(state), model=model, topk=topk)["session"])
 
+    def sessions(self, page=100):
+        """Every session on the server (stored ones too, with --data-dir), in id order, fetched `page`
+        at a time: dicts with session, model, pos, last_used_ms, resident."""
+        after = None
+        while True:
+            reply = self.call("sessions", after=after, limit=page)
+            for item in reply["sessions"]:
+                yield item
+            after = reply["next"]
+            if after is None:
+                return
+
 
 class Session:
     """A session on the server: its state (what it has read) persists between calls."""
