@@ -188,7 +188,7 @@ static fwm__store_status lmdb_open(const char *dir, const fwm__store_options *op
     if (status != FWM_STORE_OK) goto fail;
     s->reserve_bytes = (size_t)(map / 16);
     if (s->reserve_bytes < 65536) s->reserve_bytes = 65536;
-    if (s->reserve_bytes > (64u << 20)) s->reserve_bytes = 64u << 20;
+    if (s->reserve_bytes > (8u << 20)) s->reserve_bytes = 8u << 20;
     take_reserve(s); /* a store that is already full starts without it */
     *out = &s->base;
     return FWM_STORE_OK;
