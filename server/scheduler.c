@@ -90,6 +90,7 @@ void fwm__scheduler_submit(fwm__scheduler *s, fwm__session_entry *e, fwm__job *j
     else e->jobs_head = job;
     e->jobs_tail = job;
     e->jobs_pending++;
+    e->jobs_submitted++;
     s->jobs_pending++;
     s->tokens_queued += fwm__job_tokens_left(job);
     if (!e->queued && !e->running) {
@@ -157,6 +158,13 @@ void fwm__scheduler_cancel(fwm__scheduler *s) {
     }
     pthread_cond_broadcast(&s->wake);
     pthread_mutex_unlock(&s->mutex);
+}
+
+uint64_t fwm__scheduler_entry_jobs(fwm__scheduler *s, const fwm__session_entry *e) {
+    pthread_mutex_lock(&s->mutex);
+    uint64_t n = e->jobs_submitted;
+    pthread_mutex_unlock(&s->mutex);
+    return n;
 }
 
 bool fwm__scheduler_entry_busy(fwm__scheduler *s, const fwm__session_entry *e) {

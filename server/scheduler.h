@@ -168,6 +168,8 @@ void fwm__scheduler_delivered(fwm__scheduler *scheduler, fwm__sink *sink, size_t
 /* From now on, jobs end without stepping, answering FWM_RPC_SHUTTING_DOWN. */
 void fwm__scheduler_cancel(fwm__scheduler *scheduler);
 
+/* How many jobs were ever submitted to the entry. */
+uint64_t fwm__scheduler_entry_jobs(fwm__scheduler *scheduler, const fwm__session_entry *entry);
 /* Whether the entry has jobs queued or running. */
 bool fwm__scheduler_entry_busy(fwm__scheduler *scheduler, const fwm__session_entry *entry);
 

@@ -50,13 +50,14 @@ typedef struct fwm__session_entry {
     bool in_table;
     struct fwm__session_entry *lru_prev, *lru_next; /* durable: resident sessions, least recent first */
     bool evicting;          /* an EVICT job is under way */
-    uint64_t evict_started_ms;
+    uint64_t evict_mark;    /* jobs_submitted counting the EVICT job: more later means it was used */
 
     /* [sched] */
     struct fwm__job *jobs_head, *jobs_tail; /* pending jobs, in request order */
     size_t jobs_pending;
     bool queued;  /* on the ready list or parked */
     bool running; /* a worker holds it */
+    uint64_t jobs_submitted; /* ever, so the loop can tell whether a session was used since a mark */
     struct fwm__session_entry *ready_next;
 } fwm__session_entry;
 

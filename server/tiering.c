@@ -106,9 +106,9 @@ static bool evict_one(fwm__server *s, fwm__session_entry *e) {
     fwm__job *job = fwm__job_new(FWM_JOB_EVICT);
     if (!job) return false;
     e->evicting = true;
-    e->evict_started_ms = now_ms();
     s->evicting++;
     fwm__scheduler_submit(s->scheduler, e, job);
+    e->evict_mark = fwm__scheduler_entry_jobs(s->scheduler, e);
     return true;
 }
 
@@ -135,9 +135,11 @@ void fwm__tiering_evicted(fwm__server *s, const uint8_t *id, bool store_failed) 
     fwm__session_entry *e = fwm__session_table_find(&s->sessions, id);
     if (!e || !e->evicting) return; /* closed meanwhile */
     e->evicting = false;
-    if (store_failed || e->last_used_ms > e->evict_started_ms || !e->in_table ||
-        fwm__scheduler_entry_busy(s->scheduler, e))
-        return; /* used meanwhile, or to be rebuilt: stays resident */
+    /* A job submitted after the EVICT job may have changed the state, and its records may still be
+     * on their way to the store: then the session stays resident (so does one to be rebuilt). */
+    if (store_failed || !e->in_table || fwm__scheduler_entry_busy(s->scheduler, e) ||
+        fwm__scheduler_entry_jobs(s->scheduler, e) != e->evict_mark)
+        return;
     fwm__session_table_remove(&s->sessions, e);
     fwm__tiering_forget(s, e);
     s->metrics.evictions++;
