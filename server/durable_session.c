@@ -17,11 +17,9 @@ uint64_t fwm__wall_ms(void) {
 
 /* Room for `length` more store bytes and one more operation; NULL when out of memory (the outbox is
  * then marked failed, so nothing half-recorded is ever acknowledged). */
-static fwm__store_op *add_op(fwm__job_context *ctx, fwm__store_op_kind kind, const fwm__session_entry *e,
-                             size_t length, uint8_t **bytes) {
-    fwm__outbox *o = fwm__job_context_outbox(ctx);
-    if (!o) return NULL;
-    if (o->store_failed) return NULL;
+static fwm__store_op *outbox_op(fwm__outbox *o, fwm__store_op_kind kind, const uint8_t *id, size_t length,
+                                uint8_t **bytes) {
+    if (!o || o->store_failed) return NULL;
     if (o->store_length + length > o->store_capacity) {
         size_t capacity = o->store_capacity ? o->store_capacity : 4096;
         while (capacity < o->store_length + length) capacity *= 2;
@@ -40,7 +38,7 @@ static fwm__store_op *add_op(fwm__job_context *ctx, fwm__store_op_kind kind, con
     fwm__store_op *op = &o->ops[o->op_count++];
     memset(op, 0, sizeof *op);
     op->kind = kind;
-    memcpy(op->id, e->id, FWM_SESSION_ID_BYTES);
+    memcpy(op->id, id, FWM_SESSION_ID_BYTES);
     op->offset = o->store_length;
     op->length = length;
     o->store_length += length;
@@ -50,6 +48,15 @@ oom:
     o->store_failed = true;
     snprintf(o->store_error, sizeof o->store_error, "out of memory recording a session's operations");
     return NULL;
+}
+
+static fwm__store_op *add_op(fwm__job_context *ctx, fwm__store_op_kind kind, const fwm__session_entry *e,
+                             size_t length, uint8_t **bytes) {
+    return outbox_op(fwm__job_context_outbox(ctx), kind, e->id, length, bytes);
+}
+
+bool fwm__outbox_add_removal(fwm__outbox *o, const uint8_t *id) {
+    return outbox_op(o, FWM_OP_REMOVE, id, 0, NULL) != NULL;
 }
 
 static void put_meta(fwm__job_context *ctx, const fwm__session_entry *e) {
@@ -65,6 +72,10 @@ static void put_meta(fwm__job_context *ctx, const fwm__session_entry *e) {
     meta.log_base = e->log_base;
     meta.has_snapshot = e->has_snapshot;
     fwm__meta_encode(&meta, bytes);
+}
+
+void fwm__durable_touch(fwm__job_context *ctx, fwm__session_entry *e) {
+    if (ctx->store) put_meta(ctx, e);
 }
 
 void fwm__durable_open(fwm__job_context *ctx, fwm__session_entry *e) {

@@ -31,6 +31,8 @@ void fwm__durable_step(fwm__job_context *ctx, fwm__session_entry *entry, const u
 void fwm__durable_reset(fwm__job_context *ctx, fwm__session_entry *entry);
 /* Whether the session has logged operations that no snapshot covers. */
 bool fwm__durable_dirty(const fwm__session_entry *entry);
+/* Rewrite the meta record (its last use becomes now). */
+void fwm__durable_touch(fwm__job_context *ctx, fwm__session_entry *entry);
 /* Snapshot now (meta, snapshot, and the log trimmed). */
 void fwm__durable_snapshot(fwm__job_context *ctx, fwm__session_entry *entry);
 void fwm__durable_remove(fwm__job_context *ctx, fwm__session_entry *entry);
@@ -39,6 +41,10 @@ void fwm__durable_remove(fwm__job_context *ctx, fwm__session_entry *entry);
  * `why` names the problem. A damaged log record ends the replay; it and every later record are
  * deleted (never replayed). */
 bool fwm__durable_load(fwm__job_context *ctx, fwm__session_entry *entry, char *why, size_t why_size);
+
+/* Append a deletion of session `id` to an outbox (any thread that owns the outbox); false when out
+ * of memory. */
+bool fwm__outbox_add_removal(fwm__outbox *outbox, const uint8_t *id);
 
 /* Wall-clock milliseconds since 1970. */
 uint64_t fwm__wall_ms(void);

@@ -411,6 +411,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
         return run_load(ctx, e, job);
     case FWM_JOB_EVICT: {
         if (fwm__durable_dirty(e) && e->logged_tokens > FWM_EVICT_REPLAY_TOKENS) fwm__durable_snapshot(ctx, e);
+        else fwm__durable_touch(ctx, e); /* its last use, for --session-ttl */
         fwm__outbox *o = fwm__job_context_outbox(ctx);
         fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
         if (r) {

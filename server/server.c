@@ -169,6 +169,7 @@ static void on_housekeeping(uv_timer_t *timer) {
     }
     if (s->store && !s->shutting_down) {
         fwm__tiering_evict(s, true); /* durable: idle sessions are written out, not lost */
+        fwm__tiering_expire_stored(s);
     } else if (s->config->idle_timeout_s > 0 && !s->shutting_down) {
         expire_walk w = {s, now / 1000000u, (uint64_t)(s->config->idle_timeout_s * 1000.0)};
         fwm__session_table_each(&s->sessions, expire_one, &w);

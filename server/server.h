@@ -70,6 +70,8 @@ typedef struct fwm__server {
     fwm__session_entry *lru_head, *lru_tail; /* resident sessions, least recently used first */
     size_t evicting;                         /* EVICT jobs under way */
     bool final_snapshots;                    /* shutdown: the last snapshots were asked for */
+    uint8_t expire_cursor[FWM_SESSION_ID_BYTES]; /* --session-ttl: where the scan goes on */
+    bool expire_started;
 
     fwm__listener *listeners;
     size_t listener_count;

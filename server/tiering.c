@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "durable_session.h"
 #include "fwm_alloc.h"
 #include "store/session_record.h"
 
@@ -178,5 +179,45 @@ void fwm__tiering_write_failed(fwm__server *s, const fwm__outbox *o) {
         if (!e) continue; /* not resident: rebuilt from the store on its next use */
         fwm__job *load = fwm__job_new(FWM_JOB_LOAD);
         if (load) fwm__scheduler_submit(s->scheduler, e, load);
+    }
+}
+
+/* ---- --session-ttl ---- */
+
+#define EXPIRE_SCAN 4096 /* stored sessions looked at per second */
+
+typedef struct expiry {
+    fwm__server *server;
+    fwm__outbox *outbox;
+    uint64_t cutoff_ms;
+    size_t seen, expired;
+} expiry;
+
+static bool expire_visit(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const void *bytes, size_t length) {
+    expiry *x = user;
+    fwm__server *s = x->server;
+    memcpy(s->expire_cursor, id, FWM_SESSION_ID_BYTES);
+    fwm__session_meta meta;
+    if (fwm__meta_decode(bytes, length, &meta) && meta.last_used_ms < x->cutoff_ms &&
+        !fwm__session_table_find(&s->sessions, id) && fwm__outbox_add_removal(x->outbox, id))
+        x->expired++;
+    return ++x->seen < EXPIRE_SCAN;
+}
+
+void fwm__tiering_expire_stored(fwm__server *s) {
+    if (!s->store || s->config->session_ttl_s <= 0) return;
+    uint64_t ttl_ms = (uint64_t)(s->config->session_ttl_s * 1000.0), now = fwm__wall_ms();
+    expiry x = {s, fwm__calloc(1, sizeof *x.outbox), now > ttl_ms ? now - ttl_ms : 0, 0, 0};
+    if (!x.outbox) return;
+    msgpack_sbuffer_init(&x.outbox->buffer);
+    s->store->backend->list(s->store, s->expire_started ? s->expire_cursor : NULL, expire_visit, &x, NULL);
+    s->expire_started = x.seen == EXPIRE_SCAN; /* fewer: the end was reached, start over next time */
+    if (x.expired) {
+        s->metrics.sessions_expired += x.expired;
+        fwm__server_log(s, "%zu stored sessions unused for %gs deleted (session-ttl)", x.expired,
+                        s->config->session_ttl_s);
+        fwm__journal_submit(s->journal, x.outbox);
+    } else {
+        fwm__outbox_free(x.outbox);
     }
 }

@@ -27,6 +27,9 @@ fwm__session_entry *fwm__tiering_load(fwm__server *server, const uint8_t *id, fw
 
 /* Evict what is over --max-resident and what has been idle past --idle-timeout. */
 void fwm__tiering_evict(fwm__server *server, bool idle_too);
+/* --session-ttl: delete a slice of the stored sessions unused for that long (called every second;
+ * each call looks at the next few thousand). */
+void fwm__tiering_expire_stored(fwm__server *server);
 /* Ask every dirty resident session for a snapshot (shutdown). */
 void fwm__tiering_snapshot_all(fwm__server *server);
 

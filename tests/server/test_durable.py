@@ -323,8 +323,18 @@ def case_store_refused(env):
     s = c.call("open")["session"]
     c.call("feed", session=s, text="Mary moved to the bathroom.")
     check_eq(first.stop(), 0, "clean exit")
-    # damaged: the file's first pages overwritten
+    # another format version (the version string rewritten in place)
     path = os.path.join(data, "data.mdb")
+    check_eq(corrupt_all_replace(path, b"fwm-session-store 1", b"fwm-session-store 9"), 1, "format key found")
+    newer = env.start([model], "--data-dir", data, wait=False)
+    check_eq(newer.wait(), 1, "other format version: exit 1")
+    check("written in format 'fwm-session-store 9'" in newer.stderr() and path in newer.stderr(),
+          "names the file and the version", newer.stderr())
+    corrupt_all_replace(path, b"fwm-session-store 9", b"fwm-session-store 1")
+    again = env.start([model], "--data-dir", data)
+    check_eq(Client(again.address).call("predict", session=s)["pos"], 6, "the store is fine again")
+    check_eq(again.stop(), 0, "clean exit")
+    # damaged: the file's first pages overwritten
     with open(path, "r+b") as f:
         f.write(b"\xa5" * 8192)
     broken = env.start([model], "--data-dir", data, wait=False)
@@ -337,6 +347,15 @@ def case_store_refused(env):
     bad = env.start([model], "--data-dir", plain, wait=False)
     check_eq(bad.wait(), 1, "not a folder: exit 1")
     check(plain in bad.stderr(), "names the path", bad.stderr())
+
+
+def corrupt_all_replace(path, old, new):
+    with open(path, "r+b") as f:
+        data = f.read()
+        count = data.count(old)
+        f.seek(0)
+        f.write(data.replace(old, new))
+    return count
 
 
 def corrupt_all(path, pattern, offset):
@@ -494,6 +513,29 @@ def case_disk_full(env):
         check_eq((p["pos"], p["topk"]), ref.predict(ops), "session %s after the crash" % s)
     print("disk full: %d sessions fitted in a 256 KiB store; %d survive the closes and a crash" % (
         len(sessions), len(history)))
+    check_eq(server.stop(), 0, "clean exit")
+
+
+def case_session_ttl(env):
+    """--session-ttl deletes stored sessions unused that long; resident ones are kept."""
+    model = env.model()
+    data = os.path.join(env.dir, "data")
+    server = env.start([model], "--data-dir", data, "--max-resident", "1", "--session-ttl", "2")
+    c = Client(server.address)
+    ids = []
+    for text in ("Mary moved to the bathroom.", "John went to the hallway.", "Sandra went to the garden."):
+        ids.append(c.call("open")["session"])
+        c.call("feed", session=ids[-1], text=text)
+    deadline = time.time() + 15
+    while time.time() < deadline and c.call("stats")["sessions_expired"] < 2:
+        time.sleep(0.25)
+    check_eq(c.call("stats")["sessions_expired"], 2, "the two written-out sessions expired")
+    listing = c.call("sessions")["sessions"]
+    check_eq([x["session"] for x in listing], [ids[2]], "the resident one is kept")
+    for s in ids[:2]:
+        expect_error("unknown_session", c.call, "predict", session=s)
+    check_eq(c.call("predict", session=ids[2])["pos"], 6, "resident session intact")
+    check("deleted (session-ttl)" in server.stderr(), "logged", server.stderr())
     check_eq(server.stop(), 0, "clean exit")
 
 
