@@ -71,8 +71,16 @@ bool fwm__connection_idle(const fwm__connection *c) {
     return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0;
 }
 
+/* Output not yet taken by the peer: gathered in this callback plus handed to libuv. Counting the
+ * gathered part too stops replies made on the loop thread (hello, errors) from piling up between
+ * flushes: a connection that never reads holds at most max_output_bytes plus one reply. */
+static size_t unsent_output(const fwm__connection *c) {
+    return c->out_length + c->queued_bytes;
+}
+
 static bool may_process(const fwm__connection *c) {
     return !c->closing && !c->close_after_flush && !c->congested &&
+           unsent_output(c) <= c->server->config->max_output_bytes &&
            c->inflight < c->server->config->max_inflight;
 }
 
@@ -200,7 +208,7 @@ static void on_write(uv_write_t *req, int status) {
         fwm__connection_close(c);
         return;
     }
-    if (c->congested && c->queued_bytes + c->out_length <= s->config->max_output_bytes / 2) {
+    if (c->congested && unsent_output(c) <= s->config->max_output_bytes / 2) {
         c->congested = false;
         fwm__scheduler_set_congested(s->scheduler, &c->sink, false);
         process(c);

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""test_hardening.py - fwm-serve against the attacks of a hostile or careless client, over real
+sockets, one case per meson test (the same command line and harness as test_server.py):
+
+  test_hardening.py CASE --serve PATH --init PATH --babi DIR --source-root DIR
+
+Each case reproduces one attack and checks that the limit holds, measured from outside: queued
+bytes through `stats`, the replies (decoded by python3-msgpack with raw=False, so any string that
+is not valid UTF-8 fails the test), the server's log lines. Exit 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import random
+import resource
+import socket
+import stat
+import struct
+import sys
+import time
+
+import msgpack
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_harness import Client, Env, RpcError, check, check_eq, connect, expect_error, run_case  # noqa: E402
+
+
+def read_all(sock, seconds, unpacker=None):
+    """Messages until the peer closes or `seconds` pass: (messages, closed)."""
+    u = unpacker or msgpack.Unpacker(raw=False)
+    got, closed = [], False
+    deadline = time.time() + seconds
+    sock.settimeout(0.2)
+    while time.time() < deadline:
+        try:
+            data = sock.recv(1 << 16)
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            closed = True
+            break
+        if not data:
+            closed = True
+            break
+        u.feed(data)
+        got += list(u)
+    return got, closed
+
+
+def stats(server):
+    c = Client(server.address)
+    try:
+        return c.call("stats")
+    finally:
+        c.close()
+
+
+# ---- cases ------------------------------------------------------------------------------------------
+
+def case_output_limit_loop_replies(env):
+    """A connection that pipelines cheap requests answered on the loop thread (hello) and never
+    reads holds at most max-output-bytes plus one reply; once it reads, every request is answered."""
+    limit = 65536
+    server = env.start([env.model()], "--max-output-bytes", str(limit))
+    probe = Client(server.address)
+    reply = len(msgpack.packb([1, 1, None, probe.call("hello")]))
+    hog = connect(server.address)
+    request = msgpack.packb([0, 7, "hello", []])
+    n = 20000  # ~6 MB of replies: more than the kernel's socket buffers hold
+    hog.sendall(request * n)
+    peak = 0
+    for _ in range(15):
+        time.sleep(0.1)
+        peak = max(peak, probe.call("stats")["memory"]["output_queued_bytes"])
+    print("%d x %d-byte hello pipelined, reply %d bytes: peak queued output %d bytes (limit %d)"
+          % (n, len(request), reply, peak, limit))
+    check(peak > 0, "the hog's output is queued (the attack took effect)", peak)
+    check(peak <= limit + reply, "queued output within max-output-bytes plus one reply", peak, limit, reply)
+    got, _ = read_all_until(hog, n, 30)
+    check_eq(len(got), n, "every pipelined hello answered once the client reads")
+    check(all(m[0] == 1 and m[1] == 7 and m[2] is None for m in got), "all successful responses")
+    check_eq(server.stop(), 0, "exit status")
+
+
+def read_all_until(sock, count, seconds):
+    u = msgpack.Unpacker(raw=False, max_buffer_size=64 << 20)
+    got = []
+    deadline = time.time() + seconds
+    sock.settimeout(1.0)
+    while len(got) < count and time.time() < deadline:
+        try:
+            data = sock.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not data:
+            return got, True
+        u.feed(data)
+        got += list(u)
+    return got, False
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--serve", required=True)
+    ap.add_argument("--init", required=True)
+    ap.add_argument("--babi", required=True)
+    ap.add_argument("--source-root", required=True)
+    args = ap.parse_args()
+    env = Env(args)
+    return run_case(env, args.case, lambda: CASES[args.case](env),
+                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData, UnicodeDecodeError,
+                              ValueError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
