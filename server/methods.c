@@ -27,12 +27,28 @@ typedef struct method {
 
 /* ---- helpers ---- */
 
+/* Answer the failure: with the request's msgid; with a nil msgid when the message is not a
+ * notification but its msgid could not be read (so the client learns why nothing else came);
+ * nothing for a notification. */
 static void respond_error(request *r) {
     r->s->metrics.errors++;
-    if (!r->call.has_msgid) return; /* a notification gets no answer */
     msgpack_packer pk;
-    fwm__connection_packer(r->c, &pk);
-    fwm__rpc_pack_error_response(&pk, r->call.msgid, &r->failure);
+    if (r->call.has_msgid) {
+        fwm__connection_packer(r->c, &pk);
+        fwm__rpc_pack_error_response(&pk, r->call.msgid, &r->failure);
+    } else if (r->call.kind != FWM_RPC_NOTIFICATION) {
+        fwm__connection_packer(r->c, &pk);
+        fwm__rpc_pack_error_response_without_id(&pk, &r->failure);
+    }
+}
+
+/* Methods whose result is the point (the id of the session they create): as a notification, the
+ * session would exist with an id nobody ever receives, so they are refused (silently). */
+static bool needs_response(const method *m) {
+    static const char *const names[] = {"open", "fork", "restore", NULL};
+    for (const char *const *n = names; *n; n++)
+        if (strcmp(m->name, *n) == 0) return true;
+    return false;
 }
 
 /* Begin a response; false for notifications (nothing is sent). */
@@ -531,6 +547,9 @@ void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t le
     if (!found)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_UNKNOWN_METHOD, "unknown method '%.*s'",
                            (int)(r.call.method_length > 64 ? 64 : r.call.method_length), r.call.method);
+    else if (!r.call.has_msgid && needs_response(found))
+        ok = fwm__rpc_fail(&r.failure, FWM_RPC_INVALID_REQUEST,
+                           "'%s' sent as a notification: its result (a new session's id) would be lost", found->name);
     else if (r.s->shutting_down && !found->during_shutdown)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_SHUTTING_DOWN, "the server is shutting down; '%s' refused", found->name);
     else

@@ -57,16 +57,25 @@ bool fwm__rpc_call_decode(fwm__rpc_call *call, const uint8_t *data, size_t size,
         return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "a message must be a non-empty array");
     const msgpack_object *item = root->via.array.ptr;
     uint32_t n = root->via.array.size;
-    if (item[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-        (item[0].via.u64 != FWM_RPC_REQUEST && item[0].via.u64 != FWM_RPC_NOTIFICATION))
+    if (item[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
         return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
-                             "message type must be 0 (request) or 2 (notification), found %s%s",
-                             type_name(item[0].type), item[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? " other than 0 or 2" : "");
+                             "message type must be 0 (request) or 2 (notification), found %s", type_name(item[0].type));
+    if (item[0].via.u64 != FWM_RPC_REQUEST && item[0].via.u64 != FWM_RPC_NOTIFICATION)
+        return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
+                             "message type must be 0 (request) or 2 (notification), found %llu",
+                             (unsigned long long)item[0].via.u64);
     call->kind = (int)item[0].via.u64;
     size_t next = 1;
     if (call->kind == FWM_RPC_REQUEST) {
-        if (n < 2 || item[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || item[1].via.u64 > UINT32_MAX)
-            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "request msgid must be an unsigned 32-bit integer");
+        if (n < 2)
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "a request is [0, msgid, method, params]: found 1 element");
+        if (item[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "request msgid must be an unsigned 32-bit integer, found %s",
+                                 type_name(item[1].type));
+        if (item[1].via.u64 > UINT32_MAX)
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
+                                 "request msgid must be an unsigned 32-bit integer, found %llu (more than 32 bits)",
+                                 (unsigned long long)item[1].via.u64);
         call->has_msgid = true;
         call->msgid = (uint32_t)item[1].via.u64;
         next = 2;
@@ -245,6 +254,14 @@ void fwm__rpc_pack_error_response(msgpack_packer *pk, uint32_t msgid, const fwm_
     msgpack_pack_array(pk, 4);
     msgpack_pack_uint8(pk, FWM_RPC_RESPONSE);
     msgpack_pack_uint32(pk, msgid);
+    fwm__rpc_pack_error_map(pk, failure);
+    msgpack_pack_nil(pk);
+}
+
+void fwm__rpc_pack_error_response_without_id(msgpack_packer *pk, const fwm__rpc_failure *failure) {
+    msgpack_pack_array(pk, 4);
+    msgpack_pack_uint8(pk, FWM_RPC_RESPONSE);
+    msgpack_pack_nil(pk);
     fwm__rpc_pack_error_map(pk, failure);
     msgpack_pack_nil(pk);
 }

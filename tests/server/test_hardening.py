@@ -98,6 +98,55 @@ def read_all_until(sock, count, seconds):
     return got, False
 
 
+def case_invalid_requests(env):
+    """Well-formed msgpack that is not a valid request gets an `invalid_request` error response (msgid:
+    the request's when it is a valid u32, else nil); a malformed notification gets nothing; the
+    connection keeps working."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    answered = [  # (message, msgid expected in the answer)
+        ([0, 2 ** 32, "hello", []], None), ([0, -1, "hello", []], None), ([0, None, "hello", []], None),
+        ([0, "7", "hello", []], None), ([0, 1.5, "hello", []], None), ([3, 1, "hello", []], None),
+        ([1, 5, None, None], None), ([], None), ([0], None), ([0, 5, "hello"], 5),
+        ([0, 2 ** 32 - 1, 7, []], 2 ** 32 - 1), ([0, 6, "hello", [1, 2]], 6), ([0, 8, "hello", {}], 8),
+    ]
+    for message, msgid in answered:
+        c.send_raw(msgpack.packb(message))
+        m = c.read_one()
+        check(m is not None, "an answer to %r" % (message,))
+        check_eq((m[0], m[1], m[3]), (1, msgid, None), "response shape for %r" % (message,))
+        check_eq((m[2]["code"], m[2]["name"]), (1, "invalid_request"), "error for %r" % (message,))
+        print("%-28r -> %s" % (message, m[2]["message"]))
+    for message in ([2, 5, []], [2], [2, "hello", [1]], [2, "hello", []]):  # notifications: no answer
+        c.send_raw(msgpack.packb(message))
+    check_eq(c.call("hello")["server"], "fwm-serve", "the connection still works, nothing else was sent")
+    check(not c.notifications and not c.responses, "no answer to notifications", c.notifications, c.responses)
+    st = c.call("stats")
+    check(st["errors"] >= len(answered) + 3, "errors counted", st["errors"])
+    check_eq(server.stop(), 0, "exit status")
+
+
+def case_notification_open(env):
+    """`open`, `fork` and `restore` sent as notifications are refused: no session is created (its id
+    would never reach anyone), nothing is sent, the error is counted."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    s = c.call("open")["session"]
+    blob = c.call("snapshot", session=s)["state"]
+    before = c.call("stats")
+    for _ in range(5):
+        c.notify("open")
+    c.notify("fork", session=s)
+    c.notify("restore", state=blob)
+    c.notify("reset", session=s)  # an ordinary notification still runs
+    after = c.call("stats")
+    check_eq(after["sessions"], before["sessions"], "no session created by notifications")
+    check_eq(after["sessions_opened"], before["sessions_opened"], "sessions opened")
+    check_eq(after["errors"] - before["errors"], 7, "each refused notification counted as an error")
+    check(not c.notifications and not c.responses, "nothing sent for notifications", c.notifications, c.responses)
+    check_eq(server.stop(), 0, "exit status")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
