@@ -7,6 +7,7 @@
 
 #include "connection.h"
 #include "fwm_alloc.h"
+#include "fwm_utf8.h"
 #include "rpc_codec.h"
 
 typedef struct request {
@@ -119,7 +120,7 @@ static bool model_arg(request *r, uint32_t *index) {
     long found = fwm__server_find_model(r->s, name, length);
     if (found < 0)
         return fwm__rpc_fail(&r->failure, FWM_RPC_UNKNOWN_MODEL, "no model named '%.*s' on this server (see hello)",
-                             (int)(length > 100 ? 100 : length), name);
+                             (int)fwm__utf8_cut(name, length, 100), name);
     *index = (uint32_t)found;
     return true;
 }
@@ -176,7 +177,7 @@ static void unknown_word(request *r, const char *message) {
     if (!close) close = open ? strrchr(open + 1, '\'') : NULL;
     if (open && close) {
         size_t n = (size_t)(close - open - 1);
-        if (n >= sizeof r->failure.word) n = sizeof r->failure.word - 1;
+        n = fwm__utf8_cut(open + 1, n, sizeof r->failure.word - 1);
         memcpy(r->failure.word, open + 1, n);
         r->failure.word[n] = '\0';
     }
@@ -546,7 +547,7 @@ void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t le
     bool ok;
     if (!found)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_UNKNOWN_METHOD, "unknown method '%.*s'",
-                           (int)(r.call.method_length > 64 ? 64 : r.call.method_length), r.call.method);
+                           (int)fwm__utf8_cut(r.call.method, r.call.method_length, 64), r.call.method);
     else if (!r.call.has_msgid && needs_response(found))
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_INVALID_REQUEST,
                            "'%s' sent as a notification: its result (a new session's id) would be lost", found->name);

@@ -147,6 +147,82 @@ def case_notification_open(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+HIGH = [b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xff", b"\xc3", b"\xe2\x82", b"\x80", b"\xed\xa0\x80",
+        b"\xc0\xaf"]
+
+
+def mutate(rng, text):
+    """Random flips to high bytes and insertions of multi-byte characters, whole or broken."""
+    b = bytearray(text)
+    for _ in range(rng.randrange(1, 6)):
+        if b and rng.random() < 0.4:
+            b[rng.randrange(len(b))] = rng.randrange(0x80, 0x100)
+        else:
+            at = rng.randrange(len(b) + 1)
+            b[at:at] = rng.choice(HIGH)
+    return bytes(b)
+
+
+def case_utf8_replies(env):
+    """Thousands of requests whose method names, words, session ids, model names and argument names
+    carry invalid or multi-byte UTF-8 (around the server's cut lengths): every reply decodes with
+    raw=False, and client bytes come back cut at character boundaries or as U+FFFD."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    session = c.call("open")["session"].encode()
+    rng = random.Random(2026)
+    long_word = "a" + "\u00e9" * 70  # 141 bytes: cut at 64, 80, 100 and 127 falls inside a character
+    templates = [
+        lambda: (mutate(rng, rng.choice([b"hello", b"feed", b"open", b"nosuch", long_word.encode()])), {}),
+        lambda: (b"feed", {b"session": session, b"text": mutate(rng, b"mary went to the kitchen " + long_word.encode())}),
+        lambda: (b"ask", {b"session": session, b"question": mutate(rng, b"where is mary")}),
+        lambda: (b"predict", {b"session": mutate(rng, session)}),
+        lambda: (b"open", {b"model": mutate(rng, long_word.encode() * 2)}),
+        lambda: (b"hello", {mutate(rng, long_word.encode()): 1}),
+        lambda: (b"feed", {b"session": session, b"text": long_word.encode() + mutate(rng, b"x" * rng.randrange(70, 90))}),
+    ]
+    total, fffd, cut_seen, names = 0, 0, 0, {}
+    msgid = 100
+    for batch in range(30):
+        wire, ids = b"", []
+        for _ in range(100):
+            method, params = rng.choice(templates)()
+            msgid += 1
+            ids.append(msgid)
+            wire += msgpack.packb([0, msgid, method, [params]], use_bin_type=False)  # bytes -> str, as is
+        c.send_raw(wire)
+        for i in ids:
+            try:
+                c.wait(i)
+            except RpcError as e:
+                names[e.name] = names.get(e.name, 0) + 1
+                text = e.message + e.error.get("word", "")
+                fffd += "\ufffd" in text
+                cut_seen += "\u00e9" * 20 in text
+            total += 1
+        c.take_tokens()
+    # broken structure too: whole-message byte flips, each followed by a sentinel hello
+    broken = 0
+    for i in range(200):
+        m = bytearray(msgpack.packb([0, 1, "feed", [{"session": session.decode(), "text": "mary \u00e9t\u00e9"}]]))
+        for _ in range(rng.randrange(1, 4)):
+            m[rng.randrange(len(m))] = rng.randrange(0x80, 0x100)
+        s = connect(server.address)
+        s.sendall(bytes(m) + msgpack.packb([0, 424242, "hello", []]))
+        s.shutdown(socket.SHUT_WR)  # the server answers what it can, then closes
+        got, closed = read_all(s, 5)
+        check(closed, "the server closes a connection whose peer is done", got)
+        broken += any(x[0] == 2 and x[1] == "error" for x in got)
+        s.close()
+    print("%d mutated requests, all replies valid UTF-8: %s; %d with U+FFFD, %d echoing long multi-byte text; "
+          "%d broken messages (%d closed with a protocol error)" % (total, names, fffd, cut_seen, 200, broken))
+    check(fffd > 100, "invalid client bytes were echoed as U+FFFD", fffd)
+    check(cut_seen > 100, "multi-byte client text was echoed (cut at a boundary)", cut_seen)
+    check(len(names) >= 4, "the mutations reached several error paths", names)
+    check_eq(c.call("hello")["server"], "fwm-serve", "the server still serves")
+    check_eq(server.stop(), 0, "exit status")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
