@@ -36,6 +36,7 @@ typedef struct fwm__config {
     size_t max_output_bytes;  /* per connection; beyond it, stop reading and stepping for it */
     size_t max_inflight;      /* unfinished requests per connection before it stops being read */
     fwm__rpc_limits limits;   /* the pre-scanner's limits */
+    unsigned unix_mode;       /* permissions of Unix-socket files (octal on the command line) */
     bool quiet;               /* no log lines on stderr */
 } fwm__config;
 

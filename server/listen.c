@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "connection.h"
@@ -97,6 +98,11 @@ static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const c
     int rc = uv_pipe_bind(&l->h.pipe, path);
     if (rc == 0) {
         snprintf(l->unix_path, sizeof l->unix_path, "%s", path);
+        if (chmod(path, (mode_t)s->config->unix_mode) != 0) { /* before listen: nobody connected yet */
+            fprintf(stderr, "fwm-serve: cannot set mode %04o on %s (--unix-mode): %s\n", s->config->unix_mode, path,
+                    strerror(errno));
+            return 1;
+        }
         rc = uv_listen(&l->h.stream, 1024, on_connection);
     }
     if (rc != 0) {

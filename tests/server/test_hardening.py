@@ -223,6 +223,33 @@ def case_utf8_replies(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_unix_mode(env):
+    """Unix-socket files get --unix-mode (default 0660) whatever the umask, set before listen."""
+    old_umask = os.umask(0)  # the server inherits umask 0: without the chmod its socket would be 0777
+    try:
+        for flags, mode in (((), 0o660), (("--unix-mode", "0600"), 0o600), (("--unix-mode", "640"), 0o640)):
+            path = os.path.join(env.dir, "m%o.sock" % mode)
+            server = env.start([env.model()], *flags, listen=["unix:" + path])
+            found = stat.S_IMODE(os.stat(path).st_mode)
+            print("%-22s -> socket mode %04o" % (" ".join(flags) or "(default)", found))
+            check_eq(oct(found), oct(mode), "socket mode with %r" % (flags,))
+            check_eq(Client("unix:" + path).call("hello")["server"], "fwm-serve", "the owner can connect")
+            check_eq(server.stop(), 0, "exit status")
+        config = os.path.join(env.dir, "server.conf")
+        with open(config, "w") as f:
+            f.write("unix-mode = 0604\n")
+        path = os.path.join(env.dir, "conf.sock")
+        server = env.start([env.model()], "--config", config, listen=["unix:" + path])
+        check_eq(oct(stat.S_IMODE(os.stat(path).st_mode)), oct(0o604), "mode from the config file")
+        check_eq(server.stop(), 0, "exit status")
+        bad = env.start([env.model()], "--unix-mode", "0999", listen=["unix:" + path], wait=False)
+        check_eq(bad.wait(), 2, "a bad mode is refused (usage error)")
+        check("--unix-mode" in bad.stderr() and "0999" in bad.stderr(), "the message names the flag and value",
+              bad.stderr())
+    finally:
+        os.umask(old_umask)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
