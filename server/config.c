@@ -39,6 +39,10 @@ static const option_spec options[] = {
     {"max-queued-tokens", OPT_SIZE, F(max_queued_tokens), 1, 1e10, "tokens waiting over all sessions; beyond: overloaded"},
     {"max-output-bytes", OPT_SIZE, F(max_output_bytes), 1024, 1e10, "unsent bytes per connection before backpressure"},
     {"max-inflight", OPT_SIZE, F(max_inflight), 1, 1e7, "unfinished requests per connection before reading pauses"},
+    {"message-timeout", OPT_SECONDS, F(message_timeout_s), 0, 1e9,
+     "seconds a connection may hold an incomplete message; beyond: error protocol, closed (0: never)"},
+    {"connection-idle-timeout", OPT_SECONDS, F(connection_idle_timeout_s), 0, 1e9,
+     "seconds a connection may sit with nothing in flight, buffered or sent; beyond: closed (0: never)"},
     {"max-message-bytes", OPT_SIZE, F(limits.max_message_bytes), 64, 1e9, "largest incoming message"},
     {"max-depth", OPT_SIZE, F(limits.max_depth), 2, FWM_RPC_MAX_DEPTH_CAP, "deepest nesting of arrays/maps"},
     {"max-string-bytes", OPT_SIZE, F(limits.max_string_bytes), 1, 1e9, "longest string"},
@@ -63,6 +67,8 @@ void fwm__config_defaults(fwm__config *config) {
     config->max_queued_tokens = 1u << 22;
     config->max_output_bytes = 1u << 20;
     config->max_inflight = 1024;
+    config->message_timeout_s = 30;
+    config->connection_idle_timeout_s = 600;
     config->limits = fwm__rpc_default_limits();
     config->unix_mode = 0660;
 }
@@ -121,7 +127,8 @@ static void print_help(FILE *out) {
         if (o->type == OPT_SIZE) snprintf(def, sizeof def, " (default %zu)", *(const size_t *)field);
         if (o->type == OPT_SECONDS) snprintf(def, sizeof def, " (default %g)", *(const double *)field);
         if (o->type == OPT_MODE) snprintf(def, sizeof def, " (default %04o)", *(const unsigned *)field);
-        fprintf(out, "  %-21s %s%s\n", flag, o->help, def);
+        if (strlen(flag) > 21) fprintf(out, "  %s\n  %-21s %s%s\n", flag, "", o->help, def); /* long flag */
+        else fprintf(out, "  %-21s %s%s\n", flag, o->help, def);
     }
     fprintf(out,
             "  --version             print the version\n"

@@ -105,6 +105,13 @@ static void update_reading(fwm__connection *c) {
     }
 }
 
+/* Start or stop the message timeout's clock: it runs while the reader holds the beginning of a
+ * message and the connection is waiting for the peer (not paused by backpressure). */
+static void note_partial_message(fwm__connection *c) {
+    if (!may_process(c) || fwm__rpc_reader_pending(&c->reader) == 0) c->partial_since_ns = 0;
+    else if (!c->partial_since_ns) c->partial_since_ns = fwm__now_ns();
+}
+
 /* Dispatch every complete buffered message while the connection may take more work. */
 static void process(fwm__connection *c) {
     while (may_process(c)) {
@@ -112,6 +119,7 @@ static void process(fwm__connection *c) {
         size_t length;
         fwm__rpc_result r = fwm__rpc_reader_next(&c->reader, &message, &length);
         if (r == FWM_RPC_MESSAGE) {
+            c->partial_since_ns = 0;
             fwm__methods_dispatch(c, message, length);
         } else {
             if (r == FWM_RPC_ERROR) {
@@ -122,6 +130,7 @@ static void process(fwm__connection *c) {
         }
     }
     if (c->closing) return;
+    note_partial_message(c);
     update_reading(c);
     if (c->read_eof && may_process(c)) { /* every complete message has been dispatched */
         size_t pending = fwm__rpc_reader_pending(&c->reader);
@@ -139,6 +148,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     (void)buf;
     fwm__connection *c = (fwm__connection *)stream;
     if (nread > 0) {
+        c->last_activity_ns = fwm__now_ns();
         fwm__rpc_reader_commit(&c->reader, (size_t)nread);
         process(c);
     } else if (nread == UV_EOF) {
@@ -204,6 +214,7 @@ static void on_write(uv_write_t *req, int status) {
     fwm__free(w->data);
     fwm__free(w);
     if (c->closing) return;
+    c->last_activity_ns = fwm__now_ns();
     if (status < 0) {
         fwm__connection_close(c);
         return;
@@ -242,6 +253,7 @@ void fwm__connection_flush(fwm__connection *c) {
     }
     c->queued_bytes += w->length;
     s->metrics.output_queued_bytes += w->length;
+    c->last_activity_ns = fwm__now_ns();
     if (!c->congested && c->queued_bytes > s->config->max_output_bytes) {
         c->congested = true;
         fwm__scheduler_set_congested(s->scheduler, &c->sink, true);
@@ -274,8 +286,35 @@ void fwm__connection_job_finished(fwm__connection *c) {
         return;
     }
     if (c->closing) return;
+    c->last_activity_ns = fwm__now_ns();
     process(c); /* it may have been waiting for max_inflight */
     if (!c->closing && (c->close_after_flush || c->read_eof) && fwm__connection_idle(c)) fwm__connection_close(c);
+}
+
+static uint64_t seconds_ns(double seconds) {
+    return (uint64_t)(seconds * 1e9);
+}
+
+fwm__connection_expiry fwm__connection_expire(fwm__connection *c, uint64_t now) {
+    const fwm__config *cfg = c->server->config;
+    if (c->closing || c->close_after_flush) return FWM_CONNECTION_LIVE;
+    if (cfg->message_timeout_s > 0 && c->partial_since_ns && now > c->partial_since_ns &&
+        now - c->partial_since_ns > seconds_ns(cfg->message_timeout_s)) {
+        char message[160];
+        snprintf(message, sizeof message, "no complete message within message-timeout %gs (%zu bytes of one buffered)",
+                 cfg->message_timeout_s, fwm__rpc_reader_pending(&c->reader));
+        c->server->metrics.protocol_errors++;
+        c->server->metrics.connections_timed_out++;
+        fwm__connection_fail(c, FWM_RPC_PROTOCOL, message);
+        return FWM_CONNECTION_MESSAGE_TIMEOUT;
+    }
+    if (cfg->connection_idle_timeout_s > 0 && fwm__connection_idle(c) && fwm__rpc_reader_pending(&c->reader) == 0 &&
+        now > c->last_activity_ns && now - c->last_activity_ns > seconds_ns(cfg->connection_idle_timeout_s)) {
+        c->server->metrics.connections_timed_out++;
+        fwm__connection_close(c);
+        return FWM_CONNECTION_IDLE_TIMEOUT;
+    }
+    return FWM_CONNECTION_LIVE;
 }
 
 void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
@@ -289,6 +328,7 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     c->server = s;
     c->refs = 1;
     c->id = ++s->metrics.connections_total;
+    c->last_activity_ns = fwm__now_ns();
     fwm__rpc_reader_init(&c->reader, &s->config->limits);
     c->next = s->connections;
     if (s->connections) s->connections->prev = c;

@@ -287,7 +287,7 @@ static bool m_hello(request *r) {
     msgpack_pack_array(&pk, s->model_count);
     for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
     key(&pk, "limits");
-    msgpack_pack_map(&pk, 11);
+    msgpack_pack_map(&pk, 13);
     key_u64(&pk, "max_sessions", cfg->max_sessions);
     key_double(&pk, "idle_timeout_s", cfg->idle_timeout_s);
     key_u64(&pk, "max_message_bytes", cfg->limits.max_message_bytes);
@@ -299,6 +299,8 @@ static bool m_hello(request *r) {
     key_u64(&pk, "max_queued_tokens", cfg->max_queued_tokens);
     key_u64(&pk, "max_output_bytes", cfg->max_output_bytes);
     key_u64(&pk, "max_inflight", cfg->max_inflight);
+    key_double(&pk, "message_timeout_s", cfg->message_timeout_s);
+    key_double(&pk, "connection_idle_timeout_s", cfg->connection_idle_timeout_s);
     key_u64(&pk, "workers", s->workers);
     key_u64(&pk, "max_batch", cfg->max_batch);
     return true;
@@ -312,7 +314,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 25);
+    msgpack_pack_map(&pk, 26);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -320,6 +322,7 @@ static bool m_stats(request *r) {
     key_u64(&pk, "connections", m->connections_open);
     key_u64(&pk, "connections_total", m->connections_total);
     key_u64(&pk, "connections_refused", m->connections_refused);
+    key_u64(&pk, "connections_timed_out", m->connections_timed_out);
     key_u64(&pk, "requests", m->requests);
     key_u64(&pk, "errors", m->errors);
     key_u64(&pk, "protocol_errors", m->protocol_errors);

@@ -250,6 +250,72 @@ def case_unix_mode(env):
         os.umask(old_umask)
 
 
+def case_connection_timeouts(env):
+    """100 connections dribbling a message one byte a second get the `protocol` error and are closed
+    by --message-timeout; a silent connection is closed by --connection-idle-timeout; a client that
+    keeps working is untouched; hello reports both limits, stats counts, the log says so."""
+    server = env.start([env.model()], "--message-timeout", "2", "--connection-idle-timeout", "3")
+    worker = Client(server.address)
+    limits = worker.call("hello")["limits"]
+    check_eq((limits["message_timeout_s"], limits["connection_idle_timeout_s"]), (2.0, 3.0), "hello limits")
+    message = msgpack.packb([0, 1, "feed", [{"session": "0" * 32, "text": "mary went to the garden ."}]])
+    dribblers = [connect(server.address) for _ in range(100)]
+    silent = connect(server.address)
+    start = time.time()
+    results = {}  # index -> (seconds to close, messages received)
+    unpackers = [msgpack.Unpacker(raw=False) for _ in dribblers]
+    received = [[] for _ in dribblers]
+    sent = 0
+    while len(results) < len(dribblers) and time.time() - start < 12:
+        for i, d in enumerate(dribblers):
+            if i in results:
+                continue
+            try:
+                if sent < len(message):
+                    d.send(message[sent:sent + 1])
+            except OSError:
+                pass
+        sent += 1
+        step_end = time.time() + 1.0
+        worker.call("hello")  # the working client is busy once a second
+        while time.time() < step_end:
+            for i, d in enumerate(dribblers):
+                if i in results:
+                    continue
+                d.settimeout(0.001)
+                try:
+                    data = d.recv(65536)
+                except socket.timeout:
+                    continue
+                except ConnectionResetError:
+                    data = b""
+                if data:
+                    unpackers[i].feed(data)
+                    received[i] += list(unpackers[i])
+                else:
+                    results[i] = (time.time() - start, received[i])
+            time.sleep(0.05)
+    closed_after = [r[0] for r in results.values()]
+    print("%d of %d dribbling connections closed, after %.1f..%.1f s (message-timeout 2 s)"
+          % (len(results), len(dribblers), min(closed_after or [0]), max(closed_after or [0])))
+    check_eq(len(results), len(dribblers), "every dribbling connection closed")
+    check(max(closed_after) < 6.0, "closed within 6 s of the first byte", max(closed_after))
+    for i, (_, got) in results.items():
+        check(got and got[-1][0] == 2 and got[-1][1] == "error" and got[-1][2][0]["code"] == 14 and
+              "message-timeout" in got[-1][2][0]["message"], "a protocol error naming message-timeout", got)
+    got, closed = read_all(silent, 8)
+    check(closed and not got, "the silent connection closed by connection-idle-timeout", got)
+    print("silent connection closed after %.1f s (connection-idle-timeout 3 s)" % (time.time() - start))
+    check_eq(worker.call("hello")["server"], "fwm-serve", "a working client stays connected")
+    st = worker.call("stats")
+    check(st["connections_timed_out"] >= 101, "timed-out connections counted", st["connections_timed_out"])
+    check(st["protocol_errors"] >= 100, "message timeouts counted as protocol errors", st["protocol_errors"])
+    log = server.stderr()
+    check("message-timeout 2s" in log and "connection-idle-timeout 3s" in log, "the log names both timeouts", log)
+    check(log.count("message-timeout") <= 12, "one log line per housekeeping tick, not per connection", log)
+    check_eq(server.stop(), 0, "exit status")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
