@@ -261,14 +261,18 @@ void fwm__connection_flush(fwm__connection *c) {
     }
 }
 
+void fwm__connection_pack_error_notification(msgpack_packer *pk, int code, const char *message) {
+    fwm__rpc_failure failure;
+    fwm__rpc_fail(&failure, code, "%s", message);
+    fwm__rpc_pack_notification_head(pk, "error");
+    fwm__rpc_pack_error_map(pk, &failure);
+}
+
 void fwm__connection_fail(fwm__connection *c, int code, const char *message) {
     if (c->closing || c->close_after_flush) return;
     msgpack_packer pk;
     fwm__connection_packer(c, &pk);
-    fwm__rpc_failure failure;
-    fwm__rpc_fail(&failure, code, "%s", message);
-    fwm__rpc_pack_notification_head(&pk, "error");
-    fwm__rpc_pack_error_map(&pk, &failure);
+    fwm__connection_pack_error_notification(&pk, code, message);
     c->close_after_flush = true;
     c->close_deadline_ns = fwm__now_ns() + CLOSE_GRACE_NS;
     update_reading(c);
@@ -317,11 +321,29 @@ fwm__connection_expiry fwm__connection_expire(fwm__connection *c, uint64_t now) 
     return FWM_CONNECTION_LIVE;
 }
 
+/* Refuse a connection that must not keep its descriptor: the error notification if the fresh
+ * socket's buffer takes it at once (it does: a few hundred bytes), then close now. */
+static void refuse_now(fwm__connection *c, int code, const char *message) {
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init(&b);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+    fwm__connection_pack_error_notification(&pk, code, message);
+    uv_buf_t buf = uv_buf_init(b.data, (unsigned)b.size);
+    uv_try_write(&c->h.stream, &buf, 1);
+    msgpack_sbuffer_destroy(&b);
+    fwm__connection_close(c);
+}
+
 void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     fwm__connection *c = fwm__calloc(1, sizeof *c);
-    if (!c) return; /* the pending connection stays in the backlog; nothing else to do */
+    if (!c) { /* the pending connection stays in the backlog; nothing else to do */
+        fwm__listeners_accept_error(s, UV_ENOMEM);
+        return;
+    }
     int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
     if (rc != 0) {
+        fwm__listeners_accept_error(s, rc);
         fwm__free(c);
         return;
     }
@@ -334,11 +356,21 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     if (s->connections) s->connections->prev = c;
     s->connections = c;
     s->metrics.connections_open++;
-    if (uv_accept(listener, &c->h.stream) != 0) {
+    if ((rc = uv_accept(listener, &c->h.stream)) != 0) {
+        fwm__listeners_accept_error(s, rc);
         fwm__connection_close(c);
         return;
     }
     if (listener->type == UV_TCP) uv_tcp_nodelay(&c->h.tcp, 1);
+    if (!fwm__listeners_descriptor_left(s)) { /* it took the last one: the next accept would fail */
+        char message[160];
+        snprintf(message, sizeof message, "the server is out of file descriptors (open-file limit %llu, %llu connections "
+                 "open); retry later", (unsigned long long)s->fd_limit, (unsigned long long)s->metrics.connections_open - 1);
+        fwm__listeners_accept_error(s, UV_EMFILE);
+        s->metrics.connections_refused++;
+        refuse_now(c, FWM_RPC_OVERLOADED, message);
+        return;
+    }
     if (s->metrics.connections_open > s->config->max_connections) {
         s->metrics.connections_refused++;
         char message[128];

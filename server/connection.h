@@ -64,6 +64,8 @@ void fwm__connection_deliver(fwm__connection *c, const void *bytes, size_t lengt
 /* Hand gathered output to libuv and apply backpressure. */
 void fwm__connection_flush(fwm__connection *c);
 
+/* Pack the notification [2, "error", [{code, name, message}]]. */
+void fwm__connection_pack_error_notification(msgpack_packer *pk, int code, const char *message);
 /* Send a final `error` notification, stop reading, close once the output is written. */
 void fwm__connection_fail(fwm__connection *c, int code, const char *message);
 /* Close now (idempotent); unsent output is dropped. */

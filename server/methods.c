@@ -314,7 +314,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 26);
+    msgpack_pack_map(&pk, 27);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -323,6 +323,7 @@ static bool m_stats(request *r) {
     key_u64(&pk, "connections_total", m->connections_total);
     key_u64(&pk, "connections_refused", m->connections_refused);
     key_u64(&pk, "connections_timed_out", m->connections_timed_out);
+    key_u64(&pk, "accept_errors", m->accept_errors);
     key_u64(&pk, "requests", m->requests);
     key_u64(&pk, "errors", m->errors);
     key_u64(&pk, "protocol_errors", m->protocol_errors);

@@ -11,17 +11,15 @@ is not valid UTF-8 fails the test), the server's log lines. Exit 0 pass, 1 fail,
 import argparse
 import os
 import random
-import resource
 import socket
 import stat
-import struct
 import sys
 import time
 
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import Client, Env, RpcError, check, check_eq, connect, expect_error, run_case  # noqa: E402
+from server_harness import Client, Env, RpcError, check, check_eq, connect, run_case  # noqa: E402
 
 
 def read_all(sock, seconds, unpacker=None):
@@ -46,12 +44,23 @@ def read_all(sock, seconds, unpacker=None):
     return got, closed
 
 
-def stats(server):
-    c = Client(server.address)
-    try:
-        return c.call("stats")
-    finally:
-        c.close()
+def first_messages(sock, seconds):
+    """The first message(s) to arrive, or none when the peer closes first: (messages, closed)."""
+    u = msgpack.Unpacker(raw=False)
+    deadline = time.time() + seconds
+    sock.settimeout(seconds)
+    while time.time() < deadline:
+        try:
+            data = sock.recv(1 << 16)
+        except ConnectionResetError:
+            return [], True
+        if not data:
+            return [], True
+        u.feed(data)
+        got = list(u)
+        if got:
+            return got, False
+    return [], False
 
 
 # ---- cases ------------------------------------------------------------------------------------------
@@ -313,6 +322,58 @@ def case_connection_timeouts(env):
     log = server.stderr()
     check("message-timeout 2s" in log and "connection-idle-timeout 3s" in log, "the log names both timeouts", log)
     check(log.count("message-timeout") <= 12, "one log line per housekeeping tick, not per connection", log)
+    check_eq(server.stop(), 0, "exit status")
+
+
+def case_out_of_descriptors(env):
+    """Under `ulimit -n 64`, 100 connections: those beyond the descriptor limit get an `overloaded`
+    notification (or a clean close), the server keeps serving, stats counts the failures, the log
+    says so, and once connections close new ones are served again."""
+    wrapper = os.path.join(env.dir, "serve-64.sh")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nulimit -n 64 || exit 3\nexec \"%s\" \"$@\"\n" % env.serve)
+    os.chmod(wrapper, 0o755)
+    serve, env.serve = env.serve, wrapper
+    try:
+        server = env.start([env.model()])
+    finally:
+        env.serve = serve
+    first = Client(server.address)
+    first.call("hello")
+    conns, outcomes = [], {"served": 0, "overloaded": 0, "closed": 0}
+    for i in range(100):
+        s = connect(server.address)
+        conns.append(s)
+        s.sendall(msgpack.packb([0, i, "hello", []]))
+    for i, s in enumerate(conns):
+        got, closed = first_messages(s, 10)
+        if got and got[0][0] == 1 and got[0][1] == i and got[0][2] is None:
+            outcomes["served"] += 1
+        elif got and got[0][0] == 2 and got[0][1] == "error" and got[0][2][0]["name"] == "overloaded":
+            outcomes["overloaded"] += 1
+            check("file descriptors" in got[0][2][0]["message"], "the refusal says why", got)
+        elif closed and not got:
+            outcomes["closed"] += 1
+        else:
+            raise AssertionError("connection %d: unexpected outcome %r (closed %s)" % (i, got, closed))
+    st = first.call("stats")
+    log = server.stderr()
+    print("".join(line + "\n" for line in log.splitlines() if "RLIMIT" in line or "cannot accept" in line), end="")
+    print("ulimit -n 64, 100 connections: %s; stats accept_errors %d, connections_refused %d"
+          % (outcomes, st["accept_errors"], st["connections_refused"]))
+    check(outcomes["served"] >= 10, "connections within the limit are served", outcomes)
+    check(outcomes["overloaded"] + outcomes["closed"] >= 30, "those beyond it are refused", outcomes)
+    check(outcomes["overloaded"] > 0, "refused politely with overloaded", outcomes)
+    check(st["accept_errors"] >= outcomes["overloaded"] + outcomes["closed"], "accept failures counted", st)
+    check("open-file limit (RLIMIT_NOFILE) is 64" in log, "the start-up warning names the limit", log)
+    check("cannot accept a connection: too many open files" in log, "the log reports the failures", log)
+    check(log.count("cannot accept") <= 5, "the failure log is rate-limited", log)
+    for s in conns:
+        s.close()
+    time.sleep(0.5)
+    again = Client(server.address)
+    check_eq(again.call("hello")["server"], "fwm-serve", "served again once descriptors are free")
+    check_eq(first.call("hello")["server"], "fwm-serve", "the first client was never disturbed")
     check_eq(server.stop(), 0, "exit status")
 
 
