@@ -102,6 +102,7 @@ static void update_reading(fwm__connection *c) {
     } else if (!want && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
+        c->partial_since_ns = 0; /* the peer cannot finish a message we do not read */
     }
 }
 
@@ -302,7 +303,7 @@ static uint64_t seconds_ns(double seconds) {
 fwm__connection_expiry fwm__connection_expire(fwm__connection *c, uint64_t now) {
     const fwm__config *cfg = c->server->config;
     if (c->closing || c->close_after_flush) return FWM_CONNECTION_LIVE;
-    if (cfg->message_timeout_s > 0 && c->partial_since_ns && now > c->partial_since_ns &&
+    if (cfg->message_timeout_s > 0 && c->reading && c->partial_since_ns && now > c->partial_since_ns &&
         now - c->partial_since_ns > seconds_ns(cfg->message_timeout_s)) {
         char message[160];
         snprintf(message, sizeof message, "no complete message within message-timeout %gs (%zu bytes of one buffered)",
