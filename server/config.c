@@ -40,15 +40,15 @@ static const option_spec options[] = {
     {"max-output-bytes", OPT_SIZE, F(max_output_bytes), 1024, 1e10, "unsent bytes per connection before backpressure"},
     {"max-inflight", OPT_SIZE, F(max_inflight), 1, 1e7, "unfinished requests per connection before reading pauses"},
     {"message-timeout", OPT_SECONDS, F(message_timeout_s), 0, 1e9,
-     "seconds a connection may hold an incomplete message; beyond: error protocol, closed (0: never)"},
+     "seconds an incomplete message may take; beyond: closed (0: never)"},
     {"connection-idle-timeout", OPT_SECONDS, F(connection_idle_timeout_s), 0, 1e9,
-     "seconds a connection may sit with nothing in flight, buffered or sent; beyond: closed (0: never)"},
+     "seconds a connection with nothing in flight may stay (0: never)"},
     {"max-message-bytes", OPT_SIZE, F(limits.max_message_bytes), 64, 1e9, "largest incoming message"},
     {"max-depth", OPT_SIZE, F(limits.max_depth), 2, FWM_RPC_MAX_DEPTH_CAP, "deepest nesting of arrays/maps"},
     {"max-string-bytes", OPT_SIZE, F(limits.max_string_bytes), 1, 1e9, "longest string"},
     {"max-binary-bytes", OPT_SIZE, F(limits.max_binary_bytes), 1, 1e9, "longest binary (state blobs)"},
     {"max-objects", OPT_SIZE, F(limits.max_objects), 4, 1e9, "objects in one message"},
-    {"unix-mode", OPT_MODE, F(unix_mode), 0, 0777, "permissions of unix: socket files, octal (connecting needs write)"},
+    {"unix-mode", OPT_MODE, F(unix_mode), 0, 0777, "unix: socket file permissions, octal"},
     {"quiet", OPT_FLAG, F(quiet), 0, 1, "no log lines on stderr"},
 };
 #undef F
