@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fwm_error.h"
+#include "fwm_utf8.h"
 #include "model_internal.h"
 #include "vocab_index.h"
 
@@ -28,10 +29,14 @@ static void emit(uint32_t id, uint32_t *tokens, size_t capacity, size_t *count) 
     (*count)++;
 }
 
+/* The word is shown as valid UTF-8 (the message goes back to clients): at most 80 bytes of it, cut
+ * at a character boundary, its invalid bytes as U+FFFD. */
 static fwm_status unknown_word(fwm_error *err, const char *text, size_t start, size_t length) {
-    const int shown = length > 80 ? 80 : (int)length;
-    return fwm__error(err, FWM_ERR_UNKNOWN_WORD, "unknown word '%.*s%s' at byte %zu", shown,
-                      text + start, length > 80 ? "..." : "", start);
+    char shown[3 * 80 + 1];
+    size_t cut = fwm__utf8_cut(text + start, length, 80);
+    fwm__utf8_sanitize(shown, sizeof shown, text + start, cut);
+    return fwm__error(err, FWM_ERR_UNKNOWN_WORD, "unknown word '%s%s' at byte %zu", shown,
+                      cut < length ? "..." : "", start);
 }
 
 /* Tokenize the word text[start .. start+length). */

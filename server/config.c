@@ -15,7 +15,7 @@
 #define FWM_SOURCE_MODEL_DIR ""
 #endif
 
-typedef enum { OPT_SIZE, OPT_SECONDS, OPT_FLAG } option_type;
+typedef enum { OPT_SIZE, OPT_SECONDS, OPT_FLAG, OPT_MODE } option_type; /* OPT_MODE: octal permissions */
 
 /* The numeric settings: flag name (also the config-file key), type, field, range, help. */
 typedef struct option_spec {
@@ -39,11 +39,16 @@ static const option_spec options[] = {
     {"max-queued-tokens", OPT_SIZE, F(max_queued_tokens), 1, 1e10, "tokens waiting over all sessions; beyond: overloaded"},
     {"max-output-bytes", OPT_SIZE, F(max_output_bytes), 1024, 1e10, "unsent bytes per connection before backpressure"},
     {"max-inflight", OPT_SIZE, F(max_inflight), 1, 1e7, "unfinished requests per connection before reading pauses"},
+    {"message-timeout", OPT_SECONDS, F(message_timeout_s), 0, 1e9,
+     "seconds an incomplete message may take; beyond: closed (0: never)"},
+    {"connection-idle-timeout", OPT_SECONDS, F(connection_idle_timeout_s), 0, 1e9,
+     "seconds a connection with nothing in flight may stay (0: never)"},
     {"max-message-bytes", OPT_SIZE, F(limits.max_message_bytes), 64, 1e9, "largest incoming message"},
     {"max-depth", OPT_SIZE, F(limits.max_depth), 2, FWM_RPC_MAX_DEPTH_CAP, "deepest nesting of arrays/maps"},
     {"max-string-bytes", OPT_SIZE, F(limits.max_string_bytes), 1, 1e9, "longest string"},
     {"max-binary-bytes", OPT_SIZE, F(limits.max_binary_bytes), 1, 1e9, "longest binary (state blobs)"},
     {"max-objects", OPT_SIZE, F(limits.max_objects), 4, 1e9, "objects in one message"},
+    {"unix-mode", OPT_MODE, F(unix_mode), 0, 0777, "unix: socket file permissions, octal"},
     {"quiet", OPT_FLAG, F(quiet), 0, 1, "no log lines on stderr"},
     {"fsync-interval-ms", OPT_SIZE, F(fsync_interval_ms), 1, 60000, "--fsync interval: milliseconds between fsyncs"},
     {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9, "durable: snapshot a session after this many logged tokens"},
@@ -67,11 +72,14 @@ void fwm__config_defaults(fwm__config *config) {
     config->max_queued_tokens = 1u << 22;
     config->max_output_bytes = 1u << 20;
     config->max_inflight = 1024;
+    config->message_timeout_s = 30;
+    config->connection_idle_timeout_s = 600;
     config->limits = fwm__rpc_default_limits();
     config->fsync_mode = 1; /* FWM_FSYNC_INTERVAL */
     config->fsync_interval_ms = 100;
     config->snapshot_tokens = 1024;
     config->max_resident = 10000;
+    config->unix_mode = 0660;
 }
 
 static void free_list(char **list, size_t count) {
@@ -129,10 +137,12 @@ static void print_help(FILE *out) {
         const char *field = (const char *)&defaults + o->offset;
         char flag[64], def[64] = "";
         snprintf(flag, sizeof flag, "--%s%s", o->name,
-                 o->type == OPT_FLAG ? "" : o->type == OPT_SECONDS ? " S" : " N");
+                 o->type == OPT_FLAG ? "" : o->type == OPT_SECONDS ? " S" : o->type == OPT_MODE ? " MODE" : " N");
         if (o->type == OPT_SIZE) snprintf(def, sizeof def, " (default %zu)", *(const size_t *)field);
         if (o->type == OPT_SECONDS) snprintf(def, sizeof def, " (default %g)", *(const double *)field);
-        fprintf(out, "  %-21s %s%s\n", flag, o->help, def);
+        if (o->type == OPT_MODE) snprintf(def, sizeof def, " (default %04o)", *(const unsigned *)field);
+        if (strlen(flag) > 21) fprintf(out, "  %s\n  %-21s %s%s\n", flag, "", o->help, def); /* long flag */
+        else fprintf(out, "  %-21s %s%s\n", flag, o->help, def);
     }
     fprintf(out,
             "  --version             print the version\n"
@@ -140,6 +150,20 @@ static void print_help(FILE *out) {
             "\n"
             "SIGINT/SIGTERM: stop accepting, finish in-flight requests (up to --drain-timeout), close.\n"
             "A second signal cancels what is left.\n");
+}
+
+/* An octal permission mode such as 0660 (the leading 0 optional). */
+static int set_mode(unsigned *field, const char *name, const char *value, double max, FILE *err, const char *where) {
+    errno = 0;
+    char *end = NULL;
+    unsigned long v = strtoul(value, &end, 8);
+    if (errno || end == value || *end != '\0' || value[0] == '-' || v > (unsigned long)max) {
+        fprintf(err, "fwm-serve: %s--%s: expected octal permissions between 0 and %04o (e.g. 0660), found '%s'\n",
+                where, name, (unsigned)max, value);
+        return 1;
+    }
+    *field = (unsigned)v;
+    return 0;
 }
 
 static int set_option(fwm__config *config, const char *name, const char *value, FILE *err,
@@ -187,6 +211,7 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
             fprintf(err, "fwm-serve: %s--%s needs a value\n", where, name);
             return 1;
         }
+        if (o->type == OPT_MODE) return set_mode((unsigned *)field, name, value, o->max, err, where);
         errno = 0;
         char *end = NULL;
         double v = strtod(value, &end);

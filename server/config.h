@@ -35,7 +35,10 @@ typedef struct fwm__config {
     size_t max_queued_tokens; /* over all sessions; beyond: "overloaded" */
     size_t max_output_bytes;  /* per connection; beyond it, stop reading and stepping for it */
     size_t max_inflight;      /* unfinished requests per connection before it stops being read */
+    double message_timeout_s; /* an incomplete message buffered this long closes its connection; 0: never */
+    double connection_idle_timeout_s; /* nothing in flight, buffered or sent this long: close; 0: never */
     fwm__rpc_limits limits;   /* the pre-scanner's limits */
+    unsigned unix_mode;       /* permissions of Unix-socket files (octal on the command line) */
     bool quiet;               /* no log lines on stderr */
     /* durable sessions (docs/DURABILITY.md) */
     char *data_dir;           /* owned or NULL: memory only */

@@ -71,8 +71,16 @@ bool fwm__connection_idle(const fwm__connection *c) {
     return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0;
 }
 
+/* Output not yet taken by the peer: gathered in this callback plus handed to libuv. Counting the
+ * gathered part too stops replies made on the loop thread (hello, errors) from piling up between
+ * flushes: a connection that never reads holds at most max_output_bytes plus one reply. */
+static size_t unsent_output(const fwm__connection *c) {
+    return c->out_length + c->queued_bytes;
+}
+
 static bool may_process(const fwm__connection *c) {
     return !c->closing && !c->close_after_flush && !c->congested &&
+           unsent_output(c) <= c->server->config->max_output_bytes &&
            c->inflight < c->server->config->max_inflight;
 }
 
@@ -94,7 +102,15 @@ static void update_reading(fwm__connection *c) {
     } else if (!want && c->reading) {
         uv_read_stop(&c->h.stream);
         c->reading = false;
+        c->partial_since_ns = 0; /* the peer cannot finish a message we do not read */
     }
+}
+
+/* Start or stop the message timeout's clock: it runs while the reader holds the beginning of a
+ * message and the connection is waiting for the peer (not paused by backpressure). */
+static void note_partial_message(fwm__connection *c) {
+    if (!may_process(c) || fwm__rpc_reader_pending(&c->reader) == 0) c->partial_since_ns = 0;
+    else if (!c->partial_since_ns) c->partial_since_ns = fwm__now_ns();
 }
 
 /* Dispatch every complete buffered message while the connection may take more work. */
@@ -104,6 +120,7 @@ static void process(fwm__connection *c) {
         size_t length;
         fwm__rpc_result r = fwm__rpc_reader_next(&c->reader, &message, &length);
         if (r == FWM_RPC_MESSAGE) {
+            c->partial_since_ns = 0;
             fwm__methods_dispatch(c, message, length);
         } else {
             if (r == FWM_RPC_ERROR) {
@@ -114,6 +131,7 @@ static void process(fwm__connection *c) {
         }
     }
     if (c->closing) return;
+    note_partial_message(c);
     update_reading(c);
     if (c->read_eof && may_process(c)) { /* every complete message has been dispatched */
         size_t pending = fwm__rpc_reader_pending(&c->reader);
@@ -131,6 +149,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     (void)buf;
     fwm__connection *c = (fwm__connection *)stream;
     if (nread > 0) {
+        c->last_activity_ns = fwm__now_ns();
         fwm__rpc_reader_commit(&c->reader, (size_t)nread);
         process(c);
     } else if (nread == UV_EOF) {
@@ -196,11 +215,12 @@ static void on_write(uv_write_t *req, int status) {
     fwm__free(w->data);
     fwm__free(w);
     if (c->closing) return;
+    c->last_activity_ns = fwm__now_ns();
     if (status < 0) {
         fwm__connection_close(c);
         return;
     }
-    if (c->congested && c->queued_bytes + c->out_length <= s->config->max_output_bytes / 2) {
+    if (c->congested && unsent_output(c) <= s->config->max_output_bytes / 2) {
         c->congested = false;
         fwm__scheduler_set_congested(s->scheduler, &c->sink, false);
         process(c);
@@ -234,6 +254,7 @@ void fwm__connection_flush(fwm__connection *c) {
     }
     c->queued_bytes += w->length;
     s->metrics.output_queued_bytes += w->length;
+    c->last_activity_ns = fwm__now_ns();
     if (!c->congested && c->queued_bytes > s->config->max_output_bytes) {
         c->congested = true;
         fwm__scheduler_set_congested(s->scheduler, &c->sink, true);
@@ -241,14 +262,18 @@ void fwm__connection_flush(fwm__connection *c) {
     }
 }
 
+void fwm__connection_pack_error_notification(msgpack_packer *pk, int code, const char *message) {
+    fwm__rpc_failure failure;
+    fwm__rpc_fail(&failure, code, "%s", message);
+    fwm__rpc_pack_notification_head(pk, "error");
+    fwm__rpc_pack_error_map(pk, &failure);
+}
+
 void fwm__connection_fail(fwm__connection *c, int code, const char *message) {
     if (c->closing || c->close_after_flush) return;
     msgpack_packer pk;
     fwm__connection_packer(c, &pk);
-    fwm__rpc_failure failure;
-    fwm__rpc_fail(&failure, code, "%s", message);
-    fwm__rpc_pack_notification_head(&pk, "error");
-    fwm__rpc_pack_error_map(&pk, &failure);
+    fwm__connection_pack_error_notification(&pk, code, message);
     c->close_after_flush = true;
     c->close_deadline_ns = fwm__now_ns() + CLOSE_GRACE_NS;
     update_reading(c);
@@ -266,31 +291,87 @@ void fwm__connection_job_finished(fwm__connection *c) {
         return;
     }
     if (c->closing) return;
+    c->last_activity_ns = fwm__now_ns();
     process(c); /* it may have been waiting for max_inflight */
     if (!c->closing && (c->close_after_flush || c->read_eof) && fwm__connection_idle(c)) fwm__connection_close(c);
 }
 
+static uint64_t seconds_ns(double seconds) {
+    return (uint64_t)(seconds * 1e9);
+}
+
+fwm__connection_expiry fwm__connection_expire(fwm__connection *c, uint64_t now) {
+    const fwm__config *cfg = c->server->config;
+    if (c->closing || c->close_after_flush) return FWM_CONNECTION_LIVE;
+    if (cfg->message_timeout_s > 0 && c->reading && c->partial_since_ns && now > c->partial_since_ns &&
+        now - c->partial_since_ns > seconds_ns(cfg->message_timeout_s)) {
+        char message[160];
+        snprintf(message, sizeof message, "no complete message within message-timeout %gs (%zu bytes of one buffered)",
+                 cfg->message_timeout_s, fwm__rpc_reader_pending(&c->reader));
+        c->server->metrics.protocol_errors++;
+        c->server->metrics.connections_timed_out++;
+        fwm__connection_fail(c, FWM_RPC_PROTOCOL, message);
+        return FWM_CONNECTION_MESSAGE_TIMEOUT;
+    }
+    if (cfg->connection_idle_timeout_s > 0 && fwm__connection_idle(c) && fwm__rpc_reader_pending(&c->reader) == 0 &&
+        now > c->last_activity_ns && now - c->last_activity_ns > seconds_ns(cfg->connection_idle_timeout_s)) {
+        c->server->metrics.connections_timed_out++;
+        fwm__connection_close(c);
+        return FWM_CONNECTION_IDLE_TIMEOUT;
+    }
+    return FWM_CONNECTION_LIVE;
+}
+
+/* Refuse a connection that must not keep its descriptor: the error notification if the fresh
+ * socket's buffer takes it at once (it does: a few hundred bytes), then close now. */
+static void refuse_now(fwm__connection *c, int code, const char *message) {
+    msgpack_sbuffer b;
+    msgpack_sbuffer_init(&b);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+    fwm__connection_pack_error_notification(&pk, code, message);
+    uv_buf_t buf = uv_buf_init(b.data, (unsigned)b.size);
+    uv_try_write(&c->h.stream, &buf, 1);
+    msgpack_sbuffer_destroy(&b);
+    fwm__connection_close(c);
+}
+
 void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     fwm__connection *c = fwm__calloc(1, sizeof *c);
-    if (!c) return; /* the pending connection stays in the backlog; nothing else to do */
+    if (!c) { /* the pending connection stays in the backlog; nothing else to do */
+        fwm__listeners_accept_error(s, UV_ENOMEM);
+        return;
+    }
     int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
     if (rc != 0) {
+        fwm__listeners_accept_error(s, rc);
         fwm__free(c);
         return;
     }
     c->server = s;
     c->refs = 1;
     c->id = ++s->metrics.connections_total;
+    c->last_activity_ns = fwm__now_ns();
     fwm__rpc_reader_init(&c->reader, &s->config->limits);
     c->next = s->connections;
     if (s->connections) s->connections->prev = c;
     s->connections = c;
     s->metrics.connections_open++;
-    if (uv_accept(listener, &c->h.stream) != 0) {
+    if ((rc = uv_accept(listener, &c->h.stream)) != 0) {
+        fwm__listeners_accept_error(s, rc);
         fwm__connection_close(c);
         return;
     }
     if (listener->type == UV_TCP) uv_tcp_nodelay(&c->h.tcp, 1);
+    if (!fwm__listeners_descriptor_left(s)) { /* it took the last one: the next accept would fail */
+        char message[160];
+        snprintf(message, sizeof message, "the server is out of file descriptors (open-file limit %llu, %llu connections "
+                 "open); retry later", (unsigned long long)s->fd_limit, (unsigned long long)s->metrics.connections_open - 1);
+        fwm__listeners_accept_error(s, UV_EMFILE);
+        s->metrics.connections_refused++;
+        refuse_now(c, FWM_RPC_OVERLOADED, message);
+        return;
+    }
     if (s->metrics.connections_open > s->config->max_connections) {
         s->metrics.connections_refused++;
         char message[128];

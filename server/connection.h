@@ -49,6 +49,8 @@ typedef struct fwm__connection {
     bool read_eof;      /* the peer will send nothing more */
     bool close_after_flush;
     uint64_t close_deadline_ns;
+    uint64_t partial_since_ns; /* when the incomplete message now buffered began arriving; 0: none */
+    uint64_t last_activity_ns; /* last bytes read, output handed to libuv or written, or job ended */
 } fwm__connection;
 
 /* Accept a pending connection on `listener`. */
@@ -62,6 +64,8 @@ void fwm__connection_deliver(fwm__connection *c, const void *bytes, size_t lengt
 /* Hand gathered output to libuv and apply backpressure. */
 void fwm__connection_flush(fwm__connection *c);
 
+/* Pack the notification [2, "error", [{code, name, message}]]. */
+void fwm__connection_pack_error_notification(msgpack_packer *pk, int code, const char *message);
 /* Send a final `error` notification, stop reading, close once the output is written. */
 void fwm__connection_fail(fwm__connection *c, int code, const char *message);
 /* Close now (idempotent); unsent output is dropped. */
@@ -73,5 +77,14 @@ void fwm__connection_job_finished(fwm__connection *c);
 
 /* Whether nothing is in flight or unsent. */
 bool fwm__connection_idle(const fwm__connection *c);
+
+typedef enum fwm__connection_expiry {
+    FWM_CONNECTION_LIVE = 0,
+    FWM_CONNECTION_MESSAGE_TIMEOUT, /* failed with `protocol`: an incomplete message for too long */
+    FWM_CONNECTION_IDLE_TIMEOUT     /* closed: nothing in flight, buffered or sent for too long */
+} fwm__connection_expiry;
+
+/* Apply --message-timeout and --connection-idle-timeout at time `now` (housekeeping). */
+fwm__connection_expiry fwm__connection_expire(fwm__connection *c, uint64_t now);
 
 #endif

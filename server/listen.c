@@ -5,18 +5,110 @@
  * a temp file renamed into place), so tests can listen on port 0 and find the port.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "connection.h"
 #include "fwm_alloc.h"
 #include "server.h"
 
+#define FD_MARGIN 32 /* descriptors besides connections: stdio, the loop's, listeners, the spare */
+#define ACCEPT_LOG_INTERVAL_NS 5000000000ull
+
+/* ---- running out of file descriptors ---- */
+
+/* Raise RLIMIT_NOFILE's soft limit to the hard one; warn when max-connections cannot fit under it. */
+static void raise_fd_limit(fwm__server *s) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit raised = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl.rlim_cur = rl.rlim_max;
+    }
+    s->fd_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+    uint64_t want = (uint64_t)s->config->max_connections + FD_MARGIN;
+    if (s->fd_limit < want)
+        fwm__server_log(s, "WARNING: max-connections %zu needs about %llu file descriptors, but the open-file limit "
+                           "(RLIMIT_NOFILE) is %llu: connections beyond it (less the server's own dozen or so "
+                           "descriptors) are refused with 'overloaded' (raise the limit with ulimit -n, or lower "
+                           "--max-connections)",
+                        s->config->max_connections, (unsigned long long)want, (unsigned long long)s->fd_limit);
+}
+
+static void open_spare(fwm__server *s) {
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    s->has_spare_fd = s->spare_fd >= 0;
+}
+
+static void close_spare(fwm__server *s) {
+    if (s->has_spare_fd) close(s->spare_fd);
+    s->has_spare_fd = false;
+}
+
+bool fwm__listeners_descriptor_left(fwm__server *s) {
+    if (!s->has_spare_fd) open_spare(s); /* lost in a trick: take it back first */
+    int probe = s->has_spare_fd ? fcntl(s->spare_fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (probe < 0) return errno != EMFILE && errno != ENFILE; /* another failure (no /dev/null): cannot tell */
+    close(probe);
+    return true;
+}
+
+void fwm__listeners_accept_error(fwm__server *s, int status) {
+    fwm__metrics *m = &s->metrics;
+    m->accept_errors++;
+    uint64_t now = fwm__now_ns();
+    if (m->accept_log_ns && now - m->accept_log_ns < ACCEPT_LOG_INTERVAL_NS) {
+        m->accept_errors_unlogged++;
+        return;
+    }
+    fwm__server_log(s, "cannot accept a connection: %s (open-file limit %llu, %llu connections open; "
+                       "%llu more failures since the last report, %llu in all; see stats accept_errors)",
+                    uv_strerror(status), (unsigned long long)s->fd_limit, (unsigned long long)m->connections_open,
+                    (unsigned long long)m->accept_errors_unlogged, (unsigned long long)m->accept_errors);
+    m->accept_log_ns = now;
+    m->accept_errors_unlogged = 0;
+}
+
+/* The classic trick when accept itself failed for want of descriptors: give back the spare, accept
+ * the pending connection, tell it why, close it, take the spare again. */
+static void refuse_with_spare(fwm__listener *l) {
+    fwm__server *s = l->server;
+    uv_os_fd_t listen_fd;
+    if (!s->has_spare_fd || uv_fileno(&l->h.handle, &listen_fd) != 0) return;
+    close_spare(s);
+    int fd = accept(listen_fd, NULL, NULL);
+    if (fd >= 0) {
+        char message[128];
+        snprintf(message, sizeof message, "the server is out of file descriptors (open-file limit %llu); retry later",
+                 (unsigned long long)s->fd_limit);
+        msgpack_sbuffer b;
+        msgpack_sbuffer_init(&b);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+        fwm__connection_pack_error_notification(&pk, FWM_RPC_OVERLOADED, message);
+        ssize_t sent = send(fd, b.data, b.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)sent; /* best effort: the peer sees the close either way */
+        msgpack_sbuffer_destroy(&b);
+        close(fd);
+        s->metrics.connections_refused++;
+    }
+    open_spare(s);
+}
+
 static void on_connection(uv_stream_t *listener, int status) {
     fwm__listener *l = (fwm__listener *)listener;
-    if (status < 0 || l->server->shutting_down) return;
+    if (l->server->shutting_down) return;
+    if (status < 0) {
+        fwm__listeners_accept_error(l->server, status);
+        if (status == UV_EMFILE || status == UV_ENFILE) refuse_with_spare(l);
+        return;
+    }
     fwm__connection_accept(l->server, listener);
     fwm__server_flush(l->server);
 }
@@ -97,6 +189,11 @@ static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const c
     int rc = uv_pipe_bind(&l->h.pipe, path);
     if (rc == 0) {
         snprintf(l->unix_path, sizeof l->unix_path, "%s", path);
+        if (chmod(path, (mode_t)s->config->unix_mode) != 0) { /* before listen: nobody connected yet */
+            fprintf(stderr, "fwm-serve: cannot set mode %04o on %s (--unix-mode): %s\n", s->config->unix_mode, path,
+                    strerror(errno));
+            return 1;
+        }
         rc = uv_listen(&l->h.stream, 1024, on_connection);
     }
     if (rc != 0) {
@@ -128,6 +225,8 @@ static int write_port_file(const fwm__server *s) {
 
 int fwm__listeners_open(fwm__server *s) {
     const fwm__config *cfg = s->config;
+    raise_fd_limit(s);
+    open_spare(s);
     static const char *fallback[] = {FWM_DEFAULT_LISTEN};
     const char *const *addresses = cfg->listen_count ? (const char *const *)cfg->listen : fallback;
     size_t count = cfg->listen_count ? cfg->listen_count : 1;
@@ -151,6 +250,7 @@ int fwm__listeners_open(fwm__server *s) {
 }
 
 void fwm__listeners_close(fwm__server *s) {
+    close_spare(s);
     for (size_t i = 0; i < s->listener_count; i++) {
         fwm__listener *l = &s->listeners[i];
         if (!l->open) continue;

@@ -10,6 +10,7 @@
 #include "connection.h"
 #include "durable_session.h"
 #include "fwm_alloc.h"
+#include "fwm_utf8.h"
 #include "rpc_codec.h"
 #include "store/session_record.h"
 #include "tiering.h"
@@ -33,12 +34,28 @@ typedef struct method {
 
 /* ---- helpers ---- */
 
+/* Answer the failure: with the request's msgid; with a nil msgid when the message is not a
+ * notification but its msgid could not be read (so the client learns why nothing else came);
+ * nothing for a notification. */
 static void respond_error(request *r) {
     r->s->metrics.errors++;
-    if (!r->call.has_msgid) return; /* a notification gets no answer */
     msgpack_packer pk;
-    fwm__connection_packer(r->c, &pk);
-    fwm__rpc_pack_error_response(&pk, r->call.msgid, &r->failure);
+    if (r->call.has_msgid) {
+        fwm__connection_packer(r->c, &pk);
+        fwm__rpc_pack_error_response(&pk, r->call.msgid, &r->failure);
+    } else if (r->call.kind != FWM_RPC_NOTIFICATION) {
+        fwm__connection_packer(r->c, &pk);
+        fwm__rpc_pack_error_response_without_id(&pk, &r->failure);
+    }
+}
+
+/* Methods whose result is the point (the id of the session they create): as a notification, the
+ * session would exist with an id nobody ever receives, so they are refused (silently). */
+static bool needs_response(const method *m) {
+    static const char *const names[] = {"open", "fork", "restore", NULL};
+    for (const char *const *n = names; *n; n++)
+        if (strcmp(m->name, *n) == 0) return true;
+    return false;
 }
 
 /* Begin a response; false for notifications (nothing is sent). */
@@ -106,7 +123,7 @@ static bool model_arg(request *r, uint32_t *index) {
     long found = fwm__server_find_model(r->s, name, length);
     if (found < 0)
         return fwm__rpc_fail(&r->failure, FWM_RPC_UNKNOWN_MODEL, "no model named '%.*s' on this server (see hello)",
-                             (int)(length > 100 ? 100 : length), name);
+                             (int)fwm__utf8_cut(name, length, 100), name);
     *index = (uint32_t)found;
     return true;
 }
@@ -163,7 +180,7 @@ static void unknown_word(request *r, const char *message) {
     if (!close) close = open ? strrchr(open + 1, '\'') : NULL;
     if (open && close) {
         size_t n = (size_t)(close - open - 1);
-        if (n >= sizeof r->failure.word) n = sizeof r->failure.word - 1;
+        n = fwm__utf8_cut(open + 1, n, sizeof r->failure.word - 1);
         memcpy(r->failure.word, open + 1, n);
         r->failure.word[n] = '\0';
     }
@@ -273,7 +290,7 @@ static bool m_hello(request *r) {
     msgpack_pack_array(&pk, s->model_count);
     for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
     key(&pk, "limits");
-    msgpack_pack_map(&pk, 11);
+    msgpack_pack_map(&pk, 13);
     key_u64(&pk, "max_sessions", cfg->max_sessions);
     key_double(&pk, "idle_timeout_s", cfg->idle_timeout_s);
     key_u64(&pk, "max_message_bytes", cfg->limits.max_message_bytes);
@@ -285,6 +302,8 @@ static bool m_hello(request *r) {
     key_u64(&pk, "max_queued_tokens", cfg->max_queued_tokens);
     key_u64(&pk, "max_output_bytes", cfg->max_output_bytes);
     key_u64(&pk, "max_inflight", cfg->max_inflight);
+    key_double(&pk, "message_timeout_s", cfg->message_timeout_s);
+    key_double(&pk, "connection_idle_timeout_s", cfg->connection_idle_timeout_s);
     key_u64(&pk, "workers", s->workers);
     key_u64(&pk, "max_batch", cfg->max_batch);
     return true;
@@ -360,6 +379,8 @@ static bool m_stats(request *r) {
     key_u64(&pk, "connections", m->connections_open);
     key_u64(&pk, "connections_total", m->connections_total);
     key_u64(&pk, "connections_refused", m->connections_refused);
+    key_u64(&pk, "connections_timed_out", m->connections_timed_out);
+    key_u64(&pk, "accept_errors", m->accept_errors);
     key_u64(&pk, "requests", m->requests);
     key_u64(&pk, "errors", m->errors);
     key_u64(&pk, "protocol_errors", m->protocol_errors);
@@ -735,7 +756,10 @@ void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t le
     bool ok;
     if (!found)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_UNKNOWN_METHOD, "unknown method '%.*s'",
-                           (int)(r.call.method_length > 64 ? 64 : r.call.method_length), r.call.method);
+                           (int)fwm__utf8_cut(r.call.method, r.call.method_length, 64), r.call.method);
+    else if (!r.call.has_msgid && needs_response(found))
+        ok = fwm__rpc_fail(&r.failure, FWM_RPC_INVALID_REQUEST,
+                           "'%s' sent as a notification: its result (a new session's id) would be lost", found->name);
     else if (r.s->shutting_down && !found->during_shutdown)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_SHUTTING_DOWN, "the server is shutting down; '%s' refused", found->name);
     else if (found->writes && !store_writable(&r))

@@ -29,6 +29,9 @@ uint64_t fwm__now_ns(void);
 typedef struct fwm__metrics {
     uint64_t start_ns;
     uint64_t connections_total, connections_open, connections_refused;
+    uint64_t connections_timed_out; /* closed by --message-timeout or --connection-idle-timeout */
+    uint64_t accept_errors;         /* connections not accepted, or refused for want of descriptors */
+    uint64_t accept_errors_unlogged, accept_log_ns; /* the rate-limited log line */
     uint64_t requests, errors, protocol_errors;
     uint64_t sessions_opened, sessions_closed, sessions_expired;
     uint64_t session_memory_bytes; /* resident bytes of all sessions */

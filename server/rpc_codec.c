@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fwm_utf8.h"
+
 const char *fwm_rpc_code_name(int code) {
     switch (code) {
 #define FWM_RPC_CODE_CASE_(name, value, wire, text) \
@@ -24,6 +26,8 @@ bool fwm__rpc_fail(fwm__rpc_failure *failure, int code, const char *format, ...)
     int n = vsnprintf(failure->message, sizeof failure->message, format, args);
     va_end(args);
     if (n <= 0) snprintf(failure->message, sizeof failure->message, "%s", fwm_rpc_code_name(code));
+    else if ((size_t)n >= sizeof failure->message) /* cut: never in the middle of a character */
+        failure->message[fwm__utf8_complete(failure->message, strlen(failure->message))] = '\0';
     return false;
 }
 
@@ -57,16 +61,25 @@ bool fwm__rpc_call_decode(fwm__rpc_call *call, const uint8_t *data, size_t size,
         return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "a message must be a non-empty array");
     const msgpack_object *item = root->via.array.ptr;
     uint32_t n = root->via.array.size;
-    if (item[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-        (item[0].via.u64 != FWM_RPC_REQUEST && item[0].via.u64 != FWM_RPC_NOTIFICATION))
+    if (item[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
         return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
-                             "message type must be 0 (request) or 2 (notification), found %s%s",
-                             type_name(item[0].type), item[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? " other than 0 or 2" : "");
+                             "message type must be 0 (request) or 2 (notification), found %s", type_name(item[0].type));
+    if (item[0].via.u64 != FWM_RPC_REQUEST && item[0].via.u64 != FWM_RPC_NOTIFICATION)
+        return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
+                             "message type must be 0 (request) or 2 (notification), found %llu",
+                             (unsigned long long)item[0].via.u64);
     call->kind = (int)item[0].via.u64;
     size_t next = 1;
     if (call->kind == FWM_RPC_REQUEST) {
-        if (n < 2 || item[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || item[1].via.u64 > UINT32_MAX)
-            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "request msgid must be an unsigned 32-bit integer");
+        if (n < 2)
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "a request is [0, msgid, method, params]: found 1 element");
+        if (item[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "request msgid must be an unsigned 32-bit integer, found %s",
+                                 type_name(item[1].type));
+        if (item[1].via.u64 > UINT32_MAX)
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
+                                 "request msgid must be an unsigned 32-bit integer, found %llu (more than 32 bits)",
+                                 (unsigned long long)item[1].via.u64);
         call->has_msgid = true;
         call->msgid = (uint32_t)item[1].via.u64;
         next = 2;
@@ -102,7 +115,7 @@ bool fwm__rpc_call_decode(fwm__rpc_call *call, const uint8_t *data, size_t size,
                 if (kv[j].key.via.str.size == kv[i].key.via.str.size &&
                     memcmp(kv[j].key.via.str.ptr, kv[i].key.via.str.ptr, kv[i].key.via.str.size) == 0)
                     return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "argument '%.*s' given twice",
-                                         (int)(kv[i].key.via.str.size > 64 ? 64 : kv[i].key.via.str.size),
+                                         (int)fwm__utf8_cut(kv[i].key.via.str.ptr, kv[i].key.via.str.size, 64),
                                          kv[i].key.via.str.ptr);
         }
     }
@@ -200,7 +213,7 @@ bool fwm__rpc_args_check(const fwm__rpc_call *call, const char *const *allowed,
             known = strlen(*a) == k->via.str.size && memcmp(*a, k->via.str.ptr, k->via.str.size) == 0;
         if (!known)
             return fwm__rpc_fail(failure, FWM_RPC_BAD_PARAMS, "unknown argument '%.*s'",
-                                 (int)(k->via.str.size > 64 ? 64 : k->via.str.size), k->via.str.ptr);
+                                 (int)fwm__utf8_cut(k->via.str.ptr, k->via.str.size, 64), k->via.str.ptr);
     }
     return true;
 }
@@ -210,9 +223,27 @@ void fwm__rpc_pack_bool(msgpack_packer *pk, bool value) {
     else msgpack_pack_false(pk);
 }
 
+/* Valid UTF-8 goes as it is; otherwise each byte that begins no valid sequence (client input
+ * echoed back, a model file's odd word) becomes U+FFFD, so every str on the wire decodes. */
 void fwm__rpc_pack_strn(msgpack_packer *pk, const char *text, size_t length) {
-    msgpack_pack_str(pk, length);
-    msgpack_pack_str_body(pk, text, length);
+    if (fwm__utf8_valid(text, length)) {
+        msgpack_pack_str(pk, length);
+        msgpack_pack_str_body(pk, text, length);
+        return;
+    }
+    msgpack_pack_str(pk, fwm__utf8_sanitized_length(text, length));
+    size_t run = 0; /* start of the current run of valid bytes */
+    for (size_t i = 0; i < length;) {
+        size_t n = fwm__utf8_sequence(text + i, length - i);
+        if (n) {
+            i += n;
+            continue;
+        }
+        msgpack_pack_str_body(pk, text + run, i - run);
+        msgpack_pack_str_body(pk, FWM_UTF8_REPLACEMENT, FWM_UTF8_REPLACEMENT_BYTES);
+        run = ++i;
+    }
+    msgpack_pack_str_body(pk, text + run, length - run);
 }
 
 void fwm__rpc_pack_cstr(msgpack_packer *pk, const char *text) {
@@ -245,6 +276,14 @@ void fwm__rpc_pack_error_response(msgpack_packer *pk, uint32_t msgid, const fwm_
     msgpack_pack_array(pk, 4);
     msgpack_pack_uint8(pk, FWM_RPC_RESPONSE);
     msgpack_pack_uint32(pk, msgid);
+    fwm__rpc_pack_error_map(pk, failure);
+    msgpack_pack_nil(pk);
+}
+
+void fwm__rpc_pack_error_response_without_id(msgpack_packer *pk, const fwm__rpc_failure *failure) {
+    msgpack_pack_array(pk, 4);
+    msgpack_pack_uint8(pk, FWM_RPC_RESPONSE);
+    msgpack_pack_nil(pk);
     fwm__rpc_pack_error_map(pk, failure);
     msgpack_pack_nil(pk);
 }

@@ -76,6 +76,9 @@ void fwm__rpc_pack_strn(msgpack_packer *pk, const char *text, size_t length);
 void fwm__rpc_pack_response_head(msgpack_packer *pk, uint32_t msgid);
 /* A whole error response [1, msgid, {code, name, message[, word]}, nil]. */
 void fwm__rpc_pack_error_response(msgpack_packer *pk, uint32_t msgid, const fwm__rpc_failure *failure);
+/* [1, nil, {code, name, message}, nil]: the answer to a malformed request whose msgid cannot be
+ * read (missing, negative, over 32 bits, not an integer) or whose message type is not 0 or 2. */
+void fwm__rpc_pack_error_response_without_id(msgpack_packer *pk, const fwm__rpc_failure *failure);
 /* The error map {code, name, message[, word]}. */
 void fwm__rpc_pack_error_map(msgpack_packer *pk, const fwm__rpc_failure *failure);
 /* Begin [2, method, [ ...: the caller packs exactly one params object next. */

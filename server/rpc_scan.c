@@ -74,13 +74,13 @@ static void drop_consumed(fwm__rpc_reader *reader) {
 
 void *fwm__rpc_reader_space(fwm__rpc_reader *reader, size_t want, size_t *available) {
     drop_consumed(reader);
-    if (reader->capacity - reader->length < want) {
+    if (reader->capacity - reader->length < want || !reader->buffer) {
         if (reader->start > 0) { /* reclaim the head first */
             memmove(reader->buffer, reader->buffer + reader->start, reader->length - reader->start);
             reader->length -= reader->start;
             reader->start = 0;
         }
-        if (reader->capacity - reader->length < want) {
+        if (reader->capacity - reader->length < want || !reader->buffer) {
             size_t capacity = reader->capacity ? reader->capacity : 4096;
             while (capacity - reader->length < want) capacity *= 2;
             uint8_t *grown = realloc(reader->buffer, capacity);
@@ -186,6 +186,7 @@ fwm__rpc_result fwm__rpc_reader_next(fwm__rpc_reader *reader, const uint8_t **me
                                      size_t *length) {
     if (reader->fault != FWM_RPC_FAULT_NONE) return FWM_RPC_ERROR;
     drop_consumed(reader);
+    if (!reader->buffer) return FWM_RPC_NEED_MORE; /* nothing fed yet (and NULL + 0 is undefined) */
     const fwm__rpc_limits *lim = &reader->limits;
     const uint8_t *msg = reader->buffer + reader->start;
     size_t have = reader->length - reader->start;

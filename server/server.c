@@ -157,6 +157,18 @@ static void expire_one(fwm__session_entry *e, void *user) {
     fwm__scheduler_submit(w->server->scheduler, e, close);
 }
 
+/* Close the connections past --message-timeout or --connection-idle-timeout: one log line per kind. */
+static void expire_connections(fwm__server *s, uint64_t now) {
+    unsigned count[3] = {0, 0, 0};
+    for (fwm__connection *c = s->connections; c; c = c->next) count[fwm__connection_expire(c, now)]++;
+    if (count[FWM_CONNECTION_MESSAGE_TIMEOUT])
+        fwm__server_log(s, "closed %u connections: no complete message within message-timeout %gs",
+                        count[FWM_CONNECTION_MESSAGE_TIMEOUT], s->config->message_timeout_s);
+    if (count[FWM_CONNECTION_IDLE_TIMEOUT])
+        fwm__server_log(s, "closed %u idle connections (connection-idle-timeout %gs)", count[FWM_CONNECTION_IDLE_TIMEOUT],
+                        s->config->connection_idle_timeout_s);
+}
+
 static void on_housekeeping(uv_timer_t *timer) {
     fwm__server *s = timer->data;
     uint64_t now = fwm__now_ns();
@@ -174,6 +186,7 @@ static void on_housekeeping(uv_timer_t *timer) {
         expire_walk w = {s, now / 1000000u, (uint64_t)(s->config->idle_timeout_s * 1000.0)};
         fwm__session_table_each(&s->sessions, expire_one, &w);
     }
+    if (!s->shutting_down) expire_connections(s, now);
     for (fwm__connection *c = s->connections; c; c = c->next)
         if (!c->closing && c->close_after_flush && c->close_deadline_ns && now > c->close_deadline_ns)
             fwm__connection_close(c);

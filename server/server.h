@@ -75,6 +75,9 @@ typedef struct fwm__server {
 
     fwm__listener *listeners;
     size_t listener_count;
+    int spare_fd;          /* /dev/null, held so a connection can be refused politely when out of fds */
+    bool has_spare_fd;
+    uint64_t fd_limit;     /* RLIMIT_NOFILE's soft limit after raising it */
     struct fwm__connection *connections; /* all open connections (doubly linked) */
     struct fwm__connection *dirty;       /* connections with output to hand to libuv */
 
@@ -110,5 +113,9 @@ long fwm__server_find_model(const fwm__server *server, const char *name, size_t 
 /* Listening (listen.c). */
 int fwm__listeners_open(fwm__server *server);
 void fwm__listeners_close(fwm__server *server);
+/* Whether one more file descriptor can be opened now (probed with a duplicate of the spare). */
+bool fwm__listeners_descriptor_left(fwm__server *server);
+/* Count a connection that could not be accepted (libuv status) and log it, at most every 5 s. */
+void fwm__listeners_accept_error(fwm__server *server, int status);
 
 #endif

@@ -417,7 +417,32 @@ static void test_garbage_never_crashes(void) {
     printf("garbage: %u refused, %u messages accepted (and decoded) out of 3000 buffers\n", errors, messages);
 }
 
+/* A reader read before any byte arrives (the C client's first read): nothing, and no NULL + 0
+ * pointer arithmetic (clang's UBSan reports it; GCC's does not). */
+static void test_fresh_reader(void) {
+    fwm__rpc_reader r;
+    fwm__rpc_reader_init(&r, NULL);
+    const uint8_t *m = NULL;
+    size_t n = 99;
+    CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_NEED_MORE);
+    CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_NEED_MORE);
+    CHECK_INT(fwm__rpc_reader_pending(&r), 0);
+    CHECK(fwm__rpc_reader_fault(&r) == FWM_RPC_FAULT_NONE);
+    size_t available = 0;
+    CHECK(fwm__rpc_reader_space(&r, 0, &available) != NULL); /* even for 0 bytes: a real buffer */
+    CHECK(fwm__rpc_reader_feed(&r, "\x91", 1));
+    CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_NEED_MORE);
+    CHECK(fwm__rpc_reader_feed(&r, "\x01", 1));
+    CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_MESSAGE);
+    CHECK_INT(n, 2);
+    fwm__rpc_reader_release(&r);
+    fwm__rpc_reader_init(&r, NULL); /* released, then read again */
+    fwm__rpc_reader_release(&r);
+    CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_NEED_MORE);
+}
+
 int main(void) {
+    test_fresh_reader();
     test_boundaries_agree_with_msgpack();
     test_whole_and_byte_by_byte();
     test_split_at_every_byte();

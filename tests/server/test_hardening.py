@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""test_hardening.py - fwm-serve against the attacks of a hostile or careless client, over real
+sockets, one case per meson test (the same command line and harness as test_server.py):
+
+  test_hardening.py CASE --serve PATH --init PATH --babi DIR --source-root DIR
+
+Each case reproduces one attack and checks that the limit holds, measured from outside: queued
+bytes through `stats`, the replies (decoded by python3-msgpack with raw=False, so any string that
+is not valid UTF-8 fails the test), the server's log lines. Exit 0 pass, 1 fail, 77 skip.
+"""
+import argparse
+import os
+import random
+import socket
+import stat
+import sys
+import time
+
+import msgpack
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_harness import Client, Env, RpcError, check, check_eq, connect, run_case  # noqa: E402
+
+
+def read_all(sock, seconds, unpacker=None):
+    """Messages until the peer closes or `seconds` pass: (messages, closed)."""
+    u = unpacker or msgpack.Unpacker(raw=False)
+    got, closed = [], False
+    deadline = time.time() + seconds
+    sock.settimeout(0.2)
+    while time.time() < deadline:
+        try:
+            data = sock.recv(1 << 16)
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            closed = True
+            break
+        if not data:
+            closed = True
+            break
+        u.feed(data)
+        got += list(u)
+    return got, closed
+
+
+def first_messages(sock, seconds):
+    """The first message(s) to arrive, or none when the peer closes first: (messages, closed)."""
+    u = msgpack.Unpacker(raw=False)
+    deadline = time.time() + seconds
+    sock.settimeout(seconds)
+    while time.time() < deadline:
+        try:
+            data = sock.recv(1 << 16)
+        except ConnectionResetError:
+            return [], True
+        if not data:
+            return [], True
+        u.feed(data)
+        got = list(u)
+        if got:
+            return got, False
+    return [], False
+
+
+# ---- cases ------------------------------------------------------------------------------------------
+
+def case_output_limit_loop_replies(env):
+    """A connection that pipelines cheap requests answered on the loop thread (hello) and never
+    reads holds at most max-output-bytes plus one reply; once it reads, every request is answered."""
+    limit = 65536
+    server = env.start([env.model()], "--max-output-bytes", str(limit))
+    probe = Client(server.address)
+    reply = len(msgpack.packb([1, 1, None, probe.call("hello")]))
+    hog = connect(server.address)
+    request = msgpack.packb([0, 7, "hello", []])
+    n = 20000  # ~6 MB of replies: more than the kernel's socket buffers hold
+    hog.sendall(request * n)
+    peak = 0
+    for _ in range(15):
+        time.sleep(0.1)
+        peak = max(peak, probe.call("stats")["memory"]["output_queued_bytes"])
+    print("%d x %d-byte hello pipelined, reply %d bytes: peak queued output %d bytes (limit %d)"
+          % (n, len(request), reply, peak, limit))
+    check(peak > 0, "the hog's output is queued (the attack took effect)", peak)
+    check(peak <= limit + reply, "queued output within max-output-bytes plus one reply", peak, limit, reply)
+    got, _ = read_all_until(hog, n, 30)
+    check_eq(len(got), n, "every pipelined hello answered once the client reads")
+    check(all(m[0] == 1 and m[1] == 7 and m[2] is None for m in got), "all successful responses")
+    check_eq(server.stop(), 0, "exit status")
+
+
+def read_all_until(sock, count, seconds):
+    u = msgpack.Unpacker(raw=False, max_buffer_size=64 << 20)
+    got = []
+    deadline = time.time() + seconds
+    sock.settimeout(1.0)
+    while len(got) < count and time.time() < deadline:
+        try:
+            data = sock.recv(1 << 20)
+        except socket.timeout:
+            continue
+        if not data:
+            return got, True
+        u.feed(data)
+        got += list(u)
+    return got, False
+
+
+def case_invalid_requests(env):
+    """Well-formed msgpack that is not a valid request gets an `invalid_request` error response (msgid:
+    the request's when it is a valid u32, else nil); a malformed notification gets nothing; the
+    connection keeps working."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    answered = [  # (message, msgid expected in the answer)
+        ([0, 2 ** 32, "hello", []], None), ([0, -1, "hello", []], None), ([0, None, "hello", []], None),
+        ([0, "7", "hello", []], None), ([0, 1.5, "hello", []], None), ([3, 1, "hello", []], None),
+        ([1, 5, None, None], None), ([], None), ([0], None), ([0, 5, "hello"], 5),
+        ([0, 2 ** 32 - 1, 7, []], 2 ** 32 - 1), ([0, 6, "hello", [1, 2]], 6), ([0, 8, "hello", {}], 8),
+    ]
+    for message, msgid in answered:
+        c.send_raw(msgpack.packb(message))
+        m = c.read_one()
+        check(m is not None, "an answer to %r" % (message,))
+        check_eq((m[0], m[1], m[3]), (1, msgid, None), "response shape for %r" % (message,))
+        check_eq((m[2]["code"], m[2]["name"]), (1, "invalid_request"), "error for %r" % (message,))
+        print("%-28r -> %s" % (message, m[2]["message"]))
+    for message in ([2, 5, []], [2], [2, "hello", [1]], [2, "hello", []]):  # notifications: no answer
+        c.send_raw(msgpack.packb(message))
+    check_eq(c.call("hello")["server"], "fwm-serve", "the connection still works, nothing else was sent")
+    check(not c.notifications and not c.responses, "no answer to notifications", c.notifications, c.responses)
+    st = c.call("stats")
+    check(st["errors"] >= len(answered) + 3, "errors counted", st["errors"])
+    check_eq(server.stop(), 0, "exit status")
+
+
+def case_notification_open(env):
+    """`open`, `fork` and `restore` sent as notifications are refused: no session is created (its id
+    would never reach anyone), nothing is sent, the error is counted."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    s = c.call("open")["session"]
+    blob = c.call("snapshot", session=s)["state"]
+    before = c.call("stats")
+    for _ in range(5):
+        c.notify("open")
+    c.notify("fork", session=s)
+    c.notify("restore", state=blob)
+    c.notify("reset", session=s)  # an ordinary notification still runs
+    after = c.call("stats")
+    check_eq(after["sessions"], before["sessions"], "no session created by notifications")
+    check_eq(after["sessions_opened"], before["sessions_opened"], "sessions opened")
+    check_eq(after["errors"] - before["errors"], 7, "each refused notification counted as an error")
+    check(not c.notifications and not c.responses, "nothing sent for notifications", c.notifications, c.responses)
+    check_eq(server.stop(), 0, "exit status")
+
+
+HIGH = [b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\xff", b"\xc3", b"\xe2\x82", b"\x80", b"\xed\xa0\x80",
+        b"\xc0\xaf"]
+
+
+def mutate(rng, text):
+    """Random flips to high bytes and insertions of multi-byte characters, whole or broken."""
+    b = bytearray(text)
+    for _ in range(rng.randrange(1, 6)):
+        if b and rng.random() < 0.4:
+            b[rng.randrange(len(b))] = rng.randrange(0x80, 0x100)
+        else:
+            at = rng.randrange(len(b) + 1)
+            b[at:at] = rng.choice(HIGH)
+    return bytes(b)
+
+
+def case_utf8_replies(env):
+    """Thousands of requests whose method names, words, session ids, model names and argument names
+    carry invalid or multi-byte UTF-8 (around the server's cut lengths): every reply decodes with
+    raw=False, and client bytes come back cut at character boundaries or as U+FFFD."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    session = c.call("open")["session"].encode()
+    rng = random.Random(2026)
+    long_word = "a" + "\u00e9" * 70  # 141 bytes: cut at 64, 80, 100 and 127 falls inside a character
+    templates = [
+        lambda: (mutate(rng, rng.choice([b"hello", b"feed", b"open", b"nosuch", long_word.encode()])), {}),
+        lambda: (b"feed", {b"session": session, b"text": mutate(rng, b"mary went to the kitchen " + long_word.encode())}),
+        lambda: (b"ask", {b"session": session, b"question": mutate(rng, b"where is mary")}),
+        lambda: (b"predict", {b"session": mutate(rng, session)}),
+        lambda: (b"open", {b"model": mutate(rng, long_word.encode() * 2)}),
+        lambda: (b"hello", {mutate(rng, long_word.encode()): 1}),
+        lambda: (b"feed", {b"session": session, b"text": long_word.encode() + mutate(rng, b"x" * rng.randrange(70, 90))}),
+    ]
+    total, fffd, cut_seen, names = 0, 0, 0, {}
+    msgid = 100
+    for batch in range(30):
+        wire, ids = b"", []
+        for _ in range(100):
+            method, params = rng.choice(templates)()
+            msgid += 1
+            ids.append(msgid)
+            wire += msgpack.packb([0, msgid, method, [params]], use_bin_type=False)  # bytes -> str, as is
+        c.send_raw(wire)
+        for i in ids:
+            try:
+                c.wait(i)
+            except RpcError as e:
+                names[e.name] = names.get(e.name, 0) + 1
+                text = e.message + e.error.get("word", "")
+                fffd += "\ufffd" in text
+                cut_seen += "\u00e9" * 20 in text
+            total += 1
+        c.take_tokens()
+    # broken structure too: whole-message byte flips, each followed by a sentinel hello
+    broken = 0
+    for i in range(200):
+        m = bytearray(msgpack.packb([0, 1, "feed", [{"session": session.decode(), "text": "mary \u00e9t\u00e9"}]]))
+        for _ in range(rng.randrange(1, 4)):
+            m[rng.randrange(len(m))] = rng.randrange(0x80, 0x100)
+        s = connect(server.address)
+        s.sendall(bytes(m) + msgpack.packb([0, 424242, "hello", []]))
+        s.shutdown(socket.SHUT_WR)  # the server answers what it can, then closes
+        got, closed = read_all(s, 5)
+        check(closed, "the server closes a connection whose peer is done", got)
+        broken += any(x[0] == 2 and x[1] == "error" for x in got)
+        s.close()
+    print("%d mutated requests, all replies valid UTF-8: %s; %d with U+FFFD, %d echoing long multi-byte text; "
+          "%d broken messages (%d closed with a protocol error)" % (total, names, fffd, cut_seen, 200, broken))
+    check(fffd > 100, "invalid client bytes were echoed as U+FFFD", fffd)
+    check(cut_seen > 100, "multi-byte client text was echoed (cut at a boundary)", cut_seen)
+    check(len(names) >= 4, "the mutations reached several error paths", names)
+    check_eq(c.call("hello")["server"], "fwm-serve", "the server still serves")
+    check_eq(server.stop(), 0, "exit status")
+
+
+def case_unix_mode(env):
+    """Unix-socket files get --unix-mode (default 0660) whatever the umask, set before listen."""
+    old_umask = os.umask(0)  # the server inherits umask 0: without the chmod its socket would be 0777
+    try:
+        for flags, mode in (((), 0o660), (("--unix-mode", "0600"), 0o600), (("--unix-mode", "640"), 0o640)):
+            path = os.path.join(env.dir, "m%o.sock" % mode)
+            server = env.start([env.model()], *flags, listen=["unix:" + path])
+            found = stat.S_IMODE(os.stat(path).st_mode)
+            print("%-22s -> socket mode %04o" % (" ".join(flags) or "(default)", found))
+            check_eq(oct(found), oct(mode), "socket mode with %r" % (flags,))
+            check_eq(Client("unix:" + path).call("hello")["server"], "fwm-serve", "the owner can connect")
+            check_eq(server.stop(), 0, "exit status")
+        config = os.path.join(env.dir, "server.conf")
+        with open(config, "w") as f:
+            f.write("unix-mode = 0604\n")
+        path = os.path.join(env.dir, "conf.sock")
+        server = env.start([env.model()], "--config", config, listen=["unix:" + path])
+        check_eq(oct(stat.S_IMODE(os.stat(path).st_mode)), oct(0o604), "mode from the config file")
+        check_eq(server.stop(), 0, "exit status")
+        bad = env.start([env.model()], "--unix-mode", "0999", listen=["unix:" + path], wait=False)
+        check_eq(bad.wait(), 2, "a bad mode is refused (usage error)")
+        check("--unix-mode" in bad.stderr() and "0999" in bad.stderr(), "the message names the flag and value",
+              bad.stderr())
+    finally:
+        os.umask(old_umask)
+
+
+def case_connection_timeouts(env):
+    """100 connections dribbling a message one byte a second get the `protocol` error and are closed
+    by --message-timeout; a silent connection is closed by --connection-idle-timeout; a client that
+    keeps working is untouched; hello reports both limits, stats counts, the log says so."""
+    server = env.start([env.model()], "--message-timeout", "2", "--connection-idle-timeout", "4")
+    worker = Client(server.address)
+    limits = worker.call("hello")["limits"]
+    check_eq((limits["message_timeout_s"], limits["connection_idle_timeout_s"]), (2.0, 4.0), "hello limits")
+    message = msgpack.packb([0, 1, "feed", [{"session": "0" * 32, "text": "mary went to the garden ."}]])
+    dribblers = [connect(server.address) for _ in range(100)]
+    silent = connect(server.address)
+    start = time.time()
+    results = {}  # index -> (seconds to close, messages received)
+    unpackers = [msgpack.Unpacker(raw=False) for _ in dribblers]
+    received = [[] for _ in dribblers]
+    sent = 0
+    while len(results) < len(dribblers) and time.time() - start < 12:
+        for i, d in enumerate(dribblers):
+            if i in results:
+                continue
+            try:
+                if sent < len(message):
+                    d.send(message[sent:sent + 1])
+            except OSError:
+                pass
+        sent += 1
+        step_end = time.time() + 1.0
+        while time.time() < step_end:
+            worker.call("hello")  # the working client stays busy
+            for i, d in enumerate(dribblers):
+                if i in results:
+                    continue
+                d.settimeout(0.001)
+                try:
+                    data = d.recv(65536)
+                except socket.timeout:
+                    continue
+                except ConnectionResetError:
+                    data = b""
+                if data:
+                    unpackers[i].feed(data)
+                    received[i] += list(unpackers[i])
+                else:
+                    results[i] = (time.time() - start, received[i])
+            time.sleep(0.05)
+    closed_after = [r[0] for r in results.values()]
+    print("%d of %d dribbling connections closed, after %.1f..%.1f s (message-timeout 2 s)"
+          % (len(results), len(dribblers), min(closed_after or [0]), max(closed_after or [0])))
+    check_eq(len(results), len(dribblers), "every dribbling connection closed")
+    check(max(closed_after) < 6.0, "closed within 6 s of the first byte", max(closed_after))
+    for i, (_, got) in results.items():
+        check(got and got[-1][0] == 2 and got[-1][1] == "error" and got[-1][2][0]["code"] == 14 and
+              "message-timeout" in got[-1][2][0]["message"], "a protocol error naming message-timeout", got)
+    got, closed = [], False
+    while not closed and time.time() - start < 14:
+        more, closed = read_all(silent, 0.5)
+        got += more
+        worker.call("hello")
+    check(closed and not got, "the silent connection closed by connection-idle-timeout", got)
+    print("silent connection closed after %.1f s (connection-idle-timeout 4 s)" % (time.time() - start))
+    check_eq(worker.call("hello")["server"], "fwm-serve", "a working client stays connected")
+    st = worker.call("stats")
+    check(st["connections_timed_out"] >= 101, "timed-out connections counted", st["connections_timed_out"])
+    check(st["protocol_errors"] >= 100, "message timeouts counted as protocol errors", st["protocol_errors"])
+    log = server.stderr()
+    check("message-timeout 2s" in log and "connection-idle-timeout 4s" in log, "the log names both timeouts", log)
+    check(log.count("message-timeout") <= 12, "one log line per housekeeping tick, not per connection", log)
+    check_eq(server.stop(), 0, "exit status")
+
+
+def case_out_of_descriptors(env):
+    """Under `ulimit -n 64`, 100 connections: those beyond the descriptor limit get an `overloaded`
+    notification (or a clean close), the server keeps serving, stats counts the failures, the log
+    says so, and once connections close new ones are served again."""
+    wrapper = os.path.join(env.dir, "serve-64.sh")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nulimit -n 64 || exit 3\nexec \"%s\" \"$@\"\n" % env.serve)
+    os.chmod(wrapper, 0o755)
+    serve, env.serve = env.serve, wrapper
+    try:
+        server = env.start([env.model()])
+    finally:
+        env.serve = serve
+    first = Client(server.address)
+    first.call("hello")
+    conns, outcomes = [], {"served": 0, "overloaded": 0, "closed": 0}
+    for i in range(100):
+        s = connect(server.address)
+        conns.append(s)
+        s.sendall(msgpack.packb([0, i, "hello", []]))
+    for i, s in enumerate(conns):
+        got, closed = first_messages(s, 10)
+        if got and got[0][0] == 1 and got[0][1] == i and got[0][2] is None:
+            outcomes["served"] += 1
+        elif got and got[0][0] == 2 and got[0][1] == "error" and got[0][2][0]["name"] == "overloaded":
+            outcomes["overloaded"] += 1
+            check("file descriptors" in got[0][2][0]["message"], "the refusal says why", got)
+        elif closed and not got:
+            outcomes["closed"] += 1
+        else:
+            raise AssertionError("connection %d: unexpected outcome %r (closed %s)" % (i, got, closed))
+    st = first.call("stats")
+    log = server.stderr()
+    print("".join(line + "\n" for line in log.splitlines() if "RLIMIT" in line or "cannot accept" in line), end="")
+    print("ulimit -n 64, 100 connections: %s; stats accept_errors %d, connections_refused %d"
+          % (outcomes, st["accept_errors"], st["connections_refused"]))
+    check(outcomes["served"] >= 10, "connections within the limit are served", outcomes)
+    check(outcomes["overloaded"] + outcomes["closed"] >= 30, "those beyond it are refused", outcomes)
+    check(outcomes["overloaded"] > 0, "refused politely with overloaded", outcomes)
+    check(st["accept_errors"] >= outcomes["overloaded"] + outcomes["closed"], "accept failures counted", st)
+    check("open-file limit (RLIMIT_NOFILE) is 64" in log, "the start-up warning names the limit", log)
+    check("cannot accept a connection: too many open files" in log, "the log reports the failures", log)
+    check(log.count("cannot accept") <= 5, "the failure log is rate-limited", log)
+    for s in conns:
+        s.close()
+    time.sleep(0.5)
+    again = Client(server.address)
+    check_eq(again.call("hello")["server"], "fwm-serve", "served again once descriptors are free")
+    check_eq(first.call("hello")["server"], "fwm-serve", "the first client was never disturbed")
+    check_eq(server.stop(), 0, "exit status")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--serve", required=True)
+    ap.add_argument("--init", required=True)
+    ap.add_argument("--babi", required=True)
+    ap.add_argument("--source-root", required=True)
+    args = ap.parse_args()
+    env = Env(args)
+    return run_case(env, args.case, lambda: CASES[args.case](env),
+                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData, UnicodeDecodeError,
+                              ValueError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
