@@ -371,7 +371,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 27);
+    msgpack_pack_map(&pk, 29);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
