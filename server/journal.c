@@ -29,8 +29,13 @@ struct fwm__journal {
     /* journal thread only: */
     uint8_t (*fenced)[FWM_SESSION_ID_BYTES];
     size_t fenced_count, fenced_capacity;
-    bool unsynced;
-    uint64_t last_sync_ns, last_probe_ns;
+    uint64_t last_probe_ns;
+    /* guarded by mutex: */
+    bool unsynced; /* committed since the last fsync */
+    /* --fsync interval: a thread of its own forces commits to disk, so the writes never wait for it */
+    pthread_t syncer;
+    bool syncer_started, syncer_stopping;
+    pthread_cond_t syncer_wake;
 };
 
 const char *fwm__fsync_mode_name(fwm__fsync_mode mode) {
@@ -144,6 +149,7 @@ static fwm__store_status write_batch(fwm__journal *j, fwm__outbox **list, size_t
 static void count_written(fwm__journal *j, fwm__outbox *const *list, size_t n) {
     pthread_mutex_lock(&j->mutex);
     j->stats.commits++;
+    j->unsynced = true;
     for (size_t i = 0; i < n; i++) {
         j->stats.log_bytes += list[i]->log_bytes;
         j->stats.bytes_written += list[i]->store_length;
@@ -151,11 +157,13 @@ static void count_written(fwm__journal *j, fwm__outbox *const *list, size_t n) {
     pthread_mutex_unlock(&j->mutex);
 }
 
+/* Force what was committed to disk (the store allows this beside a write batch). */
 static void sync_now(fwm__journal *j) {
+    pthread_mutex_lock(&j->mutex);
+    j->unsynced = false;
+    pthread_mutex_unlock(&j->mutex);
     fwm__store_error error = {""};
     fwm__store_status status = j->params.store->backend->sync(j->params.store, &error);
-    j->last_sync_ns = fwm__now_ns();
-    j->unsynced = false;
     pthread_mutex_lock(&j->mutex);
     j->stats.fsyncs++;
     pthread_mutex_unlock(&j->mutex);
@@ -195,7 +203,6 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
         fwm__store_status status = w ? write_batch(j, writing, w, &error) : FWM_STORE_OK;
         if (status == FWM_STORE_OK && w) {
             count_written(j, writing, w);
-            j->unsynced = true;
             set_health(j, true, NULL);
         } else if (status != FWM_STORE_OK) {
             /* retry one outbox at a time, so one that does not fit fails alone */
@@ -219,7 +226,6 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
                     st = write_batch(j, &o, 1, &one); /* deleting makes room: it may use the headroom */
                 if (st == FWM_STORE_OK) {
                     count_written(j, &o, 1);
-                    j->unsynced = true;
                 } else {
                     mark_failed(j, o, one.message);
                     snprintf(why, sizeof why, "%s", one.message);
@@ -233,7 +239,10 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
         }
         fwm__free(saved);
     }
-    if (j->unsynced && j->params.mode == FWM_FSYNC_ALWAYS) sync_now(j);
+    pthread_mutex_lock(&j->mutex);
+    bool unsynced = j->unsynced;
+    pthread_mutex_unlock(&j->mutex);
+    if (unsynced && j->params.mode == FWM_FSYNC_ALWAYS) sync_now(j); /* before anything is passed on */
     pthread_mutex_lock(&j->mutex);
     fwm__histogram_add(&j->stats.commit_latency, (fwm__now_ns() - start) / 1000);
     pthread_mutex_unlock(&j->mutex);
@@ -270,9 +279,7 @@ static void *journal_main(void *arg) {
     for (;;) {
         while (!j->head && !j->stopping) { /* sleep until work, a due fsync or a due probe */
             uint64_t now = fwm__now_ns(), due = UINT64_MAX;
-            if (j->unsynced && j->params.mode == FWM_FSYNC_INTERVAL)
-                due = j->last_sync_ns + j->params.interval_ms * 1000000u;
-            if (j->degraded && j->last_probe_ns + PROBE_INTERVAL_NS < due) due = j->last_probe_ns + PROBE_INTERVAL_NS;
+            if (j->degraded) due = j->last_probe_ns + PROBE_INTERVAL_NS;
             if (due == UINT64_MAX) {
                 pthread_cond_wait(&j->wake, &j->mutex);
                 continue;
@@ -290,9 +297,6 @@ static void *journal_main(void *arg) {
         pthread_mutex_unlock(&j->mutex);
         if (batch) process(j, batch);
         uint64_t now = fwm__now_ns();
-        if (j->unsynced && j->params.mode == FWM_FSYNC_INTERVAL &&
-            now - j->last_sync_ns >= j->params.interval_ms * 1000000u)
-            sync_now(j);
         if (degraded && !batch && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
         pthread_mutex_lock(&j->mutex);
         j->busy = false;
@@ -300,7 +304,23 @@ static void *journal_main(void *arg) {
         if (stopping && !j->head) break;
     }
     pthread_mutex_unlock(&j->mutex);
-    if (j->unsynced) sync_now(j);
+    return NULL;
+}
+
+/* --fsync interval: every interval, force what was committed since the last time to disk. */
+static void *syncer_main(void *arg) {
+    fwm__journal *j = arg;
+    pthread_mutex_lock(&j->mutex);
+    while (!j->syncer_stopping) {
+        struct timespec ts;
+        deadline_in(&ts, j->params.interval_ms * 1000000u);
+        pthread_cond_timedwait(&j->syncer_wake, &j->mutex, &ts);
+        if (!j->unsynced || j->syncer_stopping) continue;
+        pthread_mutex_unlock(&j->mutex);
+        sync_now(j);
+        pthread_mutex_lock(&j->mutex);
+    }
+    pthread_mutex_unlock(&j->mutex);
     return NULL;
 }
 
@@ -310,14 +330,21 @@ fwm__journal *fwm__journal_start(const fwm__journal_params *params) {
     if (!j) return NULL;
     j->params = *params;
     if (j->params.interval_ms == 0) j->params.interval_ms = 100;
-    j->last_sync_ns = fwm__now_ns();
     pthread_mutex_init(&j->mutex, NULL);
     pthread_cond_init(&j->wake, NULL);
+    pthread_cond_init(&j->syncer_wake, NULL);
     if (pthread_create(&j->thread, NULL, journal_main, j) != 0) {
         fwm__journal_stop(j);
         return NULL;
     }
     j->thread_started = true;
+    if (j->params.mode == FWM_FSYNC_INTERVAL) {
+        if (pthread_create(&j->syncer, NULL, syncer_main, j) != 0) {
+            fwm__journal_stop(j);
+            return NULL;
+        }
+        j->syncer_started = true;
+    }
     return j;
 }
 
@@ -330,12 +357,21 @@ void fwm__journal_stop(fwm__journal *j) {
         pthread_mutex_unlock(&j->mutex);
         pthread_join(j->thread, NULL);
     }
+    if (j->syncer_started) {
+        pthread_mutex_lock(&j->mutex);
+        j->syncer_stopping = true;
+        pthread_cond_broadcast(&j->syncer_wake);
+        pthread_mutex_unlock(&j->mutex);
+        pthread_join(j->syncer, NULL);
+    }
+    if (j->thread_started && j->unsynced) sync_now(j); /* the last commits, in every mode */
     while (j->head) { /* only when the thread never ran */
         fwm__outbox *next = j->head->next;
         fwm__outbox_free(j->head);
         j->head = next;
     }
     pthread_cond_destroy(&j->wake);
+    pthread_cond_destroy(&j->syncer_wake);
     pthread_mutex_destroy(&j->mutex);
     fwm__free(j->fenced);
     fwm__free(j);

@@ -6,7 +6,8 @@
  * the batch to disk when the fsync mode says so, and only then passes the outboxes on, in the order
  * they came, to the loop (`post`). So a response never leaves before the records of its operations
  * are committed (a killed process loses nothing acknowledged), and with `--fsync always` before
- * they are on disk; one fsync serves every session stepped in that interval.
+ * they are on disk; one fsync serves every session stepped in that interval. With `--fsync interval`
+ * a second thread forces the commits to disk every interval, beside the writes (never in their way).
  *
  * Failures: when a batch cannot be written (disk or map full, I/O error), the outboxes of that batch
  * are retried one by one; each that still fails is passed on marked store_failed (nothing of it was

@@ -271,6 +271,9 @@ def case_restart(env):
     c.call("close", session=closed)
     before = {s: c.call("predict", session=s, topk=TOPK) for s in (s1, s2, fork, restored)}
     before_default = c.call("predict", session=s1)
+    time.sleep(0.5)  # --fsync interval (the default): the commits are forced to disk within 100 ms
+    d = c.call("stats")["durability"]
+    check(d["fsync"] == "interval" and d["commits"] >= 8 and d["fsyncs"] >= 1, "interval fsyncs happen", d)
     check_eq(server.stop(), 0, "clean exit")
 
     server = env.start([a, b], "--data-dir", data)
