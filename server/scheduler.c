@@ -32,6 +32,7 @@ struct fwm__scheduler {
     fwm__histogram token_latency;
     uint32_t max_vocab;
     size_t max_blob;
+    size_t max_word;  /* longest vocabulary entry, bytes */
 };
 
 typedef struct worker {
@@ -43,6 +44,8 @@ typedef struct worker {
     uint32_t *tokens;
     size_t *rows;               /* [max_batch] batch index of each stepped row */
     float *logits;              /* [max_batch * max_vocab] */
+    fwm__sink **sinks;          /* [max_batch] the sink each session's head job writes to */
+    size_t *reserved;           /* [max_batch] output reserved for it on that sink */
     fwm__job_context jobs;      /* what jobs emit: outbox, predictions, blob scratch */
     fwm__histogram latency;
 } worker;
@@ -137,12 +140,19 @@ void fwm__scheduler_delivered(fwm__scheduler *s, fwm__sink *sink, size_t bytes) 
     pthread_mutex_unlock(&s->mutex);
 }
 
-/* Count the outbox's bytes against their sinks before the loop can see them. */
-static void account(fwm__scheduler *s, const fwm__outbox *o) {
-    if (!o) return;
+/* Count the outbox's bytes against their sinks before the loop can see them, and release what the
+ * batch had reserved (sinks stay valid until the outbox is posted: their jobs' references are
+ * released by its records). */
+static void account(fwm__scheduler *s, const fwm__outbox *o, fwm__sink *const *sinks, const size_t *reserved,
+                    size_t n) {
     pthread_mutex_lock(&s->mutex);
-    for (size_t i = 0; i < o->record_count; i++)
+    for (size_t i = 0; o && i < o->record_count; i++)
         if (o->records[i].sink) o->records[i].sink->unsent += o->records[i].length;
+    for (size_t i = 0; i < n; i++) {
+        if (!sinks[i]) continue;
+        sinks[i]->reserved -= reserved[i] < sinks[i]->reserved ? reserved[i] : sinks[i]->reserved;
+        if (reserved[i] && !sink_blocked(s, sinks[i])) unpark(s, sinks[i]); /* parked for the reservation */
+    }
     pthread_mutex_unlock(&s->mutex);
 }
 
@@ -195,6 +205,20 @@ uint64_t fwm__scheduler_tokens_queued(fwm__scheduler *s) {
     return n;
 }
 
+/* An upper bound of what one batch's turn of `job` writes: one token notification (and maybe the
+ * response), an answer, a prediction list, or a state blob. */
+static size_t output_estimate(const fwm__scheduler *s, const fwm__job *job) {
+    size_t per_prediction = s->max_word + 16, topk = job->topk ? job->topk : 1;
+    size_t predictions = topk * per_prediction;
+    switch (job->kind) {
+    case FWM_JOB_FEED: return (job->notify ? 160 + s->max_word + predictions : 0) + 160;
+    case FWM_JOB_ASK:
+    case FWM_JOB_PREDICT: return 192 + s->max_word + predictions;
+    case FWM_JOB_SNAPSHOT: return 192 + s->max_blob;
+    default: return 256;
+    }
+}
+
 /* Take up to a fair share of the ready sessions; sessions whose head job writes to a congested
  * sink are parked instead. Called locked. */
 static size_t take_batch(fwm__scheduler *s, worker *w) {
@@ -206,12 +230,21 @@ static size_t take_batch(fwm__scheduler *s, worker *w) {
         fwm__session_entry *e = ready_pop(s);
         if (!e) break;
         fwm__job *head = e->jobs_head;
-        if (!s->cancelled && !s->stopping && head->sink && sink_blocked(s, head->sink)) {
+        fwm__sink *sink = head->sink;
+        size_t estimate = sink ? output_estimate(s, head) : 0;
+        bool limited = !s->cancelled && !s->stopping && sink && s->params.max_unsent;
+        /* A blocked sink waits; so does one whose output already taken for running batches would,
+         * with this job's, pass the limit: output stays within the limit plus one job's worth. */
+        if (limited && (sink_blocked(s, sink) ||
+                        (sink->reserved && sink->unsent + sink->reserved + estimate > s->params.max_unsent))) {
             e->ready_next = s->parked;
             s->parked = e;
             s->parked_count++;
             continue;
         }
+        if (sink) sink->reserved += estimate;
+        w->sinks[n] = sink;
+        w->reserved[n] = estimate;
         e->queued = false;
         e->running = true;
         w->batch[n] = e;
@@ -360,7 +393,7 @@ static void *worker_main(void *arg) {
         if (n > 0) {
             run_batch(w, n);
             /* post before the sessions can be taken again: keeps each session's output in order */
-            account(s, w->jobs.outbox);
+            account(s, w->jobs.outbox, w->sinks, w->reserved, n);
             fwm__job_context_post(&w->jobs, s->params.post, s->params.user);
             return_batch(w, n);
         }
@@ -379,6 +412,8 @@ static void worker_release(worker *w) {
     fwm__free(w->tokens);
     fwm__free(w->rows);
     fwm__free(w->logits);
+    fwm__free(w->sinks);
+    fwm__free(w->reserved);
     fwm__job_context_release(&w->jobs);
 }
 
@@ -392,6 +427,9 @@ static bool worker_init(worker *w, fwm__scheduler *s) {
     w->tokens = fwm__calloc(b, sizeof *w->tokens);
     w->rows = fwm__calloc(b, sizeof *w->rows);
     w->logits = fwm__calloc(b * s->max_vocab, sizeof *w->logits);
+    w->sinks = fwm__calloc(b, sizeof *w->sinks);
+    w->reserved = fwm__calloc(b, sizeof *w->reserved);
+    if (!w->sinks || !w->reserved) return false;
     if (!(w->batch && w->finished && w->stepped && w->sessions && w->tokens && w->rows && w->logits &&
           fwm__job_context_init(&w->jobs, s->params.models, s->params.model_count)))
         return false;
@@ -411,6 +449,12 @@ fwm__scheduler *fwm__scheduler_start(const fwm__scheduler_params *params) {
         fwm_model_info info;
         fwm_model_get_info(params->models[m], &info);
         if (info.vocab_size > s->max_vocab) s->max_vocab = info.vocab_size;
+        if (info.state_blob_bytes > s->max_blob) s->max_blob = info.state_blob_bytes;
+        for (uint32_t t = 0; t < info.vocab_size; t++) {
+            const char *word = fwm_model_token_text(params->models[m], t);
+            size_t length = word ? strlen(word) : 0;
+            if (length > s->max_word) s->max_word = length;
+        }
     }
     pthread_mutex_init(&s->mutex, NULL);
     pthread_cond_init(&s->wake, NULL);

@@ -37,6 +37,7 @@
 typedef struct fwm__sink {
     bool congested; /* the connection has more unsent output than it may hold */
     size_t unsent;  /* bytes posted by workers and not yet delivered to the connection */
+    size_t reserved; /* an upper bound of what running batches will post (see take_batch) */
 } fwm__sink;
 
 typedef enum fwm__job_kind {

@@ -90,6 +90,34 @@ def case_output_limit_loop_replies(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_output_limit_compute(env):
+    """Snapshots (large replies made on workers) pipelined over hundreds of sessions on a connection
+    that never reads: the output held for it stays within max-output-bytes plus one snapshot reply
+    (each batch reserves its jobs' output before it runs); once it reads, every request is answered."""
+    limit = 1 << 20
+    server = env.start([env.model(sizes=(32, 32, 32))], "--max-output-bytes", str(limit))
+    probe = Client(server.address)
+    sessions = [probe.call("open")["session"] for _ in range(256)]
+    for s in sessions:
+        probe.call("feed", session=s, text="mary moved to the bathroom .", notify=False)
+    reply = len(msgpack.packb([1, 1, None, probe.call("snapshot", session=sessions[0])], use_bin_type=True))
+    hog = connect(server.address)
+    n = 1024
+    hog.sendall(b"".join(msgpack.packb([0, i, "snapshot", [{"session": sessions[i % 256]}]]) for i in range(n)))
+    peak = 0
+    for _ in range(20):
+        time.sleep(0.1)
+        peak = max(peak, probe.call("stats")["memory"]["output_queued_bytes"])
+    print("%d snapshots of %d bytes pipelined over 256 sessions: peak queued output %d bytes (limit %d)"
+          % (n, reply, peak, limit))
+    check(peak >= limit // 2, "the hog's output is queued (the attack took effect)", peak)
+    check(peak <= limit + reply, "queued output within max-output-bytes plus one reply", peak, limit, reply)
+    got, _ = read_all_until(hog, n, 60)
+    check_eq(len(got), n, "every pipelined snapshot answered once the client reads")
+    check(all(m[0] == 1 and m[2] is None for m in got), "all successful responses")
+    check_eq(server.stop(), 0, "exit status")
+
+
 def read_all_until(sock, count, seconds):
     u = msgpack.Unpacker(raw=False, max_buffer_size=64 << 20)
     got = []
