@@ -334,13 +334,53 @@ def tokenize_corpus():
     return files
 
 
+def protocol_corpus():
+    """msgpack-RPC streams as a client would send them (docs/PROTOCOL.md), written with
+    python3-msgpack, and broken ones."""
+    import msgpack
+
+    def pack(m):
+        return msgpack.packb(m, use_bin_type=True)
+
+    sid = "0123456789abcdef0123456789abcdef"
+    requests = [
+        [0, 1, "hello", []],
+        [0, 2, "open", [{"model": "m", "topk": 3}]],
+        [0, 3, "feed", [{"session": sid, "text": "Mary moved to the bathroom."}]],
+        [0, 4, "feed", [{"session": sid, "tokens": [1, 17, 2 ** 31, 0], "notify": False}]],
+        [0, 5, "ask", [{"session": sid, "question": "Where is Mary?", "commit": True}]],
+        [0, 6, "restore", [{"state": bytes(range(200))}]],
+        [0, 7, "sessions", [{"after": sid, "limit": 10}]],
+        [2, "close", [{"session": sid}]],
+        [0, 2 ** 32 - 1, "stats", []],
+    ]
+    files = {}
+    for i, m in enumerate(requests):
+        files["request-%d" % i] = pack(m)
+    files["pipelined"] = b"".join(pack(m) for m in requests)
+    files["truncated"] = pack(requests[2])[:-3]
+    files["not-an-array"] = pack({"hello": 1}) + pack(requests[0])
+    files["invalid-byte"] = pack(requests[0]) + b"\xc1" + pack(requests[0])
+    files["too-deep"] = pack([0, 1, "hello", [[[[[[[[[[1]]]]]]]]]]])
+    files["long-string"] = pack([0, 1, "feed", [{"text": "x" * 2000}]])
+    files["long-binary"] = pack([0, 1, "restore", [{"state": b"\0" * 3000}]])
+    files["huge-count"] = b"\x94\x00\x01\xa5hello\xdd\xff\xff\xff\xff"
+    files["huge-string-header"] = b"\x94\x00\x01\xdb\xff\xff\xff\xff"
+    files["ext-and-floats"] = pack([0, 1.5, "hello", [msgpack.ExtType(5, b"abc"), 2.5, -1, None, True]])
+    files["bad-utf8"] = b"\x94\x00\x01\xa4\xff\xfe\xc3\x28\x90"
+    files["empty-array"] = b"\x90" + pack(requests[0])
+    files["many-objects"] = pack([0, 1, "feed", [{"tokens": list(range(600))}]])
+    return files
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "corpus")
     total = 0
     for target, files in (("model_load", model_load_corpus()),
                           ("state_import", state_import_corpus()),
-                          ("tokenize", tokenize_corpus())):
+                          ("tokenize", tokenize_corpus()),
+                          ("protocol", protocol_corpus())):
         folder = os.path.join(root, target)
         os.makedirs(folder, exist_ok=True)
         for old in os.listdir(folder):
