@@ -53,6 +53,7 @@ static const option_spec options[] = {
     {"fsync-interval-ms", OPT_SIZE, F(fsync_interval_ms), 1, 60000, "--fsync interval: milliseconds between fsyncs"},
     {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9, "durable: snapshot a session after this many logged tokens"},
     {"max-resident", OPT_SIZE, F(max_resident), 0, 1e8, "durable: resident sessions before the least recently used are written out (0: no limit)"},
+    {"max-memory-bytes", OPT_SIZE, F(max_memory_bytes), 0, 1e15, "memory budget for sessions, buffers and weights (0: 80% of RAM)"},
     {"session-ttl", OPT_SECONDS, F(session_ttl_s), 0, 1e10, "durable: delete stored sessions unused this long (0: never)"},
     {"store-max-bytes", OPT_SIZE, F(store_max_bytes), 0, 1e15, "durable: the largest the store may grow (0: 1 TiB)"},
 };

@@ -48,6 +48,7 @@ typedef struct fwm__config {
     size_t max_resident;      /* resident sessions before the least recently used are evicted; 0: no limit */
     size_t store_max_bytes;   /* the store's largest size (LMDB map); 0: 1 TiB */
     double session_ttl_s;     /* durable: delete stored sessions unused this long; 0: never */
+    size_t max_memory_bytes;  /* sessions, buffers and weights together; 0: 80% of physical memory */
 } fwm__config;
 
 void fwm__config_defaults(fwm__config *config);

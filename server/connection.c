@@ -9,6 +9,7 @@
 #include "methods.h"
 
 #define READ_CHUNK 65536
+#define MEMORY_FREE_BUFFER (4 * READ_CHUNK) /* input buffers up to this size never count against the budget's refusals */
 #define CLOSE_GRACE_NS 5000000000ull /* a failed connection gets this long to take its last words */
 
 typedef struct write_request {
@@ -34,6 +35,7 @@ static void dirty_unlink(fwm__connection *c) {
 }
 
 static void release(fwm__connection *c) {
+    c->server->metrics.input_buffer_bytes -= c->reader.capacity;
     fwm__rpc_reader_release(&c->reader);
     fwm__free(c->out);
     fwm__free(c);
@@ -87,8 +89,16 @@ static bool may_process(const fwm__connection *c) {
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     fwm__connection *c = (fwm__connection *)handle;
-    size_t available = 0;
+    size_t available = 0, before = c->reader.capacity;
     void *space = fwm__rpc_reader_space(&c->reader, READ_CHUNK, &available);
+    fwm__server *s = c->server;
+    s->metrics.input_buffer_bytes += c->reader.capacity - before;
+    /* A large message's buffer must fit in the memory budget (small ones always may). */
+    if (space && c->reader.capacity > before && c->reader.capacity > MEMORY_FREE_BUFFER &&
+        !fwm__server_memory_fits(s, 0)) {
+        c->refused_buffer = c->reader.capacity; /* refused in on_read: libuv forbids stopping here */
+        space = NULL;
+    }
     if (available > 4 * READ_CHUNK) available = 4 * READ_CHUNK;
     *buf = uv_buf_init(space, space ? (unsigned)available : 0); /* len 0: libuv reports UV_ENOBUFS */
 }
@@ -155,6 +165,15 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     } else if (nread == UV_EOF) {
         c->read_eof = true;
         process(c);
+    } else if (nread == UV_ENOBUFS && c->refused_buffer) {
+        fwm__server *s = c->server;
+        char message[200];
+        snprintf(message, sizeof message,
+                 "no room in the server's memory budget (max-memory-bytes %zu) for a %zu-byte input buffer",
+                 s->config->max_memory_bytes, c->refused_buffer);
+        s->metrics.memory_refusals++;
+        c->refused_buffer = 0;
+        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
     } else if (nread < 0) {
         fwm__connection_close(c);
     }
@@ -370,6 +389,16 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
         fwm__listeners_accept_error(s, UV_EMFILE);
         s->metrics.connections_refused++;
         refuse_now(c, FWM_RPC_OVERLOADED, message);
+        return;
+    }
+    if (!fwm__server_memory_fits(s, READ_CHUNK)) { /* room for its first input buffer */
+        s->metrics.connections_refused++;
+        s->metrics.memory_refusals++;
+        char message[160];
+        snprintf(message, sizeof message, "the server's memory budget is used up (max-memory-bytes %zu); retry later",
+                 s->config->max_memory_bytes);
+        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
+        fwm__server_flush(s);
         return;
     }
     if (s->metrics.connections_open > s->config->max_connections) {

@@ -48,6 +48,7 @@ typedef struct fwm__connection {
     bool closing;       /* uv_close called */
     bool read_eof;      /* the peer will send nothing more */
     bool close_after_flush;
+    size_t refused_buffer; /* an input buffer this large did not fit the memory budget (on_alloc) */
     uint64_t close_deadline_ns;
     uint64_t partial_since_ns; /* when the incomplete message now buffered began arriving; 0: none */
     uint64_t last_activity_ns; /* last bytes read, output handed to libuv or written, or job ended */

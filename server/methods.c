@@ -130,6 +130,15 @@ static bool model_arg(request *r, uint32_t *index) {
 
 static bool room_for_session(request *r) {
     fwm__server *s = r->s;
+    /* Memory only: a session that does not fit the budget is refused. Durable: resident sessions
+     * are evicted to keep within it (tiering.c), so only the count is checked. */
+    if (!s->store && !fwm__server_memory_fits(s, s->models[0].session_bytes)) {
+        s->metrics.memory_refusals++;
+        return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
+                             "the server's memory budget (max-memory-bytes %zu) has no room for another session "
+                             "(%llu bytes in use); close one or retry later",
+                             s->config->max_memory_bytes, (unsigned long long)fwm__server_memory_used(s));
+    }
     if (fwm__tiering_session_count(s) < s->config->max_sessions) return true;
     return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
                          "the server holds its maximum of %zu sessions (max-sessions%s); close one or retry later",
@@ -290,8 +299,9 @@ static bool m_hello(request *r) {
     msgpack_pack_array(&pk, s->model_count);
     for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
     key(&pk, "limits");
-    msgpack_pack_map(&pk, 13);
+    msgpack_pack_map(&pk, 14);
     key_u64(&pk, "max_sessions", cfg->max_sessions);
+    key_u64(&pk, "max_memory_bytes", cfg->max_memory_bytes);
     key_double(&pk, "idle_timeout_s", cfg->idle_timeout_s);
     key_u64(&pk, "max_message_bytes", cfg->limits.max_message_bytes);
     key_u64(&pk, "max_depth", cfg->limits.max_depth);
@@ -407,10 +417,14 @@ static bool m_stats(request *r) {
         key_double(&pk, "max", (double)hists[h]->max_us / 1000.0);
     }
     key(&pk, "memory");
-    msgpack_pack_map(&pk, 4);
+    msgpack_pack_map(&pk, 8);
     key_u64(&pk, "sessions_bytes", m->session_memory_bytes);
     key_u64(&pk, "per_session_bytes", s->models[0].session_bytes);
     key_u64(&pk, "output_queued_bytes", m->output_queued_bytes);
+    key_u64(&pk, "input_buffer_bytes", m->input_buffer_bytes);
+    key_u64(&pk, "used_bytes", fwm__server_memory_used(s));
+    key_u64(&pk, "budget_bytes", s->config->max_memory_bytes);
+    key_u64(&pk, "refusals", m->memory_refusals);
     uint64_t weights = 0;
     for (size_t i = 0; i < s->model_count; i++) weights += s->models[i].info.parameter_count * sizeof(float);
     key_u64(&pk, "model_weights_bytes", weights);

@@ -24,6 +24,16 @@ void fwm__server_log(const fwm__server *s, const char *format, ...) {
     va_end(args);
 }
 
+uint64_t fwm__server_memory_used(const fwm__server *s) {
+    uint64_t weights = 0;
+    for (size_t m = 0; m < s->model_count; m++) weights += s->models[m].info.parameter_count * sizeof(float);
+    return weights + s->metrics.session_memory_bytes + s->metrics.input_buffer_bytes + s->metrics.output_queued_bytes;
+}
+
+bool fwm__server_memory_fits(const fwm__server *s, uint64_t more) {
+    return fwm__server_memory_used(s) + more <= s->config->max_memory_bytes;
+}
+
 long fwm__server_find_model(const fwm__server *s, const char *name, size_t length) {
     for (size_t m = 0; m < s->model_count; m++)
         if (strlen(s->models[m].name) == length && memcmp(s->models[m].name, name, length) == 0) return (long)m;
@@ -424,6 +434,10 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
         return 1;
     }
     if (load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0) goto fail;
+    if (!config->max_memory_bytes) { /* 80% of physical memory */
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+        config->max_memory_bytes = pages > 0 && page > 0 ? (size_t)((double)pages * (double)page * 0.8) : SIZE_MAX;
+    }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->workers = config->workers ? config->workers : (cpus > 0 ? (size_t)cpus : 1);
     fwm__scheduler_params sp = {

@@ -104,6 +104,12 @@ void fwm__server_shutdown(fwm__server *server);
 /* Hand gathered output of every dirty connection to libuv (call at the end of loop callbacks). */
 void fwm__server_flush(fwm__server *server);
 
+/* What the memory budget (--max-memory-bytes) counts: resident sessions, the connections' input
+ * buffers and queued output, and the model weights. */
+uint64_t fwm__server_memory_used(const fwm__server *server);
+/* Whether `more` bytes fit in the budget. */
+bool fwm__server_memory_fits(const fwm__server *server, uint64_t more);
+
 /* Log a line on stderr unless quiet. */
 void fwm__server_log(const fwm__server *server, const char *format, ...) __attribute__((format(printf, 2, 3)));
 

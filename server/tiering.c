@@ -118,6 +118,11 @@ void fwm__tiering_evict(fwm__server *s, bool idle_too) {
     size_t max = s->config->max_resident;
     uint64_t now = now_ms(), idle_ms = (uint64_t)(s->config->idle_timeout_s * 1000.0);
     size_t over = max && s->sessions.count > max + s->evicting ? s->sessions.count - max - s->evicting : 0;
+    uint64_t used = fwm__server_memory_used(s), budget = s->config->max_memory_bytes;
+    if (used > budget && s->models[0].session_bytes) { /* and as many as the memory budget needs */
+        uint64_t sessions = (used - budget) / s->models[0].session_bytes + 1;
+        if (sessions > s->evicting && sessions - s->evicting > over) over = (size_t)(sessions - s->evicting);
+    }
     for (fwm__session_entry *e = s->lru_head; e;) {
         fwm__session_entry *next = e->lru_next;
         bool idle = idle_too && idle_ms && now > e->last_used_ms && now - e->last_used_ms >= idle_ms;

@@ -118,6 +118,71 @@ def case_output_limit_compute(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_memory_budget(env):
+    """--max-memory-bytes bounds sessions, buffers and weights together: in memory-only mode new
+    sessions, new connections and large input buffers are refused by name once it is used up; with
+    --data-dir sessions are written out instead, so opens go on while the resident ones fit."""
+    model = env.model(sizes=(32, 32, 32))
+    probe_server = env.start([model])
+    hello = Client(probe_server.address).call("hello")
+    probe_server.stop()
+    m = hello["models"][0]
+    per_session, weights = m["session_bytes"], m["parameters"] * 4
+    budget = weights + 10 * per_session + 2 * 65536 + 30000  # ten sessions, two connections' input buffers
+    server = env.start([model], "--max-memory-bytes", str(budget))
+    c = Client(server.address)
+    big = Client(server.address)
+    big.call("hello")
+    check_eq(c.call("hello")["limits"]["max_memory_bytes"], budget, "hello reports the budget")
+    opened = []
+    for _ in range(40):
+        try:
+            opened.append(c.call("open")["session"])
+        except RpcError as e:
+            check_eq(e.name, "session_limit", "refused by name")
+            check("max-memory-bytes" in e.message, "the message names the budget", e.message)
+            break
+    st = c.call("stats")["memory"]
+    print("budget %d bytes: %d sessions of %d bytes opened, %d bytes used" % (
+        budget, len(opened), per_session, st["used_bytes"]))
+    check_eq(len(opened), 10, "sessions stop at the budget")
+    check(st["used_bytes"] <= budget, "within the budget", st)
+    check(st["refusals"] >= 1, "refusal counted", st)
+    # a new connection is refused while the budget is used up ...
+    late = connect(server.address)
+    got, _ = read_all_until(late, 1, 5)
+    check(got and got[0][1] == "error" and got[0][2][0]["name"] == "overloaded" and
+          "max-memory-bytes" in got[0][2][0]["message"], "new connection refused by name", got)
+    # ... and so is a large message's input buffer (the connection gets the notification and is
+    # closed; the kernel may reset it before the client reads that)
+    before = c.call("stats")["memory"]["refusals"]
+    try:
+        big.send_raw(msgpack.packb([0, 99, "restore", [{"state": b"\0" * (1 << 20)}]], use_bin_type=True))
+        m_ = big.read_one()
+        check(m_ is None or (m_[0] == 2 and m_[2][0]["name"] == "overloaded" and
+                             "max-memory-bytes" in m_[2][0]["message"]), "large input refused by name", m_)
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    st = c.call("stats")["memory"]
+    check_eq(st["refusals"], before + 1, "the large input buffer was refused")
+    check(st["used_bytes"] <= budget, "and the memory was given back", st)
+    server.stop()
+    # durable: sessions beyond what fits are written out, not refused
+    data = os.path.join(env.dir, "data")
+    server = env.start([model], "--max-memory-bytes", str(budget), "--data-dir", data)
+    c = Client(server.address)
+    ids = [c.call("open")["session"] for _ in range(30)]
+    for s in ids:
+        c.call("feed", session=s, text="mary moved to the bathroom .", notify=False)
+    time.sleep(2.5)
+    st = c.call("stats")
+    check_eq(st["durability"]["sessions_stored"], 30, "all 30 stored")
+    check(st["sessions_resident"] <= 11, "resident sessions kept within the budget", st["sessions_resident"])
+    check(st["memory"]["used_bytes"] <= budget + per_session, "memory within the budget", st["memory"])
+    check_eq(c.call("predict", session=ids[0])["pos"], 6, "a written-out session comes back")
+    check_eq(server.stop(), 0, "exit status")
+
+
 def read_all_until(sock, count, seconds):
     u = msgpack.Unpacker(raw=False, max_buffer_size=64 << 20)
     got = []
