@@ -9,6 +9,7 @@
 #include "methods.h"
 
 #define READ_CHUNK 65536
+#define ADMIN_CONNECTIONS 4 /* Unix-socket connections allowed beyond --max-connections (for stats) */
 #define MEMORY_FREE_BUFFER (4 * READ_CHUNK) /* input buffers up to this size never count against the budget's refusals */
 #define CLOSE_GRACE_NS 5000000000ull /* a failed connection gets this long to take its last words */
 
@@ -401,7 +402,9 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
         fwm__server_flush(s);
         return;
     }
-    if (s->metrics.connections_open > s->config->max_connections) {
+    /* An operator can always get in over a Unix socket: it keeps ADMIN_CONNECTIONS beyond the limit. */
+    size_t allowed = s->config->max_connections + (listener->type == UV_NAMED_PIPE ? ADMIN_CONNECTIONS : 0);
+    if (s->metrics.connections_open > allowed) {
         s->metrics.connections_refused++;
         char message[128];
         snprintf(message, sizeof message, "too many connections (max-connections %zu)", s->config->max_connections);

@@ -183,6 +183,26 @@ def case_memory_budget(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_admin_slot(env):
+    """When --max-connections is reached over TCP, the Unix socket still lets an operator in (four
+    connections beyond the limit) to read `stats`."""
+    sock = os.path.join(env.dir, "admin.sock")
+    server = env.start([env.model()], "--max-connections", "2",
+                       listen=["tcp://127.0.0.1:0", "unix:" + sock])
+    tcp = server.addresses[0]
+    held = [Client(tcp), Client(tcp)]
+    for c in held:
+        c.call("hello")
+    refused = connect(tcp)
+    got, _ = read_all_until(refused, 1, 5)
+    check(got and got[0][1] == "error" and got[0][2][0]["name"] == "overloaded", "a third TCP connection is refused",
+          got)
+    admin = Client("unix:" + sock)
+    st = admin.call("stats")
+    check(st["connections_refused"] >= 1 and st["connections"] == 3, "the operator reads stats over the Unix socket", st)
+    check_eq(server.stop(), 0, "exit status")
+
+
 def read_all_until(sock, count, seconds):
     u = msgpack.Unpacker(raw=False, max_buffer_size=64 << 20)
     got = []
