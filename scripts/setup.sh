@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   gcc pkg-config meson ninja-build        # toolchain and build
+  clang libclang-rt-14-dev                # fuzz targets (libFuzzer) and clang's sanitizers
   libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev liblmdb-dev   # libraries
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   gnuplot-nox                             # training learning-curve plots
