@@ -416,6 +416,44 @@ int fwm_client_hello(fwm_client *c, fwm_client_hello_info *out, fwm_client_error
     }
     if (!out->server) out->server = "";
     if (!out->version) out->version = "";
+    const msgpack_object *durability = get(r, "durability");
+    out->durable = durability && durability->type == MSGPACK_OBJECT_MAP;
+    out->fsync = out->durable ? arena_string(c, get(durability, "fsync")) : NULL;
+    if (!out->fsync) out->fsync = "";
+    return FWM_RPC_OK;
+}
+
+int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const fwm_client_session_info **items,
+                        size_t *count, const char **next, fwm_client_error *err) {
+    if (!c || !items || !count || !next) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, items, count and next must not be NULL");
+    *items = NULL;
+    *count = 0;
+    *next = NULL;
+    uint32_t id = begin(c, "sessions", (after ? 1 : 0) + (limit ? 1 : 0));
+    if (after) arg_str(c, "after", after);
+    if (limit) arg_uint(c, "limit", limit);
+    const msgpack_object *r;
+    int rc = finish(c, id, NULL, NULL, &r, err);
+    if (rc != FWM_RPC_OK) return rc;
+    const msgpack_object *list = get(r, "sessions");
+    if (!list || list->type != MSGPACK_OBJECT_ARRAY) return fail(err, FWM_RPC_BAD_RESPONSE, "sessions: no list in the answer");
+    size_t n = list->via.array.size;
+    fwm_client_session_info *out = arena_alloc(c, (n ? n : 1) * sizeof *out);
+    if (!out) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *o = &list->via.array.ptr[i];
+        const msgpack_object *pos = get(o, "pos"), *resident = get(o, "resident");
+        out[i].session = arena_string(c, get(o, "session"));
+        out[i].model = arena_string(c, get(o, "model"));
+        if (!out[i].session || !out[i].model) return fail(err, FWM_RPC_BAD_RESPONSE, "sessions: an item without id or model");
+        out[i].has_pos = pos && pos->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
+        out[i].pos = out[i].has_pos ? pos->via.u64 : 0;
+        out[i].last_used_ms = get_u64(o, "last_used_ms");
+        out[i].resident = resident && resident->type == MSGPACK_OBJECT_BOOLEAN && resident->via.boolean;
+    }
+    *items = out;
+    *count = n;
+    *next = arena_string(c, get(r, "next"));
     return FWM_RPC_OK;
 }
 

@@ -291,7 +291,7 @@ static bool m_hello(request *r) {
     if (!begin_response(r, &pk)) return true;
     const fwm__server *s = r->s;
     const fwm__config *cfg = s->config;
-    msgpack_pack_map(&pk, 7);
+    msgpack_pack_map(&pk, 8);
     key_str(&pk, "server", "fwm-serve");
     key_str(&pk, "version", FWM_VERSION_STRING);
     key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
@@ -316,6 +316,16 @@ static bool m_hello(request *r) {
     key_double(&pk, "connection_idle_timeout_s", cfg->connection_idle_timeout_s);
     key_u64(&pk, "workers", s->workers);
     key_u64(&pk, "max_batch", cfg->max_batch);
+    key(&pk, "durability"); /* nil: sessions live in memory only */
+    if (s->store) {
+        msgpack_pack_map(&pk, 4);
+        key_str(&pk, "fsync", fwm__fsync_mode_name((fwm__fsync_mode)cfg->fsync_mode));
+        key_u64(&pk, "max_resident", cfg->max_resident);
+        key_u64(&pk, "snapshot_tokens", cfg->snapshot_tokens);
+        key_double(&pk, "session_ttl_s", cfg->session_ttl_s);
+    } else {
+        msgpack_pack_nil(&pk);
+    }
     return true;
 }
 

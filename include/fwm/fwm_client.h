@@ -129,10 +129,28 @@ typedef struct fwm_client_hello_info {
     int protocol;        /* FWM_PROTOCOL_VERSION of the server */
     size_t model_count;
     const fwm_client_model_info *models;
+    bool durable;        /* sessions are kept in a store (fwm-serve --data-dir) */
+    const char *fsync;   /* durable: "always", "interval" or "never"; "" otherwise */
 } fwm_client_hello_info;
+
+/* One session as `sessions` lists it. */
+typedef struct fwm_client_session_info {
+    const char *session;   /* 32 hex digits */
+    const char *model;
+    bool has_pos;          /* false from a memory-only server */
+    uint64_t pos;          /* durable: as of the session's last recorded operation */
+    uint64_t last_used_ms; /* milliseconds since 1970 */
+    bool resident;         /* in the server's memory now (durable servers also hold stored ones) */
+} fwm_client_session_info;
 
 /* ---- methods (one request each; see docs/PROTOCOL.md) ------------------------------------------- */
 int fwm_client_hello(fwm_client *client, fwm_client_hello_info *out, fwm_client_error *err);
+
+/* One page of every session on the server, in id order: those with an id after `after` (NULL: from
+ * the first), at most `limit` (1..1000; 0: the server's default of 100). `*next` is the `after` of
+ * the next page, or NULL on the last one. */
+int fwm_client_sessions(fwm_client *client, const char *after, unsigned limit, const fwm_client_session_info **items,
+                        size_t *count, const char **next, fwm_client_error *err);
 
 /* `model` NULL: the server's default model. `topk` < 0: the server's default. */
 int fwm_client_open(fwm_client *client, const char *model, int topk,

@@ -117,9 +117,27 @@ int main(int argc, char **argv) {
         CHECK_U64(h.models[0].vocab_size, 40);
     }
 
+    CHECK(!h.durable);
+    CHECK_STR(h.fsync, "");
+
     char s[FWM_CLIENT_SESSION_ID_SIZE], child[FWM_CLIENT_SESSION_ID_SIZE], restored[FWM_CLIENT_SESSION_ID_SIZE];
     CHECK_U64(fwm_client_open(c, NULL, TOPK, s, &err), FWM_RPC_OK);
     CHECK_U64(strlen(s), 32);
+    /* sessions: the one session, then a page after it is empty */
+    const fwm_client_session_info *items;
+    size_t listed;
+    const char *next;
+    CHECK_U64(fwm_client_sessions(c, NULL, 0, &items, &listed, &next, &err), FWM_RPC_OK);
+    CHECK_U64(listed, 1);
+    if (listed == 1) {
+        CHECK_STR(items[0].session, s);
+        CHECK_STR(items[0].model, "clientmodel");
+        CHECK(items[0].resident && !items[0].has_pos && items[0].last_used_ms > 1700000000000ull);
+    }
+    CHECK(next == NULL);
+    CHECK_U64(fwm_client_sessions(c, s, 10, &items, &listed, &next, &err), FWM_RPC_OK);
+    CHECK_U64(listed, 0);
+    CHECK_U64(fwm_client_sessions(c, "not-an-id", 10, &items, &listed, &next, &err), FWM_RPC_BAD_PARAMS);
     fwm_session *local;
     fwm_session_create(model, &local, NULL);
 

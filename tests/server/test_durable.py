@@ -258,6 +258,8 @@ def case_restart(env):
     data = os.path.join(env.dir, "data")
     server = env.start([a, b], "--data-dir", data)
     c = Client(server.address)
+    check_eq(c.call("hello")["durability"], {"fsync": "interval", "max_resident": 10000, "snapshot_tokens": 1024,
+                                             "session_ttl_s": 0.0}, "hello says sessions are durable")
     s1 = c.call("open", topk=7)["session"]
     s2 = c.call("open", model="beta")["session"]
     c.call("feed", session=s1, text="Mary moved to the bathroom. John went to the hallway.")
