@@ -48,6 +48,7 @@ static void usage(FILE *out) {
             "  --model NAME        a model the server serves (default: its first)\n"
             "  --topk K            predictions shown per word (default 3)\n"
             "  --timeout MS        per-call timeout (default 30000)\n"
+            "  --token-file FILE   the server's authentication token (default: $FWM_AUTH_TOKEN)\n"
             "  --help              this text\n");
 }
 
@@ -289,6 +290,26 @@ static int babi(cli *c, char **files, int count, long max_stories) {
     return 0;
 }
 
+/* The token: the first line of `path`, else $FWM_AUTH_TOKEN, else none (""). False when the file
+ * cannot be read. */
+static bool read_token(const char *path, char *token, size_t size) {
+    token[0] = '\0';
+    if (!path) {
+        const char *env = getenv("FWM_AUTH_TOKEN");
+        if (env) snprintf(token, size, "%s", env);
+        return true;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(token, (int)size, f)) {
+        fprintf(stderr, "fwm-cli: cannot read the token file %s\n", path);
+        if (f) fclose(f);
+        return false;
+    }
+    fclose(f);
+    token[strcspn(token, "\r\n")] = '\0';
+    return true;
+}
+
 int main(int argc, char **argv) {
     cli c = {.topk = 3, .commit = true};
     const char *address = getenv("FWM_ADDRESS");
@@ -297,6 +318,7 @@ int main(int argc, char **argv) {
     long max_stories = 0;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int rest_count = 0;
+    const char *token_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = i + 1 < argc;
@@ -312,6 +334,8 @@ int main(int argc, char **argv) {
             c.topk = atoi(argv[++i]);
         } else if (strcmp(a, "--timeout") == 0 && has_value) {
             params.timeout_ms = atoi(argv[++i]);
+        } else if (strcmp(a, "--token-file") == 0 && has_value) {
+            token_file = argv[++i];
         } else if (strcmp(a, "--stories") == 0 && has_value) {
             max_stories = atol(argv[++i]);
         } else if (strncmp(a, "--", 2) == 0) {
@@ -326,6 +350,14 @@ int main(int argc, char **argv) {
     fwm_client_error err;
     if (fwm_client_connect(address, &params, &c.client, &err) != FWM_RPC_OK) {
         print_error("connect", &err);
+        free(rest);
+        return 1;
+    }
+    char token[1024] = "";
+    if (!read_token(token_file, token, sizeof token) ||
+        (token[0] && fwm_client_authenticate(c.client, token, &err) != FWM_RPC_OK)) {
+        if (token[0]) print_error("authenticate", &err);
+        fwm_client_free(c.client);
         free(rest);
         return 1;
     }

@@ -423,6 +423,14 @@ int fwm_client_hello(fwm_client *c, fwm_client_hello_info *out, fwm_client_error
     return FWM_RPC_OK;
 }
 
+int fwm_client_authenticate(fwm_client *c, const char *token, fwm_client_error *err) {
+    if (!c || !token) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client and token must not be NULL");
+    uint32_t id = begin(c, "hello", 1);
+    arg_str(c, "token", token);
+    const msgpack_object *r;
+    return finish(c, id, NULL, NULL, &r, err);
+}
+
 int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const fwm_client_session_info **items,
                         size_t *count, const char **next, fwm_client_error *err) {
     if (!c || !items || !count || !next) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, items, count and next must not be NULL");

@@ -50,6 +50,7 @@ static const option_spec options[] = {
     {"max-objects", OPT_SIZE, F(limits.max_objects), 4, 1e9, "objects in one message"},
     {"unix-mode", OPT_MODE, F(unix_mode), 0, 0777, "unix: socket file permissions, octal"},
     {"quiet", OPT_FLAG, F(quiet), 0, 1, "no log lines on stderr"},
+    {"insecure", OPT_FLAG, F(insecure), 0, 1, "allow a non-loopback --listen without --auth-token-file"},
     {"fsync-interval-ms", OPT_SIZE, F(fsync_interval_ms), 1, 60000, "--fsync interval: milliseconds between fsyncs"},
     {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9, "durable: snapshot a session after this many logged tokens"},
     {"max-resident", OPT_SIZE, F(max_resident), 0, 1e8, "durable: resident sessions before the least recently used are written out (0: no limit)"},
@@ -93,6 +94,7 @@ void fwm__config_release(fwm__config *config) {
     free_list(config->listen, config->listen_count);
     fwm__free(config->port_file);
     fwm__free(config->data_dir);
+    fwm__free(config->auth_token_file);
     memset(config, 0, sizeof *config);
 }
 
@@ -127,6 +129,8 @@ static void print_help(FILE *out) {
             "  --port-file PATH      once listening, write the bound addresses there, one per line\n"
             "  --config FILE         read settings from FILE: `name = value` lines (names as below, without\n"
             "                        the dashes; `model = PATH` and `listen = ADDRESS` repeat); '#' comments\n"
+            "  --auth-token-file F   connections must present the token in F (hello {token}) before anything\n"
+            "                        else; without it only loopback addresses are served (or --insecure)\n"
             "  --data-dir DIR        durable sessions: keep every session in an LMDB store in DIR, so they\n"
             "                        survive restarts and crashes and outnumber what RAM holds (default: memory only)\n"
             "  --fsync MODE          durable: always (a response leaves after its records are on disk),\n"
@@ -183,6 +187,15 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
             return 1;
         }
         return (config->data_dir = copy_string(value)) ? 0 : 1;
+    }
+    if (strcmp(name, "auth-token-file") == 0) {
+        fwm__free(config->auth_token_file);
+        config->auth_token_file = NULL;
+        if (!value || !*value) {
+            fprintf(err, "fwm-serve: %s--auth-token-file needs a file\n", where);
+            return 1;
+        }
+        return (config->auth_token_file = copy_string(value)) ? 0 : 1;
     }
     if (strcmp(name, "fsync") == 0) {
         static const char *const modes[] = {"always", "interval", "never"};

@@ -49,6 +49,8 @@ typedef struct fwm__config {
     size_t store_max_bytes;   /* the store's largest size (LMDB map); 0: 1 TiB */
     double session_ttl_s;     /* durable: delete stored sessions unused this long; 0: never */
     size_t max_memory_bytes;  /* sessions, buffers and weights together; 0: 80% of physical memory */
+    char *auth_token_file;    /* owned or NULL: connections must present the token in this file */
+    bool insecure;            /* allow a non-loopback --listen without a token */
 } fwm__config;
 
 void fwm__config_defaults(fwm__config *config);

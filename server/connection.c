@@ -369,6 +369,7 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
         return;
     }
     c->server = s;
+    c->authenticated = s->auth_token == NULL;
     c->refs = 1;
     c->id = ++s->metrics.connections_total;
     c->last_activity_ns = fwm__now_ns();

@@ -49,6 +49,8 @@ typedef struct fwm__connection {
     bool read_eof;      /* the peer will send nothing more */
     bool close_after_flush;
     size_t refused_buffer; /* an input buffer this large did not fit the memory budget (on_alloc) */
+    bool authenticated;    /* presented the token (or the server has none) */
+    unsigned wrong_tokens;
     uint64_t close_deadline_ns;
     uint64_t partial_since_ns; /* when the incomplete message now buffered began arriving; 0: none */
     uint64_t last_activity_ns; /* last bytes read, output handed to libuv or written, or job ended */

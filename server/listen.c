@@ -170,9 +170,16 @@ static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const ch
         bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
         snprintf(l->address, sizeof l->address, "tcp://%s:%d", ip, bound_port);
     }
-    if (!is_loopback((struct sockaddr *)&bound))
+    if (!is_loopback((struct sockaddr *)&bound) && !s->auth_token) {
+        if (!s->config->insecure) {
+            fprintf(stderr, "fwm-serve: --listen %s: not a loopback address, and the server has no token: anyone who "
+                            "can reach it could use every session. Give --auth-token-file FILE (or --insecure to "
+                            "serve it without authentication)\n", l->address);
+            return 1;
+        }
         fwm__server_log(s, "WARNING: %s is not a loopback address: the server is reachable from the network "
-                           "and has no authentication", l->address);
+                           "and has no authentication (--insecure)", l->address);
+    }
     return 0;
 bad:
     fprintf(stderr, "fwm-serve: --listen %s: expected tcp://HOST:PORT or unix:PATH\n", text);

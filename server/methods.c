@@ -286,15 +286,57 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     fwm__rpc_pack_bool(pk, is_default);
 }
 
+/* Equal in time that depends on the secret's length only, not on where the first difference is. */
+static bool token_equal(const char *given, size_t given_length, const char *secret, size_t secret_length) {
+    volatile unsigned char diff = given_length != secret_length;
+    for (size_t i = 0; i < secret_length; i++) diff |= (unsigned char)(secret[i] ^ (i < given_length ? given[i] : 0));
+    return diff == 0;
+}
+
+#define MAX_WRONG_TOKENS 3 /* per connection, then it is closed */
+
+/* hello {token}: authenticates the connection when the token is the server's. */
+static bool authenticate(request *r) {
+    const char *token;
+    size_t length;
+    int has = fwm__rpc_arg_string(&r->call, "token", false, &token, &length, &r->failure);
+    if (has <= 0 || !r->s->auth_token) return has >= 0;
+    if (token_equal(token, length, r->s->auth_token, r->s->auth_token_length)) {
+        r->c->authenticated = true;
+        return true;
+    }
+    r->s->metrics.auth_failures++;
+    if (++r->c->wrong_tokens >= MAX_WRONG_TOKENS)
+        fwm__connection_fail(r->c, FWM_RPC_UNAUTHORIZED, "too many wrong tokens; the connection is closed");
+    return fwm__rpc_fail(&r->failure, FWM_RPC_UNAUTHORIZED, "wrong token (attempt %u of %d on this connection)",
+                         r->c->wrong_tokens, MAX_WRONG_TOKENS);
+}
+
 static bool m_hello(request *r) {
+    if (!authenticate(r)) return false;
     msgpack_packer pk;
     if (!begin_response(r, &pk)) return true;
     const fwm__server *s = r->s;
     const fwm__config *cfg = s->config;
-    msgpack_pack_map(&pk, 8);
+    if (!r->c->authenticated) { /* who it is, and that it wants a token: nothing more */
+        msgpack_pack_map(&pk, 5);
+        key_str(&pk, "server", "fwm-serve");
+        key_str(&pk, "version", FWM_VERSION_STRING);
+        key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
+        key(&pk, "auth_required");
+        msgpack_pack_true(&pk);
+        key(&pk, "authenticated");
+        msgpack_pack_false(&pk);
+        return true;
+    }
+    msgpack_pack_map(&pk, 10);
     key_str(&pk, "server", "fwm-serve");
     key_str(&pk, "version", FWM_VERSION_STRING);
     key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
+    key(&pk, "auth_required");
+    fwm__rpc_pack_bool(&pk, s->auth_token != NULL);
+    key(&pk, "authenticated");
+    msgpack_pack_true(&pk);
     key(&pk, "models");
     msgpack_pack_array(&pk, s->model_count);
     for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
@@ -391,7 +433,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 29);
+    msgpack_pack_map(&pk, 30);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -401,6 +443,7 @@ static bool m_stats(request *r) {
     key_u64(&pk, "connections_refused", m->connections_refused);
     key_u64(&pk, "connections_timed_out", m->connections_timed_out);
     key_u64(&pk, "accept_errors", m->accept_errors);
+    key_u64(&pk, "auth_failures", m->auth_failures);
     key_u64(&pk, "requests", m->requests);
     key_u64(&pk, "errors", m->errors);
     key_u64(&pk, "protocol_errors", m->protocol_errors);
@@ -739,9 +782,10 @@ static const char *const args_predict[] = {"session", "topk", NULL};
 static const char *const args_session[] = {"session", NULL};
 static const char *const args_restore[] = {"state", "model", "topk", NULL};
 static const char *const args_sessions[] = {"after", "limit", NULL};
+static const char *const args_hello[] = {"token", NULL};
 
 static const method methods[] = {
-    {"hello", m_hello, args_none, true, false},
+    {"hello", m_hello, args_hello, true, false},
     {"open", m_open, args_open, false, true},
     {"feed", m_feed, args_feed, false, true},
     {"ask", m_ask, args_ask, false, true},
@@ -784,6 +828,9 @@ void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t le
     else if (!r.call.has_msgid && needs_response(found))
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_INVALID_REQUEST,
                            "'%s' sent as a notification: its result (a new session's id) would be lost", found->name);
+    else if (!c->authenticated && found->run != m_hello && (++r.s->metrics.auth_failures, true))
+        ok = fwm__rpc_fail(&r.failure, FWM_RPC_UNAUTHORIZED,
+                           "this server requires authentication: send hello {token} first ('%s' refused)", found->name);
     else if (r.s->shutting_down && !found->during_shutdown)
         ok = fwm__rpc_fail(&r.failure, FWM_RPC_SHUTTING_DOWN, "the server is shutting down; '%s' refused", found->name);
     else if (found->writes && !store_writable(&r))

@@ -38,6 +38,7 @@ typedef struct fwm__metrics {
     uint64_t output_queued_bytes;  /* encoded output not yet written, all connections */
     uint64_t input_buffer_bytes;   /* the connections' input buffers (their capacity) */
     uint64_t memory_refusals;      /* requests and connections refused by --max-memory-bytes */
+    uint64_t auth_failures;        /* wrong tokens and requests before authentication */
     fwm__histogram request_latency; /* request in -> response queued, microseconds */
     /* durable mode */
     uint64_t evictions, loads, load_failures, storage_refusals;

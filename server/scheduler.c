@@ -232,11 +232,12 @@ static size_t take_batch(fwm__scheduler *s, worker *w) {
         fwm__job *head = e->jobs_head;
         fwm__sink *sink = head->sink;
         size_t estimate = sink ? output_estimate(s, head) : 0;
-        bool limited = !s->cancelled && !s->stopping && sink && s->params.max_unsent;
+        bool active = !s->cancelled && !s->stopping && sink;
         /* A blocked sink waits; so does one whose output already taken for running batches would,
          * with this job's, pass the limit: output stays within the limit plus one job's worth. */
-        if (limited && (sink_blocked(s, sink) ||
-                        (sink->reserved && sink->unsent + sink->reserved + estimate > s->params.max_unsent))) {
+        if (active && (sink_blocked(s, sink) ||
+                       (s->params.max_unsent && sink->reserved &&
+                        sink->unsent + sink->reserved + estimate > s->params.max_unsent))) {
             e->ready_next = s->parked;
             s->parked = e;
             s->parked_count++;

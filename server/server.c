@@ -1,7 +1,9 @@
 /* server.c - startup, the worker -> loop hand-off, housekeeping and graceful shutdown (server.h). */
 #include "server.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -350,6 +352,33 @@ static int load_models(fwm__server *s) {
     return 0;
 }
 
+/* --auth-token-file: the token is the file's first line (at least 16 bytes). */
+static int load_token(fwm__server *s) {
+    const char *path = s->config->auth_token_file;
+    if (!path) return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "fwm-serve: cannot read the token file %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    char line[1024];
+    size_t n = fgets(line, sizeof line, f) ? strcspn(line, "\r\n") : 0;
+    struct stat st;
+    bool shared = fstat(fileno(f), &st) == 0 && (st.st_mode & 077);
+    fclose(f);
+    if (n < 16) {
+        fprintf(stderr, "fwm-serve: the token in %s is %zu bytes long; it must have at least 16 (e.g. "
+                        "head -c 24 /dev/urandom | base64 > %s)\n", path, n, path);
+        return 1;
+    }
+    if (shared) fwm__server_log(s, "WARNING: the token file %s can be read by other users (chmod 600 it)", path);
+    if (!(s->auth_token = fwm__malloc(n + 1))) return 1;
+    memcpy(s->auth_token, line, n);
+    s->auth_token[n] = '\0';
+    s->auth_token_length = n;
+    return 0;
+}
+
 /* Durable mode: open the store (refusing a damaged, foreign or busy one) and start the journal. */
 static int open_store(fwm__server *s) {
     const fwm__config *cfg = s->config;
@@ -403,6 +432,7 @@ static void release(fwm__server *s) {
     fwm__free(s->models);
     fwm__free(s->model_handles);
     fwm__free(s->model_names);
+    fwm__free(s->auth_token);
     fwm__store_close(s->store);
     s->store = NULL;
     fwm__free(s->listeners);
@@ -433,7 +463,8 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
         pthread_mutex_destroy(&s->inbox_mutex);
         return 1;
     }
-    if (load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0) goto fail;
+    if (load_token(s) != 0 || load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0)
+        goto fail;
     if (!config->max_memory_bytes) { /* 80% of physical memory */
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
         config->max_memory_bytes = pages > 0 && page > 0 ? (size_t)((double)pages * (double)page * 0.8) : SIZE_MAX;

@@ -64,6 +64,9 @@ typedef struct fwm__server {
     fwm__metrics metrics;
     const char **model_names; /* the scheduler's view of the names */
 
+    char *auth_token; /* owned or NULL: what connections must present (--auth-token-file) */
+    size_t auth_token_length;
+
     /* durable mode (--data-dir): */
     fwm__store *store;
     fwm__journal *journal;

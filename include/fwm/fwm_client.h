@@ -50,6 +50,7 @@ extern "C" {
     X(FWM_RPC_INTERNAL, 13, "internal", "internal server error (e.g. out of memory)")           \
     X(FWM_RPC_PROTOCOL, 14, "protocol", "malformed or over-limit byte stream; connection closed") \
     X(FWM_RPC_STORAGE, 15, "storage", "the session store cannot write (disk full or failing)")  \
+    X(FWM_RPC_UNAUTHORIZED, 16, "unauthorized", "authenticate first: hello with the server's token") \
     X(FWM_RPC_CONNECT, 100, "connect", "cannot connect")                                        \
     X(FWM_RPC_IO, 101, "io", "connection lost or socket error")                                 \
     X(FWM_RPC_TIMEOUT, 102, "timeout", "no answer within the timeout")                          \
@@ -145,6 +146,10 @@ typedef struct fwm_client_session_info {
 
 /* ---- methods (one request each; see docs/PROTOCOL.md) ------------------------------------------- */
 int fwm_client_hello(fwm_client *client, fwm_client_hello_info *out, fwm_client_error *err);
+
+/* Present the server's authentication token (`hello {token}`; fwm-serve --auth-token-file). Needed
+ * once per connection before any other method on a server that has a token. */
+int fwm_client_authenticate(fwm_client *client, const char *token, fwm_client_error *err);
 
 /* One page of every session on the server, in id order: those with an id after `after` (NULL: from
  * the first), at most `limit` (1..1000; 0: the server's default of 100). `*next` is the `after` of

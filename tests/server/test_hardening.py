@@ -13,6 +13,7 @@ import os
 import random
 import socket
 import stat
+import subprocess
 import sys
 import time
 
@@ -201,6 +202,80 @@ def case_admin_slot(env):
     st = admin.call("stats")
     check(st["connections_refused"] >= 1 and st["connections"] == 3, "the operator reads stats over the Unix socket", st)
     check_eq(server.stop(), 0, "exit status")
+
+
+def case_auth(env):
+    """--auth-token-file: nothing but hello before the token; a wrong token is refused and counted,
+    three close the connection; the right one opens everything; the Python client and fwm-cli take
+    it; a non-loopback --listen needs a token or --insecure."""
+    token = "s3cret-token-0123456789"
+    path = os.path.join(env.dir, "token")
+    with open(path, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)
+    model = env.model()
+    server = env.start([model], "--auth-token-file", path)
+    c = Client(server.address)
+    e = expect_error_named(c, "unauthorized", "open")
+    check("hello {token}" in e.message, "the refusal says what to do", e.message)
+    h = c.call("hello")
+    check_eq(h, {"server": "fwm-serve", "version": h["version"], "protocol": 1, "auth_required": True,
+                 "authenticated": False}, "hello before the token says only who it is")
+    for attempt in range(1, 3):
+        e = expect_error_named(c, "unauthorized", "hello", token="wrong")
+        check("attempt %d of 3" % attempt in e.message, "wrong token counted", e.message)
+    expect_error_named(c, "unauthorized", "hello", token=token[:-1])  # the third: closed
+    check(c.read_one() is None or c.read_one() is None, "closed after three wrong tokens")
+    good = Client(server.address)
+    h = good.call("hello", token=token)
+    check(h["authenticated"] and h["auth_required"] and h["models"], "the right token opens hello", h)
+    s = good.call("open")["session"]
+    good.call("feed", session=s, text="Mary moved to the bathroom.")
+    st = good.call("stats")
+    check(st["auth_failures"] >= 4, "failures counted", st["auth_failures"])
+    # the Python client
+    sys.path.insert(0, os.path.join(env.source_root, "clients", "python"))
+    import fwm_client
+    with fwm_client.Client(server.address, token=token) as py:
+        check_eq(py.session(s).predict()["pos"], 6, "Python client with the token")
+    try:
+        fwm_client.Client(server.address, token="nope")
+        raise AssertionError("a wrong token in the Python client must raise")
+    except fwm_client.FwmError as err:
+        check_eq(err.name, "unauthorized", "Python client: wrong token")
+    # fwm-cli (the C client's fwm_client_authenticate): --token-file, or refused without it
+    cli = os.path.join(os.path.dirname(os.path.dirname(env.serve)), "clients", "fwm-cli")
+    if os.path.exists(cli):
+        run = subprocess.run([cli, "--connect", server.address, "--token-file", path, "stats"],
+                             capture_output=True, text=True, timeout=30)
+        check(run.returncode == 0 and "sessions: 1" in run.stdout, "fwm-cli with the token", run.stdout, run.stderr)
+        run = subprocess.run([cli, "--connect", server.address, "stats"], capture_output=True, text=True,
+                             timeout=30, env=dict(os.environ, FWM_AUTH_TOKEN=""))
+        check(run.returncode != 0 and "unauthorized" in run.stderr, "fwm-cli without it", run.stdout, run.stderr)
+    check_eq(server.stop(), 0, "exit status")
+    # beyond loopback: refused without a token, allowed with --insecure or a token
+    wide = env.start([model], listen=["tcp://0.0.0.0:0"], wait=False)
+    check_eq(wide.wait(), 1, "non-loopback without a token: exit 1")
+    check("not a loopback address" in wide.stderr() and "--auth-token-file" in wide.stderr(), "says why",
+          wide.stderr())
+    for flags in (["--insecure"], ["--auth-token-file", path]):
+        ok = env.start([model], *flags, listen=["tcp://0.0.0.0:0"])
+        check_eq(ok.stop(), 0, "non-loopback with %s" % flags[0])
+    short = os.path.join(env.dir, "short")
+    with open(short, "w") as f:
+        f.write("abc\n")
+    bad = env.start([model], "--auth-token-file", short, wait=False)
+    check_eq(bad.wait(), 1, "a token shorter than 16 bytes is refused")
+    check("at least 16" in bad.stderr(), "says why", bad.stderr())
+
+
+def expect_error_named(c, name, method, **params):
+    try:
+        c.call(method, **params)
+    except RpcError as e:
+        check_eq(e.name, name, "error of %s" % method)
+        return e
+    raise AssertionError("%s succeeded; expected %s" % (method, name))
 
 
 def read_all_until(sock, count, seconds):

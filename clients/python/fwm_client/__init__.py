@@ -12,6 +12,7 @@ Uses only the standard library and python3-msgpack. The protocol is specified in
 A Client is one connection used by one thread at a time. Sessions live on the server, not in the
 connection: keep `session.id` and reattach later with `client.session(id)`.
 """
+import os
 import socket
 
 import msgpack
@@ -51,11 +52,16 @@ def _connect(address, timeout):
 class Client:
     """One connection to fwm-serve. `timeout` (seconds) bounds every wait for bytes."""
 
-    def __init__(self, address=DEFAULT_ADDRESS, timeout=30.0):
+    def __init__(self, address=DEFAULT_ADDRESS, timeout=30.0, token=None):
+        """`token`: the server's authentication token (fwm-serve --auth-token-file), presented once
+        with `hello` before anything else; default: the FWM_AUTH_TOKEN environment variable, if set."""
         self.address = address
         self._sock = _connect(address, timeout)
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=64 << 20)
         self._next_id = 1
+        token = token if token is not None else os.environ.get("FWM_AUTH_TOKEN")
+        if token:
+            self.call("hello", token=token)
 
     def __enter__(self):
         return self
