@@ -50,6 +50,7 @@ static const option_spec options[] = {
     {"max-objects", OPT_SIZE, F(limits.max_objects), 4, 1e9, "objects in one message"},
     {"unix-mode", OPT_MODE, F(unix_mode), 0, 0777, "unix: socket file permissions, octal"},
     {"quiet", OPT_FLAG, F(quiet), 0, 1, "no log lines on stderr"},
+    {"mmap-models", OPT_FLAG, F(mmap_models), 0, 1, "map model files instead of copying them (they must then never change: replace with rename)"},
     {"insecure", OPT_FLAG, F(insecure), 0, 1, "allow a non-loopback --listen without --auth-token-file"},
     {"fsync-interval-ms", OPT_SIZE, F(fsync_interval_ms), 1, 60000, "--fsync interval: milliseconds between fsyncs"},
     {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9, "durable: snapshot a session after this many logged tokens"},

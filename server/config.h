@@ -51,6 +51,7 @@ typedef struct fwm__config {
     size_t max_memory_bytes;  /* sessions, buffers and weights together; 0: 80% of physical memory */
     char *auth_token_file;    /* owned or NULL: connections must present the token in this file */
     bool insecure;            /* allow a non-loopback --listen without a token */
+    bool mmap_models;         /* map model files instead of reading them (they must then never change) */
 } fwm__config;
 
 void fwm__config_defaults(fwm__config *config);

@@ -333,7 +333,11 @@ static int load_models(fwm__server *s) {
         fwm__served_model *m = &s->models[i];
         fwm_error err;
         snprintf(m->path, sizeof m->path, "%s", cfg->models[i]);
-        if (fwm_model_load(cfg->models[i], NULL, &m->model, &err) != FWM_OK) {
+        /* Read into memory by default: a model file truncated or rewritten while serving can then
+         * neither crash the server (SIGBUS) nor change its answers behind its fingerprint. */
+        fwm_model_params params = fwm_model_default_params();
+        params.use_mmap = cfg->mmap_models;
+        if (fwm_model_load(cfg->models[i], &params, &m->model, &err) != FWM_OK) {
             fprintf(stderr, "fwm-serve: cannot load model '%s': %s\n", cfg->models[i], err.message);
             return 1;
         }

@@ -269,6 +269,38 @@ def case_auth(env):
     check("at least 16" in bad.stderr(), "says why", bad.stderr())
 
 
+def case_model_file_changes(env):
+    """A model file truncated or rewritten in place while the server runs neither crashes it (it read
+    the file into memory) nor changes its answers or fingerprint; with --mmap-models, replacing the
+    file by rename (the documented way) is safe too."""
+    import shutil
+    text = "Mary moved to the bathroom. John went to the hallway. Where is Mary?"
+    for flags in ([], ["--mmap-models"]):
+        path = env.model("served", seed=3)
+        other = env.model("other", seed=11)
+        server = env.start([path], *flags)
+        c = Client(server.address)
+        fingerprint = c.call("hello")["models"][0]["fingerprint"]
+        s = c.call("open")["session"]
+        c.call("feed", session=s, text=text, notify=False)
+        before = c.call("predict", session=s, topk=10)
+        if not flags:  # copied: truncating and rewriting in place are harmless
+            with open(path, "r+b") as f:
+                f.truncate(100)
+            with open(other, "rb") as src, open(path, "r+b") as f:
+                f.write(src.read())
+        else:  # mapped: replace by rename, never in place
+            tmp = path + ".new"
+            shutil.copyfile(other, tmp)
+            os.rename(tmp, path)
+        s2 = c.call("open")["session"]
+        c.call("feed", session=s2, text=text, notify=False)
+        check_eq(c.call("predict", session=s2, topk=10)["topk"], before["topk"], "same answers %s" % flags)
+        check_eq(c.call("predict", session=s, topk=10), before, "the old session unchanged %s" % flags)
+        check_eq(c.call("hello")["models"][0]["fingerprint"], fingerprint, "same fingerprint %s" % flags)
+        check_eq(server.stop(), 0, "exit status %s" % flags)
+
+
 def expect_error_named(c, name, method, **params):
     try:
         c.call(method, **params)
