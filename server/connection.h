@@ -50,6 +50,7 @@ typedef struct fwm__connection {
     bool close_after_flush;
     size_t refused_buffer; /* an input buffer this large did not fit the memory budget (on_alloc) */
     bool authenticated;    /* presented the token (or the server has none) */
+    size_t sessions_held;  /* opens, forks and restores accepted on it, minus its closes */
     unsigned wrong_tokens;
     uint64_t close_deadline_ns;
     uint64_t partial_since_ns; /* when the incomplete message now buffered began arriving; 0: none */

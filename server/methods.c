@@ -130,6 +130,11 @@ static bool model_arg(request *r, uint32_t *index) {
 
 static bool room_for_session(request *r) {
     fwm__server *s = r->s;
+    if (r->c->sessions_held >= s->config->max_sessions_per_connection)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
+                             "this connection holds its maximum of %zu sessions (max-sessions-per-connection); "
+                             "close one first",
+                             s->config->max_sessions_per_connection);
     /* Memory only: a session that does not fit the budget is refused. Durable: resident sessions
      * are evicted to keep within it (tiering.c), so only the count is checked. */
     if (!s->store && !fwm__server_memory_fits(s, s->models[0].session_bytes)) {
@@ -163,6 +168,11 @@ static fwm__session_entry *new_entry(request *r, uint32_t m, uint32_t topk, bool
         return NULL;
     }
     return e;
+}
+
+/* A session created (or asked for) on this connection counts against its quota. */
+static void hold_session(request *r) {
+    r->c->sessions_held++;
 }
 
 static void submit(request *r, fwm__session_entry *e, fwm__job *job) {
@@ -341,8 +351,9 @@ static bool m_hello(request *r) {
     msgpack_pack_array(&pk, s->model_count);
     for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
     key(&pk, "limits");
-    msgpack_pack_map(&pk, 14);
+    msgpack_pack_map(&pk, 15);
     key_u64(&pk, "max_sessions", cfg->max_sessions);
+    key_u64(&pk, "max_sessions_per_connection", cfg->max_sessions_per_connection);
     key_u64(&pk, "max_memory_bytes", cfg->max_memory_bytes);
     key_double(&pk, "idle_timeout_s", cfg->idle_timeout_s);
     key_u64(&pk, "max_message_bytes", cfg->limits.max_message_bytes);
@@ -626,6 +637,7 @@ static bool m_open(request *r) {
     r->s->metrics.sessions_opened++;
     r->s->metrics.session_memory_bytes += e->memory_bytes;
     fwm__tiering_touch(r->s, e);
+    hold_session(r);
     if (job) { /* durable: answered once the new session is recorded */
         r->s->reserved_sessions++;
         submit(r, e, job);
@@ -735,6 +747,7 @@ static bool m_fork(request *r) {
         return false;
     }
     r->s->reserved_sessions++;
+    hold_session(r);
     submit(r, parent, job);
     return true;
 }
@@ -758,6 +771,7 @@ static bool m_restore(request *r) {
     memcpy(job->blob, blob, size);
     job->blob_size = size;
     r->s->reserved_sessions++;
+    hold_session(r);
     submit(r, e, job);
     return true;
 }
@@ -769,6 +783,7 @@ static bool m_close(request *r) {
     if (!job) return false;
     fwm__session_table_remove(&r->s->sessions, e); /* later requests find no such session */
     fwm__tiering_forget(r->s, e);
+    if (r->c->sessions_held) r->c->sessions_held--;
     r->s->metrics.sessions_closed++;
     submit(r, e, job);
     return true;

@@ -469,6 +469,8 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     }
     if (load_token(s) != 0 || load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0)
         goto fail;
+    if (!config->max_sessions_per_connection)
+        config->max_sessions_per_connection = config->max_sessions / 4 ? config->max_sessions / 4 : 1;
     if (!config->max_memory_bytes) { /* 80% of physical memory */
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
         config->max_memory_bytes = pages > 0 && page > 0 ? (size_t)((double)pages * (double)page * 0.8) : SIZE_MAX;

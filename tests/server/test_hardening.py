@@ -301,6 +301,23 @@ def case_model_file_changes(env):
         check_eq(server.stop(), 0, "exit status %s" % flags)
 
 
+def case_session_quota(env):
+    """One connection cannot take every session: --max-sessions-per-connection (default a quarter of
+    --max-sessions) counts its opens, forks and restores minus its closes."""
+    server = env.start([env.model()], "--max-sessions", "8")
+    a, b = Client(server.address), Client(server.address)
+    check_eq(a.call("hello")["limits"]["max_sessions_per_connection"], 2, "default: a quarter")
+    first = a.call("open")["session"]
+    a.call("fork", session=first)
+    e = expect_error_named(a, "session_limit", "open")
+    check("max-sessions-per-connection" in e.message, "names the quota", e.message)
+    expect_error_named(a, "session_limit", "restore", state=a.call("snapshot", session=first)["state"])
+    b.call("open")  # another connection has its own
+    a.call("close", session=first)
+    a.call("open")  # room again after a close
+    check_eq(server.stop(), 0, "exit status")
+
+
 def expect_error_named(c, name, method, **params):
     try:
         c.call(method, **params)
