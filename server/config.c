@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fwm/fwm.h"
-#include "fwm/fwm_client.h"
+#include "fwm/fwm_protocol.h"
 #include "fwm_alloc.h"
 
 #ifndef FWM_SOURCE_MODEL_DIR
