@@ -11,6 +11,7 @@ packages=(
   gcc pkg-config meson ninja-build        # toolchain and build
   libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev liblmdb-dev   # libraries
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
+  python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots
 )
 missing=()

@@ -44,13 +44,13 @@ typedef struct fwm_client_params {
     size_t max_message_bytes; /* largest answer accepted; 0 means 16 MiB */
 } fwm_client_params;
 
-fwm_client_params fwm_client_default_params(void);
+FWM_API fwm_client_params fwm_client_default_params(void);
 
 /* Connect to `address`: "tcp://HOST:PORT", "HOST:PORT", or "unix:PATH". `params` may be NULL.
  * FWM_RPC_CONNECT, FWM_RPC_CLIENT_ARGUMENT. On success *out owns the connection. */
-int fwm_client_connect(const char *address, const fwm_client_params *params, fwm_client **out,
-                       fwm_client_error *err);
-void fwm_client_free(fwm_client *client);
+FWM_API int fwm_client_connect(const char *address, const fwm_client_params *params, fwm_client **out,
+                               fwm_client_error *err);
+FWM_API void fwm_client_free(fwm_client *client);
 
 /* ---- results ------------------------------------------------------------------------------------- */
 #define FWM_CLIENT_SESSION_ID_SIZE 33 /* 32 hex digits and a NUL */
@@ -97,44 +97,44 @@ typedef struct fwm_client_hello_info {
 } fwm_client_hello_info;
 
 /* ---- methods (one request each; see docs/PROTOCOL.md) ------------------------------------------- */
-int fwm_client_hello(fwm_client *client, fwm_client_hello_info *out, fwm_client_error *err);
+FWM_API int fwm_client_hello(fwm_client *client, fwm_client_hello_info *out, fwm_client_error *err);
 
 /* `model` NULL: the server's default model. `topk` < 0: the server's default. */
-int fwm_client_open(fwm_client *client, const char *model, int topk,
-                    char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+FWM_API int fwm_client_open(fwm_client *client, const char *model, int topk,
+                            char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
 
 /* Feed text (tokenized by the server) or token ids. `on_token` (may be NULL) sees each token's
  * notification; `topk` < 0 uses the session's default. *pos / *fed (may be NULL) receive the
  * session's position after the feed and the number of tokens fed. */
-int fwm_client_feed(fwm_client *client, const char *session, const char *text, int topk,
-                    fwm_client_token_fn on_token, void *user, uint64_t *pos, uint64_t *fed,
-                    fwm_client_error *err);
-int fwm_client_feed_tokens(fwm_client *client, const char *session, const uint32_t *tokens,
-                           size_t count, int topk, fwm_client_token_fn on_token, void *user,
-                           uint64_t *pos, uint64_t *fed, fwm_client_error *err);
+FWM_API int fwm_client_feed(fwm_client *client, const char *session, const char *text, int topk,
+                            fwm_client_token_fn on_token, void *user, uint64_t *pos, uint64_t *fed,
+                            fwm_client_error *err);
+FWM_API int fwm_client_feed_tokens(fwm_client *client, const char *session, const uint32_t *tokens,
+                                   size_t count, int topk, fwm_client_token_fn on_token, void *user,
+                                   uint64_t *pos, uint64_t *fed, fwm_client_error *err);
 
 /* Feed `question` (it should end in "?") and answer from the prediction after its last token. With
  * `commit` the answer is fed too. */
-int fwm_client_ask(fwm_client *client, const char *session, const char *question, bool commit,
-                   fwm_client_answer *out, fwm_client_error *err);
+FWM_API int fwm_client_ask(fwm_client *client, const char *session, const char *question, bool commit,
+                           fwm_client_answer *out, fwm_client_error *err);
 
 /* The prediction after the last token read (topk_count 0 before any token). */
-int fwm_client_predict(fwm_client *client, const char *session, int topk, fwm_client_answer *out,
-                       fwm_client_error *err);
+FWM_API int fwm_client_predict(fwm_client *client, const char *session, int topk, fwm_client_answer *out,
+                               fwm_client_error *err);
 
-int fwm_client_reset(fwm_client *client, const char *session, fwm_client_error *err);
-int fwm_client_fork(fwm_client *client, const char *session,
-                    char child[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+FWM_API int fwm_client_reset(fwm_client *client, const char *session, fwm_client_error *err);
+FWM_API int fwm_client_fork(fwm_client *client, const char *session,
+                            char child[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
 
 /* *blob receives a malloc'ed copy of the state (release with free()). */
-int fwm_client_snapshot(fwm_client *client, const char *session, void **blob, size_t *size,
-                        fwm_client_error *err);
-int fwm_client_restore(fwm_client *client, const void *blob, size_t size, const char *model,
-                       char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
-int fwm_client_close_session(fwm_client *client, const char *session, fwm_client_error *err);
+FWM_API int fwm_client_snapshot(fwm_client *client, const char *session, void **blob, size_t *size,
+                                fwm_client_error *err);
+FWM_API int fwm_client_restore(fwm_client *client, const void *blob, size_t size, const char *model,
+                               char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+FWM_API int fwm_client_close_session(fwm_client *client, const char *session, fwm_client_error *err);
 
 /* The `stats` map rendered as "key: value" lines into `text` (truncated to `capacity`). */
-int fwm_client_stats(fwm_client *client, char *text, size_t capacity, fwm_client_error *err);
+FWM_API int fwm_client_stats(fwm_client *client, char *text, size_t capacity, fwm_client_error *err);
 
 #ifdef __cplusplus
 }
