@@ -13,12 +13,15 @@
 #include <time.h>
 
 #include "cli_common.h"
+#include "fwm_model_shape.h"
 #include "model_io.h"
 #include "progress.h"
 #include "trainer.h"
 
 static void usage(FILE *out)
 {
+    fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
+    fwm__hparams_defaults(&d);
     fprintf(out,
             "usage: fwm-train [options]\n"
             "Train a Fast Weight Memory model on catbAbI and write a model file.\n\n"
@@ -39,9 +42,17 @@ static void usage(FILE *out)
             "  --lr-final X          the lr reached at the last step (default 1e-4)\n"
             "  --seed N              initialisation and shuffling seed (default 1)\n"
             "  --threads N           threads (default: all CPUs); results depend on N\n"
-            "model (paper sizes by default):\n"
-            "  --embed E --hidden H --mem-s S --mem-r R --mem-t T --reads N   (256 256 32 32 32 3)\n"
-            "  --residual            add h to the read-out (off on catbAbI)\n"
+            "model (the paper's sizes by default, as fwm-init's):\n"
+            "  --embedding E         token embedding size (default %u)\n"
+            "  --hidden H            LSTM hidden size (default %u)\n"
+            "  --memory-s S          fast-weight key 1 size (default %u)\n"
+            "  --memory-r R          fast-weight key 2 size (default %u)\n"
+            "  --memory-t T          fast-weight value size (default %u)\n"
+            "  --reads N             chained reads per step; N > 1 needs S == T (default %u)\n"
+            "  --residual            add h to the read-out%s\n"
+            "  --no-residual         no residual%s\n"
+            "  --embed, --mem-s, --mem-r, --mem-t   deprecated aliases of --embedding, --memory-s,\n"
+            "                        --memory-r, --memory-t (still accepted)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>)\n"
             "  --resume              continue from <run-dir>/checkpoint.bin\n"
@@ -53,7 +64,17 @@ static void usage(FILE *out)
             "  --no-test             skip the final test run\n"
             "  --out FILE            model file to write (default <run-dir>/model.gguf)\n"
             "  --progress SECONDS    progress line interval (default 10; 0 = quiet)\n",
-            fwm__default_data_dir());
+            fwm__default_data_dir(), d.embedding_length, d.hidden_size, d.memory_s, d.memory_r,
+            d.memory_t, d.read_count, d.residual ? " (default)" : " (off on catbAbI: default)",
+            d.residual ? "" : " (default)");
+}
+
+/* The old flag names of fwm-train still work; each use says which name replaces it. */
+static void note_deprecated(const char *used, const char *old_name, const char *new_name)
+{
+    if (strcmp(used, old_name) == 0)
+        fprintf(stderr, "note: %s is deprecated; use %s (the name fwm-init uses too)\n", old_name,
+                new_name);
 }
 
 static int make_dir(const char *path)
@@ -89,14 +110,8 @@ int main(int argc, char **argv)
     o.eval.window = 200;
     o.checkpoint_every = 500;
     o.progress_seconds = 10;
-    fwm_hparams *hp = &o.hp;
-    hp->embedding_length = 256;
-    hp->hidden_size = 256;
-    hp->memory_s = hp->memory_r = hp->memory_t = 32;
-    hp->read_count = 3;
-    hp->forget_bias = 1;
-    hp->beta_bias = 1;
-    hp->layer_norm_eps = 1e-5f;
+    fwm_hparams *hp = &o.hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
+    fwm__hparams_defaults(hp);
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -111,6 +126,8 @@ int main(int argc, char **argv)
             run_test = 0;
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
+        } else if (strcmp(a, "--no-residual") == 0) {
+            hp->residual = 0;
         } else if (!v) {
             fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
@@ -146,18 +163,22 @@ int main(int argc, char **argv)
             o.seed = (uint64_t)fwm__parse_long(a, v, 0, 1L << 62);
         } else if (OPT("--threads")) {
             o.threads = (int)fwm__parse_long(a, v, 1, 1024);
-        } else if (OPT("--embed")) {
-            hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--embedding") || OPT("--embed")) {
+            note_deprecated(a, "--embed", "--embedding");
+            hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
         } else if (OPT("--hidden")) {
-            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, 65536);
-        } else if (OPT("--mem-s")) {
-            hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, 65536);
-        } else if (OPT("--mem-r")) {
-            hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, 65536);
-        } else if (OPT("--mem-t")) {
-            hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+        } else if (OPT("--memory-s") || OPT("--mem-s")) {
+            note_deprecated(a, "--mem-s", "--memory-s");
+            hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+        } else if (OPT("--memory-r") || OPT("--mem-r")) {
+            note_deprecated(a, "--mem-r", "--memory-r");
+            hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+        } else if (OPT("--memory-t") || OPT("--mem-t")) {
+            note_deprecated(a, "--mem-t", "--memory-t");
+            hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
         } else if (OPT("--reads")) {
-            hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, 64);
+            hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
         } else if (OPT("--run-dir")) {
             run_dir = v;
         } else if (OPT("--checkpoint-every")) {

@@ -70,6 +70,23 @@ def main():
           "log.csv header (got %r)" % log[0])
     check([l.split(",")[0] for l in log[1:]] == ["2", "3"], "log.csv rows at steps 2, 3 (got %r)"
           % log[1:])
+    # the same run under fwm-init's flag names (the old ones above are deprecated aliases): the
+    # same model file, byte for byte, and a note for each old name used
+    check(all("note: %s is deprecated; use %s" % pair in p.stderr for pair in (
+        ("--embed", "--embedding"), ("--mem-s", "--memory-s"), ("--mem-r", "--memory-r"),
+        ("--mem-t", "--memory-t"))), "deprecation notes for the old flag names")
+    renamed = [{"--embed": "--embedding", "--mem-s": "--memory-s", "--mem-r": "--memory-r",
+                "--mem-t": "--memory-t"}.get(a, a) for a in common]
+    run_dir2 = os.path.join(tmp, "run-new-names")
+    renamed[renamed.index("--run-dir") + 1] = run_dir2
+    p2 = run(renamed + ["--steps", "3"])
+    check("deprecated" not in p2.stderr, "no deprecation note with the new names")
+    with open(os.path.join(run_dir, "model.gguf"), "rb") as a, open(os.path.join(run_dir2, "model.gguf"), "rb") as b:
+        check(a.read() == b.read(), "new flag names train the same model as the old ones")
+    help_text = run([train, "--help"]).stdout
+    for flag in ("--embedding E", "--memory-s S", "--memory-r R", "--memory-t T", "--no-residual"):
+        check(flag in help_text, "fwm-train --help lists %s" % flag)
+    check("deprecated aliases of --embedding" in help_text, "--help names the deprecated aliases")
     info = run([inspect, os.path.join(run_dir, "model.gguf")]).stdout
     for key, value in (("fwm.training.mode", '"qm"'), ("fwm.training.steps", "3"),
                        ("fwm.read_policy", '"token"'), ("fwm.training.dataset", "en-valid"),
