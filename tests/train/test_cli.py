@@ -99,6 +99,18 @@ def main():
     check("resumed from" in p.stderr and "at step 3" in p.stderr, "resume message")
     log = open(os.path.join(run_dir, "log.csv")).read().splitlines()
     check([l.split(",")[0] for l in log[1:]] == ["2", "3", "4", "5"], "log continues (got %r)" % log)
+    # an existing run's checkpoint is not overwritten without --resume or --force
+    checkpoint = os.path.join(run_dir, "checkpoint.bin")
+    with open(checkpoint, "rb") as f:
+        before = f.read()
+    p = run(common + ["--steps", "7"], expect_rc=1)
+    check(checkpoint in p.stderr and "--resume" in p.stderr and "--force" in p.stderr,
+          "refusal names the checkpoint and the ways out (got %r)" % p.stderr[-300:])
+    with open(checkpoint, "rb") as f:
+        check(f.read() == before, "refused run left the checkpoint as it was")
+    check("reading" not in p.stderr, "refused before reading any data")
+    p = run(common + ["--steps", "1", "--resume", "--force"], expect_rc=2)
+    check("contradict" in p.stderr, "--resume with --force refused")
     # fwm-eval on the model, with the model's vocabulary
     p = run([evaluate, os.path.join(run_dir, "model.gguf"), "--data", data, "--set", "1k",
              "--split", "valid", "--lanes", "2", "--threads", "1"])
@@ -107,11 +119,11 @@ def main():
           "fwm-eval: 20 task rows")
     # errors
     os.remove(os.path.join(data, "en-valid", "qa9_test.txt"))
-    p = run(common + ["--steps", "1"], expect_rc=1)
+    p = run(common + ["--steps", "1", "--force"], expect_rc=1)
     check("qa9_test.txt" in p.stderr, "missing file named (got %r)" % p.stderr[-300:])
     with open(os.path.join(data, "en-valid", "qa9_test.txt"), "w") as f:
         f.write("1 Mary went to the office.\n3 Where is Mary?\toffice\t1\n")
-    p = run(common + ["--steps", "1"], expect_rc=1)
+    p = run(common + ["--steps", "1", "--force"], expect_rc=1)
     check("qa9_test.txt:2: line ID 3" in p.stderr, "malformed line named (got %r)" % p.stderr[-300:])
     p = run([train, "--lanes", "zero"], expect_rc=2)
     check("--lanes expects an integer" in p.stderr, "bad option value named")
