@@ -59,10 +59,23 @@ nm -D --defined-only "$libdir/libfwm.so" | grep -q ' fwm_model_load$' || fail "l
 nm -D --defined-only "$libdir/libfwm_client.so" | grep -q ' fwm_rpc_code_name$' \
     || fail "libfwm_client.so lacks fwm_rpc_code_name"
 
+# Libraries are named (-lname), never by this machine's file path.
+if grep -E '^Libs' "$libdir"/pkgconfig/fwm.pc "$libdir"/pkgconfig/fwm-client.pc | grep -q '/[^ ]*\.so'; then
+    fail "a .pc file links a library by its path: $(grep -h '^Libs' "$libdir"/pkgconfig/*.pc)"
+fi
+
 # pkg-config sees the DESTDIR tree through the sysroot variable (the .pc files name the real prefix).
 export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
 flags=$(pkg-config --cflags --libs fwm) || fail "pkg-config --cflags --libs fwm failed"
 echo "pkg-config fwm: $flags"
+
+# A sanitizer build's libraries need the sanitizer runtimes in the program too: programs built
+# against them get the same -fsanitize flags (a plain build adds nothing to pkg-config's flags).
+extra=()
+if readelf -d "$libdir/libfwm.so" | grep -q 'NEEDED.*libasan'; then
+    extra=(-fsanitize=address,undefined)
+    echo "sanitizer build: programs linked with ${extra[*]} besides pkg-config's flags"
+fi
 
 # The README's example, wrapped in main().
 awk '/^```c$/ {inside = 1; next} /^```$/ {inside = 0} inside' "$source_root/README.md" > "$work/snippet.c"
@@ -77,7 +90,7 @@ grep -q 'fwm_model_load' "$work/snippet.c" || fail "README.md has no C example c
     echo '    return 0;'
     echo '}'
 } > "$work/example.c"
-cc -std=c11 -Wall -Werror -o "$work/example" "$work/example.c" $flags \
+cc -std=c11 -Wall -Werror "${extra[@]}" -o "$work/example" "$work/example.c" $flags \
     || { cat -n "$work/example.c"; fail "the README's example does not compile with pkg-config fwm"; }
 readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so' || fail "the example did not link the shared libfwm"
 model="$prefix/share/fwm/models/fwm-babi-lm.gguf"
@@ -101,7 +114,7 @@ int main(void) {
 }
 EOF
 cflags=$(pkg-config --cflags --libs fwm-client) || fail "pkg-config fwm-client failed"
-cc -std=c11 -Wall -Werror -o "$work/client" "$work/client.c" $cflags || fail "fwm-client.pc program does not build"
+cc -std=c11 -Wall -Werror "${extra[@]}" -o "$work/client" "$work/client.c" $cflags || fail "fwm-client.pc program does not build"
 out=$(LD_LIBRARY_PATH="$libdir" "$work/client") || fail "fwm-client.pc program failed"
 [ "$out" = "storage 1 1" ] || fail "fwm-client program printed '$out'"
 
