@@ -1,4 +1,10 @@
-/* fwm_hparams.h - the FWM hyperparameters and the one tensor list.
+/* fwm_hparams.h - the FWM hyperparameters, their one key list, and the one tensor list.
+ *
+ * FWM_HPARAM_LIST is the single place a hyperparameter's file key is declared: its C field, its
+ * GGUF key, its kind (which fixes the GGUF type and the check), its default (the paper's value on
+ * catbAbI, docs/MODEL.md) and, for sizes, its range. It generates the schema's reads and key-type
+ * checks, the writer's keys, the range checks (fwm__hparams_check) and fwm__hparams_defaults, which
+ * fwm-init, fwm-train and the benchmarks start from.
  *
  * FWM_TENSOR_LIST is the single place a weight tensor is declared: its C field name, its GGUF name
  * and its shape as an expression of the hyperparameters. It generates the loader's checks, the
@@ -13,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The field order and types are frozen: training checkpoints (train/checkpoint.c) store this struct
+ * as bytes. A new hyperparameter needs a new checkpoint version as well as a line in the list. */
 typedef struct fwm_hparams {
     uint32_t vocab_size;       /* V, fwm.vocab_size */
     uint32_t embedding_length; /* E, fwm.embedding_length */
@@ -37,6 +45,35 @@ typedef struct fwm_hparams {
 #define FWM_MAX_DIM 65536u          /* E, H, S, R, T */
 #define FWM_MAX_READ_COUNT 64u
 #define FWM_MAX_MEMORY_ELEMENTS (1u << 26) /* S*R*T */
+
+/* X(field, gguf_key, kind, default, low, high). Kinds (GGUF type; what fwm__hparams_check demands):
+ *   U32      u32;    low .. high
+ *   BOOL     bool;   -
+ *   POLICY   string "always" (0) or "token" (1), held as a u32 (fwm_read_policy)
+ *   TOKEN    u32;    a token id below vocab_size
+ *   F32      f32;    finite
+ *   F32_POS  f32;    finite and > 0
+ * A default may use the fields listed before it through `hp` (write_scale = 1/T). The token ids'
+ * defaults suit a catbAbI vocabulary ("<pad>", "<eos>" first); programs set them (and the read
+ * token, "?") from their vocabulary. The list order is the writer's key order (docs/FORMAT.md,
+ * section 2). */
+#define FWM_HPARAM_LIST(X)                                                                           \
+    X(vocab_size, "fwm.vocab_size", U32, 180, 2, FWM_MAX_VOCAB_SIZE)                                 \
+    X(embedding_length, "fwm.embedding_length", U32, 256, 1, FWM_MAX_DIM)                            \
+    X(hidden_size, "fwm.hidden_size", U32, 256, 1, FWM_MAX_DIM)                                      \
+    X(memory_s, "fwm.memory.s", U32, 32, 1, FWM_MAX_DIM)                                             \
+    X(memory_r, "fwm.memory.r", U32, 32, 1, FWM_MAX_DIM)                                             \
+    X(memory_t, "fwm.memory.t", U32, 32, 1, FWM_MAX_DIM)                                             \
+    X(read_count, "fwm.read_count", U32, 3, 1, FWM_MAX_READ_COUNT)                                   \
+    X(residual, "fwm.residual", BOOL, false, 0, 0)                                                   \
+    X(read_policy, "fwm.read_policy", POLICY, 0, 0, 0)                                               \
+    X(read_token_id, "fwm.read_token_id", TOKEN, 0, 0, 0)                                            \
+    X(forget_bias, "fwm.forget_bias", F32, 1.0f, 0, 0)                                               \
+    X(beta_bias, "fwm.beta_bias", F32, 1.0f, 0, 0)                                                   \
+    X(write_scale, "fwm.write_scale", F32, 1.0f / (float)(hp)->memory_t, 0, 0)                       \
+    X(layer_norm_eps, "fwm.layer_norm_eps", F32_POS, 1e-5f, 0, 0)                                    \
+    X(padding_token_id, "tokenizer.ggml.padding_token_id", TOKEN, 0, 0, 0)                           \
+    X(eos_token_id, "tokenizer.ggml.eos_token_id", TOKEN, 1, 0, 0)
 
 /* X(field, gguf_name, rows, cols) with shapes written over `hp`, a `const fwm_hparams *`. */
 #define FWM_TENSOR_LIST(X)                                                                           \

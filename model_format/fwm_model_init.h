@@ -1,5 +1,5 @@
 /* fwm_model_init.h - random initialisation of every weight tensor as the released FWM code does it
- * (docs/FORMAT.md and the model spec's table), deterministic for a given seed. Used by fwm-init and
+ * (docs/FORMAT.md and docs/MODEL.md's table), deterministic for a given seed. Used by fwm-init and
  * the trainer. Internal to libfwm and its tools.
  */
 #ifndef FWM_MODEL_FORMAT_MODEL_INIT_H

@@ -34,17 +34,38 @@ static fwm_status check_finite(const char *key, float value, fwm_status failure,
     return FWM_OK;
 }
 
+static fwm_status check_positive(const char *key, float value, fwm_status failure, fwm_error *err) {
+    fwm_status st = check_finite(key, value, failure, err);
+    if (st) return st;
+    if (!(value > 0))
+        return fwm__error(err, failure, "key '%s': expected > 0, found %g", key, (double)value);
+    return FWM_OK;
+}
+
+static fwm_status check_policy(const char *key, uint32_t value, fwm_status failure, fwm_error *err) {
+    if (value != FWM_READ_ALWAYS && value != FWM_READ_ON_TOKEN)
+        return fwm__error(err, failure,
+                          "key '%s': expected 0 (\"always\") or 1 (\"token\"), found %" PRIu32, key,
+                          value);
+    return FWM_OK;
+}
+
+/* One check per kind of FWM_HPARAM_LIST. */
+#define CHECK_U32(key, value, low, high) check_range(key, value, low, high, failure, err)
+#define CHECK_BOOL(key, value, low, high) FWM_OK
+#define CHECK_POLICY(key, value, low, high) check_policy(key, value, failure, err)
+#define CHECK_TOKEN(key, value, low, high) check_token_id(key, value, hp->vocab_size, failure, err)
+#define CHECK_F32(key, value, low, high) check_finite(key, value, failure, err)
+#define CHECK_F32_POS(key, value, low, high) check_positive(key, value, failure, err)
+
 fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure, fwm_error *err) {
     fwm_status st;
-    if ((st = check_range("fwm.vocab_size", hp->vocab_size, 2, FWM_MAX_VOCAB_SIZE, failure, err)) ||
-        (st = check_range("fwm.embedding_length", hp->embedding_length, 1, FWM_MAX_DIM, failure,
-                          err)) ||
-        (st = check_range("fwm.hidden_size", hp->hidden_size, 1, FWM_MAX_DIM, failure, err)) ||
-        (st = check_range("fwm.memory.s", hp->memory_s, 1, FWM_MAX_DIM, failure, err)) ||
-        (st = check_range("fwm.memory.r", hp->memory_r, 1, FWM_MAX_DIM, failure, err)) ||
-        (st = check_range("fwm.memory.t", hp->memory_t, 1, FWM_MAX_DIM, failure, err)) ||
-        (st = check_range("fwm.read_count", hp->read_count, 1, FWM_MAX_READ_COUNT, failure, err)))
-        return st;
+    /* Each key on its own, in list order (vocab_size comes before the token ids checked against it). */
+#define FWM_HPARAM_CHECK_(field, key, kind, def, low, high) \
+    if ((st = CHECK_##kind(key, hp->field, low, high))) return st;
+    FWM_HPARAM_LIST(FWM_HPARAM_CHECK_)
+#undef FWM_HPARAM_CHECK_
+    /* Then what involves several keys. */
     uint64_t memory = (uint64_t)hp->memory_s * hp->memory_r * hp->memory_t;
     if (memory > FWM_MAX_MEMORY_ELEMENTS)
         return fwm__error(err, failure,
@@ -59,25 +80,14 @@ fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure, fwm_err
                           " chained reads require fwm.memory.s == fwm.memory.t, found %" PRIu32
                           " and %" PRIu32,
                           hp->read_count, hp->memory_s, hp->memory_t);
-    if (hp->read_policy != FWM_READ_ALWAYS && hp->read_policy != FWM_READ_ON_TOKEN)
-        return fwm__error(err, failure,
-                          "key 'fwm.read_policy': expected 0 (\"always\") or 1 (\"token\"), found %" PRIu32,
-                          hp->read_policy);
-    if ((st = check_token_id("fwm.read_token_id", hp->read_token_id, hp->vocab_size, failure,
-                             err)) ||
-        (st = check_token_id("tokenizer.ggml.padding_token_id", hp->padding_token_id,
-                             hp->vocab_size, failure, err)) ||
-        (st = check_token_id("tokenizer.ggml.eos_token_id", hp->eos_token_id, hp->vocab_size,
-                             failure, err)) ||
-        (st = check_finite("fwm.forget_bias", hp->forget_bias, failure, err)) ||
-        (st = check_finite("fwm.beta_bias", hp->beta_bias, failure, err)) ||
-        (st = check_finite("fwm.write_scale", hp->write_scale, failure, err)) ||
-        (st = check_finite("fwm.layer_norm_eps", hp->layer_norm_eps, failure, err)))
-        return st;
-    if (!(hp->layer_norm_eps > 0))
-        return fwm__error(err, failure, "key 'fwm.layer_norm_eps': expected > 0, found %g",
-                          (double)hp->layer_norm_eps);
     return FWM_OK;
+}
+
+void fwm__hparams_defaults(fwm_hparams *hp) {
+    memset(hp, 0, sizeof *hp);
+#define FWM_HPARAM_DEFAULT_(field, key, kind, def, low, high) hp->field = def;
+    FWM_HPARAM_LIST(FWM_HPARAM_DEFAULT_)
+#undef FWM_HPARAM_DEFAULT_
 }
 
 const char *fwm__tensor_name(int index) {

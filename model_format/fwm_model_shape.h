@@ -15,11 +15,17 @@
 
 #define FWM_MAX_TOKEN_LENGTH 65535u /* bytes of one vocabulary entry */
 
-/* Check every hyperparameter's range (docs/FORMAT.md, "Keys"): sizes, N_r > 1 needs S == T,
- * S*R*T bound, token ids < V, finite floats, layer_norm_eps > 0, read_policy 0 or 1. The message
+/* Check every hyperparameter (docs/FORMAT.md, "Keys"): first each key of FWM_HPARAM_LIST by its kind
+ * (size ranges, read_policy 0 or 1, token ids < V, finite floats, layer_norm_eps > 0), then
+ * S*R*T bound and N_r > 1 needs S == T. The message
  * names the file key ("key 'fwm.hidden_size': expected 1 to 65536, found 0"). Returns FWM_OK or
  * `failure_status` (FWM_ERR_FORMAT for the reader, FWM_ERR_INVALID_ARGUMENT for the writer). */
 fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure_status, fwm_error *err);
+
+/* Every field at its default of FWM_HPARAM_LIST: the paper's catbAbI sizes and constants
+ * (docs/MODEL.md), V = 180, write_scale = 1/T, token ids 0 (read), 0 (padding), 1 (eos). The one
+ * definition that fwm-init, fwm-train and the benchmarks start from. */
+void fwm__hparams_defaults(fwm_hparams *hp);
 
 /* GGUF name of tensor `index` (FWM_TENSOR_LIST order), NULL when out of range. */
 const char *fwm__tensor_name(int index);

@@ -22,12 +22,20 @@
 
 /* Every key this writer writes itself; extra keys may not repeat them. */
 static const char *const written_keys[] = {
-    "general.architecture", "general.alignment", "general.name", "fwm.vocab_size",
-    "fwm.embedding_length", "fwm.hidden_size", "fwm.memory.s", "fwm.memory.r", "fwm.memory.t",
-    "fwm.read_count", "fwm.residual", "fwm.read_policy", "fwm.read_token_id", "fwm.forget_bias",
-    "fwm.beta_bias", "fwm.write_scale", "fwm.layer_norm_eps", "tokenizer.ggml.model",
-    "tokenizer.ggml.tokens", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eos_token_id",
-    FWM_KEY_CHECKSUM, FWM_KEY_FINGERPRINT};
+    "general.architecture", "general.alignment", "general.name",
+#define FWM_HPARAM_KEY_(field, key, kind, def, low, high) key,
+    FWM_HPARAM_LIST(FWM_HPARAM_KEY_)
+#undef FWM_HPARAM_KEY_
+    "tokenizer.ggml.model", "tokenizer.ggml.tokens", FWM_KEY_CHECKSUM, FWM_KEY_FINGERPRINT};
+
+/* One write per kind of FWM_HPARAM_LIST, with the kind's GGUF type. */
+#define PUT_U32(w, key, value) fwm__gguf_writer_add_u32(w, key, value)
+#define PUT_TOKEN(w, key, value) fwm__gguf_writer_add_u32(w, key, value)
+#define PUT_BOOL(w, key, value) fwm__gguf_writer_add_bool(w, key, value)
+#define PUT_POLICY(w, key, value) \
+    fwm__gguf_writer_add_string(w, key, (value) == FWM_READ_ON_TOKEN ? "token" : "always")
+#define PUT_F32(w, key, value) fwm__gguf_writer_add_f32(w, key, value)
+#define PUT_F32_POS(w, key, value) fwm__gguf_writer_add_f32(w, key, value)
 
 static int host_is_little_endian(void) {
     const uint16_t one = 1;
@@ -118,25 +126,11 @@ static fwm_status build_file(const fwm_write_spec *spec, uint8_t **file, size_t 
     fwm__gguf_writer_add_string(&w, "general.architecture", "fwm");
     fwm__gguf_writer_add_u32(&w, "general.alignment", FWM_WRITER_ALIGNMENT);
     if (spec->name) fwm__gguf_writer_add_string(&w, "general.name", spec->name);
-    fwm__gguf_writer_add_u32(&w, "fwm.vocab_size", hp->vocab_size);
-    fwm__gguf_writer_add_u32(&w, "fwm.embedding_length", hp->embedding_length);
-    fwm__gguf_writer_add_u32(&w, "fwm.hidden_size", hp->hidden_size);
-    fwm__gguf_writer_add_u32(&w, "fwm.memory.s", hp->memory_s);
-    fwm__gguf_writer_add_u32(&w, "fwm.memory.r", hp->memory_r);
-    fwm__gguf_writer_add_u32(&w, "fwm.memory.t", hp->memory_t);
-    fwm__gguf_writer_add_u32(&w, "fwm.read_count", hp->read_count);
-    fwm__gguf_writer_add_bool(&w, "fwm.residual", hp->residual);
-    fwm__gguf_writer_add_string(&w, "fwm.read_policy",
-                                hp->read_policy == FWM_READ_ON_TOKEN ? "token" : "always");
-    fwm__gguf_writer_add_u32(&w, "fwm.read_token_id", hp->read_token_id);
-    fwm__gguf_writer_add_f32(&w, "fwm.forget_bias", hp->forget_bias);
-    fwm__gguf_writer_add_f32(&w, "fwm.beta_bias", hp->beta_bias);
-    fwm__gguf_writer_add_f32(&w, "fwm.write_scale", hp->write_scale);
-    fwm__gguf_writer_add_f32(&w, "fwm.layer_norm_eps", hp->layer_norm_eps);
+#define FWM_HPARAM_PUT_(field, key, kind, def, low, high) PUT_##kind(&w, key, hp->field);
+    FWM_HPARAM_LIST(FWM_HPARAM_PUT_)
+#undef FWM_HPARAM_PUT_
     fwm__gguf_writer_add_string(&w, "tokenizer.ggml.model", "word");
     fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", spec->tokens, NULL, v);
-    fwm__gguf_writer_add_u32(&w, "tokenizer.ggml.padding_token_id", hp->padding_token_id);
-    fwm__gguf_writer_add_u32(&w, "tokenizer.ggml.eos_token_id", hp->eos_token_id);
     fwm__gguf_writer_add_u64(&w, FWM_KEY_CHECKSUM, checksum);
     fwm__gguf_writer_add_u64(&w, FWM_KEY_FINGERPRINT, fingerprint);
     for (size_t i = 0; i < spec->extra_count; i++) add_extra(&w, &spec->extra[i]);

@@ -100,35 +100,37 @@ static fwm_status expect_string(const fwm_gguf_file *f, const char *key, const c
     return FWM_OK;
 }
 
+/* fwm.read_policy: "always" or "token", held as FWM_READ_ALWAYS / FWM_READ_ON_TOKEN. */
+static fwm_status get_policy(const fwm_gguf_file *f, const char *key, uint32_t *value,
+                             fwm_error *err) {
+    fwm_gguf_string policy = {"", 0};
+    fwm_status st = get_string(f, key, 1, &policy, NULL, err);
+    if (st) return st;
+    if (policy.length == 6 && memcmp(policy.data, "always", 6) == 0)
+        *value = FWM_READ_ALWAYS;
+    else if (policy.length == 5 && memcmp(policy.data, "token", 5) == 0)
+        *value = FWM_READ_ON_TOKEN;
+    else
+        return fwm__error(err, FWM_ERR_FORMAT, "key '%s': expected \"always\" or \"token\", found \"%.*s\"",
+                          key, QUOTE(policy.length), policy.data);
+    return FWM_OK;
+}
+
+/* One read per kind of FWM_HPARAM_LIST: the key must be present with the kind's GGUF type. */
+#define GET_U32(f, key, field) get_u32(f, key, field, err)
+#define GET_TOKEN(f, key, field) get_u32(f, key, field, err)
+#define GET_BOOL(f, key, field) get_bool(f, key, field, err)
+#define GET_POLICY(f, key, field) get_policy(f, key, field, err)
+#define GET_F32(f, key, field) get_f32(f, key, field, err)
+#define GET_F32_POS(f, key, field) get_f32(f, key, field, err)
+
+/* Every key of FWM_HPARAM_LIST, in list order; ranges are fwm__hparams_check's. */
 static fwm_status read_hparams(const fwm_gguf_file *f, fwm_hparams *hp, fwm_error *err) {
     fwm_status st;
-    if ((st = get_u32(f, "fwm.vocab_size", &hp->vocab_size, err)) ||
-        (st = get_u32(f, "fwm.embedding_length", &hp->embedding_length, err)) ||
-        (st = get_u32(f, "fwm.hidden_size", &hp->hidden_size, err)) ||
-        (st = get_u32(f, "fwm.memory.s", &hp->memory_s, err)) ||
-        (st = get_u32(f, "fwm.memory.r", &hp->memory_r, err)) ||
-        (st = get_u32(f, "fwm.memory.t", &hp->memory_t, err)) ||
-        (st = get_u32(f, "fwm.read_count", &hp->read_count, err)) ||
-        (st = get_bool(f, "fwm.residual", &hp->residual, err)))
-        return st;
-    fwm_gguf_string policy = {"", 0};
-    if ((st = get_string(f, "fwm.read_policy", 1, &policy, NULL, err))) return st;
-    if (policy.length == 6 && memcmp(policy.data, "always", 6) == 0)
-        hp->read_policy = FWM_READ_ALWAYS;
-    else if (policy.length == 5 && memcmp(policy.data, "token", 5) == 0)
-        hp->read_policy = FWM_READ_ON_TOKEN;
-    else
-        return fwm__error(err, FWM_ERR_FORMAT,
-                          "key 'fwm.read_policy': expected \"always\" or \"token\", found \"%.*s\"",
-                          QUOTE(policy.length), policy.data);
-    if ((st = get_u32(f, "fwm.read_token_id", &hp->read_token_id, err)) ||
-        (st = get_f32(f, "fwm.forget_bias", &hp->forget_bias, err)) ||
-        (st = get_f32(f, "fwm.beta_bias", &hp->beta_bias, err)) ||
-        (st = get_f32(f, "fwm.write_scale", &hp->write_scale, err)) ||
-        (st = get_f32(f, "fwm.layer_norm_eps", &hp->layer_norm_eps, err)) ||
-        (st = get_u32(f, "tokenizer.ggml.padding_token_id", &hp->padding_token_id, err)) ||
-        (st = get_u32(f, "tokenizer.ggml.eos_token_id", &hp->eos_token_id, err)))
-        return st;
+#define FWM_HPARAM_GET_(field, key, kind, def, low, high) \
+    if ((st = GET_##kind(f, key, &hp->field))) return st;
+    FWM_HPARAM_LIST(FWM_HPARAM_GET_)
+#undef FWM_HPARAM_GET_
     return FWM_OK;
 }
 

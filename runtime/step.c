@@ -7,7 +7,7 @@
  * fast-weight passes run per session. So a single step is a chunk of one, a sequence is a run of
  * chunks of one, and all three are bit-identical by construction.
  *
- * The math per step is the model spec's (shared/spec/fwm-model.md), in this order: LSTM, write
+ * The math per step is docs/MODEL.md's, in this order: LSTM, write
  * (v_old, rank-1 update, normalisation), read (only when logits are wanted, and under the "token"
  * read policy only for the trigger token), output. Scratch memory is per call (stack for small
  * models, else one allocation), so distinct sessions may be stepped from different threads.

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
+# The build-tree fwm-serve has no model path compiled in: name the bundled one (a MODEL argument wins).
+export FWM_MODEL="${FWM_MODEL:-$PWD/models/fwm-babi-lm.gguf}"
 data_dir="${FWM_DATA_DIR-data/sessions}"
 if [ -n "$data_dir" ]; then
     mkdir -p "$(dirname "$data_dir")"

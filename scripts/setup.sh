@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev                # fuzz targets (libFuzzer) and clang's sanitizers
   libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev liblmdb-dev   # libraries
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
+  python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots
 )
 missing=()

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include "fwm/fwm.h"
-#include "fwm/fwm_client.h"
+#include "fwm/fwm_protocol.h"
 #include "fwm_alloc.h"
 
-#ifndef FWM_SOURCE_MODEL_DIR
-#define FWM_SOURCE_MODEL_DIR ""
+/* Where `meson install` puts the bundled models, relative to the folder of the installed fwm-serve
+ * (server/meson.build computes it from the bindir and datadir options). */
+#ifndef FWM_MODELS_FROM_BINDIR
+#define FWM_MODELS_FROM_BINDIR "../share/fwm/models"
 #endif
 
 typedef enum { OPT_SIZE, OPT_SECONDS, OPT_FLAG, OPT_MODE } option_type; /* OPT_MODE: octal permissions */
@@ -123,7 +125,7 @@ static void print_help(FILE *out) {
             "Serve Fast Weight Memory language models over msgpack-RPC (docs/PROTOCOL.md): many\n"
             "resident sessions, token-by-token predictions, closed-book question answering.\n"
             "With no MODEL, serves the bundled model (" FWM_BUNDLED_MODEL_NAME "), looked for in\n"
-            "$FWM_MODEL, <bindir>/../share/fwm/models/, next to the binary, and the source tree's models/.\n"
+            "$FWM_MODEL, then <bindir>/" FWM_MODELS_FROM_BINDIR "/ and next to the binary.\n"
             "The first MODEL is the default for requests that name none.\n"
             "\n"
             "  --listen ADDRESS      tcp://HOST:PORT or unix:PATH; repeatable (default " FWM_DEFAULT_LISTEN ").\n"
@@ -345,15 +347,10 @@ char *fwm__config_bundled_model(char *tried, size_t tried_size) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
-        snprintf(candidate, sizeof candidate, "%s/../share/fwm/models/%s", exe, FWM_BUNDLED_MODEL_NAME);
+        snprintf(candidate, sizeof candidate, "%s/%s/%s", exe, FWM_MODELS_FROM_BINDIR, FWM_BUNDLED_MODEL_NAME);
         if (exists(candidate)) return copy_string(candidate);
         note_tried(tried, tried_size, candidate);
         snprintf(candidate, sizeof candidate, "%s/%s", exe, FWM_BUNDLED_MODEL_NAME);
-        if (exists(candidate)) return copy_string(candidate);
-        note_tried(tried, tried_size, candidate);
-    }
-    if (FWM_SOURCE_MODEL_DIR[0]) {
-        snprintf(candidate, sizeof candidate, "%s/%s", FWM_SOURCE_MODEL_DIR, FWM_BUNDLED_MODEL_NAME);
         if (exists(candidate)) return copy_string(candidate);
         note_tried(tried, tried_size, candidate);
     }

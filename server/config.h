@@ -62,8 +62,9 @@ void fwm__config_release(fwm__config *config);
  * when --help or --version was printed on `out` (exit 0). */
 int fwm__config_parse(fwm__config *config, int argc, char **argv, FILE *out, FILE *err);
 
-/* Where the bundled model is looked for, in order: $FWM_MODEL; <bindir>/../share/fwm/models/ and
- * <bindir>/ next to the running binary; the source tree's models/ (compiled in). Returns an owned
+/* Where the bundled model is looked for, in order: $FWM_MODEL; <bindir>/../share/fwm/models/ (where
+ * `meson install` puts it; FWM_MODELS_FROM_BINDIR) and <bindir>/, beside the running binary. No
+ * source or build path is compiled in: a build-tree fwm-serve is given its model. Returns an owned
  * copy of the first existing path, or NULL with every path tried listed in `tried`. */
 char *fwm__config_bundled_model(char *tried, size_t tried_size);
 

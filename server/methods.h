@@ -1,7 +1,7 @@
 /* methods.h - the protocol's methods: check a decoded request's arguments, answer it at once
  * (hello, open, close, stats, errors) or turn it into a job for the session's queue.
  *
- * Loop thread only. Not for: delimiting or decoding bytes (rpc_scan.c, rpc_codec.c), running jobs
+ * Loop thread only. Not for: delimiting or decoding bytes (protocol/rpc_scan.c, protocol/rpc_codec.c), running jobs
  * (jobs.c), or socket I/O (connection.c).
  */
 #ifndef FWM_SERVER_METHODS_H

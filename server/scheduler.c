@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fwm/fwm_client.h"
+#include "fwm/fwm_protocol.h"
 #include "fwm_alloc.h"
 #include "jobs.h"
 #include <stdint.h>

@@ -312,8 +312,8 @@ static int load_models(fwm__server *s) {
         if (!path) {
             fprintf(stderr,
                     "fwm-serve: no MODEL given and the bundled model %s is missing (looked in: %s).\n"
-                    "Pass a model file (fwm-serve PATH.gguf), set FWM_MODEL, or train the bundled model "
-                    "(docs/TRAINING.md).\n",
+                    "Pass a model file (fwm-serve PATH.gguf), set FWM_MODEL, install the bundled models "
+                    "(meson install), or train one (docs/TRAINING.md).\n",
                     FWM_BUNDLED_MODEL_NAME, tried);
             return 1;
         }

@@ -13,36 +13,38 @@
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
 
-#define DEFAULT_GENERATED_VOCAB 180u
-
 static void usage(FILE *out) {
+    fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
+    fwm__hparams_defaults(&d);
     fprintf(out,
             "usage: fwm-init --out PATH [options]\n"
             "Write a randomly initialised fwm model (GGUF) with the released FWM code's init.\n"
             "\n"
             "  --out PATH            model file to write (required; written atomically)\n"
             "  --vocab FILE          vocabulary, one token per line (ids in line order)\n"
-            "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %u)\n"
-            "  --embedding E         token embedding size (default 256)\n"
-            "  --hidden H            LSTM hidden size (default 256)\n"
-            "  --memory-s S          fast-weight key 1 size (default 32)\n"
-            "  --memory-r R          fast-weight key 2 size (default 32)\n"
-            "  --memory-t T          fast-weight value size (default 32)\n"
-            "  --reads N             chained reads per step; N > 1 needs S == T (default 3)\n"
-            "  --residual            y = m + h\n"
-            "  --no-residual         y = m (default)\n"
+            "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %" PRIu32 ")\n"
+            "  --embedding E         token embedding size (default %" PRIu32 ")\n"
+            "  --hidden H            LSTM hidden size (default %" PRIu32 ")\n"
+            "  --memory-s S          fast-weight key 1 size (default %" PRIu32 ")\n"
+            "  --memory-r R          fast-weight key 2 size (default %" PRIu32 ")\n"
+            "  --memory-t T          fast-weight value size (default %" PRIu32 ")\n"
+            "  --reads N             chained reads per step; N > 1 needs S == T (default %" PRIu32 ")\n"
+            "  --residual            y = m + h%s\n"
+            "  --no-residual         y = m%s\n"
             "  --read-policy P       always | token (default always)\n"
             "  --read-token WORD     token that triggers reads under 'token' (default \"?\")\n"
             "  --pad-token WORD      padding token (default \"<pad>\", else id 0)\n"
             "  --eos-token WORD      end-of-sample token (default \"<eos>\", else id 1)\n"
-            "  --forget-bias X       (default 1)\n"
-            "  --beta-bias X         (default 1)\n"
+            "  --forget-bias X       (default %g)\n"
+            "  --beta-bias X         (default %g)\n"
             "  --write-scale X       (default 1/T)\n"
-            "  --layer-norm-eps X    (default 1e-5)\n"
+            "  --layer-norm-eps X    (default %g)\n"
             "  --seed N              random seed (default 1)\n"
             "  --name NAME           general.name (default none)\n"
             "  --help                this text\n",
-            DEFAULT_GENERATED_VOCAB);
+            d.vocab_size, d.embedding_length, d.hidden_size, d.memory_s, d.memory_r, d.memory_t,
+            d.read_count, d.residual ? " (default)" : "", d.residual ? "" : " (default)",
+            (double)d.forget_bias, (double)d.beta_bias, (double)d.layer_norm_eps);
 }
 
 static int parse_u64(const char *flag, const char *text, uint64_t low, uint64_t high,
@@ -200,19 +202,9 @@ static int resolve_token(const vocabulary *v, const char *flag, const char *word
 }
 
 int main(int argc, char **argv) {
-    fwm_hparams hp = {.vocab_size = 0,
-                      .embedding_length = 256,
-                      .hidden_size = 256,
-                      .memory_s = 32,
-                      .memory_r = 32,
-                      .memory_t = 32,
-                      .read_count = 3,
-                      .residual = false,
-                      .read_policy = FWM_READ_ALWAYS,
-                      .forget_bias = 1.0f,
-                      .beta_bias = 1.0f,
-                      .write_scale = 0.0f,
-                      .layer_norm_eps = 1e-5f};
+    fwm_hparams hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
+    fwm__hparams_defaults(&hp);
+    const uint32_t default_vocab_size = hp.vocab_size;
     const char *out = NULL, *vocab_path = NULL, *name = NULL;
     const char *read_token = "?", *pad_token = "<pad>", *eos_token = "<eos>";
     int read_token_given = 0, pad_given = 0, eos_given = 0, write_scale_given = 0;
@@ -306,7 +298,7 @@ int main(int argc, char **argv) {
     float *weights = NULL;
     vocabulary vocab = {0};
     if (vocab_path ? !read_vocabulary(vocab_path, &vocab)
-                   : !generate_vocabulary(vocab_size ? vocab_size : DEFAULT_GENERATED_VOCAB, &vocab)) {
+                   : !generate_vocabulary(vocab_size ? vocab_size : default_vocab_size, &vocab)) {
         if (!vocab_path) fprintf(stderr, "fwm-init: out of memory for the vocabulary\n");
         goto done;
     }

@@ -7,18 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef FWM_SOURCE_ROOT
-#define FWM_SOURCE_ROOT "."
-#endif
-
 const char *fwm__default_data_dir(void)
 {
     const char *env = getenv("FWM_BABI_DIR");
     if (env && env[0])
         return env;
-    static const char *const candidates[] = {FWM_SOURCE_ROOT "/../shared/data/babi-v1.2",
-                                             FWM_SOURCE_ROOT "/shared/data/babi-v1.2",
-                                             "../shared/data/babi-v1.2", "shared/data/babi-v1.2"};
+    /* Relative to the working folder: run from the source root, ../shared is beside it. No build or
+     * source path is compiled in. */
+    static const char *const candidates[] = {"../shared/data/babi-v1.2", "shared/data/babi-v1.2"};
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
         struct stat st;
         if (stat(candidates[i], &st) == 0 && S_ISDIR(st.st_mode))

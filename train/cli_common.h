@@ -7,8 +7,8 @@
 
 #include "metrics.h"
 
-/* The bAbI folder used when --data is not given: $FWM_BABI_DIR, else ../shared/data/babi-v1.2
- * beside the source tree (FWM_SOURCE_ROOT, set by the build), else ./shared/data/babi-v1.2. */
+/* The bAbI folder used when --data is not given: $FWM_BABI_DIR, else ../shared/data/babi-v1.2 (beside
+ * the source tree when run from its root), else ./shared/data/babi-v1.2, both from the working folder. */
 const char *fwm__default_data_dir(void);
 
 /* "10k" -> "en-valid-10k", "1k" -> "en-valid"; anything else is taken as a folder name. */

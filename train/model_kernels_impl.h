@@ -4,7 +4,7 @@
  * Every kernel works on one lane at one step (or one row of a batched matrix); the batched matrix
  * products around them are in model_forward_impl.h / model_backward_impl.h. Backward kernels
  * accumulate (+=) into gradients that the caller zeroed. The write and read follow
- * shared/spec/fwm-model.md step 3 and 4; F is [S*R rows][T], T fastest, K = vec(k1 (x) k2) with
+ * docs/MODEL.md step 3 and 4; F is [S*R rows][T], T fastest, K = vec(k1 (x) k2) with
  * index s*R + r.
  */
 

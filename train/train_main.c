@@ -6,6 +6,7 @@
  * from <run-dir>/checkpoint.bin. Run with --help for the options.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,16 @@
 #include <time.h>
 
 #include "cli_common.h"
+#include "fwm_error.h"
+#include "fwm_model_shape.h"
 #include "model_io.h"
 #include "progress.h"
 #include "trainer.h"
 
 static void usage(FILE *out)
 {
+    fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
+    fwm__hparams_defaults(&d);
     fprintf(out,
             "usage: fwm-train [options]\n"
             "Train a Fast Weight Memory model on catbAbI and write a model file.\n\n"
@@ -39,12 +44,23 @@ static void usage(FILE *out)
             "  --lr-final X          the lr reached at the last step (default 1e-4)\n"
             "  --seed N              initialisation and shuffling seed (default 1)\n"
             "  --threads N           threads (default: all CPUs); results depend on N\n"
-            "model (paper sizes by default):\n"
-            "  --embed E --hidden H --mem-s S --mem-r R --mem-t T --reads N   (256 256 32 32 32 3)\n"
-            "  --residual            add h to the read-out (off on catbAbI)\n"
+            "model (the paper's sizes by default, as fwm-init's):\n"
+            "  --embedding E         token embedding size (default %u)\n"
+            "  --hidden H            LSTM hidden size (default %u)\n"
+            "  --memory-s S          fast-weight key 1 size (default %u)\n"
+            "  --memory-r R          fast-weight key 2 size (default %u)\n"
+            "  --memory-t T          fast-weight value size (default %u)\n"
+            "  --reads N             chained reads per step; N > 1 needs S == T (default %u)\n"
+            "  --residual            add h to the read-out%s\n"
+            "  --no-residual         no residual%s\n"
+            "  --embed, --mem-s, --mem-r, --mem-t   deprecated aliases of --embedding, --memory-s,\n"
+            "                        --memory-r, --memory-t (still accepted)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>)\n"
             "  --resume              continue from <run-dir>/checkpoint.bin\n"
+            "  --force               start over even though <run-dir>/checkpoint.bin exists\n"
+            "                        (it is overwritten, log.csv restarts); without --resume or\n"
+            "                        --force an existing checkpoint is refused\n"
             "  --checkpoint-every N  steps between checkpoints (default 500)\n"
             "  --eval-every N        steps between validation runs (default 1000; 0 = never)\n"
             "  --eval-lanes B        lanes of the validation run (default 100)\n"
@@ -52,8 +68,41 @@ static void usage(FILE *out)
             "  --test-lanes B        lanes of the final test run (default 1, the paper's)\n"
             "  --no-test             skip the final test run\n"
             "  --out FILE            model file to write (default <run-dir>/model.gguf)\n"
-            "  --progress SECONDS    progress line interval (default 10; 0 = quiet)\n",
-            fwm__default_data_dir());
+            "  --progress SECONDS    progress line interval (default 10; 0 = quiet)\n"
+            "SIGINT or SIGTERM: stop at the next step boundary, write the checkpoint and exit 0\n"
+            "(continue with --resume); a second signal stops at once.\n",
+            fwm__default_data_dir(), d.embedding_length, d.hidden_size, d.memory_s, d.memory_r,
+            d.memory_t, d.read_count, d.residual ? " (default)" : " (off on catbAbI: default)",
+            d.residual ? "" : " (default)");
+}
+
+/* SIGINT / SIGTERM: the trainer stops at the next step boundary and writes its checkpoint. The
+ * handler only records the signal; it is installed with SA_RESETHAND, so a second signal ends the
+ * program at once (the last periodic checkpoint stays). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int signal_number)
+{
+    stop_signal = signal_number;
+}
+
+static void install_stop_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The old flag names of fwm-train still work; each use says which name replaces it. */
+static void note_deprecated(const char *used, const char *old_name, const char *new_name)
+{
+    if (strcmp(used, old_name) == 0)
+        fprintf(stderr, "note: %s is deprecated; use %s (the name fwm-init uses too)\n", old_name,
+                new_name);
 }
 
 static int make_dir(const char *path)
@@ -75,7 +124,7 @@ int main(int argc, char **argv)
 {
     const char *data_dir = NULL, *set = "10k", *run_dir = NULL, *out_path = NULL;
     const char *mode_name = "lm";
-    int resume = 0, run_test = 1, test_lanes = 1;
+    int resume = 0, force = 0, run_test = 1, test_lanes = 1;
     fwm__train_options o;
     memset(&o, 0, sizeof o);
     o.adam = fwm__adam_default_params();
@@ -89,14 +138,8 @@ int main(int argc, char **argv)
     o.eval.window = 200;
     o.checkpoint_every = 500;
     o.progress_seconds = 10;
-    fwm_hparams *hp = &o.hp;
-    hp->embedding_length = 256;
-    hp->hidden_size = 256;
-    hp->memory_s = hp->memory_r = hp->memory_t = 32;
-    hp->read_count = 3;
-    hp->forget_bias = 1;
-    hp->beta_bias = 1;
-    hp->layer_norm_eps = 1e-5f;
+    fwm_hparams *hp = &o.hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
+    fwm__hparams_defaults(hp);
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -107,10 +150,14 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--resume") == 0) {
             resume = 1;
+        } else if (strcmp(a, "--force") == 0) {
+            force = 1;
         } else if (strcmp(a, "--no-test") == 0) {
             run_test = 0;
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
+        } else if (strcmp(a, "--no-residual") == 0) {
+            hp->residual = 0;
         } else if (!v) {
             fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
@@ -146,18 +193,22 @@ int main(int argc, char **argv)
             o.seed = (uint64_t)fwm__parse_long(a, v, 0, 1L << 62);
         } else if (OPT("--threads")) {
             o.threads = (int)fwm__parse_long(a, v, 1, 1024);
-        } else if (OPT("--embed")) {
-            hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+        } else if (OPT("--embedding") || OPT("--embed")) {
+            note_deprecated(a, "--embed", "--embedding");
+            hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
         } else if (OPT("--hidden")) {
-            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, 65536);
-        } else if (OPT("--mem-s")) {
-            hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, 65536);
-        } else if (OPT("--mem-r")) {
-            hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, 65536);
-        } else if (OPT("--mem-t")) {
-            hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, 65536);
+            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+        } else if (OPT("--memory-s") || OPT("--mem-s")) {
+            note_deprecated(a, "--mem-s", "--memory-s");
+            hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+        } else if (OPT("--memory-r") || OPT("--mem-r")) {
+            note_deprecated(a, "--mem-r", "--memory-r");
+            hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+        } else if (OPT("--memory-t") || OPT("--mem-t")) {
+            note_deprecated(a, "--mem-t", "--memory-t");
+            hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
         } else if (OPT("--reads")) {
-            hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, 64);
+            hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
         } else if (OPT("--run-dir")) {
             run_dir = v;
         } else if (OPT("--checkpoint-every")) {
@@ -205,6 +256,23 @@ int main(int argc, char **argv)
         snprintf(default_out, sizeof default_out, "%s/model.gguf", run_dir);
         out_path = default_out;
     }
+    char checkpoint_path[4200];
+    snprintf(checkpoint_path, sizeof checkpoint_path, "%s/checkpoint.bin", run_dir);
+    struct stat checkpoint_stat;
+    int checkpoint_exists = stat(checkpoint_path, &checkpoint_stat) == 0;
+    if (checkpoint_exists && !resume && !force) {
+        fprintf(stderr,
+                "error: %s exists: a run is already there. Continue it with --resume, start over "
+                "with --force (which overwrites it), or choose another --run-dir\n",
+                checkpoint_path);
+        return 1;
+    }
+    if (resume && force) {
+        fprintf(stderr, "error: --resume and --force contradict each other: give one\n");
+        return 2;
+    }
+    if (force && checkpoint_exists)
+        fprintf(stderr, "note: --force: starting over; %s will be overwritten\n", checkpoint_path);
     if (make_dir(run_dir) != 0) {
         fprintf(stderr, "error: cannot create run folder %s: %s\n", run_dir, strerror(errno));
         return 1;
@@ -239,6 +307,8 @@ int main(int argc, char **argv)
             hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
             hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
 
+    o.stop_requested = &stop_signal;
+    install_stop_handlers();
     fwm__blas_use_one_thread();
     if (fwm__trainer_create(&o, &data.splits[FWM__SPLIT_TRAIN], &data.splits[FWM__SPLIT_VALID],
                             data.pad_id, data.eos_id, NULL, &tr, &err) != FWM_OK)
@@ -246,20 +316,32 @@ int main(int argc, char **argv)
     fprintf(stderr, "%zu parameters; %zu windows per epoch\n", tr->tm->layout.parameter_count,
             fwm__catbabi_window_count(&tr->stream, o.window));
     if (resume) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/checkpoint.bin", run_dir);
-        struct stat st;
-        if (stat(path, &st) != 0) {
-            fprintf(stderr, "note: no checkpoint at %s: starting from step 0\n", path);
+        if (!checkpoint_exists) {
+            fprintf(stderr, "note: no checkpoint at %s: starting from step 0\n", checkpoint_path);
         } else {
-            if (fwm__trainer_load_checkpoint(tr, path, &err) != FWM_OK)
+            if (fwm__trainer_load_checkpoint(tr, checkpoint_path, &err) != FWM_OK)
                 goto fail;
-            fprintf(stderr, "resumed from %s at step %ld (epoch %ld)\n", path, tr->step,
+            fprintf(stderr, "resumed from %s at step %ld (epoch %ld)\n", checkpoint_path, tr->step,
                     tr->epoch);
+        }
+    }
+    if (force && checkpoint_exists) { /* starting over: the old run's log goes (data loaded fine) */
+        char log_path[4200];
+        snprintf(log_path, sizeof log_path, "%s/log.csv", run_dir);
+        if (remove(log_path) != 0 && errno != ENOENT) {
+            fwm__error(&err, FWM_ERR_IO, "cannot remove %s: %s", log_path, strerror(errno));
+            goto fail;
         }
     }
     if (fwm__trainer_run(tr, &err) != FWM_OK)
         goto fail;
+    if (tr->stopped) {
+        fprintf(stderr,
+                "stopped by %s at step %ld of %ld: checkpoint written to %s; continue with --resume\n",
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", tr->step, o.steps, checkpoint_path);
+        exit_code = 0;
+        goto done;
+    }
 
     /* final figures: valid in full, test with one lane over the whole stream */
     fwm__qa_metrics valid, test;

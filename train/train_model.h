@@ -3,7 +3,7 @@
  *
  * Declared in two precisions from one template (train_model_decl.h): fwm__tm_f32 (float, single
  * precision BLAS: training and evaluation) and fwm__tm_f64 (double: the gradient check). Both
- * compute exactly the model of shared/spec/fwm-model.md, step for step what the runtime computes.
+ * compute exactly the model of docs/MODEL.md, step for step what the runtime computes.
  * Not for: data, optimisation, files (see catbabi_stream.h, adam.h, checkpoint.h).
  */
 #ifndef FWM_TRAIN_TRAIN_MODEL_H

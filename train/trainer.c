@@ -172,7 +172,12 @@ fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
     double seconds_before = tr->seconds;
     long step_at_start = tr->step;
     fwm_status status = FWM_OK;
+    tr->stopped = 0;
     while (tr->step < o->steps) {
+        if (o->stop_requested && *o->stop_requested) { /* a step boundary: stop here */
+            tr->stopped = 1;
+            break;
+        }
         status = fwm__trainer_step(tr, err);
         if (status != FWM_OK)
             return status;

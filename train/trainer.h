@@ -11,6 +11,7 @@
 #ifndef FWM_TRAIN_TRAINER_H
 #define FWM_TRAIN_TRAINER_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -36,6 +37,9 @@ typedef struct fwm__train_options {
     long checkpoint_every;   /* write <run_dir>/checkpoint.bin every this many steps; 0 = never */
     const char *run_dir;     /* checkpoints, log.csv, curve.gp / curve.png; NULL = none */
     double progress_seconds; /* a progress line on stderr every this many seconds; 0 = quiet */
+    /* When non-NULL and nonzero (set by a signal handler), fwm__trainer_run stops at the next step
+     * boundary, writes the checkpoint and returns FWM_OK with trainer->stopped set. */
+    const volatile sig_atomic_t *stop_requested;
 } fwm__train_options;
 
 typedef struct fwm__trainer {
@@ -61,6 +65,7 @@ typedef struct fwm__trainer {
     fwm__qa_metrics last_valid;
     int has_valid;
     double last_loss;
+    int stopped;              /* fwm__trainer_run returned early on stop_requested */
 } fwm__trainer;
 
 /* Set up training from step 0: parameters from `init_params` (flat, layout order) or, when NULL,
@@ -75,7 +80,8 @@ void fwm__trainer_free(fwm__trainer *trainer);
 fwm_status fwm__trainer_step(fwm__trainer *trainer, fwm_error *err);
 
 /* Steps until opt.steps, with evaluation, logging, progress and checkpoints as configured. A
- * checkpoint is also written at the end when run_dir is set. */
+ * checkpoint is also written at the end when run_dir is set, and when opt.stop_requested ends the
+ * run early (at a step boundary: the checkpoint resumes exactly there). */
 fwm_status fwm__trainer_run(fwm__trainer *trainer, fwm_error *err);
 
 /* Evaluate the current parameters on the valid split (opt.eval) into *out. */

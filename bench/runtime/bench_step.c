@@ -19,6 +19,7 @@
 
 #include "fwm/fwm.h"
 #include "kernels.h"
+#include "fwm_model_shape.h"
 #include "model_internal.h"
 #include "bench_timing.h"
 #include "runtime_test_util.h"
@@ -280,7 +281,8 @@ int main(int argc, char **argv) {
         fwm_status st = fwm_model_load(path, NULL, &model, &err);
         if (st != FWM_OK) die(path, st, &err);
     } else {
-        fwm_hparams hp = rt_hparams(180, 256, 256, 32, 32, 32, 3, false, FWM_READ_ALWAYS, 0);
+        fwm_hparams hp; /* the paper's sizes: the one definition (FWM_HPARAM_LIST) */
+        fwm__hparams_defaults(&hp);
         built = rt_model_create(&hp, 2021, true);
         if (!built) die("building the model", FWM_ERR_OUT_OF_MEMORY, NULL);
         model = built;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_step.py - the FWM step (shared/spec/fwm-model.md) in PyTorch on the CPU, for bench-step's
+"""torch_step.py - the FWM step (docs/MODEL.md) in PyTorch on the CPU, for bench-step's
 comparison. Same math as libfwm's step: LSTM cell (torch's fused LSTMCell, forget bias folded into
 its bias), write (outer-product keys, delta rule, Frobenius normalisation), N_r chained reads with
 layer norm, read-out and output projection; float32, torch.no_grad(), random weights.

@@ -10,6 +10,7 @@
 
 #include "adam.h"
 #include "cli_common.h"
+#include "fwm_model_shape.h"
 #include "train_model.h"
 
 static double now(void)
@@ -47,16 +48,9 @@ int main(int argc, char **argv)
     }
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;
-    hp->vocab_size = 180;
-    hp->embedding_length = hp->hidden_size = 256;
-    hp->memory_s = hp->memory_r = hp->memory_t = 32;
-    hp->read_count = 3;
+    fwm__hparams_defaults(hp); /* the paper's sizes: the one definition (FWM_HPARAM_LIST) */
     hp->read_policy = qm ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
     hp->read_token_id = 3;
-    hp->forget_bias = hp->beta_bias = 1;
-    hp->write_scale = 1.0f / 32;
-    hp->layer_norm_eps = 1e-5f;
-    hp->eos_token_id = 1;
     config.lanes = lanes;
     config.window = window;
     config.loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fwm/fwm_export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -60,7 +62,7 @@ typedef enum fwm_status {
 
 /* Short, static description of a status ("unknown word"); never NULL ("unknown status" for values
  * outside the table). Thread-safe. */
-const char *fwm_status_str(fwm_status status);
+FWM_API const char *fwm_status_str(fwm_status status);
 
 /* An error record filled by fallible functions when the caller passes one. `message` names the
  * problem precisely (which key, tensor, word, offset; what was expected and what was found). */
@@ -86,21 +88,21 @@ typedef struct fwm_model_params {
 } fwm_model_params;
 
 /* Defaults: use_mmap = true, verify_checksum = true. */
-fwm_model_params fwm_model_default_params(void);
+FWM_API fwm_model_params fwm_model_default_params(void);
 
 /* Load a model file. `params` may be NULL (defaults). On success *out owns the model.
  * Returns FWM_ERR_IO (cannot open/read/map), FWM_ERR_FORMAT (any structural problem, named),
  * FWM_ERR_CHECKSUM, FWM_ERR_UNSUPPORTED, FWM_ERR_OUT_OF_MEMORY, FWM_ERR_INVALID_ARGUMENT. */
-fwm_status fwm_model_load(const char *path, const fwm_model_params *params, fwm_model **out,
-                          fwm_error *err);
+FWM_API fwm_status fwm_model_load(const char *path, const fwm_model_params *params, fwm_model **out,
+                                  fwm_error *err);
 
 /* Load a model from a caller-owned buffer that holds a whole model file. The buffer is copied when
  * the tensors cannot be used in place; otherwise it must outlive the model. Same errors as
  * fwm_model_load (except FWM_ERR_IO). */
-fwm_status fwm_model_load_from_buffer(const void *data, size_t size, const fwm_model_params *params,
-                                      fwm_model **out, fwm_error *err);
+FWM_API fwm_status fwm_model_load_from_buffer(const void *data, size_t size, const fwm_model_params *params,
+                                              fwm_model **out, fwm_error *err);
 
-void fwm_model_free(fwm_model *model);
+FWM_API void fwm_model_free(fwm_model *model);
 
 typedef struct fwm_model_info {
     uint32_t vocab_size;       /* V */
@@ -126,14 +128,14 @@ typedef struct fwm_model_info {
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */
-void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
+FWM_API void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
 
 /* The text of token `id`, or NULL when id >= V. */
-const char *fwm_model_token_text(const fwm_model *model, uint32_t id);
+FWM_API const char *fwm_model_token_text(const fwm_model *model, uint32_t id);
 
 /* Look up a word (exact, case-sensitive, `length` bytes). FWM_ERR_UNKNOWN_WORD if absent. */
-fwm_status fwm_model_token_id(const fwm_model *model, const char *word, size_t length,
-                              uint32_t *id);
+FWM_API fwm_status fwm_model_token_id(const fwm_model *model, const char *word, size_t length,
+                                      uint32_t *id);
 
 /* ---- tokenizer -----------------------------------------------------------------------------------
  * Word-level, as in catbAbI: ASCII lower-casing, split on white space, and a "." or "?" that ends a
@@ -141,45 +143,45 @@ fwm_status fwm_model_token_id(const fwm_model *model, const char *word, size_t l
  * ("n,w" is one token). Writes up to `capacity` ids to `tokens`; *count receives the number of
  * tokens in the text even when it does not fit (then FWM_ERR_BUFFER_TOO_SMALL).
  * FWM_ERR_UNKNOWN_WORD names the first word that is not in the vocabulary and its byte offset. */
-fwm_status fwm_tokenize(const fwm_model *model, const char *text, size_t text_length,
-                        uint32_t *tokens, size_t capacity, size_t *count, fwm_error *err);
+FWM_API fwm_status fwm_tokenize(const fwm_model *model, const char *text, size_t text_length,
+                                uint32_t *tokens, size_t capacity, size_t *count, fwm_error *err);
 
 /* ---- sessions ----------------------------------------------------------------------------------- */
 typedef struct fwm_session fwm_session;
 
 /* A new session with zero state. FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm_session_create(const fwm_model *model, fwm_session **out, fwm_error *err);
-void fwm_session_free(fwm_session *session);
+FWM_API fwm_status fwm_session_create(const fwm_model *model, fwm_session **out, fwm_error *err);
+FWM_API void fwm_session_free(fwm_session *session);
 
 /* Zero the state (h, c, F) and the position. */
-void fwm_session_reset(fwm_session *session);
+FWM_API void fwm_session_reset(fwm_session *session);
 
 /* A new session with a copy of `parent`'s state; the two then evolve independently. */
-fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_error *err);
+FWM_API fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_error *err);
 
-const fwm_model *fwm_session_model(const fwm_session *session);
+FWM_API const fwm_model *fwm_session_model(const fwm_session *session);
 
 /* Number of tokens stepped since creation or the last reset. */
-uint64_t fwm_session_position(const fwm_session *session);
+FWM_API uint64_t fwm_session_position(const fwm_session *session);
 
 /* Step one token. `logits` receives V floats (the next-word scores), or may be NULL: then the read
  * and output (which change no state) are skipped. FWM_ERR_TOKEN_OUT_OF_RANGE leaves the state
  * untouched. */
-fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
+FWM_API fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
 
 /* Step `count` tokens in order. `logits` receives count*V floats (row i after token i), or NULL.
  * All token ids are checked before any is stepped: on error the state is untouched. Bit-identical
  * to calling fwm_session_step for each token. */
-fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                     float *logits, fwm_error *err);
+FWM_API fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
+                                             float *logits, fwm_error *err);
 
 /* Step `count` distinct sessions of one model, one token each (tokens[i] for sessions[i]), in one
  * call. `logits` receives count*V floats (row i for sessions[i]), or NULL. Results are
  * bit-identical to stepping each session alone. Everything is checked before anything is stepped:
  * FWM_ERR_INVALID_ARGUMENT (NULL or repeated session), FWM_ERR_MODEL_MISMATCH,
  * FWM_ERR_TOKEN_OUT_OF_RANGE leave every session untouched. */
-fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                          float *logits, fwm_error *err);
+FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
+                                  float *logits, fwm_error *err);
 
 /* ---- predictions -------------------------------------------------------------------------------- */
 typedef struct fwm_prediction {
@@ -189,7 +191,7 @@ typedef struct fwm_prediction {
 
 /* The k most probable tokens of one row of `vocab_size` logits, most probable first (ties: lower id
  * first). Writes min(k, vocab_size) entries and returns that number. Thread-safe. */
-size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_prediction *out);
+FWM_API size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_prediction *out);
 
 /* ---- session state blobs ------------------------------------------------------------------------
  * A versioned, checksummed snapshot of a session (position, h, c, F) tied to its model's
@@ -197,13 +199,13 @@ size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_predict
 
 /* Write the blob into `buffer` (capacity bytes); *written receives its size.
  * FWM_ERR_BUFFER_TOO_SMALL (with *written set to the size needed). */
-fwm_status fwm_session_export(const fwm_session *session, void *buffer, size_t capacity,
-                              size_t *written, fwm_error *err);
+FWM_API fwm_status fwm_session_export(const fwm_session *session, void *buffer, size_t capacity,
+                                      size_t *written, fwm_error *err);
 
 /* Replace `session`'s state with a blob's. Refuses, leaving the session untouched:
  * FWM_ERR_STATE_MODEL_MISMATCH (another model's blob), FWM_ERR_STATE_CORRUPT (bad magic, version,
  * size or checksum). */
-fwm_status fwm_session_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
+FWM_API fwm_status fwm_session_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* fwm_client.h - the C client of fwm-serve (msgpack-RPC over TCP or a Unix socket), and the protocol's
- * stable error codes, which the server uses too.
+ * error codes (fwm_protocol.h, shared with the server).
  *
  * What it is for: connect to a running fwm-serve, open sessions, feed text and receive the
  * token-by-token predictions, ask closed-book questions, fork/snapshot/restore sessions. The protocol
@@ -23,48 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fwm/fwm_export.h"
+#include "fwm/fwm_protocol.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FWM_PROTOCOL_VERSION 1
-
-/* ---- protocol error codes ------------------------------------------------------------------------
- * Stable: values never change, new ones are added at the end. Codes 1..99 come from the server (the
- * `code` of an error map, `name` is the second column); codes 100.. are the client's own.
- * X(enum name, value, wire name, description) */
-#define FWM_RPC_CODE_LIST(X)                                                                    \
-    X(FWM_RPC_OK, 0, "ok", "ok")                                                                \
-    X(FWM_RPC_INVALID_REQUEST, 1, "invalid_request", "not a msgpack-RPC request")               \
-    X(FWM_RPC_UNKNOWN_METHOD, 2, "unknown_method", "unknown method")                            \
-    X(FWM_RPC_BAD_PARAMS, 3, "bad_params", "missing or malformed parameter")                    \
-    X(FWM_RPC_UNKNOWN_SESSION, 4, "unknown_session", "unknown or expired session")              \
-    X(FWM_RPC_UNKNOWN_WORD, 5, "unknown_word", "word not in the model's vocabulary")            \
-    X(FWM_RPC_TOO_LARGE, 6, "too_large", "request exceeds a size limit")                        \
-    X(FWM_RPC_SESSION_LIMIT, 7, "session_limit", "the server holds its maximum of sessions")    \
-    X(FWM_RPC_OVERLOADED, 8, "overloaded", "too much work queued; retry later")                 \
-    X(FWM_RPC_MODEL_MISMATCH, 9, "model_mismatch", "state belongs to another model")            \
-    X(FWM_RPC_UNKNOWN_MODEL, 10, "unknown_model", "no such model on this server")               \
-    X(FWM_RPC_STATE_CORRUPT, 11, "state_corrupt", "session state blob is damaged")              \
-    X(FWM_RPC_SHUTTING_DOWN, 12, "shutting_down", "the server is shutting down")                \
-    X(FWM_RPC_INTERNAL, 13, "internal", "internal server error (e.g. out of memory)")           \
-    X(FWM_RPC_PROTOCOL, 14, "protocol", "malformed or over-limit byte stream; connection closed") \
-    X(FWM_RPC_STORAGE, 15, "storage", "the session store cannot write (disk full or failing)")  \
-    X(FWM_RPC_UNAUTHORIZED, 16, "unauthorized", "authenticate first: hello with the server's token") \
-    X(FWM_RPC_CONNECT, 100, "connect", "cannot connect")                                        \
-    X(FWM_RPC_IO, 101, "io", "connection lost or socket error")                                 \
-    X(FWM_RPC_TIMEOUT, 102, "timeout", "no answer within the timeout")                          \
-    X(FWM_RPC_BAD_RESPONSE, 103, "bad_response", "the server's answer is malformed")            \
-    X(FWM_RPC_CLIENT_ARGUMENT, 104, "client_argument", "invalid argument to a client function")
-
-typedef enum fwm_rpc_code {
-#define FWM_RPC_CODE_ENUM_(name, value, wire, text) name = value,
-    FWM_RPC_CODE_LIST(FWM_RPC_CODE_ENUM_)
-#undef FWM_RPC_CODE_ENUM_
-} fwm_rpc_code;
-
-/* Wire name of a code ("unknown_session"); "unknown" for values outside the table. */
-const char *fwm_rpc_code_name(int code);
 
 typedef struct fwm_client_error {
     int code;          /* an fwm_rpc_code */
@@ -80,13 +44,13 @@ typedef struct fwm_client_params {
     size_t max_message_bytes; /* largest answer accepted; 0 means 16 MiB */
 } fwm_client_params;
 
-fwm_client_params fwm_client_default_params(void);
+FWM_API fwm_client_params fwm_client_default_params(void);
 
 /* Connect to `address`: "tcp://HOST:PORT", "HOST:PORT", or "unix:PATH". `params` may be NULL.
  * FWM_RPC_CONNECT, FWM_RPC_CLIENT_ARGUMENT. On success *out owns the connection. */
-int fwm_client_connect(const char *address, const fwm_client_params *params, fwm_client **out,
-                       fwm_client_error *err);
-void fwm_client_free(fwm_client *client);
+FWM_API int fwm_client_connect(const char *address, const fwm_client_params *params, fwm_client **out,
+                               fwm_client_error *err);
+FWM_API void fwm_client_free(fwm_client *client);
 
 /* ---- results ------------------------------------------------------------------------------------- */
 #define FWM_CLIENT_SESSION_ID_SIZE 33 /* 32 hex digits and a NUL */
@@ -145,54 +109,54 @@ typedef struct fwm_client_session_info {
 } fwm_client_session_info;
 
 /* ---- methods (one request each; see docs/PROTOCOL.md) ------------------------------------------- */
-int fwm_client_hello(fwm_client *client, fwm_client_hello_info *out, fwm_client_error *err);
+FWM_API int fwm_client_hello(fwm_client *client, fwm_client_hello_info *out, fwm_client_error *err);
 
 /* Present the server's authentication token (`hello {token}`; fwm-serve --auth-token-file). Needed
  * once per connection before any other method on a server that has a token. */
-int fwm_client_authenticate(fwm_client *client, const char *token, fwm_client_error *err);
+FWM_API int fwm_client_authenticate(fwm_client *client, const char *token, fwm_client_error *err);
 
 /* One page of every session on the server, in id order: those with an id after `after` (NULL: from
  * the first), at most `limit` (1..1000; 0: the server's default of 100). `*next` is the `after` of
  * the next page, or NULL on the last one. */
-int fwm_client_sessions(fwm_client *client, const char *after, unsigned limit, const fwm_client_session_info **items,
+FWM_API int fwm_client_sessions(fwm_client *client, const char *after, unsigned limit, const fwm_client_session_info **items,
                         size_t *count, const char **next, fwm_client_error *err);
 
 /* `model` NULL: the server's default model. `topk` < 0: the server's default. */
-int fwm_client_open(fwm_client *client, const char *model, int topk,
-                    char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+FWM_API int fwm_client_open(fwm_client *client, const char *model, int topk,
+                            char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
 
 /* Feed text (tokenized by the server) or token ids. `on_token` (may be NULL) sees each token's
  * notification; `topk` < 0 uses the session's default. *pos / *fed (may be NULL) receive the
  * session's position after the feed and the number of tokens fed. */
-int fwm_client_feed(fwm_client *client, const char *session, const char *text, int topk,
-                    fwm_client_token_fn on_token, void *user, uint64_t *pos, uint64_t *fed,
-                    fwm_client_error *err);
-int fwm_client_feed_tokens(fwm_client *client, const char *session, const uint32_t *tokens,
-                           size_t count, int topk, fwm_client_token_fn on_token, void *user,
-                           uint64_t *pos, uint64_t *fed, fwm_client_error *err);
+FWM_API int fwm_client_feed(fwm_client *client, const char *session, const char *text, int topk,
+                            fwm_client_token_fn on_token, void *user, uint64_t *pos, uint64_t *fed,
+                            fwm_client_error *err);
+FWM_API int fwm_client_feed_tokens(fwm_client *client, const char *session, const uint32_t *tokens,
+                                   size_t count, int topk, fwm_client_token_fn on_token, void *user,
+                                   uint64_t *pos, uint64_t *fed, fwm_client_error *err);
 
 /* Feed `question` (it should end in "?") and answer from the prediction after its last token. With
  * `commit` the answer is fed too. */
-int fwm_client_ask(fwm_client *client, const char *session, const char *question, bool commit,
-                   fwm_client_answer *out, fwm_client_error *err);
+FWM_API int fwm_client_ask(fwm_client *client, const char *session, const char *question, bool commit,
+                           fwm_client_answer *out, fwm_client_error *err);
 
 /* The prediction after the last token read (topk_count 0 before any token). */
-int fwm_client_predict(fwm_client *client, const char *session, int topk, fwm_client_answer *out,
-                       fwm_client_error *err);
+FWM_API int fwm_client_predict(fwm_client *client, const char *session, int topk, fwm_client_answer *out,
+                               fwm_client_error *err);
 
-int fwm_client_reset(fwm_client *client, const char *session, fwm_client_error *err);
-int fwm_client_fork(fwm_client *client, const char *session,
-                    char child[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+FWM_API int fwm_client_reset(fwm_client *client, const char *session, fwm_client_error *err);
+FWM_API int fwm_client_fork(fwm_client *client, const char *session,
+                            char child[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
 
 /* *blob receives a malloc'ed copy of the state (release with free()). */
-int fwm_client_snapshot(fwm_client *client, const char *session, void **blob, size_t *size,
-                        fwm_client_error *err);
-int fwm_client_restore(fwm_client *client, const void *blob, size_t size, const char *model,
-                       char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
-int fwm_client_close_session(fwm_client *client, const char *session, fwm_client_error *err);
+FWM_API int fwm_client_snapshot(fwm_client *client, const char *session, void **blob, size_t *size,
+                                fwm_client_error *err);
+FWM_API int fwm_client_restore(fwm_client *client, const void *blob, size_t size, const char *model,
+                               char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+FWM_API int fwm_client_close_session(fwm_client *client, const char *session, fwm_client_error *err);
 
 /* The `stats` map rendered as "key: value" lines into `text` (truncated to `capacity`). */
-int fwm_client_stats(fwm_client *client, char *text, size_t capacity, fwm_client_error *err);
+FWM_API int fwm_client_stats(fwm_client *client, char *text, size_t capacity, fwm_client_error *err);
 
 #ifdef __cplusplus
 }

@@ -70,7 +70,7 @@ static void test_load_paths_agree(const char *path) {
         CHECK_STR(ia.name, "api-test");
         CHECK(ia.has_checksum && ia.checksum_verified);
         CHECK(ia.fingerprint == ib.fingerprint && ia.fingerprint == ic.fingerprint);
-        /* parameter count from the spec's shapes: V*E + 4H*E + 4H*H + 4H + (S+R+T+1)*(H+1)
+        /* parameter count from docs/MODEL.md's shapes: V*E + 4H*E + 4H*H + 4H + (S+R+T+1)*(H+1)
          * + (S+Nr*R)*(H+1) + H*T + H + V*H with V=6 E=6 H=7 S=4 R=3 T=4 Nr=2 */
         CHECK_INT(ia.parameter_count, 6 * 6 + 28 * 6 + 28 * 7 + 28 + 12 * 8 + 10 * 8 + 7 * 4 + 7 + 6 * 7);
         CHECK_INT(ia.session_state_floats, 2 * 7 + 4 * 3 * 4);

@@ -72,7 +72,7 @@ static fwm_hparams small_hparams(void) {
                          .eos_token_id = 1};
 }
 
-/* Independent count: the model spec's table written out. */
+/* Independent count: docs/MODEL.md's parameter table written out. */
 static uint64_t formula_parameters(const fwm_hparams *hp) {
     uint64_t V = hp->vocab_size, E = hp->embedding_length, H = hp->hidden_size;
     uint64_t S = hp->memory_s, R = hp->memory_r, T = hp->memory_t, N = hp->read_count;

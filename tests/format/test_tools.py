@@ -4,7 +4,7 @@
 fwm-init writes small models; an independent GGUF reader written here checks each file against
 docs/FORMAT.md (header, key types, alignment, tensor dims and offsets, checksum = XXH64 of the
 tensor data in list order, fingerprint from its canonical serialisation) and the parameter count
-against the model spec's formula; fwm-inspect must report the same count and verify the file, and
+against docs/MODEL.md's parameter table; fwm-inspect must report the same count and verify the file, and
 refuse damaged files with the reason. python3-xxhash checks the hashes; without it those checks
 are skipped (the rest still runs)."""
 import os

@@ -3,7 +3,7 @@
 
 What it is for: reading fwm model files (GGUF v3, architecture "fwm"; F32, F16 and BF16 tensors) with
 its own minimal GGUF reader, and computing the logits after every token of a sequence from zero state,
-in float64, exactly as /work/shared/spec/fwm-model.md defines the model (the read policy, residual,
+in float64, exactly as docs/MODEL.md defines the model (the read policy, residual,
 N_r chained reads with affine-free layer norm, the delta-rule write with v_old and the Frobenius-norm
 clamp, and forget_bias, beta_bias, write_scale, layer_norm_eps taken from the file).
 

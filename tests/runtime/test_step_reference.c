@@ -1,5 +1,5 @@
 /* test_step_reference.c - the optimised step against a plain double-precision implementation of the
- * model spec written here from shared/spec/fwm-model.md (libm tanh/exp, one loop per equation), for
+ * model spec written here from docs/MODEL.md (libm tanh/exp, one loop per equation), for
  * several model variants; plus two equalities the step promises: stepping without logits leaves
  * the same state (bit for bit) as stepping with them, and a model without the input-gate table
  * steps bit-identically to one with it. (The golden tests compare against the independent numpy

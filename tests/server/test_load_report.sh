@@ -6,6 +6,10 @@
 #   test_load_report.sh SOURCE_ROOT BUILD_ROOT BABI_DIR
 set -uo pipefail
 src=$1 build=$2 babi=$3
+if [ ! -d "$babi/en-valid-10k" ]; then
+    echo "SKIP: no bAbI data at $babi (meson setup -Dbabi_dir=DIR)"
+    exit 77
+fi
 out=$(FWM_BABI_DIR="$babi" bash "$src/bench/server/load_report.sh" --build "$build" --repeat 2 -- \
       --sessions 20 --connections 4 --rate 20 --seconds 1 --warmup 0.5 2>&1)
 status=$?

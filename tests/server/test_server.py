@@ -504,21 +504,24 @@ def case_shutdown(env):
 
 
 def case_bundled_model_missing(env):
-    bundled = os.path.join(env.source_root, "models", "fwm-babi-lm.gguf")
-    if os.path.exists(bundled):
-        server = env.start([], env={"FWM_MODEL": ""})
-        h = Client(server.address).call("hello")
-        check(h["models"], "serves the bundled model", h)
-        check_eq(server.stop(), 0, "exit status")
-        return
+    """With no MODEL, a build-tree fwm-serve has no bundled model to find (no source path is
+    compiled in; `meson install` puts it in <prefix>/share/fwm/models, tests/install checks that):
+    it exits 1 naming every path it tried. $FWM_MODEL names the model to serve instead."""
     server = env.start([], env={"FWM_MODEL": ""}, wait=False)
     rc = server.wait(15)
     err = server.stderr()
     check_eq(rc, 1, "exit status without a model")
-    check(bundled in err or "models/fwm-babi-lm.gguf" in err, "names the bundled model's path", err)
+    check("share/fwm/models/fwm-babi-lm.gguf" in err, "names the installed model's path", err)
+    check(os.path.join(env.source_root, "models") not in err, "looks in no source path", err)
     server = env.start([], env={"FWM_MODEL": os.path.join(env.dir, "nothing.gguf")}, wait=False)
     check_eq(server.wait(15), 1, "exit status")
     check("nothing.gguf" in server.stderr(), "names $FWM_MODEL's path", server.stderr())
+    bundled = os.path.join(env.source_root, "models", "fwm-babi-lm.gguf")
+    if os.path.exists(bundled):
+        server = env.start([], env={"FWM_MODEL": bundled})
+        h = Client(server.address).call("hello")
+        check_eq(len(h["models"]), 1, "models served from $FWM_MODEL")
+        check_eq(server.stop(), 0, "exit status")
 
 
 def case_babi_bundled(env):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_catbabi.py - an independent reading of the bAbI files (plain Python, written from
-shared/spec/fwm-model.md) compared with the trainer's (catbabi_dump): the vocabulary in order and a
+docs/MODEL.md) compared with the trainer's (catbabi_dump): the vocabulary in order and a
 digest of every split's token stream.
 
 usage: check_catbabi.py CATBABI_DUMP DATA_DIR FOLDER   (exit 77 = skipped: no data)

@@ -1,5 +1,5 @@
 /* test_babi_reader.c - bAbI file parsing: tokens of sentences and questions as the spec defines
- * them (expected token lists written by hand from shared/spec/fwm-model.md), and a clear error,
+ * them (expected token lists written by hand from docs/MODEL.md), and a clear error,
  * naming file and line, for each kind of malformed input; a missing file names its path. */
 #include <stdio.h>
 #include <stdlib.h>

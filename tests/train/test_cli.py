@@ -70,6 +70,23 @@ def main():
           "log.csv header (got %r)" % log[0])
     check([l.split(",")[0] for l in log[1:]] == ["2", "3"], "log.csv rows at steps 2, 3 (got %r)"
           % log[1:])
+    # the same run under fwm-init's flag names (the old ones above are deprecated aliases): the
+    # same model file, byte for byte, and a note for each old name used
+    check(all("note: %s is deprecated; use %s" % pair in p.stderr for pair in (
+        ("--embed", "--embedding"), ("--mem-s", "--memory-s"), ("--mem-r", "--memory-r"),
+        ("--mem-t", "--memory-t"))), "deprecation notes for the old flag names")
+    renamed = [{"--embed": "--embedding", "--mem-s": "--memory-s", "--mem-r": "--memory-r",
+                "--mem-t": "--memory-t"}.get(a, a) for a in common]
+    run_dir2 = os.path.join(tmp, "run-new-names")
+    renamed[renamed.index("--run-dir") + 1] = run_dir2
+    p2 = run(renamed + ["--steps", "3"])
+    check("deprecated" not in p2.stderr, "no deprecation note with the new names")
+    with open(os.path.join(run_dir, "model.gguf"), "rb") as a, open(os.path.join(run_dir2, "model.gguf"), "rb") as b:
+        check(a.read() == b.read(), "new flag names train the same model as the old ones")
+    help_text = run([train, "--help"]).stdout
+    for flag in ("--embedding E", "--memory-s S", "--memory-r R", "--memory-t T", "--no-residual"):
+        check(flag in help_text, "fwm-train --help lists %s" % flag)
+    check("deprecated aliases of --embedding" in help_text, "--help names the deprecated aliases")
     info = run([inspect, os.path.join(run_dir, "model.gguf")]).stdout
     for key, value in (("fwm.training.mode", '"qm"'), ("fwm.training.steps", "3"),
                        ("fwm.read_policy", '"token"'), ("fwm.training.dataset", "en-valid"),
@@ -82,6 +99,18 @@ def main():
     check("resumed from" in p.stderr and "at step 3" in p.stderr, "resume message")
     log = open(os.path.join(run_dir, "log.csv")).read().splitlines()
     check([l.split(",")[0] for l in log[1:]] == ["2", "3", "4", "5"], "log continues (got %r)" % log)
+    # an existing run's checkpoint is not overwritten without --resume or --force
+    checkpoint = os.path.join(run_dir, "checkpoint.bin")
+    with open(checkpoint, "rb") as f:
+        before = f.read()
+    p = run(common + ["--steps", "7"], expect_rc=1)
+    check(checkpoint in p.stderr and "--resume" in p.stderr and "--force" in p.stderr,
+          "refusal names the checkpoint and the ways out (got %r)" % p.stderr[-300:])
+    with open(checkpoint, "rb") as f:
+        check(f.read() == before, "refused run left the checkpoint as it was")
+    check("reading" not in p.stderr, "refused before reading any data")
+    p = run(common + ["--steps", "1", "--resume", "--force"], expect_rc=2)
+    check("contradict" in p.stderr, "--resume with --force refused")
     # fwm-eval on the model, with the model's vocabulary
     p = run([evaluate, os.path.join(run_dir, "model.gguf"), "--data", data, "--set", "1k",
              "--split", "valid", "--lanes", "2", "--threads", "1"])
@@ -90,11 +119,11 @@ def main():
           "fwm-eval: 20 task rows")
     # errors
     os.remove(os.path.join(data, "en-valid", "qa9_test.txt"))
-    p = run(common + ["--steps", "1"], expect_rc=1)
+    p = run(common + ["--steps", "1", "--force"], expect_rc=1)
     check("qa9_test.txt" in p.stderr, "missing file named (got %r)" % p.stderr[-300:])
     with open(os.path.join(data, "en-valid", "qa9_test.txt"), "w") as f:
         f.write("1 Mary went to the office.\n3 Where is Mary?\toffice\t1\n")
-    p = run(common + ["--steps", "1"], expect_rc=1)
+    p = run(common + ["--steps", "1", "--force"], expect_rc=1)
     check("qa9_test.txt:2: line ID 3" in p.stderr, "malformed line named (got %r)" % p.stderr[-300:])
     p = run([train, "--lanes", "zero"], expect_rc=2)
     check("--lanes expects an integer" in p.stderr, "bad option value named")

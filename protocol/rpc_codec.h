@@ -5,18 +5,19 @@
  * or [ {named arguments} ]) and gives typed access to named arguments with errors that name the
  * argument. Encoding writes responses, error maps and notifications with a msgpack_packer.
  *
- * Not for: deciding what a method does (methods.c) or socket I/O (connection.c).
- * Shared by the server and the C client (fwm_rpc static library). Thread-safe (no shared state).
+ * Not for: deciding what a method does (server/methods.c) or socket I/O (server/connection.c,
+ * clients/fwm_client.c). Part of protocol/ (the fwm_protocol static library), which the server and
+ * the C client both link. Thread-safe (no shared state).
  */
-#ifndef FWM_SERVER_RPC_CODEC_H
-#define FWM_SERVER_RPC_CODEC_H
+#ifndef FWM_PROTOCOL_RPC_CODEC_H
+#define FWM_PROTOCOL_RPC_CODEC_H
 
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fwm/fwm_client.h"
+#include "fwm/fwm_protocol.h"
 
 #define FWM_RPC_REQUEST 0
 #define FWM_RPC_RESPONSE 1

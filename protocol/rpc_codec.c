@@ -7,17 +7,6 @@
 
 #include "fwm_utf8.h"
 
-const char *fwm_rpc_code_name(int code) {
-    switch (code) {
-#define FWM_RPC_CODE_CASE_(name, value, wire, text) \
-    case name:                                      \
-        return wire;
-        FWM_RPC_CODE_LIST(FWM_RPC_CODE_CASE_)
-#undef FWM_RPC_CODE_CASE_
-    }
-    return "unknown";
-}
-
 bool fwm__rpc_fail(fwm__rpc_failure *failure, int code, const char *format, ...) {
     failure->code = code;
     failure->word[0] = '\0';

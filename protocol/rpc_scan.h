@@ -8,10 +8,10 @@
  * read.
  *
  * Not for: decoding (rpc_codec.c does that with msgpack-c, on a message this reader has accepted).
- * Shared by the server and the C client (both link the fwm_rpc static library).
+ * Part of protocol/ (the fwm_protocol static library), which the server and the C client both link.
  */
-#ifndef FWM_SERVER_RPC_SCAN_H
-#define FWM_SERVER_RPC_SCAN_H
+#ifndef FWM_PROTOCOL_RPC_SCAN_H
+#define FWM_PROTOCOL_RPC_SCAN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# test_install.sh - `meson install` makes a usable library and server (suite 'install').
+#
+#   test_install.sh SOURCE_ROOT BUILD_ROOT
+#
+# Installs the build into a temporary DESTDIR, then, using only what was installed:
+#  - the shared libfwm and libfwm_client export only fwm_ functions (nm -D), and the pkg-config files,
+#    headers, programs and bundled models are where they belong;
+#  - the README's C example (the ```c block of README.md, with "model.gguf" taken from argv[1])
+#    compiles with `pkg-config --cflags --libs fwm` alone, links the shared libfwm, and answers
+#    "bathroom" with the installed bundled model;
+#  - a program using fwm-client.pc compiles, links and names an error code;
+#  - the installed fwm-serve, given no MODEL and no FWM_MODEL, finds the installed bundled model
+#    (and not the source tree's), and the installed fwm-cli gets the answer from it;
+#  - no installed program or .pc file contains the source or build folder's path.
+set -euo pipefail
+source_root=$(cd "$1" && pwd)
+build_root=$(cd "$2" && pwd)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+dest="$work/dest"
+meson install -C "$build_root" --no-rebuild --quiet --destdir "$dest" > "$work/install.log" 2>&1 \
+    || { cat "$work/install.log"; fail "meson install --destdir failed"; }
+
+pc=$(find "$dest" -name fwm.pc -path '*/pkgconfig/*' | head -1)
+[ -n "$pc" ] || fail "no fwm.pc installed under $dest"
+[ -f "$(dirname "$pc")/fwm-client.pc" ] || fail "no fwm-client.pc beside $pc"
+libdir=$(dirname "$(dirname "$pc")")
+prefix=$(find "$dest" -path '*/bin/fwm-serve' | head -1)
+[ -n "$prefix" ] || fail "no bin/fwm-serve installed"
+prefix=$(dirname "$(dirname "$prefix")")
+echo "installed prefix: ${prefix#"$dest"}, libdir: ${libdir#"$dest"}"
+
+for f in include/fwm/fwm.h include/fwm/fwm_client.h include/fwm/fwm_protocol.h include/fwm/fwm_export.h \
+         share/fwm/models/fwm-babi-lm.gguf share/fwm/models/fwm-babi-qm.gguf \
+         bin/fwm-serve bin/fwm-cli bin/fwm-run bin/fwm-inspect bin/fwm-init bin/fwm-train bin/fwm-eval; do
+    [ -e "$prefix/$f" ] || fail "not installed: $f"
+done
+for lib in libfwm libfwm_client; do
+    [ -e "$libdir/$lib.a" ] || fail "no static $lib.a"
+    [ -e "$libdir/$lib.so" ] || fail "no shared $lib.so"
+    exported=$(nm -D --defined-only "$libdir/$lib.so" | awk '{print $3}')
+    [ -n "$exported" ] || fail "$lib.so exports nothing"
+    stray=$(echo "$exported" | grep -v '^fwm_' || true)
+    [ -z "$stray" ] || fail "$lib.so exports symbols outside the API: $(echo $stray)"
+    internal=$(echo "$exported" | grep '^fwm__' || true)
+    [ -z "$internal" ] || fail "$lib.so exports internal symbols: $(echo $internal)"
+    echo "$lib.so exports $(echo "$exported" | wc -l) functions, all fwm_"
+done
+nm -D --defined-only "$libdir/libfwm.so" | grep -q ' fwm_model_load$' || fail "libfwm.so lacks fwm_model_load"
+nm -D --defined-only "$libdir/libfwm_client.so" | grep -q ' fwm_rpc_code_name$' \
+    || fail "libfwm_client.so lacks fwm_rpc_code_name"
+
+# Libraries are named (-lname), never by this machine's file path.
+if grep -E '^Libs' "$libdir"/pkgconfig/fwm.pc "$libdir"/pkgconfig/fwm-client.pc | grep -q '/[^ ]*\.so'; then
+    fail "a .pc file links a library by its path: $(grep -h '^Libs' "$libdir"/pkgconfig/*.pc)"
+fi
+
+# pkg-config sees the DESTDIR tree through the sysroot variable (the .pc files name the real prefix).
+export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
+flags=$(pkg-config --cflags --libs fwm) || fail "pkg-config --cflags --libs fwm failed"
+echo "pkg-config fwm: $flags"
+
+# A sanitizer build's libraries need the sanitizer runtimes in the program too: programs built
+# against them get the same -fsanitize flags (a plain build adds nothing to pkg-config's flags).
+extra=()
+if readelf -d "$libdir/libfwm.so" | grep -q 'NEEDED.*libasan'; then
+    extra=(-fsanitize=address,undefined)
+    echo "sanitizer build: programs linked with ${extra[*]} besides pkg-config's flags"
+fi
+
+# The README's example, wrapped in main().
+awk '/^```c$/ {inside = 1; next} /^```$/ {inside = 0} inside' "$source_root/README.md" > "$work/snippet.c"
+grep -q 'fwm_model_load' "$work/snippet.c" || fail "README.md has no C example calling fwm_model_load"
+{
+    echo '#include <stdio.h>'
+    echo '#include <stdlib.h>'
+    grep '^#include' "$work/snippet.c"
+    echo 'int main(int argc, char **argv) {'
+    echo '    if (argc != 2) return 2;'
+    grep -v '^#include' "$work/snippet.c" | sed 's/"model\.gguf"/argv[1]/'
+    echo '    return 0;'
+    echo '}'
+} > "$work/example.c"
+cc -std=c11 -Wall -Werror "${extra[@]}" -o "$work/example" "$work/example.c" $flags \
+    || { cat -n "$work/example.c"; fail "the README's example does not compile with pkg-config fwm"; }
+readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so' || fail "the example did not link the shared libfwm"
+model="$prefix/share/fwm/models/fwm-babi-lm.gguf"
+out=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$model") || fail "the README's example failed: $out"
+echo "README example:" $out
+[ "$(echo "$out" | wc -l)" -eq 5 ] || fail "the README's example printed $(echo "$out" | wc -l) lines, not 5"
+case "$(echo "$out" | head -1)" in
+    "bathroom "*) ;;
+    *) fail "the README's example answered '$(echo "$out" | head -1)', expected 'bathroom P'" ;;
+esac
+
+cat > "$work/client.c" <<'EOF'
+#include <fwm/fwm_client.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    fwm_client_params p = fwm_client_default_params();
+    if (strcmp(fwm_rpc_code_name(FWM_RPC_UNKNOWN_SESSION), "unknown_session") != 0) return 1;
+    printf("%s %d %d\n", fwm_rpc_code_name(FWM_RPC_STORAGE), FWM_PROTOCOL_VERSION, p.timeout_ms >= 0);
+    return 0;
+}
+EOF
+cflags=$(pkg-config --cflags --libs fwm-client) || fail "pkg-config fwm-client failed"
+cc -std=c11 -Wall -Werror "${extra[@]}" -o "$work/client" "$work/client.c" $cflags || fail "fwm-client.pc program does not build"
+out=$(LD_LIBRARY_PATH="$libdir" "$work/client") || fail "fwm-client.pc program failed"
+[ "$out" = "storage 1 1" ] || fail "fwm-client program printed '$out'"
+
+# The installed server with no model argument and no FWM_MODEL.
+unset FWM_MODEL
+(cd "$work" && exec "$prefix/bin/fwm-serve" --listen "unix:$work/s.sock" --port-file "$work/port" \
+    > "$work/serve.log" 2>&1) &
+server_pid=$!
+for _ in $(seq 1 200); do
+    [ -s "$work/port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log"; fail "installed fwm-serve exited"; }
+    sleep 0.05
+done
+[ -s "$work/port" ] || { cat "$work/serve.log"; fail "installed fwm-serve did not start"; }
+hello=$("$prefix/bin/fwm-cli" --connect "unix:$work/s.sock" hello) || fail "fwm-cli hello failed"
+[ "$(echo "$hello" | grep -c '^model ')" -eq 1 ] || fail "installed fwm-serve does not serve one model: $hello"
+grep -q "$source_root" "$work/serve.log" && fail "the installed server used the source tree: $(cat "$work/serve.log")"
+answer=$(printf 'Mary moved to the bathroom.\nWhere is Mary?\n' \
+    | "$prefix/bin/fwm-cli" --connect "unix:$work/s.sock" --topk 1 | grep 'answer:' || true)
+echo "installed fwm-cli: $answer"
+case "$answer" in *"answer: bathroom"*) ;; *) fail "installed server answered '$answer'" ;; esac
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+
+# Without the installed model it refuses to start, naming the installed path it looked in.
+mv "$model" "$work/moved.gguf"
+rc=0
+(cd "$work" && exec "$prefix/bin/fwm-serve" --listen "unix:$work/s2.sock") > "$work/serve2.log" 2>&1 || rc=$?
+mv "$work/moved.gguf" "$model"
+[ "$rc" -eq 1 ] || fail "fwm-serve without its bundled model exited with $rc, not 1: $(cat "$work/serve2.log")"
+grep -qF "$prefix/bin/../share/fwm/models/fwm-babi-lm.gguf" "$work/serve2.log" \
+    || fail "fwm-serve's message does not name the installed model path: $(cat "$work/serve2.log")"
+
+# No machine path of this build in what was installed (debug info aside: it is stripped first).
+for f in "$prefix"/bin/* "$libdir"/libfwm.so "$libdir"/libfwm_client.so "$libdir"/pkgconfig/*.pc; do
+    objcopy --strip-debug "$f" "$work/stripped" 2>/dev/null || cp "$f" "$work/stripped"
+    for path in "$source_root" "$build_root"; do
+        if grep -qF "$path" "$work/stripped"; then fail "$f contains the path $path"; fi
+    done
+done
+echo "OK"
