@@ -33,7 +33,7 @@ static const option_spec options[] = {
     {"workers", OPT_SIZE, F(workers), 0, 256, "compute threads (0: one per CPU)"},
     {"max-batch", OPT_SIZE, F(max_batch), 1, 65536, "sessions stepped together in one batch"},
     {"max-sessions", OPT_SIZE, F(max_sessions), 1, 1e8, "resident sessions; beyond: error session_limit"},
-    {"max-sessions-per-connection", OPT_SIZE, F(max_sessions_per_connection), 0, 1e8, "sessions one connection may create (opens, forks, restores minus its closes; 0: a quarter of max-sessions)"},
+    {"max-sessions-per-connection", OPT_SIZE, F(max_sessions_per_connection), 0, 1e8, "sessions one connection may create (opens, forks, restores minus its closes; 0: a quarter of max-sessions, at least 1000)"},
     {"max-connections", OPT_SIZE, F(max_connections), 1, 1e6, "open connections; beyond: refused"},
     {"idle-timeout", OPT_SECONDS, F(idle_timeout_s), 0, 1e9, "seconds before an idle session is closed (0: never)"},
     {"drain-timeout", OPT_SECONDS, F(drain_timeout_s), 0, 3600, "seconds to finish in-flight work on shutdown"},

@@ -335,6 +335,8 @@ static bool fail_reserved(fwm__job_context *ctx, fwm__session_entry *e, fwm__job
                           const char *message) {
     fwm__job_fail(ctx, e, job, code, message);
     fwm__outbox *o = fwm__job_context_outbox(ctx);
+    if (o && job->sink && o->record_count && o->records[o->record_count - 1].sink == job->sink)
+        o->records[o->record_count - 1].unhold = true; /* the failure's record: its connection is still held */
     fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
     if (r) {
         r->sink = NULL; /* bookkeeping only: the reference was released by the failure record */

@@ -91,6 +91,7 @@ typedef struct fwm__outbox_record {
     uint32_t msgid;
     fwm__session_entry *insert;  /* a fork/restore result to insert into the table (then reply) */
     bool unreserve;              /* a fork/restore/open ended: release its reserved session slot */
+    bool unhold;                 /* a fork/restore failed: it no longer counts against its connection */
     /* Durable bookkeeping, by id (the entry may be gone by the time the loop reads this): */
     bool evicted;                /* an EVICT job wrote its snapshot: the loop may free the entry */
     bool loaded;                 /* a LOAD job ended */

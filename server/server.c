@@ -112,6 +112,7 @@ static void deliver(fwm__server *s, fwm__outbox *o) {
         if (r->loaded) fwm__tiering_loaded(s, r->session_id, r->load_failed, r->load_us);
         if (!r->sink) continue;
         fwm__connection *c = connection_of(r->sink);
+        if ((r->unhold || (o->store_failed && r->unreserve)) && c->sessions_held) c->sessions_held--;
         if (o->store_failed) refuse_unwritten(c, o, r);
         else if (r->length) fwm__connection_deliver(c, o->buffer.data + r->offset, r->length);
         if (r->job_finished) {
@@ -469,8 +470,10 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     }
     if (load_token(s) != 0 || load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0)
         goto fail;
-    if (!config->max_sessions_per_connection)
-        config->max_sessions_per_connection = config->max_sessions / 4 ? config->max_sessions / 4 : 1;
+    if (!config->max_sessions_per_connection) { /* a quarter of max-sessions, but never below 1,000 */
+        size_t floor = config->max_sessions < 1000 ? config->max_sessions : 1000;
+        config->max_sessions_per_connection = config->max_sessions / 4 > floor ? config->max_sessions / 4 : floor;
+    }
     if (!config->max_memory_bytes) { /* 80% of physical memory */
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
         config->max_memory_bytes = pages > 0 && page > 0 ? (size_t)((double)pages * (double)page * 0.8) : SIZE_MAX;

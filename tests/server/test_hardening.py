@@ -304,9 +304,13 @@ def case_model_file_changes(env):
 def case_session_quota(env):
     """One connection cannot take every session: --max-sessions-per-connection (default a quarter of
     --max-sessions) counts its opens, forks and restores minus its closes."""
-    server = env.start([env.model()], "--max-sessions", "8")
+    default = env.start([env.model()])
+    check_eq(Client(default.address).call("hello")["limits"]["max_sessions_per_connection"], 5000,
+             "default: a quarter of the 20,000 sessions")
+    default.stop()
+    server = env.start([env.model()], "--max-sessions", "8", "--max-sessions-per-connection", "2")
     a, b = Client(server.address), Client(server.address)
-    check_eq(a.call("hello")["limits"]["max_sessions_per_connection"], 2, "default: a quarter")
+    check_eq(a.call("hello")["limits"]["max_sessions_per_connection"], 2, "as given")
     first = a.call("open")["session"]
     a.call("fork", session=first)
     e = expect_error_named(a, "session_limit", "open")
@@ -314,7 +318,10 @@ def case_session_quota(env):
     expect_error_named(a, "session_limit", "restore", state=a.call("snapshot", session=first)["state"])
     b.call("open")  # another connection has its own
     a.call("close", session=first)
-    a.call("open")  # room again after a close
+    for _ in range(3):  # failed restores do not count
+        expect_error_named(a, "state_corrupt", "restore", state=b"not a state blob")
+    a.call("open")  # room again after the close
+    expect_error_named(a, "session_limit", "open")
     check_eq(server.stop(), 0, "exit status")
 
 
