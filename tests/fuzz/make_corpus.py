@@ -3,7 +3,7 @@
 
 Deterministic (fixed seeds): rerun after changing it and commit the result. CORPUS_DIR defaults to
 corpus/ next to this script; each target's folder there is rewritten (files named regression-*,
-inputs that once found a bug, are kept):
+inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, are kept):
 
   model_load/    small valid model files (F32 / F16 / BF16, both read policies, other layouts and
                  alignments, optional keys present or not) and damaged ones (truncated, bad header,
@@ -384,7 +384,7 @@ def main():
         folder = os.path.join(root, target)
         os.makedirs(folder, exist_ok=True)
         for old in os.listdir(folder):
-            if not old.startswith("regression-"):  # inputs that once crashed stay
+            if not old.startswith(("regression-", "fuzzed-")):  # crashers and fuzzer finds stay
                 os.remove(os.path.join(folder, old))
         for name, data in files.items():
             with open(os.path.join(folder, name), "wb") as f:
