@@ -43,10 +43,17 @@ void fwm__rpc_reader_init(fwm__rpc_reader *reader, const fwm__rpc_limits *limits
     memset(reader, 0, sizeof *reader);
     reader->limits = limits ? *limits : fwm__rpc_default_limits();
     if (reader->limits.max_depth > FWM_RPC_MAX_DEPTH_CAP) reader->limits.max_depth = FWM_RPC_MAX_DEPTH_CAP;
+    reader->grow = realloc;
+    reader->release = free;
+}
+
+void fwm__rpc_reader_set_allocator(fwm__rpc_reader *reader, void *(*grow)(void *, size_t), void (*release)(void *)) {
+    reader->grow = grow;
+    reader->release = release;
 }
 
 void fwm__rpc_reader_release(fwm__rpc_reader *reader) {
-    free(reader->buffer);
+    (reader->release ? reader->release : free)(reader->buffer); /* a reader never initialised holds NULL */
     reader->buffer = NULL;
     reader->capacity = reader->length = reader->start = 0;
 }
@@ -83,7 +90,7 @@ void *fwm__rpc_reader_space(fwm__rpc_reader *reader, size_t want, size_t *availa
         if (reader->capacity - reader->length < want || !reader->buffer) {
             size_t capacity = reader->capacity ? reader->capacity : 4096;
             while (capacity - reader->length < want) capacity *= 2;
-            uint8_t *grown = realloc(reader->buffer, capacity);
+            uint8_t *grown = reader->grow(reader->buffer, capacity);
             if (!grown) {
                 fail(reader, FWM_RPC_FAULT_OUT_OF_MEMORY, "out of memory growing the input buffer to %llu bytes%.0llu",
                      (unsigned long long)capacity, 0);

@@ -63,11 +63,16 @@ typedef struct fwm__rpc_reader {
     size_t consume; /* bytes of the message handed out by the last call, dropped on the next */
     fwm__rpc_fault fault;
     char error[160];
+    void *(*grow)(void *pointer, size_t size); /* the buffer's allocator: realloc unless set */
+    void (*release)(void *pointer);
 } fwm__rpc_reader;
 
 /* Initialise with `limits` (NULL: defaults). Never fails (the buffer grows on demand). */
 void fwm__rpc_reader_init(fwm__rpc_reader *reader, const fwm__rpc_limits *limits);
 void fwm__rpc_reader_release(fwm__rpc_reader *reader);
+/* Use another allocator for the buffer (before anything is fed): the server passes its own, so its
+ * allocation-failure injection reaches the reader too. */
+void fwm__rpc_reader_set_allocator(fwm__rpc_reader *reader, void *(*grow)(void *, size_t), void (*release)(void *));
 
 /* Append bytes. Returns false (and sets the sticky error) when out of memory. */
 bool fwm__rpc_reader_feed(fwm__rpc_reader *reader, const void *data, size_t size);

@@ -374,6 +374,7 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     c->id = ++s->metrics.connections_total;
     c->last_activity_ns = fwm__now_ns();
     fwm__rpc_reader_init(&c->reader, &s->config->limits);
+    fwm__rpc_reader_set_allocator(&c->reader, fwm__realloc, fwm__free);
     c->next = s->connections;
     if (s->connections) s->connections->prev = c;
     s->connections = c;

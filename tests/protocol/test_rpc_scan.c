@@ -441,8 +441,36 @@ static void test_fresh_reader(void) {
     CHECK(fwm__rpc_reader_next(&r, &m, &n) == FWM_RPC_NEED_MORE);
 }
 
+/* An allocator that fails from its n-th call on (the server injects failures the same way). */
+static int grow_calls, grow_fail_at;
+static void *failing_grow(void *pointer, size_t size) {
+    return ++grow_calls >= grow_fail_at ? NULL : realloc(pointer, size);
+}
+
+static void test_allocation_failure(void) {
+    for (grow_fail_at = 1; grow_fail_at <= 4; grow_fail_at++) {
+        grow_calls = 0;
+        fwm__rpc_reader r;
+        fwm__rpc_reader_init(&r, NULL);
+        fwm__rpc_reader_set_allocator(&r, failing_grow, free);
+        /* a 100 KB bin message: the buffer grows 4 KiB, 8, ... until the allocator fails */
+        uint8_t head[] = {0x94, 0x00, 0x01, 0xa5, 'h', 'e', 'l', 'l', 'o', 0x91, 0xc6, 0x00, 0x01, 0x86, 0xa0};
+        bool fed = fwm__rpc_reader_feed(&r, head, sizeof head);
+        uint8_t chunk[4096] = {0};
+        for (int i = 0; fed && i < 25; i++) fed = fwm__rpc_reader_feed(&r, chunk, sizeof chunk);
+        CHECK(!fed); /* some growth failed */
+        const uint8_t *message;
+        size_t length;
+        CHECK(fwm__rpc_reader_next(&r, &message, &length) == FWM_RPC_ERROR);
+        CHECK(fwm__rpc_reader_fault(&r) == FWM_RPC_FAULT_OUT_OF_MEMORY);
+        CHECK(strstr(fwm__rpc_reader_error(&r), "out of memory") != NULL);
+        fwm__rpc_reader_release(&r); /* and nothing leaks (ASan) */
+    }
+}
+
 int main(void) {
     test_fresh_reader();
+    test_allocation_failure();
     test_boundaries_agree_with_msgpack();
     test_whole_and_byte_by_byte();
     test_split_at_every_byte();
