@@ -325,6 +325,41 @@ def case_session_quota(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_write_errors(env):
+    """Peers that vanish while the server writes to them (reset with unread replies, closed half-way
+    through a stream of notifications) cost the server nothing: no crash, their jobs finish, their
+    memory is given back, and other clients are served throughout."""
+    import struct
+    server = env.start([env.model()])
+    watcher = Client(server.address)
+    s = watcher.call("open")["session"]
+    text = " ".join(["mary moved to the bathroom ."] * 40)
+    for round_ in range(20):
+        victim = connect(server.address)
+        sessions = []
+        for i in range(4):
+            victim.sendall(msgpack.packb([0, i, "open", []]))
+        got, _ = read_all_until(victim, 4, 10)
+        sessions = [m[3]["session"] for m in got]
+        for i, sid in enumerate(sessions):  # ~240 notifications each, never read
+            victim.sendall(msgpack.packb([0, 100 + i, "feed", [{"session": sid, "text": text}]]))
+        time.sleep(0.05 if round_ % 2 else 0.001)
+        if round_ % 2:  # reset: unread data makes the kernel answer the server's writes with RST
+            victim.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        victim.close()
+        check_eq(watcher.call("predict", session=s)["pos"], 0, "another client is served (round %d)" % round_)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        st = watcher.call("stats")
+        if st["connections"] == 1 and st["jobs_pending"] == 0 and st["memory"]["output_queued_bytes"] == 0:
+            break
+        time.sleep(0.1)
+    check_eq((st["connections"], st["jobs_pending"], st["memory"]["output_queued_bytes"]), (1, 0, 0),
+             "every vanished peer's jobs ended and its output was dropped")
+    check(st["tokens"] >= 20 * 4 * 200, "their feeds ran to the end", st["tokens"])
+    check_eq(server.stop(), 0, "exit status")
+
+
 def expect_error_named(c, name, method, **params):
     try:
         c.call(method, **params)
