@@ -144,6 +144,8 @@ def main():
     ap.add_argument("--resident", type=int, default=1000)
     ap.add_argument("--reloads", type=int, default=2000)
     ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--long", type=int, default=2000, help="sessions that also read a long story")
+    ap.add_argument("--long-tokens", type=int, default=200, help="tokens each long session reads")
     args = ap.parse_args()
     serve = os.path.join(args.build, "server", "fwm-serve")
     texts = sentences(args.babi)
@@ -160,6 +162,15 @@ def main():
             pipelined(conns, [("feed", {"session": s, "text": texts[i % len(texts)], "notify": False})
                               for i, s in enumerate(ids)])
             t_feed = time.time() - t
+            # long sessions: over 64 tokens each, so their eviction writes a snapshot
+            long_ids = ids[:args.long]
+            t = time.time()
+            fed = 0
+            while fed < args.long_tokens:
+                pipelined(conns, [("feed", {"session": s, "text": texts[(i + fed) % len(texts)], "notify": False})
+                                  for i, s in enumerate(long_ids)])
+                fed += len(texts[fed % len(texts)].split()) + 1
+            t_long = time.time() - t
             time.sleep(2.5)  # let housekeeping evict what is over --max-resident
             st = conns[0].call("stats")
             d = st["durability"]
@@ -167,8 +178,8 @@ def main():
                                             .split("\n")[0].strip(": ")))
             print("model %s, %d sessions, max resident %d" % (os.path.basename(args.model), args.sessions,
                                                                args.resident))
-            print("populate: %d opens in %.1f s, %d one-sentence feeds in %.1f s" % (
-                args.sessions, t_open, args.sessions, t_feed))
+            print("populate: %d opens in %.1f s, %d one-sentence feeds in %.1f s; %d sessions fed ~%d tokens more "
+                  "in %.1f s" % (args.sessions, t_open, args.sessions, t_feed, len(long_ids), args.long_tokens, t_long))
             print("stored %d, resident %d, evictions %d; server VmRSS %.1f MB; store %.1f MB on disk" % (
                 d["sessions_stored"], d["sessions_resident"], d["evictions"], rss_mb(proc.pid),
                 d["store_file_bytes"] / 1e6))
@@ -178,15 +189,25 @@ def main():
             recent = [x["session"] for x in c.call("sessions", limit=1000)["sessions"] if x["resident"]]
             hot = timed_predicts(c, [rng.choice(recent) for _ in range(min(args.reloads, 2000))]) if recent else []
             loads_before = c.call("stats")["durability"]["loads"]
-            cold = timed_predicts(c, [rng.choice(ids) for _ in range(args.reloads)])
+            short_ids = ids[args.long:]
+            cold = timed_predicts(c, [rng.choice(short_ids) for _ in range(args.reloads)])
+            loads_mid = c.call("stats")["durability"]["loads"]
+            cold_long = timed_predicts(c, [rng.choice(long_ids) for _ in range(min(args.reloads, len(long_ids)))]) \
+                if long_ids else []
             d = c.call("stats")["durability"]
             print("predict on a resident session (reference): p50 %.3f ms, p99 %.3f ms (%d requests)" % (
                 percentile(hot, 0.5), percentile(hot, 0.99), len(hot)))
-            print("predict on a random session (%d of %d loaded from the store): p50 %.3f ms, p99 %.3f ms; "
-                  "ratio to resident p50 %.2f" % (d["loads"] - loads_before, len(cold), percentile(cold, 0.5),
-                                                  percentile(cold, 0.99),
-                                                  percentile(cold, 0.5) / max(percentile(hot, 0.5), 1e-9)))
-            print("server load latency (submit -> rebuilt): p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d loads)" % (
+            print("predict on a random one-sentence session (%d of %d loaded from the store: log replay): "
+                  "p50 %.3f ms, p99 %.3f ms; ratio to resident p50 %.2f" % (
+                      loads_mid - loads_before, len(cold), percentile(cold, 0.5), percentile(cold, 0.99),
+                      percentile(cold, 0.5) / max(percentile(hot, 0.5), 1e-9)))
+            if cold_long:
+                print("predict on a random long session (%d of %d loaded: snapshot read and restored): "
+                      "p50 %.3f ms, p99 %.3f ms; ratio to resident p50 %.2f" % (
+                          d["loads"] - loads_mid, len(cold_long), percentile(cold_long, 0.5),
+                          percentile(cold_long, 0.99), percentile(cold_long, 0.5) / max(percentile(hot, 0.5), 1e-9)))
+            print("server load latency, all loads of the run, populate churn included (submit -> rebuilt): "
+                  "p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d loads)" % (
                 d["load_latency_ms"]["p50"], d["load_latency_ms"]["p99"], d["load_latency_ms"]["max"], d["loads"]))
             print("after the reloads: VmRSS %.1f MB, resident %d" % (rss_mb(proc.pid), d["sessions_resident"]))
             for cn in conns:
