@@ -136,7 +136,8 @@ static void append_log(fwm__job_context *ctx, fwm__session_entry *e, fwm__log_op
     fwm__log_record_encode(kind, tokens, count, bytes);
     op->seq = e->log_seq++;
     fwm__job_context_outbox(ctx)->log_bytes += length;
-    put_meta(ctx, e);
+    /* The meta record is not rewritten per record: the log is the truth, and the meta changes only
+     * at a snapshot, an eviction or a creation (one B-tree write per operation instead of two). */
 }
 
 void fwm__durable_step(fwm__job_context *ctx, fwm__session_entry *e, const uint32_t *tokens, size_t count) {
