@@ -102,12 +102,19 @@ def percentile(values, q):
     return v[min(len(v) - 1, int(q * len(v)))] if v else 0.0
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS"):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
     return 0.0
+
+
+def memory(pid):
+    """VmRSS, split into anonymous memory (sessions, buffers, the allocator's caches) and file pages
+    (the model file when mapped and the LMDB store's pages read through its map)."""
+    return "VmRSS %.1f MB (anonymous %.1f MB, file-backed %.1f MB)" % (
+        rss_mb(pid), rss_mb(pid, "RssAnon"), rss_mb(pid, "RssFile"))
 
 
 def start(serve, model, data, resident, work):
@@ -180,9 +187,9 @@ def main():
                                                                args.resident))
             print("populate: %d opens in %.1f s, %d one-sentence feeds in %.1f s; %d sessions fed ~%d tokens more "
                   "in %.1f s" % (args.sessions, t_open, args.sessions, t_feed, len(long_ids), args.long_tokens, t_long))
-            print("stored %d, resident %d, evictions %d; server VmRSS %.1f MB; store %.1f MB on disk" % (
-                d["sessions_stored"], d["sessions_resident"], d["evictions"], rss_mb(proc.pid),
-                d["store_file_bytes"] / 1e6))
+            print("stored %d, resident %d (%.1f MB of session state), evictions %d; server %s; store %.1f MB on disk" % (
+                d["sessions_stored"], d["sessions_resident"], st["memory"]["sessions_bytes"] / 1e6, d["evictions"],
+                memory(proc.pid), d["store_file_bytes"] / 1e6))
             rng = random.Random(1)
             c = conns[0]
             # the reference: predict on sessions that are resident (the most recently used)
@@ -209,7 +216,7 @@ def main():
             print("server load latency, all loads of the run, populate churn included (submit -> rebuilt): "
                   "p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d loads)" % (
                 d["load_latency_ms"]["p50"], d["load_latency_ms"]["p99"], d["load_latency_ms"]["max"], d["loads"]))
-            print("after the reloads: VmRSS %.1f MB, resident %d" % (rss_mb(proc.pid), d["sessions_resident"]))
+            print("after the reloads: %s, resident %d" % (memory(proc.pid), d["sessions_resident"]))
             for cn in conns:
                 cn.sock.close()
             proc.send_signal(signal.SIGTERM)
