@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "connection.h"
@@ -186,6 +187,26 @@ bad:
     return 1;
 }
 
+/* What is at `path`: a socket nobody listens on (left by a server that died), a live one, or
+ * something else. */
+typedef enum { SOCKET_STALE, SOCKET_LIVE, SOCKET_OTHER } socket_state;
+
+static socket_state probe_socket(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) return SOCKET_OTHER;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return SOCKET_OTHER;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int error = errno;
+    close(fd);
+    if (rc == 0) return SOCKET_LIVE;
+    return error == ECONNREFUSED ? SOCKET_STALE : SOCKET_OTHER;
+}
+
 static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const char *text) {
     if (!*path || strlen(path) >= sizeof l->unix_path) {
         fprintf(stderr, "fwm-serve: --listen %s: the socket path is empty or too long\n", text);
@@ -194,6 +215,16 @@ static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const c
     uv_pipe_init(&s->loop, &l->h.pipe, 0);
     l->open = true;
     int rc = uv_pipe_bind(&l->h.pipe, path);
+    if (rc == UV_EADDRINUSE) { /* a socket file left by a server that died is replaced; a live one is not */
+        socket_state state = probe_socket(path);
+        if (state == SOCKET_STALE && unlink(path) == 0) {
+            fwm__server_log(s, "replaced the stale socket file %s (nothing listened on it)", path);
+            rc = uv_pipe_bind(&l->h.pipe, path);
+        } else if (state == SOCKET_LIVE) {
+            fprintf(stderr, "fwm-serve: cannot listen on %s: another server is listening on that socket\n", text);
+            return 1;
+        }
+    }
     if (rc == 0) {
         snprintf(l->unix_path, sizeof l->unix_path, "%s", path);
         if (chmod(path, (mode_t)s->config->unix_mode) != 0) { /* before listen: nobody connected yet */
@@ -205,7 +236,7 @@ static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const c
     }
     if (rc != 0) {
         fprintf(stderr, "fwm-serve: cannot listen on %s: %s%s\n", text, uv_strerror(rc),
-                rc == UV_EADDRINUSE ? " (remove the socket file if no server uses it)" : "");
+                rc == UV_EADDRINUSE ? " (the path exists and is not a socket file)" : "");
         return 1;
     }
     snprintf(l->address, sizeof l->address, "unix:%s", path);

@@ -360,6 +360,31 @@ def case_write_errors(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_stale_socket(env):
+    """A Unix socket file left by a server that was killed does not block a restart (nothing listens on
+    it: it is replaced); one a live server listens on is refused, and a path that is not a socket is
+    left alone."""
+    sock = os.path.join(env.dir, "fwm.sock")
+    model = env.model()
+    first = env.start([model], listen=["unix:" + sock])
+    first.kill()  # SIGKILL: the socket file stays
+    check(os.path.exists(sock), "the dead server's socket file is still there")
+    second = env.start([model], listen=["unix:" + sock])
+    check_eq(Client("unix:" + sock).call("hello")["server"], "fwm-serve", "restarted on the same path")
+    check("replaced the stale socket file" in second.stderr(), "logged", second.stderr())
+    third = env.start([model], listen=["unix:" + sock], wait=False)
+    check_eq(third.wait(), 1, "a live socket is not taken over")
+    check("another server is listening" in third.stderr(), "says why", third.stderr())
+    check_eq(Client("unix:" + sock).call("hello")["server"], "fwm-serve", "the live server is untouched")
+    check_eq(second.stop(), 0, "exit status")
+    plain = os.path.join(env.dir, "not-a-socket")
+    with open(plain, "w") as f:
+        f.write("keep me")
+    fourth = env.start([model], listen=["unix:" + plain], wait=False)
+    check_eq(fourth.wait(), 1, "a path that is not a socket: exit 1")
+    check_eq(open(plain).read(), "keep me", "and the file is left alone")
+
+
 def expect_error_named(c, name, method, **params):
     try:
         c.call(method, **params)
