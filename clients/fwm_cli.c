@@ -179,7 +179,9 @@ static int interactive(cli *c) {
         }
         if (ends_with_question(line)) {
             fwm_client_answer a;
-            if (fwm_client_ask(c->client, c->session, line, c->commit, &a, &err) != FWM_RPC_OK) {
+            /* the answer shows /topk predictions whatever the session's default (a restored session's too) */
+            if (fwm_client_ask_topk(c->client, c->session, line, c->commit, c->topk > 0 ? c->topk : 1, &a, &err) !=
+                FWM_RPC_OK) {
                 print_error("ask", &err);
                 if (err.code >= 100) return 1;
                 continue;

@@ -530,13 +530,19 @@ static void fill_answer(fwm_client *c, const msgpack_object *r, fwm_client_answe
 
 int fwm_client_ask(fwm_client *c, const char *session, const char *question, bool commit, fwm_client_answer *out,
                    fwm_client_error *err) {
+    return fwm_client_ask_topk(c, session, question, commit, -1, out, err);
+}
+
+int fwm_client_ask_topk(fwm_client *c, const char *session, const char *question, bool commit, int topk,
+                        fwm_client_answer *out, fwm_client_error *err) {
     if (!c || !session || !question || !out)
         return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, session, question and out must not be NULL");
-    uint32_t id = begin(c, "ask", 3);
+    uint32_t id = begin(c, "ask", topk >= 0 ? 4 : 3);
     arg_str(c, "session", session);
     arg_str(c, "question", question);
     fwm__rpc_pack_cstr(&c->pk, "commit");
     fwm__rpc_pack_bool(&c->pk, commit);
+    if (topk >= 0) arg_uint(c, "topk", (uint64_t)topk);
     const msgpack_object *r;
     int rc = finish(c, id, NULL, NULL, &r, err);
     if (rc == FWM_RPC_OK) fill_answer(c, r, out);

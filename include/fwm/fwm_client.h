@@ -139,6 +139,9 @@ FWM_API int fwm_client_feed_tokens(fwm_client *client, const char *session, cons
  * `commit` the answer is fed too. */
 FWM_API int fwm_client_ask(fwm_client *client, const char *session, const char *question, bool commit,
                            fwm_client_answer *out, fwm_client_error *err);
+/* As fwm_client_ask, with `topk` predictions in the answer (< 0: the session's default). */
+FWM_API int fwm_client_ask_topk(fwm_client *client, const char *session, const char *question, bool commit, int topk,
+                                fwm_client_answer *out, fwm_client_error *err);
 
 /* The prediction after the last token read (topk_count 0 before any token). */
 FWM_API int fwm_client_predict(fwm_client *client, const char *session, int topk, fwm_client_answer *out,

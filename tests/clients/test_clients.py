@@ -33,6 +33,15 @@ def case_cli_interactive(env, args):
     p = subprocess.run([args.cli, "--connect", "tcp://127.0.0.1:1", "hello"], capture_output=True, text=True,
                        timeout=30)
     check(p.returncode == 1 and "connect" in p.stderr, "a refused connection is reported", p.stderr)
+    # /topk holds for answers too, also in a session made by /restore
+    state = os.path.join(env.dir, "state.bin")
+    script = ("Mary moved to the bathroom.\n/snapshot %s\n/restore %s\n/topk 4\nWhere is Mary?\n/topk 2\n"
+              "Where is Mary?\n/quit\n" % (state, state))
+    p = subprocess.run([args.cli, "--connect", server.address], input=script, capture_output=True, text=True,
+                       timeout=30)
+    answers = [line for line in p.stdout.splitlines() if line.startswith("answer: ")]
+    check("(restored into session" in p.stdout and len(answers) == 2, "restored, two answers", p.stdout)
+    check_eq([line.count(" 0.") + line.count("p=") for line in answers], [4, 2], "answer predictions per /topk")
     check_eq(server.stop(), 0, "server exit status")
 
 
