@@ -115,6 +115,17 @@ def case_python_client(env, args):
                             "--memory", os.path.join(env.dir, "memory.bin")], input="Where is Daniel?\n!quit\n",
                            capture_output=True, text=True, timeout=30)
     check("memory restored" in demo2.stdout and "confidence" in demo2.stdout, "memory restored", demo2.stdout)
+    # !whatif TEXT ? Q?: one "." after the supposition and one "?" after the question, as typed or not
+    sys.path.insert(0, os.path.join(args.source_root, "clients", "python", "examples"))
+    from dialogue_agent import parse_whatif
+    for typed in ("Mary went to the kitchen. ? Where is Mary?", "Mary went to the kitchen ? Where is Mary",
+                  "  Mary went to the kitchen.  ?  Where is Mary? "):
+        check_eq(parse_whatif(typed), ("Mary went to the kitchen .", "Where is Mary?"), "parse_whatif(%r)" % typed)
+    whatif = subprocess.run([sys.executable, os.path.join(args.source_root, "clients", "python", "examples",
+                                                           "dialogue_agent.py"), "--connect", server.address],
+                            input="Mary moved to the bathroom.\n!whatif Mary went to the kitchen. ? Where is Mary?\n"
+                                  "!quit\n", capture_output=True, text=True, timeout=30)
+    check(whatif.returncode == 0 and len(whatif.stdout.split()) >= 2, "!whatif answered", whatif.stdout, whatif.stderr)
     check_eq(server.stop(), 0, "server exit status")
 
 

@@ -65,6 +65,15 @@ class Agent:
         return "(no --memory file given)"
 
 
+def parse_whatif(body):
+    """`TEXT ? QUESTION?` -> ("TEXT .", "QUESTION?"): one final "." and one final "?", whatever the
+    user typed around them (a supposition may end in "." already; the question may end in "?")."""
+    supposition, _, question = body.partition("?")
+    supposition = supposition.strip().rstrip(".").strip()
+    question = question.strip().rstrip("?").strip()
+    return supposition + " .", question + "?"
+
+
 DEMO = [
     "Mary moved to the bathroom.",
     "John went to the hallway.",
@@ -101,8 +110,7 @@ def main():
                 print(agent.save())
             elif line.startswith("!whatif "):
                 body = line[len("!whatif "):]
-                supposition, _, question = body.partition("?")
-                print(agent.what_if(supposition.strip() + " .", question.strip() + "?"))
+                print(agent.what_if(*parse_whatif(body)))
             else:
                 try:
                     print(agent.hear(line))
