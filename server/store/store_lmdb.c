@@ -26,7 +26,6 @@
 #define FORMAT_VALUE "fwm-session-store 1"
 #define DEFAULT_MAP_BYTES (1ull << 40) /* 1 TiB of address space; the file grows as it fills */
 #define LOG_KEY_BYTES (FWM_STORE_ID_BYTES + 8)
-#define RESERVE_KEY "reserve" /* headroom for deletions: a value of reserve_bytes, freed when full */
 
 typedef struct lmdb_store {
     fwm__store base;
@@ -36,7 +35,10 @@ typedef struct lmdb_store {
     int lock_fd;
     char dir[512];
     char data_path[600];
-    size_t reserve_bytes;
+    uint64_t limit_bytes;  /* --store-max-bytes: writes that grow the store stop here */
+    uint64_t map_bytes;    /* LMDB's map: the limit plus headroom, so deletions always have room */
+    bool batch_grows;      /* the open batch puts something */
+    bool over_limit;       /* the store was at its limit when the batch began */
 } lmdb_store;
 
 static fwm__store_status fail(fwm__store_error *error, fwm__store_status status, const char *format, ...)
@@ -70,7 +72,7 @@ static fwm__store_status status_of(int rc) {
 
 /* An LMDB failure, named with the data file and what was being done. */
 static fwm__store_status lmdb_fail(lmdb_store *s, fwm__store_error *error, int rc, const char *doing) {
-    const char *hint = rc == MDB_MAP_FULL ? " (the store reached --store-max-bytes)" : "";
+    const char *hint = rc == MDB_MAP_FULL ? " (the store reached --store-max-bytes and its headroom)" : "";
     return fail(error, status_of(rc), "%s: %s: %s%s", s->data_path, doing, mdb_strerror(rc), hint);
 }
 
@@ -90,7 +92,7 @@ static MDB_val val(const void *data, size_t size) {
     return v;
 }
 
-static int take_reserve(lmdb_store *s);
+static fwm__store_status used_bytes(lmdb_store *s, MDB_txn *txn, uint64_t *used, fwm__store_error *error);
 
 /* ---- open / close ---- */
 
@@ -175,7 +177,13 @@ static fwm__store_status lmdb_open(const char *dir, const fwm__store_options *op
     fwm__store_status status = take_lock(s, error);
     if (status != FWM_STORE_OK) goto fail;
     int rc = mdb_env_create(&s->env);
-    uint64_t map = options && options->map_bytes ? options->map_bytes : DEFAULT_MAP_BYTES;
+    uint64_t limit = options && options->map_bytes ? options->map_bytes : DEFAULT_MAP_BYTES;
+    uint64_t headroom = limit / 8;
+    if (headroom < (1u << 20)) headroom = 1u << 20;
+    if (headroom > (64u << 20)) headroom = 64u << 20;
+    uint64_t map = limit + headroom;
+    s->limit_bytes = limit;
+    s->map_bytes = map;
     if (!rc) rc = mdb_env_set_maxdbs(s->env, 4);
     if (!rc) rc = mdb_env_set_maxreaders(s->env, 1024);
     if (!rc) rc = mdb_env_set_mapsize(s->env, (size_t)map);
@@ -186,10 +194,6 @@ static fwm__store_status lmdb_open(const char *dir, const fwm__store_options *op
     }
     status = open_databases(s, error);
     if (status != FWM_STORE_OK) goto fail;
-    s->reserve_bytes = (size_t)(map / 16);
-    if (s->reserve_bytes < 65536) s->reserve_bytes = 65536;
-    if (s->reserve_bytes > (8u << 20)) s->reserve_bytes = 8u << 20;
-    take_reserve(s); /* a store that is already full starts without it */
     *out = &s->base;
     return FWM_STORE_OK;
 fail:
@@ -202,6 +206,15 @@ fail:
 static fwm__store_status lmdb_begin(fwm__store *base, fwm__store_error *error) {
     lmdb_store *s = (lmdb_store *)base;
     if (s->write) return fail(error, FWM_STORE_IO, "a write batch is already open");
+    /* the space in use, read first (LMDB lets only a reader walk its free list) */
+    uint64_t used = 0;
+    MDB_txn *reader;
+    s->batch_grows = false;
+    s->over_limit = false;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &reader) == 0) {
+        s->over_limit = used_bytes(s, reader, &used, NULL) == FWM_STORE_OK && used >= s->limit_bytes;
+        mdb_txn_abort(reader);
+    }
     int rc = mdb_txn_begin(s->env, NULL, 0, &s->write);
     if (rc) {
         s->write = NULL;
@@ -212,6 +225,7 @@ static fwm__store_status lmdb_begin(fwm__store *base, fwm__store_error *error) {
 
 static fwm__store_status put(lmdb_store *s, MDB_dbi dbi, const void *key, size_t key_length, const void *bytes,
                              size_t length, fwm__store_error *error, const char *what) {
+    s->batch_grows = true;
     MDB_val k = val(key, key_length), v = val(bytes, length);
     int rc = mdb_put(s->write, dbi, &k, &v, 0);
     return rc ? lmdb_fail(s, error, rc, what) : FWM_STORE_OK;
@@ -275,6 +289,13 @@ static fwm__store_status lmdb_remove(fwm__store *base, const uint8_t *id, fwm__s
 static fwm__store_status lmdb_commit(fwm__store *base, fwm__store_error *error) {
     lmdb_store *s = (lmdb_store *)base;
     if (!s->write) return fail(error, FWM_STORE_IO, "no write batch is open");
+    if (s->over_limit && s->batch_grows) { /* deletions may go on into the headroom; nothing else */
+        mdb_txn_abort(s->write);
+        s->write = NULL;
+        return fail(error, FWM_STORE_FULL, "%s: the store holds %llu bytes, its limit (--store-max-bytes); "
+                    "only deletions are written until sessions are closed", s->data_path,
+                    (unsigned long long)s->limit_bytes);
+    }
     int rc = mdb_txn_commit(s->write);
     s->write = NULL;
     return rc ? lmdb_fail(s, error, rc, "cannot commit a write") : FWM_STORE_OK;
@@ -292,60 +313,52 @@ static fwm__store_status lmdb_sync(fwm__store *base, fwm__store_error *error) {
     return rc ? lmdb_fail(s, error, rc, "cannot sync to disk") : FWM_STORE_OK;
 }
 
-/* Put the deletion headroom back unless it is there (in its own write). */
-static int take_reserve(lmdb_store *s) {
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    if (rc) return rc;
-    MDB_val k = val(RESERVE_KEY, strlen(RESERVE_KEY)), v;
-    rc = mdb_get(txn, s->info, &k, &v);
-    if (rc == 0) {
-        mdb_txn_abort(txn);
-        return 0;
-    }
-    v.mv_size = s->reserve_bytes;
-    v.mv_data = NULL;
-    rc = mdb_put(txn, s->info, &k, &v, MDB_RESERVE);
-    if (rc == 0) {
-        memset(v.mv_data, 0, v.mv_size);
-        return mdb_txn_commit(txn);
-    }
-    mdb_txn_abort(txn);
-    return rc;
+/* Pages in use: the file's high-water mark less the pages on LMDB's free list (a scan of the free
+ * list, made only when the high-water mark is past the limit, i.e. when the store is nearly full). */
+static fwm__store_status used_bytes(lmdb_store *s, MDB_txn *txn, uint64_t *used, fwm__store_error *error) {
+    MDB_envinfo info;
+    MDB_stat st;
+    if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0)
+        return fail(error, FWM_STORE_IO, "%s: cannot read the store's size", s->data_path);
+    uint64_t pages = (uint64_t)info.me_last_pgno + 1;
+    *used = pages * st.ms_psize;
+    if (*used < s->limit_bytes) return FWM_STORE_OK;
+    MDB_cursor *cursor;
+    if (mdb_cursor_open(txn, 0 /* FREE_DBI: readers only */, &cursor) != 0) return FWM_STORE_OK;
+    MDB_val k, v;
+    uint64_t free_pages = 0;
+    for (int rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
+        if (v.mv_size >= sizeof(size_t)) free_pages += *(const size_t *)v.mv_data; /* an IDL: its count first */
+    mdb_cursor_close(cursor);
+    *used = (free_pages < pages ? pages - free_pages : 0) * st.ms_psize;
+    return FWM_STORE_OK;
 }
 
+/* The LMDB store keeps its deletion headroom beyond the limit in its map: nothing to give up. */
 static fwm__store_status lmdb_free_reserve(fwm__store *base, fwm__store_error *error) {
-    lmdb_store *s = (lmdb_store *)base;
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    if (rc) return lmdb_fail(s, error, rc, "cannot begin a write");
-    MDB_val k = val(RESERVE_KEY, strlen(RESERVE_KEY));
-    rc = mdb_del(txn, s->info, &k, NULL);
-    if (rc) {
-        mdb_txn_abort(txn);
-        return rc == MDB_NOTFOUND ? FWM_STORE_NOT_FOUND : lmdb_fail(s, error, rc, "cannot free the reserve");
-    }
-    rc = mdb_txn_commit(txn);
-    return rc ? lmdb_fail(s, error, rc, "cannot free the reserve") : FWM_STORE_OK;
+    (void)base, (void)error;
+    return FWM_STORE_NOT_FOUND;
 }
 
-/* Room for `bytes` more beyond the deletion headroom, in the map (a write that is then thrown away)
- * and on the file system; on success the headroom is taken back. */
+/* Room for `bytes` more under the limit (and on the file system). */
 static fwm__store_status lmdb_probe(fwm__store *base, size_t bytes, fwm__store_error *error) {
     lmdb_store *s = (lmdb_store *)base;
+    if (bytes > s->limit_bytes / 8) bytes = (size_t)(s->limit_bytes / 8); /* small stores: an eighth of it */
     struct statvfs fs;
-    if (statvfs(s->dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < bytes + s->reserve_bytes)
+    if (statvfs(s->dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < bytes)
         return fail(error, FWM_STORE_FULL, "%s: the file system has %llu bytes free", s->dir,
                     (unsigned long long)fs.f_bavail * fs.f_frsize);
     MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    if (rc) return lmdb_fail(s, error, rc, "cannot begin a write");
-    MDB_val k = val("probe", 5), v = {bytes + s->reserve_bytes, NULL};
-    rc = mdb_put(txn, s->info, &k, &v, MDB_RESERVE);
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc) return lmdb_fail(s, error, rc, "cannot begin a read");
+    uint64_t used = 0;
+    fwm__store_status st = used_bytes(s, txn, &used, error);
     mdb_txn_abort(txn);
-    if (rc) return lmdb_fail(s, error, rc, "no room to write");
-    rc = take_reserve(s);
-    return rc ? lmdb_fail(s, error, rc, "no room for the reserve") : FWM_STORE_OK;
+    if (st != FWM_STORE_OK) return st;
+    if (used + bytes > s->limit_bytes)
+        return fail(error, FWM_STORE_FULL, "%s: %llu bytes in use, the limit is %llu", s->data_path,
+                    (unsigned long long)used, (unsigned long long)s->limit_bytes);
+    return FWM_STORE_OK;
 }
 
 /* ---- reading ---- */
@@ -462,7 +475,7 @@ static fwm__store_status lmdb_info(fwm__store *base, fwm__store_info *out, fwm__
     MDB_envinfo info;
     MDB_stat env;
     if (mdb_env_info(s->env, &info) == 0 && mdb_env_stat(s->env, &env) == 0) {
-        out->map_bytes = info.me_mapsize;
+        out->map_bytes = s->limit_bytes;
         out->used_bytes = (uint64_t)(info.me_last_pgno + 1) * env.ms_psize;
     }
     struct stat file;
