@@ -4,7 +4,8 @@
 # (one run of each mode per repetition, each on a fresh server and a fresh data folder), then the
 # medians per mode and their ratio to memory-only, all from this one invocation.
 #
-#   bench/server/durability_report.sh [--build DIR] [--model FILE] [--repeat N] [--server "OPTS"] -- BENCH-OPTS
+#   bench/server/durability_report.sh [--build DIR] [--model FILE] [--repeat N] [--server "OPTS"]
+#                                     [--modes "memory never interval always"] -- BENCH-OPTS
 #   e.g. bench/server/durability_report.sh --repeat 3 -- --sessions 1000 --seconds 8
 #
 # Defaults: build dir `build`, the bundled model, 3 repetitions. The data folders live in a temp
@@ -16,12 +17,14 @@ build="$root/build"
 model="$root/models/fwm-babi-lm.gguf"
 repeat=3
 server_opts=""
+modes=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --build) build="$2"; shift 2 ;;
         --model) model="$2"; shift 2 ;;
         --repeat) repeat="$2"; shift 2 ;;
         --server) server_opts="$2"; shift 2 ;;
+        --modes) modes="$2"; shift 2 ;;
         --) shift; break ;;
         *) echo "durability_report.sh: unknown option $1 (options before --, bench-serve's after)" >&2; exit 2 ;;
     esac
@@ -35,7 +38,7 @@ done
 work="$(mktemp -d)"
 pid=""
 trap '[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-modes="memory never interval always"
+modes="${modes:-memory never interval always}"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 echo "data folders on: $(df -h "$work" | tail -1 | awk '{print $1, $6}')"
 echo "server: fwm-serve $(basename "$model") $server_opts; load: bench-serve $*"
