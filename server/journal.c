@@ -132,7 +132,10 @@ static bool only_deletes(const fwm__outbox *o) {
 static void set_health(fwm__journal *j, bool ok, const char *why) {
     pthread_mutex_lock(&j->mutex);
     j->degraded = !ok;
-    if (!ok) snprintf(j->why, sizeof j->why, "%s", why);
+    if (!ok) {
+        snprintf(j->why, sizeof j->why, "%s", why);
+        pthread_cond_signal(&j->wake); /* the journal thread probes, even when the loop writes */
+    }
     pthread_mutex_unlock(&j->mutex);
 }
 
@@ -173,8 +176,8 @@ static void sync_now(fwm__journal *j) {
     }
 }
 
-/* Write every outbox of the batch (in order), then pass them all on. */
-static void process(fwm__journal *j, fwm__outbox *batch) {
+/* Write every outbox of the batch (in order), marking those that could not be written. */
+static void write_all(fwm__journal *j, fwm__outbox *batch) {
     size_t count = 0;
     for (fwm__outbox *o = batch; o; o = o->next) count++;
     fwm__outbox **all = fwm__malloc((count ? count : 1) * sizeof *all);
@@ -248,6 +251,11 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
     pthread_mutex_unlock(&j->mutex);
     fwm__free(all);
     fwm__free(writing);
+}
+
+/* Write the batch, then pass every outbox on, in order. */
+static void process(fwm__journal *j, fwm__outbox *batch) {
+    write_all(j, batch);
     while (batch) {
         fwm__outbox *next = batch->next;
         batch->next = NULL;
@@ -377,7 +385,20 @@ void fwm__journal_stop(fwm__journal *j) {
     fwm__free(j);
 }
 
+bool fwm__journal_inline(const fwm__journal *j) {
+    return j->params.mode != FWM_FSYNC_ALWAYS;
+}
+
+void fwm__journal_write_inline(fwm__journal *j, fwm__outbox *batch) {
+    write_all(j, batch);
+}
+
 void fwm__journal_submit(fwm__journal *j, fwm__outbox *o) {
+    if (fwm__journal_inline(j)) { /* the loop writes it, with everything else it delivers */
+        o->next = NULL;
+        j->params.post(j->params.user, o);
+        return;
+    }
     o->next = NULL;
     pthread_mutex_lock(&j->mutex);
     if (j->tail) j->tail->next = o;

@@ -16,7 +16,8 @@
  * `degraded` (the loop refuses state-changing requests with `storage`); it probes for space once a
  * second and recovers by itself.
  *
- * Threading: submit, health and stats from any thread; post runs on the journal thread.
+ * Threading: submit, health and stats from any thread; post runs on the journal thread (or, inline,
+ * on the caller's).
  */
 #ifndef FWM_SERVER_JOURNAL_H
 #define FWM_SERVER_JOURNAL_H
@@ -59,6 +60,16 @@ fwm__journal *fwm__journal_start(const fwm__journal_params *params);
 void fwm__journal_stop(fwm__journal *journal);
 
 void fwm__journal_submit(fwm__journal *journal, fwm__outbox *outbox);
+
+/* --fsync interval and never need no thread between the workers and the loop: the loop writes each
+ * list of outboxes itself, in one batch, right before it delivers them (a commit without fsync takes
+ * tens of microseconds; a thread hand-off more per batch cost more than that). The journal thread
+ * then only probes a failing store; the syncer thread still forces commits to disk (interval).
+ * With --fsync always the fsync must not stall the loop: outboxes go through the journal thread. */
+bool fwm__journal_inline(const fwm__journal *journal);
+/* Inline mode, loop thread only: write the operations of the outboxes of the list `batch`, marking
+ * those that could not be written (store_failed); the caller then delivers them, in order. */
+void fwm__journal_write_inline(fwm__journal *journal, fwm__outbox *batch);
 /* Whether nothing is queued or being written. */
 bool fwm__journal_idle(fwm__journal *journal);
 /* Whether writes currently succeed; when not, `why` (may be NULL) names the problem. */

@@ -129,6 +129,8 @@ static bool drain_inbox(fwm__server *s) {
     s->inbox_head = s->inbox_tail = NULL;
     pthread_mutex_unlock(&s->inbox_mutex);
     bool any = o != NULL;
+    if (o && s->journal && fwm__journal_inline(s->journal))
+        fwm__journal_write_inline(s->journal, o); /* recorded before anything of it is delivered */
     while (o) {
         fwm__outbox *next = o->next;
         deliver(s, o);
@@ -484,7 +486,7 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
         .models = s->model_handles, .model_names = s->model_names, .model_count = s->model_count,
         .store = s->store, .snapshot_tokens = config->snapshot_tokens, .workers = s->workers,
         .max_batch = config->max_batch, .max_unsent = config->max_output_bytes,
-        .post = s->store ? post_to_journal : post_outbox, .user = s};
+        .post = s->store && !fwm__journal_inline(s->journal) ? post_to_journal : post_outbox, .user = s};
     if (!(s->scheduler = fwm__scheduler_start(&sp))) {
         fprintf(stderr, "fwm-serve: cannot start %zu worker threads\n", s->workers);
         goto fail;
