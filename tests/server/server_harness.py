@@ -4,6 +4,7 @@ independent msgpack-RPC client (python3-msgpack) that can also send raw bytes.
 
 Every wait is bounded: sockets time out, processes are killed when a test ends.
 """
+import argparse
 import glob
 import os
 import signal
@@ -313,3 +314,22 @@ def run_case(env, name, case, failures=(AssertionError, OSError)):
         return 1
     finally:
         env.close()
+
+
+def main(cases, needs_babi=lambda case: False):
+    """The command line every test script of this folder takes:
+    SCRIPT CASE --serve PATH --init PATH --babi DIR --source-root DIR. Runs the case (skips it with
+    77 when it needs the bAbI data and there is none) and returns the exit status."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(cases))
+    ap.add_argument("--serve", required=True)
+    ap.add_argument("--init", required=True)
+    ap.add_argument("--babi", required=True)
+    ap.add_argument("--source-root", required=True)
+    args = ap.parse_args()
+    if needs_babi(args.case) and not os.path.isdir(args.babi):
+        print("SKIP: no bAbI data at %s" % args.babi)
+        return SKIP
+    env = Env(args)
+    return run_case(env, args.case, lambda: cases[args.case](env),
+                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData, UnicodeDecodeError, ValueError))

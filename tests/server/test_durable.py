@@ -10,7 +10,6 @@ the acknowledged operations (plus at most the one unacknowledged) predicts. The 
 second fwm-serve in memory-only mode, so the durable path (log, snapshots, replay) is compared with
 plain stepping. Exit 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import random
 import signal
@@ -18,11 +17,11 @@ import sys
 import threading
 import time
 
-import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import (SKIP, Client, Env, RpcError, babi_files, check, check_eq, expect_error,  # noqa: E402
-                            read_stories, run_case, tokenize)
+from server_harness import main as harness_main  # noqa: E402
+from server_harness import (Client, RpcError, babi_files, check, check_eq, expect_error,  # noqa: E402
+                            read_stories, tokenize)
 
 TOPK = 12
 
@@ -547,21 +546,5 @@ def case_session_ttl(env):
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--serve", required=True)
-    ap.add_argument("--init", required=True)
-    ap.add_argument("--babi", required=True)
-    ap.add_argument("--source-root", required=True)
-    args = ap.parse_args()
-    if not os.path.isdir(args.babi):
-        print("SKIP: no bAbI data at %s" % args.babi)
-        return SKIP
-    env = Env(args)
-    return run_case(env, args.case, lambda: CASES[args.case](env),
-                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness_main(CASES, needs_babi=lambda case: True))

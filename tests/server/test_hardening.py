@@ -8,7 +8,6 @@ Each case reproduces one attack and checks that the limit holds, measured from o
 bytes through `stats`, the replies (decoded by python3-msgpack with raw=False, so any string that
 is not valid UTF-8 fails the test), the server's log lines. Exit 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import random
 import socket
@@ -20,7 +19,8 @@ import time
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import Client, Env, RpcError, check, check_eq, connect, run_case  # noqa: E402
+from server_harness import main as harness_main  # noqa: E402
+from server_harness import Client, RpcError, check, check_eq, connect  # noqa: E402
 
 
 def read_all(sock, seconds, unpacker=None):
@@ -688,19 +688,5 @@ def case_out_of_descriptors(env):
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--serve", required=True)
-    ap.add_argument("--init", required=True)
-    ap.add_argument("--babi", required=True)
-    ap.add_argument("--source-root", required=True)
-    args = ap.parse_args()
-    env = Env(args)
-    return run_case(env, args.case, lambda: CASES[args.case](env),
-                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData, UnicodeDecodeError,
-                              ValueError))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness_main(CASES))

@@ -7,7 +7,6 @@ The client here is python3-msgpack, independent of the server's C codec. Models 
 made with fwm-init in a temp dir (the bundled model only for babi_bundled / bundled_model_missing,
 which skip with 77 when it is absent or present respectively). Exit 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import os
 import random
 import signal
@@ -18,8 +17,9 @@ import time
 import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_harness import (SKIP, Client, Env, RpcError, check, check_eq, connect, expect_error, run_case,  # noqa: E402
-                            babi_files, read_stories, story_text, tokenize)
+from server_harness import main as harness_main  # noqa: E402
+from server_harness import (SKIP, Client, check, check_eq, connect, expect_error, babi_files,  # noqa: E402
+                            read_stories, story_text, tokenize)
 
 
 def some_stories(env, count, per_task=None, max_words=None):
@@ -565,21 +565,5 @@ def case_babi_bundled(env):
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=sorted(CASES))
-    ap.add_argument("--serve", required=True)
-    ap.add_argument("--init", required=True)
-    ap.add_argument("--babi", required=True)
-    ap.add_argument("--source-root", required=True)
-    args = ap.parse_args()
-    if not os.path.isdir(args.babi) and args.case in ("sequential_equivalence", "babi_bundled"):
-        print("SKIP: no bAbI data at %s" % args.babi)
-        return SKIP
-    env = Env(args)
-    return run_case(env, args.case, lambda: CASES[args.case](env),
-                    failures=(AssertionError, RpcError, OSError, msgpack.ExtraData))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness_main(CASES, needs_babi=lambda case: case in ("sequential_equivalence", "babi_bundled")))
