@@ -12,66 +12,29 @@
 # folder on the file system of $TMPDIR (the fsync cost is that disk's). Prints figures; never fails
 # on them.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/build"
-model="$root/models/fwm-babi-lm.gguf"
-repeat=3
-server_opts=""
-modes=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --build) build="$2"; shift 2 ;;
-        --model) model="$2"; shift 2 ;;
-        --repeat) repeat="$2"; shift 2 ;;
-        --server) server_opts="$2"; shift 2 ;;
-        --modes) modes="$2"; shift 2 ;;
-        --) shift; break ;;
-        *) echo "durability_report.sh: unknown option $1 (options before --, bench-serve's after)" >&2; exit 2 ;;
-    esac
-done
-data="${FWM_BABI_DIR:-$root/../shared/data/babi-v1.2}"
-serve="$build/server/fwm-serve"
-bench="$build/bench/server/bench-serve"
-for f in "$serve" "$bench"; do
-    [ -x "$f" ] || { echo "durability_report.sh: $f not built (meson compile -C $build)" >&2; exit 1; }
-done
-work="$(mktemp -d)"
-pid=""
-trap '[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+# shellcheck source=report_common.sh
+source "$(dirname "$0")/report_common.sh"
+report_init durability_report.sh 3 "$@"
 modes="${modes:-memory never interval always}"
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 echo "data folders on: $(df -h "$work" | tail -1 | awk '{print $1, $6}')"
-echo "server: fwm-serve $(basename "$model") $server_opts; load: bench-serve $*"
+echo "server: fwm-serve $(basename "$model") $server_opts; load: bench-serve ${bench_args[*]}"
 for i in $(seq "$repeat"); do
     for mode in $modes; do
-        rm -rf "$work/port" "$work/sock" "$work/data"
+        rm -rf "$work/data"
         durable=()
         [ "$mode" = memory ] || durable=(--data-dir "$work/data" --fsync "$mode")
-        # shellcheck disable=SC2086
-        "$serve" "$model" --listen tcp://127.0.0.1:0 --listen "unix:$work/sock" --port-file "$work/port" \
-            --quiet --max-sessions 1000000 "${durable[@]}" $server_opts &
-        pid=$!
-        for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-        [ -s "$work/port" ] || { echo "durability_report.sh: fwm-serve did not start" >&2; exit 1; }
-        "$bench" --connect "$(head -1 "$work/port")" --connect "unix:$work/sock" --babi "$data" "$@" \
-            > "$work/run.txt"
-        kill -INT "$pid"
-        wait "$pid" || true
-        pid=""
-        tps=$(sed -n 's/.*: \([0-9.]*\) tokens\/s aggregate.*/\1/p' "$work/run.txt")
-        lat=$(sed -n 's/^per-token latency.*p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$work/run.txt")
-        req=$(sed -n 's/^request latency.*p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$work/run.txt")
-        echo "run $i $mode: $tps tokens/s, per-token p50/p99 ${lat/ / / } ms, request p50/p99 ${req/ / / } ms"
-        echo "$tps $lat $req" >> "$work/$mode.txt"
+        report_run "$work/run.txt" --max-sessions 1000000 "${durable[@]}"
+        read -r tps p50 p99 r50 r99 <<< "$(report_figures "$work/run.txt")"
+        echo "run $i $mode: $tps tokens/s, per-token p50/p99 $p50 / $p99 ms, request p50/p99 $r50 / $r99 ms"
+        echo "$tps $p50 $p99 $r50 $r99" >> "$work/$mode.txt"
     done
 done
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-base=$(cut -d' ' -f1 "$work/memory.txt" | median)
+base=$(cut -d' ' -f1 "$work/memory.txt" 2>/dev/null | median)
 echo "medians of $repeat (ratio: tokens/s against memory-only in this invocation):"
 for mode in $modes; do
     tps=$(cut -d' ' -f1 "$work/$mode.txt" | median)
     printf "  %-9s %10s tokens/s  (%.3f)  per-token p50 %s ms, p99 %s ms; request p50 %s ms, p99 %s ms\n" \
-        "$mode" "$tps" "$(echo "$tps $base" | awk '{print $1 / $2}')" \
+        "$mode" "$tps" "$(echo "$tps ${base:-$tps}" | awk '{print $1 / $2}')" \
         "$(cut -d' ' -f2 "$work/$mode.txt" | median)" "$(cut -d' ' -f3 "$work/$mode.txt" | median)" \
         "$(cut -d' ' -f4 "$work/$mode.txt" | median)" "$(cut -d' ' -f5 "$work/$mode.txt" | median)"
 done
