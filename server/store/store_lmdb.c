@@ -92,7 +92,8 @@ static MDB_val val(const void *data, size_t size) {
     return v;
 }
 
-static fwm__store_status used_bytes(lmdb_store *s, MDB_txn *txn, uint64_t *used, fwm__store_error *error);
+static fwm__store_status used_bytes(lmdb_store *s, uint64_t *used, fwm__store_error *error);
+static fwm__store_status read_begin(lmdb_store *s, MDB_txn **txn, fwm__store_error *error);
 
 /* ---- open / close ---- */
 
@@ -206,15 +207,9 @@ fail:
 static fwm__store_status lmdb_begin(fwm__store *base, fwm__store_error *error) {
     lmdb_store *s = (lmdb_store *)base;
     if (s->write) return fail(error, FWM_STORE_IO, "a write batch is already open");
-    /* the space in use, read first (LMDB lets only a reader walk its free list) */
     uint64_t used = 0;
-    MDB_txn *reader;
     s->batch_grows = false;
-    s->over_limit = false;
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &reader) == 0) {
-        s->over_limit = used_bytes(s, reader, &used, NULL) == FWM_STORE_OK && used >= s->limit_bytes;
-        mdb_txn_abort(reader);
-    }
+    s->over_limit = used_bytes(s, &used, NULL) == FWM_STORE_OK && used >= s->limit_bytes;
     int rc = mdb_txn_begin(s->env, NULL, 0, &s->write);
     if (rc) {
         s->write = NULL;
@@ -313,9 +308,11 @@ static fwm__store_status lmdb_sync(fwm__store *base, fwm__store_error *error) {
     return rc ? lmdb_fail(s, error, rc, "cannot sync to disk") : FWM_STORE_OK;
 }
 
-/* Pages in use: the file's high-water mark less the pages on LMDB's free list (a scan of the free
- * list, made only when the high-water mark is past the limit, i.e. when the store is nearly full). */
-static fwm__store_status used_bytes(lmdb_store *s, MDB_txn *txn, uint64_t *used, fwm__store_error *error) {
+/* Pages in use: the file's high-water mark less the pages on LMDB's free list. The free list is
+ * scanned (in a read transaction of its own: LMDB lets only readers walk it) only when the
+ * high-water mark is past the limit, i.e. when the store is nearly full; otherwise this costs no
+ * transaction, so a write batch pays nothing for it. */
+static fwm__store_status used_bytes(lmdb_store *s, uint64_t *used, fwm__store_error *error) {
     MDB_envinfo info;
     MDB_stat st;
     if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0)
@@ -323,13 +320,20 @@ static fwm__store_status used_bytes(lmdb_store *s, MDB_txn *txn, uint64_t *used,
     uint64_t pages = (uint64_t)info.me_last_pgno + 1;
     *used = pages * st.ms_psize;
     if (*used < s->limit_bytes) return FWM_STORE_OK;
+    MDB_txn *txn;
+    fwm__store_status status = read_begin(s, &txn, error);
+    if (status != FWM_STORE_OK) return status;
     MDB_cursor *cursor;
-    if (mdb_cursor_open(txn, 0 /* FREE_DBI: readers only */, &cursor) != 0) return FWM_STORE_OK;
+    if (mdb_cursor_open(txn, 0 /* FREE_DBI */, &cursor) != 0) {
+        mdb_txn_abort(txn);
+        return FWM_STORE_OK;
+    }
     MDB_val k, v;
     uint64_t free_pages = 0;
     for (int rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT))
         if (v.mv_size >= sizeof(size_t)) free_pages += *(const size_t *)v.mv_data; /* an IDL: its count first */
     mdb_cursor_close(cursor);
+    mdb_txn_abort(txn);
     *used = (free_pages < pages ? pages - free_pages : 0) * st.ms_psize;
     return FWM_STORE_OK;
 }
@@ -348,12 +352,8 @@ static fwm__store_status lmdb_probe(fwm__store *base, size_t bytes, fwm__store_e
     if (statvfs(s->dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < bytes)
         return fail(error, FWM_STORE_FULL, "%s: the file system has %llu bytes free", s->dir,
                     (unsigned long long)fs.f_bavail * fs.f_frsize);
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-    if (rc) return lmdb_fail(s, error, rc, "cannot begin a read");
     uint64_t used = 0;
-    fwm__store_status st = used_bytes(s, txn, &used, error);
-    mdb_txn_abort(txn);
+    fwm__store_status st = used_bytes(s, &used, error);
     if (st != FWM_STORE_OK) return st;
     if (used + bytes > s->limit_bytes)
         return fail(error, FWM_STORE_FULL, "%s: %llu bytes in use, the limit is %llu", s->data_path,
