@@ -329,6 +329,14 @@ static void arg_str(fwm_client *c, const char *key, const char *value) {
     fwm__rpc_pack_cstr(&c->pk, value);
 }
 
+static void arg_bool(fwm_client *c, const char *key, bool value) {
+    fwm__rpc_pack_cstr(&c->pk, key);
+    if (value)
+        msgpack_pack_true(&c->pk);
+    else
+        msgpack_pack_false(&c->pk);
+}
+
 static void arg_uint(fwm_client *c, const char *key, uint64_t value) {
     fwm__rpc_pack_cstr(&c->pk, key);
     msgpack_pack_uint64(&c->pk, value);
@@ -465,15 +473,26 @@ int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const 
     return FWM_RPC_OK;
 }
 
-int fwm_client_open(fwm_client *c, const char *model, int topk, char session[FWM_CLIENT_SESSION_ID_SIZE],
-                    fwm_client_error *err) {
+static int open_session(fwm_client *c, const char *model, int topk, bool prime,
+                        char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err) {
     if (!c || !session) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client and session must not be NULL");
-    uint32_t id = begin(c, "open", (model ? 1 : 0) + (topk >= 0 ? 1 : 0));
+    uint32_t id = begin(c, "open", (model ? 1 : 0) + (topk >= 0 ? 1 : 0) + (prime ? 0 : 1));
     if (model) arg_str(c, "model", model);
     if (topk >= 0) arg_uint(c, "topk", (uint64_t)topk);
+    if (!prime) arg_bool(c, "prime", false);
     const msgpack_object *r;
     int rc = finish(c, id, NULL, NULL, &r, err);
     return rc != FWM_RPC_OK ? rc : copy_session(r, "session", session, err);
+}
+
+int fwm_client_open(fwm_client *c, const char *model, int topk, char session[FWM_CLIENT_SESSION_ID_SIZE],
+                    fwm_client_error *err) {
+    return open_session(c, model, topk, true, session, err);
+}
+
+int fwm_client_open_unprimed(fwm_client *c, const char *model, int topk, char session[FWM_CLIENT_SESSION_ID_SIZE],
+                             fwm_client_error *err) {
+    return open_session(c, model, topk, false, session, err);
 }
 
 static int feed(fwm_client *c, const char *session, const char *text, const uint32_t *tokens, size_t count,
@@ -571,6 +590,15 @@ static int session_call(fwm_client *c, const char *method, const char *session, 
 int fwm_client_reset(fwm_client *c, const char *session, fwm_client_error *err) {
     const msgpack_object *r;
     return session_call(c, "reset", session, &r, err);
+}
+
+int fwm_client_reset_unprimed(fwm_client *c, const char *session, fwm_client_error *err) {
+    if (!c || !session) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client and session must not be NULL");
+    uint32_t id = begin(c, "reset", 2);
+    arg_str(c, "session", session);
+    arg_bool(c, "prime", false);
+    const msgpack_object *r;
+    return finish(c, id, NULL, NULL, &r, err);
 }
 
 int fwm_client_close_session(fwm_client *c, const char *session, fwm_client_error *err) {

@@ -26,7 +26,8 @@ static const char *const written_keys[] = {
 #define FWM_HPARAM_KEY_(field, key, kind, def, low, high) key,
     FWM_HPARAM_LIST(FWM_HPARAM_KEY_)
 #undef FWM_HPARAM_KEY_
-    "tokenizer.ggml.model", "tokenizer.ggml.tokens", FWM_KEY_CHECKSUM, FWM_KEY_FINGERPRINT};
+    "tokenizer.ggml.model", "tokenizer.ggml.tokens", FWM_KEY_PRIME_TOKENS, FWM_KEY_CHECKSUM,
+    FWM_KEY_FINGERPRINT};
 
 /* One write per kind of FWM_HPARAM_LIST, with the kind's GGUF type. */
 #define PUT_U32(w, key, value) fwm__gguf_writer_add_u32(w, key, value)
@@ -86,6 +87,19 @@ static fwm_status check_spec(const fwm_write_spec *spec, fwm_error *err) {
         if (!spec->tensors[i])
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data",
                               fwm__tensor_name(i));
+    if (spec->has_prime_tokens) {
+        if (spec->prime_count > FWM_MAX_PRIME_TOKENS)
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "%zu prime tokens, at most %u allowed",
+                              spec->prime_count, FWM_MAX_PRIME_TOKENS);
+        if (spec->prime_count && !spec->prime_tokens)
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "prime_count is %zu but prime_tokens is NULL",
+                              spec->prime_count);
+        for (size_t i = 0; i < spec->prime_count; i++)
+            if (spec->prime_tokens[i] >= spec->hp.vocab_size)
+                return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                                  "prime token %zu is %" PRIu32 ", not below the vocabulary size %" PRIu32,
+                                  i, spec->prime_tokens[i], spec->hp.vocab_size);
+    }
     return check_extra(spec, err);
 }
 
@@ -131,6 +145,12 @@ static fwm_status build_file(const fwm_write_spec *spec, uint8_t **file, size_t 
 #undef FWM_HPARAM_PUT_
     fwm__gguf_writer_add_string(&w, "tokenizer.ggml.model", "word");
     fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", spec->tokens, NULL, v);
+    if (spec->has_prime_tokens) {
+        uint32_t none = 0; /* a valid pointer for an empty array */
+        fwm__gguf_writer_add_array(&w, FWM_KEY_PRIME_TOKENS, FWM_GGUF_TYPE_UINT32,
+                                   spec->prime_count ? (const void *)spec->prime_tokens : &none,
+                                   spec->prime_count);
+    }
     fwm__gguf_writer_add_u64(&w, FWM_KEY_CHECKSUM, checksum);
     fwm__gguf_writer_add_u64(&w, FWM_KEY_FINGERPRINT, fingerprint);
     for (size_t i = 0; i < spec->extra_count; i++) add_extra(&w, &spec->extra[i]);

@@ -189,6 +189,37 @@ done:
     return st;
 }
 
+/* FWM_KEY_PRIME_TOKENS: optional array of u32 token ids below V, at most FWM_MAX_PRIME_TOKENS;
+ * absent means one token, the eos token id (hp must be read and checked already). */
+static fwm_status read_prime_tokens(const fwm_gguf_file *f, fwm_schema *out, fwm_error *err) {
+    const fwm_gguf_kv *kv = fwm__gguf_find_key(f, FWM_KEY_PRIME_TOKENS);
+    if (!kv) {
+        out->has_prime_tokens = 0;
+        out->prime_count = 1;
+        out->prime_tokens[0] = out->hp.eos_token_id;
+        return FWM_OK;
+    }
+    if (kv->type != FWM_GGUF_TYPE_ARRAY || kv->array_type != FWM_GGUF_TYPE_UINT32) {
+        char buf[32];
+        return fwm__error(err, FWM_ERR_FORMAT, "key '%s': expected type array of u32, found %s",
+                          FWM_KEY_PRIME_TOKENS, describe_type(kv, buf, sizeof buf));
+    }
+    if (kv->array_count > FWM_MAX_PRIME_TOKENS)
+        return fwm__error(err, FWM_ERR_FORMAT, "key '%s': has %" PRIu64 " tokens, at most %u allowed",
+                          FWM_KEY_PRIME_TOKENS, kv->array_count, FWM_MAX_PRIME_TOKENS);
+    for (uint64_t i = 0; i < kv->array_count; i++) {
+        uint32_t id = fwm__gguf_read_u32(kv->value + 4 * i);
+        if (id >= out->hp.vocab_size)
+            return fwm__error(err, FWM_ERR_FORMAT,
+                              "key '%s': token %" PRIu64 " is %" PRIu32 ", not below the vocabulary size %" PRIu32,
+                              FWM_KEY_PRIME_TOKENS, i, id, out->hp.vocab_size);
+        out->prime_tokens[i] = id;
+    }
+    out->has_prime_tokens = 1;
+    out->prime_count = (uint32_t)kv->array_count;
+    return FWM_OK;
+}
+
 /* "[1024, 256]" (row-major) for the expected shape. */
 static void format_expected(char *buf, size_t size, uint64_t rows, uint64_t cols, int is_matrix) {
     if (is_matrix)
@@ -270,6 +301,7 @@ fwm_status fwm_schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_e
     if ((st = fwm__hparams_check(&out->hp, FWM_ERR_FORMAT, err))) goto fail;
     if ((st = expect_string(&f, "tokenizer.ggml.model", "word", err))) goto fail;
     if ((st = read_vocabulary(&f, out, err))) goto fail;
+    if ((st = read_prime_tokens(&f, out, err))) goto fail;
 
     fwm_gguf_string name = {"", 0};
     int has_name = 0;

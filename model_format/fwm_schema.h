@@ -26,6 +26,12 @@
 #define FWM_KEY_CHECKSUM "fwm.checksum"       /* u64: XXH64 (seed 0) of the tensor data, see FORMAT.md */
 #define FWM_KEY_FINGERPRINT "fwm.fingerprint" /* u64: see fwm_schema_fingerprint */
 
+/* The tokens a new session reads before anything else (docs/FORMAT.md): an array of u32 token ids,
+ * each below V, at most FWM_MAX_PRIME_TOKENS of them, possibly none. A file without the key gets
+ * the default: one token, tokenizer.ggml.eos_token_id, as every catbAbI story begins. */
+#define FWM_KEY_PRIME_TOKENS "fwm.session.prime_tokens"
+#define FWM_MAX_PRIME_TOKENS 64u
+
 typedef struct fwm_schema_tensor {
     const void *data;    /* into the parsed buffer */
     uint32_t type;       /* FWM_GGML_TYPE_* */
@@ -44,6 +50,9 @@ typedef struct fwm_schema {
     uint64_t checksum;        /* its stored value */
     int has_fingerprint;      /* FWM_KEY_FINGERPRINT present */
     uint64_t fingerprint;     /* its stored value */
+    int has_prime_tokens;     /* FWM_KEY_PRIME_TOKENS present (else the default filled in below) */
+    uint32_t prime_count;     /* tokens a new session reads first, 0..FWM_MAX_PRIME_TOKENS */
+    uint32_t prime_tokens[FWM_MAX_PRIME_TOKENS];
 } fwm_schema;
 
 /* Parse and validate the model file in buf[0..size). On success *out holds owned copies of the
@@ -96,6 +105,11 @@ typedef struct fwm_write_spec {
     const float *tensors[FWM_TENSOR_COUNT]; /* F32 row-major data, FWM_TENSOR_LIST order */
     const fwm_write_kv *extra;            /* optional extra keys (provenance), may be NULL */
     size_t extra_count;
+    /* FWM_KEY_PRIME_TOKENS: written when has_prime_tokens (prime_count ids, possibly none, each
+     * below V); omitted otherwise, which readers take as the default (one eos token). */
+    bool has_prime_tokens;
+    const uint32_t *prime_tokens;
+    size_t prime_count;
 } fwm_write_spec;
 
 /* Write a complete model file (alignment 64, checksum and fingerprint keys included) to `path`,

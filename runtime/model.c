@@ -133,6 +133,24 @@ static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *sch
 }
 
 /* Build a model over buf[0..size), which the caller keeps alive (mapping or copy owned by model). */
+/* The primed start state: a zero session that has read the prime tokens, and the scores after the
+ * last one (the read and the output change no state, so only the last step computes them). */
+fwm_status fwm__model_build_start(struct fwm_model *model, fwm_error *err) {
+    fwm_session_free(model->start);
+    fwm__free(model->start_logits);
+    model->start = NULL;
+    model->start_logits = NULL;
+    fwm_status status = fwm_session_create(model, &model->start, err);
+    if (status != FWM_OK || model->prime_count == 0) return status;
+    model->start_logits = fwm__malloc((size_t)model->hp.vocab_size * sizeof(float));
+    if (!model->start_logits)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for the start state's scores");
+    uint32_t n = model->prime_count;
+    status = fwm_session_step_sequence(model->start, model->prime_tokens, n - 1, NULL, err);
+    if (status != FWM_OK) return status;
+    return fwm_session_step(model->start, model->prime_tokens[n - 1], model->start_logits, err);
+}
+
 static fwm_status build_model(struct fwm_model *model, const void *buf, size_t size,
                               const fwm_model_params *params, fwm_error *err) {
     fwm_schema schema;
@@ -155,6 +173,10 @@ static fwm_status build_model(struct fwm_model *model, const void *buf, size_t s
     status = fwm__vocab_index_build(model, err);
     if (status != FWM_OK) goto done;
     status = fwm__model_prepare(model, err);
+    if (status != FWM_OK) goto done;
+    model->prime_count = schema.prime_count;
+    memcpy(model->prime_tokens, schema.prime_tokens, sizeof model->prime_tokens);
+    status = fwm__model_build_start(model, err);
 done:
     fwm_schema_release(&schema);
     return status;
@@ -266,6 +288,8 @@ fwm_status fwm_model_load(const char *path, const fwm_model_params *params, fwm_
 
 void fwm_model_free(fwm_model *model) {
     if (!model) return;
+    fwm_session_free(model->start);
+    fwm__free(model->start_logits);
     fwm__model_unprepare(model);
     if (model->tokens) {
         for (uint32_t i = 0; i < model->hp.vocab_size; i++) fwm__free(model->tokens[i]);
@@ -309,6 +333,12 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     info->has_checksum = model->has_checksum;
     info->checksum_verified = model->checksum_verified;
     info->name = model->name ? model->name : "";
+    info->prime_token_count = model->prime_count;
+    info->prime_tokens = model->prime_tokens;
+}
+
+const float *fwm_model_start_logits(const fwm_model *model) {
+    return model ? model->start_logits : NULL;
 }
 
 const char *fwm_model_token_text(const fwm_model *model, uint32_t id) {

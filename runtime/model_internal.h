@@ -8,6 +8,7 @@
 
 #include "fwm/fwm.h"
 #include "fwm_hparams.h"
+#include "fwm_schema.h" /* FWM_MAX_PRIME_TOKENS */
 
 struct fwm_model {
     fwm_hparams hp;
@@ -22,6 +23,14 @@ struct fwm_model {
     uint32_t *token_lengths;
     uint32_t *vocab_index;
     uint32_t vocab_index_size;
+
+    /* The session start (docs/FORMAT.md, fwm.session.prime_tokens): the tokens a primed session has
+     * read, and `start`, an owned session holding the state after reading them from zero, which
+     * fwm_session_prime copies, and its next-word scores (V floats; NULL without prime tokens). */
+    uint32_t prime_count;
+    uint32_t prime_tokens[FWM_MAX_PRIME_TOKENS];
+    struct fwm_session *start;
+    float *start_logits;
 
     char *name;           /* owned, "" if absent */
     uint64_t fingerprint;
@@ -39,6 +48,10 @@ struct fwm_model {
 /* Compute the derived tensors (input_gates) once the weights are set. Implemented with the step
  * kernels. FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err);
+
+/* Build the start state (`start`, `start_logits`) from prime_count and prime_tokens, once the
+ * model can step; replaces an earlier one. FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__model_build_start(struct fwm_model *model, fwm_error *err);
 
 /* Release what fwm__model_prepare allocated. */
 void fwm__model_unprepare(struct fwm_model *model);

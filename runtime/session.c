@@ -85,6 +85,22 @@ void fwm_session_reset(fwm_session *session) {
     memset(session->h, 0, session->state_bytes);
 }
 
+/* dst takes src's position and state (same model). */
+static void copy_state(struct fwm_session *dst, const struct fwm_session *src) {
+    dst->position = src->position;
+    dst->has_pending = src->has_pending;
+    dst->pending_s = src->pending_s;
+    memcpy(dst->h, src->h, src->state_bytes);
+}
+
+void fwm_session_prime(fwm_session *session) {
+    if (!session) return;
+    if (session->model->start)
+        copy_state(session, session->model->start);
+    else /* a model being built, before its start state exists */
+        fwm_session_reset(session);
+}
+
 fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_error *err) {
     fwm__error_clear(err);
     if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_fork: out is NULL");
@@ -93,10 +109,7 @@ fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_er
     struct fwm_session *child = NULL;
     fwm_status status = allocate(parent->model, &child, err);
     if (status != FWM_OK) return status;
-    child->position = parent->position;
-    child->has_pending = parent->has_pending;
-    child->pending_s = parent->pending_s;
-    memcpy(child->h, parent->h, parent->state_bytes);
+    copy_state(child, parent);
     *out = child;
     return FWM_OK;
 }

@@ -78,12 +78,17 @@ void fwm__durable_touch(fwm__job_context *ctx, fwm__session_entry *e) {
     if (ctx->store) put_meta(ctx, e);
 }
 
-void fwm__durable_open(fwm__job_context *ctx, fwm__session_entry *e) {
+static void append_log(fwm__job_context *ctx, fwm__session_entry *e, fwm__log_op kind, const uint32_t *tokens,
+                       size_t count);
+
+void fwm__durable_open(fwm__job_context *ctx, fwm__session_entry *e, bool primed) {
     if (!ctx->store) return;
     e->created_ms = fwm__wall_ms();
     e->log_seq = e->log_base = e->logged_tokens = 0;
     e->has_snapshot = false;
     put_meta(ctx, e);
+    /* A stored session without a snapshot starts from zero: a primed one's first record says so. */
+    if (primed) append_log(ctx, e, FWM_LOG_RESET_PRIMED, NULL, 0);
 }
 
 bool fwm__durable_dirty(const fwm__session_entry *e) {
@@ -147,9 +152,9 @@ void fwm__durable_step(fwm__job_context *ctx, fwm__session_entry *e, const uint3
     if (e->logged_tokens >= ctx->snapshot_tokens) fwm__durable_snapshot(ctx, e);
 }
 
-void fwm__durable_reset(fwm__job_context *ctx, fwm__session_entry *e) {
+void fwm__durable_reset(fwm__job_context *ctx, fwm__session_entry *e, bool primed) {
     if (!ctx->store) return;
-    append_log(ctx, e, FWM_LOG_RESET, NULL, 0);
+    append_log(ctx, e, primed ? FWM_LOG_RESET_PRIMED : FWM_LOG_RESET, NULL, 0);
 }
 
 void fwm__durable_remove(fwm__job_context *ctx, fwm__session_entry *e) {
@@ -179,9 +184,8 @@ static bool replay_record(void *user, uint64_t seq, const void *bytes, size_t le
         r->bad_seq = r->expected;
         return false;
     }
-    if (op == FWM_LOG_RESET) {
-        fwm_session_reset(e->session);
-        e->has_logits = false;
+    if (op == FWM_LOG_RESET || op == FWM_LOG_RESET_PRIMED) {
+        fwm__session_start(r->ctx->models[e->model_index], e, op == FWM_LOG_RESET_PRIMED);
     } else {
         if (count > r->ctx->replay_capacity) {
             uint32_t *grown = fwm__realloc(r->ctx->replay_tokens, count * sizeof *grown);

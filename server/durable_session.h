@@ -22,13 +22,13 @@
  * writing and reading a full state (134 KB), and keeps sessions that read little small on disk. */
 #define FWM_EVICT_REPLAY_TOKENS 64
 
-/* A new session (open): its meta record. */
-void fwm__durable_open(fwm__job_context *ctx, fwm__session_entry *entry);
+/* A new session (open): its meta record, and with `primed` a log record saying it was primed. */
+void fwm__durable_open(fwm__job_context *ctx, fwm__session_entry *entry, bool primed);
 /* A new session whose state did not come from stepping (fork child, restore): meta and snapshot. */
 void fwm__durable_created(fwm__job_context *ctx, fwm__session_entry *entry);
 /* `count` tokens were read: a log record (and a snapshot when enough tokens were logged). */
 void fwm__durable_step(fwm__job_context *ctx, fwm__session_entry *entry, const uint32_t *tokens, size_t count);
-void fwm__durable_reset(fwm__job_context *ctx, fwm__session_entry *entry);
+void fwm__durable_reset(fwm__job_context *ctx, fwm__session_entry *entry, bool primed);
 /* Whether the session has logged operations that no snapshot covers. */
 bool fwm__durable_dirty(const fwm__session_entry *entry);
 /* Rewrite the meta record (its last use becomes now). */

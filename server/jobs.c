@@ -369,9 +369,8 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
     case FWM_JOB_PREDICT:
         return respond_simple(ctx, e, job, NULL, false);
     case FWM_JOB_RESET:
-        fwm_session_reset(e->session);
-        e->has_logits = false;
-        fwm__durable_reset(ctx, e);
+        fwm__session_start(ctx->models[e->model_index], e, job->prime);
+        fwm__durable_reset(ctx, e, job->prime);
         return respond_simple(ctx, e, job, NULL, false);
     case FWM_JOB_FORK: {
         fwm__session_entry *child = job->child;
@@ -407,7 +406,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
         return true;
     }
     case FWM_JOB_OPEN:
-        fwm__durable_open(ctx, e);
+        fwm__durable_open(ctx, e, job->prime);
         return respond_simple(ctx, e, job, NULL, true);
     case FWM_JOB_LOAD:
         return run_load(ctx, e, job);

@@ -272,7 +272,7 @@ static bool not_overloaded(request *r, size_t count) {
 
 static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_default) {
     const fwm_model_info *i = &m->info;
-    msgpack_pack_map(pk, 14);
+    msgpack_pack_map(pk, 15);
     key_str(pk, "name", m->name);
     key_str(pk, "fingerprint", m->fingerprint);
     key_u64(pk, "vocab_size", i->vocab_size);
@@ -294,6 +294,10 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     fwm__rpc_pack_bool(pk, i->checksum_verified);
     key(pk, "default");
     fwm__rpc_pack_bool(pk, is_default);
+    key(pk, "prime"); /* the words a new session has read (open, reset) */
+    msgpack_pack_array(pk, i->prime_token_count);
+    for (uint32_t t = 0; t < i->prime_token_count; t++)
+        fwm__rpc_pack_cstr(pk, fwm_model_token_text(m->model, i->prime_tokens[t]));
 }
 
 /* Equal in time that depends on the secret's length only, not on where the first difference is. */
@@ -620,15 +624,18 @@ static bool m_sessions(request *r) {
 
 static bool m_open(request *r) {
     uint32_t m, topk;
+    bool prime = true;
     if (!model_arg(r, &m) || !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) ||
-        !room_for_session(r))
+        fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0 || !room_for_session(r))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
+    if (e) fwm__session_start(r->s->models[m].model, e, prime);
     fwm__job *job = e && r->s->store ? new_job(r, FWM_JOB_OPEN) : NULL;
     if (!e || (r->s->store && !job)) {
         fwm__session_entry_free(e);
         return false;
     }
+    if (job) job->prime = prime;
     if (!fwm__session_table_insert(&r->s->sessions, e)) {
         fwm__job_free(job);
         fwm__session_entry_free(e);
@@ -650,7 +657,7 @@ static bool m_open(request *r) {
     key_str(&pk, "session", e->hex);
     key_str(&pk, "model", r->s->models[m].name);
     key_u64(&pk, "topk", topk);
-    key_u64(&pk, "pos", 0);
+    key_u64(&pk, "pos", fwm_session_position(e->session));
     key_u64(&pk, "memory_bytes", e->memory_bytes);
     return true;
 }
@@ -733,7 +740,17 @@ static bool session_job(request *r, fwm__job_kind kind) {
 }
 
 static bool m_predict(request *r) { return session_job(r, FWM_JOB_PREDICT); }
-static bool m_reset(request *r) { return session_job(r, FWM_JOB_RESET); }
+static bool m_reset(request *r) {
+    bool prime = true;
+    if (fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0) return false;
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    fwm__job *job = new_job(r, FWM_JOB_RESET);
+    if (!job) return false;
+    job->prime = prime;
+    submit(r, e, job);
+    return true;
+}
 static bool m_snapshot(request *r) { return session_job(r, FWM_JOB_SNAPSHOT); }
 
 static bool m_fork(request *r) {
@@ -790,7 +807,8 @@ static bool m_close(request *r) {
 }
 
 static const char *const args_none[] = {NULL};
-static const char *const args_open[] = {"model", "topk", NULL};
+static const char *const args_open[] = {"model", "topk", "prime", NULL};
+static const char *const args_reset[] = {"session", "prime", NULL};
 static const char *const args_feed[] = {"session", "text", "tokens", "topk", "notify", NULL};
 static const char *const args_ask[] = {"session", "question", "commit", "topk", NULL};
 static const char *const args_predict[] = {"session", "topk", NULL};
@@ -805,7 +823,7 @@ static const method methods[] = {
     {"feed", m_feed, args_feed, false, true},
     {"ask", m_ask, args_ask, false, true},
     {"predict", m_predict, args_predict, false, false},
-    {"reset", m_reset, args_session, false, true},
+    {"reset", m_reset, args_reset, false, true},
     {"fork", m_fork, args_session, false, true},
     {"snapshot", m_snapshot, args_session, false, false},
     {"restore", m_restore, args_restore, false, true},

@@ -64,6 +64,7 @@ typedef struct fwm__job {
     bool notify;      /* FEED: send `token` notifications */
     bool commit;      /* ASK: feed the answer too */
     bool keep_stored; /* CLOSE: free the resident session only; the stored one stays */
+    bool prime;       /* RESET: to the model's start state (fwm_session_prime), not to zero */
     uint32_t *tokens; /* FEED/ASK: owned */
     size_t count, done;
     /* ASK after the question: the answer, and whether it was committed */

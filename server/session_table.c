@@ -57,6 +57,20 @@ fwm__session_entry *fwm__session_entry_new(void) {
     return entry;
 }
 
+void fwm__session_start(const fwm_model *model, fwm__session_entry *entry, bool primed) {
+    const float *logits = primed ? fwm_model_start_logits(model) : NULL;
+    if (primed)
+        fwm_session_prime(entry->session);
+    else
+        fwm_session_reset(entry->session);
+    if (logits) {
+        fwm_model_info info;
+        fwm_model_get_info(model, &info);
+        memcpy(entry->last_logits, logits, (size_t)info.vocab_size * sizeof(float));
+    }
+    entry->has_logits = logits != NULL;
+}
+
 void fwm__session_entry_free(fwm__session_entry *entry) {
     if (!entry) return;
     fwm_session_free(entry->session);

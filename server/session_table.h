@@ -78,6 +78,10 @@ fwm__session_entry *fwm__session_entry_new(void);
 /* Free the entry and what it owns (session, logits). NULL is a no-op. */
 void fwm__session_entry_free(fwm__session_entry *entry);
 
+/* Put the entry's session (of `model`) in a start state: with `primed`, the model's start state
+ * (fwm_session_prime) and its scores as the last prediction; otherwise zero, with no prediction. */
+void fwm__session_start(const fwm_model *model, fwm__session_entry *entry, bool primed);
+
 bool fwm__session_table_init(fwm__session_table *table);
 void fwm__session_table_release(fwm__session_table *table); /* does not free entries */
 

@@ -35,6 +35,9 @@ static void usage(FILE *out) {
             "  --read-token WORD     token that triggers reads under 'token' (default \"?\")\n"
             "  --pad-token WORD      padding token (default \"<pad>\", else id 0)\n"
             "  --eos-token WORD      end-of-sample token (default \"<eos>\", else id 1)\n"
+            "  --prime \"WORDS\"       the words a new session reads first (fwm.session.prime_tokens;\n"
+            "                        \"\" for none; default: the key is left out and readers prime\n"
+            "                        with the end-of-sample token)\n"
             "  --forget-bias X       (default %g)\n"
             "  --beta-bias X         (default %g)\n"
             "  --write-scale X       (default 1/T)\n"
@@ -185,6 +188,35 @@ static int64_t find_token(const vocabulary *v, const char *word) {
     return -1;
 }
 
+/* --prime: the space-separated words' ids into ids[], at most FWM_MAX_PRIME_TOKENS. */
+static int resolve_prime(const vocabulary *v, const char *text, uint32_t *ids, size_t *count) {
+    *count = 0;
+    char word[256];
+    for (const char *p = text; *p;) {
+        while (*p == ' ') p++;
+        size_t n = strcspn(p, " ");
+        if (n == 0) break;
+        if (n >= sizeof word) {
+            fprintf(stderr, "fwm-init: --prime: a word of %zu bytes is longer than any token\n", n);
+            return 0;
+        }
+        memcpy(word, p, n);
+        word[n] = '\0';
+        p += n;
+        int64_t id = find_token(v, word);
+        if (id < 0) {
+            fprintf(stderr, "fwm-init: --prime: '%s' is not in the vocabulary\n", word);
+            return 0;
+        }
+        if (*count == FWM_MAX_PRIME_TOKENS) {
+            fprintf(stderr, "fwm-init: --prime: more than %u words\n", FWM_MAX_PRIME_TOKENS);
+            return 0;
+        }
+        ids[(*count)++] = (uint32_t)id;
+    }
+    return 1;
+}
+
 /* Resolve a token flag: explicit words must exist; defaults fall back to `fallback`. */
 static int resolve_token(const vocabulary *v, const char *flag, const char *word, int explicit,
                          uint32_t fallback, uint32_t *id) {
@@ -205,7 +237,7 @@ int main(int argc, char **argv) {
     fwm_hparams hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
     fwm__hparams_defaults(&hp);
     const uint32_t default_vocab_size = hp.vocab_size;
-    const char *out = NULL, *vocab_path = NULL, *name = NULL;
+    const char *out = NULL, *vocab_path = NULL, *name = NULL, *prime = NULL;
     const char *read_token = "?", *pad_token = "<pad>", *eos_token = "<eos>";
     int read_token_given = 0, pad_given = 0, eos_given = 0, write_scale_given = 0;
     uint32_t vocab_size = 0;
@@ -278,6 +310,8 @@ int main(int argc, char **argv) {
             ok = parse_u64(flag, value, 0, UINT64_MAX, &seed);
         else if (strcmp(flag, "--name") == 0)
             name = value;
+        else if (strcmp(flag, "--prime") == 0)
+            prime = value;
         else {
             fprintf(stderr, "fwm-init: unknown flag '%s' (see --help)\n", flag);
             ok = 0;
@@ -310,6 +344,9 @@ int main(int argc, char **argv) {
                        read_token_given || hp.read_policy == FWM_READ_ON_TOKEN, 0,
                        &hp.read_token_id))
         goto done;
+    uint32_t prime_ids[FWM_MAX_PRIME_TOKENS];
+    size_t prime_count = 0;
+    if (prime && !resolve_prime(&vocab, prime, prime_ids, &prime_count)) goto done;
     fwm_error err;
     if (fwm__hparams_check(&hp, FWM_ERR_INVALID_ARGUMENT, &err) ||
         fwm__vocab_check((const char *const *)vocab.tokens, NULL, vocab.count,
@@ -339,7 +376,10 @@ int main(int argc, char **argv) {
                            .name = name,
                            .tokens = (const char *const *)vocab.tokens,
                            .extra = extra,
-                           .extra_count = 3};
+                           .extra_count = 3,
+                           .has_prime_tokens = prime != NULL,
+                           .prime_tokens = prime_ids,
+                           .prime_count = prime_count};
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) spec.tensors[i] = tensors[i];
     fwm_status st = fwm_model_write(out, &spec, &err);
     if (st) {

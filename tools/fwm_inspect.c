@@ -171,6 +171,10 @@ static int print_model(const char *path, const uint8_t *data, size_t size) {
            " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 ")\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
            hp->memory_t);
+    printf("session start: %" PRIu32 " prime token%s [", schema.prime_count, schema.prime_count == 1 ? "" : "s");
+    for (uint32_t i = 0; i < schema.prime_count; i++)
+        printf("%s\"%s\"", i ? ", " : "", schema.tokens[schema.prime_tokens[i]]);
+    printf("]%s\n", schema.has_prime_tokens ? "" : " (the default: the file has no " FWM_KEY_PRIME_TOKENS " key)");
 
     int status = 0;
     uint64_t checksum = fwm_schema_checksum(&schema);

@@ -23,6 +23,10 @@ fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float 
         spec.tensors[k] = params + layout.offset[k];
     spec.extra = extra;
     spec.extra_count = extra_count;
+    /* Every training story begins with the end-of-story token: a served session starts so too. */
+    spec.has_prime_tokens = true;
+    spec.prime_tokens = &hp->eos_token_id;
+    spec.prime_count = 1;
     return fwm_model_write(path, &spec, err);
 }
 

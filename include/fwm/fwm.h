@@ -125,10 +125,19 @@ typedef struct fwm_model_info {
     bool has_checksum;            /* the file carries a tensor-data checksum */
     bool checksum_verified;       /* it was present and verified at load */
     const char *name;             /* general.name, or "" */
+    /* The tokens a session reads first when primed (fwm_session_prime): the file's
+     * fwm.session.prime_tokens, or one token, eos_token_id, for a file without that key. */
+    uint32_t prime_token_count;
+    const uint32_t *prime_tokens; /* owned by the model */
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */
 FWM_API void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
+
+/* The next-word scores (V floats, owned by the model) of a session in the start state
+ * (fwm_session_prime): what the step over the last prime token returned. NULL when the model has no
+ * prime tokens. */
+FWM_API const float *fwm_model_start_logits(const fwm_model *model);
 
 /* The text of token `id`, or NULL when id >= V. */
 FWM_API const char *fwm_model_token_text(const fwm_model *model, uint32_t id);
@@ -155,6 +164,14 @@ FWM_API void fwm_session_free(fwm_session *session);
 
 /* Zero the state (h, c, F) and the position. */
 FWM_API void fwm_session_reset(fwm_session *session);
+
+/* Put the session in the model's start state: the state after reading the model's prime tokens
+ * (fwm_model_info.prime_tokens; "<eos>" for the bundled models, as every catbAbI story begins)
+ * from zero, and the position their count. The same bits as fwm_session_reset followed by
+ * fwm_session_step_sequence over the prime tokens, at the cost of a copy. A session meant to read
+ * text as the model was trained should be primed after fwm_session_create and fwm_session_reset;
+ * fwm-serve's `open` and `reset` do it. */
+FWM_API void fwm_session_prime(fwm_session *session);
 
 /* A new session with a copy of `parent`'s state; the two then evolve independently. */
 FWM_API fwm_status fwm_session_fork(const fwm_session *parent, fwm_session **out, fwm_error *err);

@@ -121,9 +121,14 @@ FWM_API int fwm_client_authenticate(fwm_client *client, const char *token, fwm_c
 FWM_API int fwm_client_sessions(fwm_client *client, const char *after, unsigned limit, const fwm_client_session_info **items,
                         size_t *count, const char **next, fwm_client_error *err);
 
-/* `model` NULL: the server's default model. `topk` < 0: the server's default. */
+/* A new session in the model's start state: primed, as the model file says (the bundled models'
+ * sessions have read "<eos>", as every training story begins). `model` NULL: the server's default
+ * model. `topk` < 0: the server's default. */
 FWM_API int fwm_client_open(fwm_client *client, const char *model, int topk,
                             char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
+/* As fwm_client_open, but the session starts from the zero state, unprimed. */
+FWM_API int fwm_client_open_unprimed(fwm_client *client, const char *model, int topk,
+                                     char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
 
 /* Feed text (tokenized by the server) or token ids. `on_token` (may be NULL) sees each token's
  * notification; `topk` < 0 uses the session's default. *pos / *fed (may be NULL) receive the
@@ -147,7 +152,9 @@ FWM_API int fwm_client_ask_topk(fwm_client *client, const char *session, const c
 FWM_API int fwm_client_predict(fwm_client *client, const char *session, int topk, fwm_client_answer *out,
                                fwm_client_error *err);
 
+/* Back to the start state (primed, as fwm_client_open), or to zero (unprimed). */
 FWM_API int fwm_client_reset(fwm_client *client, const char *session, fwm_client_error *err);
+FWM_API int fwm_client_reset_unprimed(fwm_client *client, const char *session, fwm_client_error *err);
 FWM_API int fwm_client_fork(fwm_client *client, const char *session,
                             char child[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err);
 

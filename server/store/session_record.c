@@ -105,8 +105,10 @@ bool fwm__log_record_decode(const void *bytes, size_t length, fwm__log_op *op, c
     const uint8_t *p = bytes;
     if (length < fwm__log_record_bytes(0) || !intact(p, length, LOG_MAGIC)) return false;
     uint32_t kind = get32(p + HEADER), n = get32(p + HEADER + 4);
-    if ((kind != FWM_LOG_STEP && kind != FWM_LOG_RESET) || length != fwm__log_record_bytes(n)) return false;
-    if (kind == FWM_LOG_RESET && n != 0) return false;
+    if ((kind != FWM_LOG_STEP && kind != FWM_LOG_RESET && kind != FWM_LOG_RESET_PRIMED) ||
+        length != fwm__log_record_bytes(n))
+        return false;
+    if (kind != FWM_LOG_STEP && n != 0) return false;
     *op = (fwm__log_op)kind;
     *tokens = p + HEADER + 8;
     *count = n;

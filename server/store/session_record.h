@@ -26,7 +26,8 @@ typedef struct fwm__session_meta {
 
 typedef enum fwm__log_op {
     FWM_LOG_STEP = 1,  /* tokens were read, in order */
-    FWM_LOG_RESET = 2, /* the state was reset */
+    FWM_LOG_RESET = 2, /* the state was reset to zero */
+    FWM_LOG_RESET_PRIMED = 3, /* the state was reset to the model's start state (fwm_session_prime) */
 } fwm__log_op;
 
 /* Meta record: encode into `out` (FWM_META_RECORD_BYTES). */

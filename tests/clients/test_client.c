@@ -138,15 +138,19 @@ int main(int argc, char **argv) {
     CHECK_U64(fwm_client_sessions(c, s, 10, &items, &listed, &next, &err), FWM_RPC_OK);
     CHECK_U64(listed, 0);
     CHECK_U64(fwm_client_sessions(c, "not-an-id", 10, &items, &listed, &next, &err), FWM_RPC_BAD_PARAMS);
+    /* the server's session is primed: it has read the eos token (the model file leaves out
+     * fwm.session.prime_tokens), which the local reference reads itself */
     fwm_session *local;
     fwm_session_create(model, &local, NULL);
+    CHECK_U64(info.prime_token_count, 1);
+    fwm_session_step(local, info.eos_token_id, NULL, NULL);
 
     /* streamed predictions equal libfwm's */
     seen got = {0};
     uint64_t pos = 0, fed = 0;
     CHECK_U64(fwm_client_feed(c, s, "w4 w5 . w6 W7 .", -1, collect, &got, &pos, &fed, &err), FWM_RPC_OK);
     CHECK_U64(fed, 6);
-    CHECK_U64(pos, 6);
+    CHECK_U64(pos, 7);
     uint32_t text_tokens[6];
     size_t n = 0;
     fwm_tokenize(model, "w4 w5 . w6 w7 .", 15, text_tokens, 6, &n, NULL);
@@ -155,7 +159,7 @@ int main(int argc, char **argv) {
     memset(&got, 0, sizeof got);
     CHECK_U64(fwm_client_feed_tokens(c, s, ids, 4, TOPK, collect, &got, &pos, &fed, &err), FWM_RPC_OK);
     compare(local, &got, ids, 4, "feed tokens");
-    CHECK_U64(pos, 10);
+    CHECK_U64(pos, 11);
 
     /* ask: the answer is libfwm's top-1 after the question */
     fwm_client_answer a;
@@ -167,7 +171,7 @@ int main(int argc, char **argv) {
     fwm_top_k(logits, vocab, TOPK, top);
     CHECK_STR(a.answer, fwm_model_token_text(model, top[0].token));
     CHECK(a.probability == top[0].probability);
-    CHECK_U64(a.pos, 13);
+    CHECK_U64(a.pos, 14);
     CHECK_U64(a.topk_count, TOPK);
 
     /* predict = the same prediction again */
@@ -185,7 +189,7 @@ int main(int argc, char **argv) {
     CHECK(strcmp(restored, s) != 0);
     fwm_client_answer b;
     CHECK_U64(fwm_client_feed(c, restored, "w20", -1, NULL, NULL, &pos, NULL, &err), FWM_RPC_OK);
-    CHECK_U64(pos, 14);
+    CHECK_U64(pos, 15);
     CHECK_U64(fwm_client_fork(c, s, child, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_feed(c, s, "w20", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_predict(c, s, 3, &a, &err), FWM_RPC_OK);
@@ -210,9 +214,28 @@ int main(int argc, char **argv) {
     CHECK_CONTAINS(err.message, "zebra");
     CHECK_U64(fwm_client_open(c, "nosuchmodel", -1, s, &err), FWM_RPC_UNKNOWN_MODEL);
     CHECK_U64(fwm_client_restore(c, "junk", 4, NULL, restored, &err), FWM_RPC_STATE_CORRUPT);
-    CHECK_U64(fwm_client_reset(c, child, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_reset_unprimed(c, child, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_OK);
     CHECK_U64(a.topk_count, 0);
+    CHECK_U64(a.pos, 0);
+    /* reset primes again: the prediction after the eos token, read from zero here */
+    CHECK_U64(fwm_client_reset(c, child, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_OK);
+    fwm_session *fresh;
+    fwm_session_create(model, &fresh, NULL);
+    fwm_session_step(fresh, info.eos_token_id, logits, NULL);
+    fwm_top_k(logits, vocab, TOPK, top);
+    CHECK_U64(a.pos, 1);
+    CHECK_U64(a.topk_count, 3);
+    CHECK_STR(a.topk[0].word, fwm_model_token_text(model, top[0].token));
+    CHECK(a.topk[0].probability == top[0].probability);
+    fwm_session_free(fresh);
+    /* an unprimed open starts at zero */
+    char raw[FWM_CLIENT_SESSION_ID_SIZE];
+    CHECK_U64(fwm_client_open_unprimed(c, NULL, -1, raw, &err), FWM_RPC_OK);
+    CHECK_U64(fwm_client_predict(c, raw, 3, &a, &err), FWM_RPC_OK);
+    CHECK_U64(a.pos + a.topk_count, 0);
+    CHECK_U64(fwm_client_close_session(c, raw, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_close_session(c, child, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_UNKNOWN_SESSION);
 

@@ -12,7 +12,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "server"))
-from server_harness import SKIP, Env, check, check_eq, read_stories, run_case  # noqa: E402
+from server_harness import PRIME, SKIP, Env, check, check_eq, read_stories, run_case  # noqa: E402
 
 
 def case_cli_interactive(env, args):
@@ -80,13 +80,13 @@ def case_python_client(env, args):
         seen = []
         r = s.feed("John went to the hallway.", on_token=seen.append)
         check_eq((r["fed"], len(seen)), (6, 6), "feed with a callback")
-        check_eq(s.feed("the")["pos"], 13, "feed without notifications")
+        check_eq(s.feed("the")["pos"], PRIME + 13, "feed without notifications")
         a = s.ask("Where is Mary?", commit=True)
         check(a["answer"] and a["committed"], "ask with commit", a)
-        check_eq(s.predict()["pos"], 18, "position after the committed answer")
+        check_eq(s.predict()["pos"], PRIME + 18, "position after the committed answer")
         blob = s.snapshot()
         r = client.restore(blob, topk=2)
-        check_eq(r.predict(), {"session": r.id, "pos": 18, "topk": []}, "no prediction until a token is read")
+        check_eq(r.predict(), {"session": r.id, "pos": PRIME + 18, "topk": []}, "no prediction until a token is read")
         s.feed("the")
         r.feed("the")
         check_eq(r.predict(), dict(s.predict(), session=r.id), "restored session continues alike")
@@ -129,7 +129,46 @@ def case_python_client(env, args):
     check_eq(server.stop(), 0, "server exit status")
 
 
-CASES = {"cli_interactive": case_cli_interactive, "cli_babi": case_cli_babi, "python_client": case_python_client}
+def case_bundled_primed(env, args):
+    """The bundled LM model through the Python client with its defaults, as a new user would use it:
+    a new session is primed (it has read "<eos>", as every training story begins), so qa1's first 20
+    test stories are answered as the evaluation answers them: every question right, by bAbI's own
+    answers. fwm-cli babi gives the same count, and an unprimed session reads "<eos>" to match."""
+    f = os.path.join(args.babi, "en-valid-10k", "qa1_test.txt")
+    if not os.path.exists(f):
+        print("SKIP: no bAbI data at %s" % f)
+        return SKIP
+    sys.path.insert(0, os.path.join(args.source_root, "clients", "python"))
+    from fwm_client import Client
+    server = env.start([os.path.join(args.source_root, "models", "fwm-babi-lm.gguf")])
+    stories = read_stories(f, limit=20)
+    with Client(server.address, timeout=10) as client:
+        check_eq(client.hello()["models"][0]["prime"], ["<eos>"], "hello lists the prime words")
+        right = asked = 0
+        for story in stories:
+            s = client.open()
+            raw = client.open(prime=False)
+            raw.feed("<eos>")
+            for item in story:
+                if item[0] == "statement":
+                    s.feed(item[1])
+                    raw.feed(item[1])
+                else:
+                    a = s.ask(item[1], commit=True)
+                    check_eq(raw.ask(item[1], commit=True), dict(a, session=raw.id), "unprimed + '<eos>' = primed")
+                    asked += 1
+                    right += a["answer"] == item[2]
+            s.close()
+            raw.close()
+    check_eq((right, asked), (100, 100), "qa1, 20 stories: every answer right")
+    p = subprocess.run([args.cli, "--connect", server.address, "babi", "--stories", "20", f],
+                       capture_output=True, text=True, timeout=60)
+    check("total: 100 / 100" in p.stdout, "fwm-cli babi: the same count", p.stdout, p.stderr)
+    check_eq(server.stop(), 0, "server exit status")
+
+
+CASES = {"cli_interactive": case_cli_interactive, "cli_babi": case_cli_babi, "python_client": case_python_client,
+         "bundled_primed": case_bundled_primed}
 
 
 def main():

@@ -178,6 +178,11 @@ int fixture_build(const fixture_options *o, fixture *f) {
                                      ? fwm_schema_fingerprint(hp, o->tokens, lengths, f->checksum)
                                      : 0);
     }
+    if (o->with_prime && keep_key(f, w, o, FWM_KEY_PRIME_TOKENS)) {
+        /* prime_type other than u32 must be 4 bytes wide (i32, f32): the same bytes, retyped */
+        uint32_t type = o->prime_type ? o->prime_type : FWM_GGUF_TYPE_UINT32;
+        fwm__gguf_writer_add_array(w, FWM_KEY_PRIME_TOKENS, type, o->prime, o->prime_count);
+    }
     if (o->extra_u32_key) {
         f->keys[w->n_kv] = o->extra_u32_key;
         fwm__gguf_writer_add_u32(w, o->extra_u32_key, 7);

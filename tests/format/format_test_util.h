@@ -44,6 +44,10 @@ typedef struct fixture_options {
     int with_checksum;         /* fwm.checksum = the right value (+ checksum_delta) */
     uint64_t checksum_delta;
     int with_fingerprint;
+    int with_prime;            /* fwm.session.prime_tokens: an array of prime_type (u32 ids) */
+    uint32_t prime_type;       /* the array's element type; 0 means u32 */
+    uint32_t prime[80];        /* its elements, as u32 (prime_count of them) */
+    uint32_t prime_count;
 } fixture_options;
 
 typedef struct fixture {

@@ -833,6 +833,62 @@ static void optional_keys_checked_when_present(void) {
     WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT, "key 'general.name': expected type string, found f32"));
 }
 
+/* fwm.session.prime_tokens: optional; absent means one eos token; an array of u32 ids below V, at
+ * most FWM_MAX_PRIME_TOKENS, possibly empty; anything else is refused by name. */
+static void prime_tokens_key(void) {
+    fixture_options o = base();
+    WITH_FIXTURE(o, {
+        fwm_schema s;
+        fwm_error e = {0};
+        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK(!s.has_prime_tokens);
+        CHECK_U64(s.prime_count, 1);
+        CHECK_U64(s.prime_tokens[0], o.hp.eos_token_id);
+        fwm_schema_release(&s);
+    });
+    o.with_prime = 1;
+    o.prime_count = 3;
+    o.prime[0] = 5;
+    o.prime[1] = 0;
+    o.prime[2] = 2;
+    WITH_FIXTURE(o, {
+        fwm_schema s;
+        fwm_error e = {0};
+        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK(s.has_prime_tokens);
+        CHECK_U64(s.prime_count, 3);
+        CHECK_U64(s.prime_tokens[0], 5);
+        CHECK_U64(s.prime_tokens[1], 0);
+        CHECK_U64(s.prime_tokens[2], 2);
+        fwm_schema_release(&s);
+    });
+    o.prime_count = 0;
+    WITH_FIXTURE(o, {
+        fwm_schema s;
+        fwm_error e = {0};
+        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK(s.has_prime_tokens);
+        CHECK_U64(s.prime_count, 0);
+        fwm_schema_release(&s);
+    });
+    o.prime_count = 2;
+    o.prime[1] = 6; /* V = 6 */
+    WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT,
+                           "key 'fwm.session.prime_tokens': token 1 is 6, not below the vocabulary size 6"));
+    o.prime_count = FWM_MAX_PRIME_TOKENS + 1;
+    memset(o.prime, 0, sizeof o.prime);
+    WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT, "key 'fwm.session.prime_tokens': has 65 tokens, at most 64 allowed"));
+    o.prime_count = FWM_MAX_PRIME_TOKENS;
+    WITH_FIXTURE(o, EXPECT_OK(fx));
+    o.prime_count = 1;
+    o.prime_type = FWM_GGUF_TYPE_INT32;
+    WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT,
+                           "key 'fwm.session.prime_tokens': expected type array of u32, found array of i32"));
+    o = base();
+    o.extra_u32_key = FWM_KEY_PRIME_TOKENS;
+    WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT, "key 'fwm.session.prime_tokens': expected type array of u32, found u32"));
+}
+
 /* The stored checksum is exposed, not verified, by the parser. */
 static void wrong_checksum_is_reported_not_refused(void) {
     fixture_options o = base();
@@ -979,6 +1035,7 @@ int main(void) {
         {"token_count_differs_from_vocab_size", token_count_differs_from_vocab_size},
         {"bad_tokens", bad_tokens},
         {"optional_keys_checked_when_present", optional_keys_checked_when_present},
+        {"prime_tokens_key", prime_tokens_key},
         {"wrong_checksum_is_reported_not_refused", wrong_checksum_is_reported_not_refused},
         {"missing_each_tensor", missing_each_tensor},
         {"wrong_shapes", wrong_shapes},

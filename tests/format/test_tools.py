@@ -209,6 +209,24 @@ def main():
         run(FWM_INIT, "--out", b, "--seed", "8", *args)
         check(open(b, "rb").read() != data, "another seed: another file")
 
+        # the session start: left out by default (readers prime with <eos>), or the --prime words
+        check("fwm.session.prime_tokens" not in kv, "no --prime: no prime key")
+        check('session start: 1 prime token ["<eos>"] (the default' in r.stdout, "inspect: the default start")
+        run(FWM_INIT, "--out", b, "--seed", "7", "--prime", "<eos> w4 .", *args)
+        kv_b, _ = verify_file(b, list(sizes.values()), "primed")
+        check(kv_b["fwm.session.prime_tokens"] == [1, 4, 2], "--prime: the words' ids, in order")
+        check(kv_b["fwm.fingerprint"] == kv["fwm.fingerprint"], "the start is not part of the fingerprint")
+        r = inspect_ok(b, p, 2 * 12 + 4 * 3 * 4, "primed")
+        check('session start: 3 prime tokens ["<eos>", "w4", "."]\n' in r.stdout, "inspect: the start words")
+        run(FWM_INIT, "--out", b, "--seed", "7", "--prime", "", *args)
+        check(verify_file(b, list(sizes.values()), "unprimed")[0]["fwm.session.prime_tokens"] == [],
+              "--prime '': an empty key")
+        r = run(FWM_INIT, "--out", b, "--prime", "<eos> zebra", *args)
+        check(r.returncode == 2 and "--prime: 'zebra' is not in the vocabulary" in r.stderr,
+              f"--prime with an unknown word: exit 2 naming it ({r.returncode}, {r.stderr})")
+        r = run(FWM_INIT, "--out", b, "--prime", " ".join(["w4"] * 65), *args)
+        check(r.returncode == 2 and "more than 64 words" in r.stderr, f"--prime too long ({r.stderr})")
+
         # ---- paper sizes with a vocabulary file ----
         vocab = os.path.join(tmp, "vocab.txt")
         words = ["<pad>", "<eos>"] + [f"word{i}" for i in range(176)] + [".", "?"]

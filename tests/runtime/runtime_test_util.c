@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "fwm_alloc.h"
+
 #include "fwm_rng.h"
 #include "session_internal.h"
 
@@ -90,6 +92,8 @@ struct fwm_model *rt_model_create(const fwm_hparams *hp, uint64_t seed, bool pre
 
 void rt_model_free(struct fwm_model *model) {
     if (!model) return;
+    fwm_session_free(model->start);
+    fwm__free(model->start_logits);
     fwm__model_unprepare(model);
     free(model->converted);
     free(model);

@@ -215,6 +215,70 @@ static void test_refusals(void) {
     for (int i = 0; i < N; i++) fwm_session_free(s[i]);
 }
 
+/* fwm_session_prime: the same bits as a reset followed by stepping the prime tokens, from any
+ * state; the model's start scores are what the last of those steps returned. No prime tokens: a
+ * plain reset and no start scores. */
+static void test_prime(void) {
+    static const uint32_t primes[][3] = {{1, 0, 0}, {7, 3, 7}};
+    static const uint32_t counts[] = {1, 3};
+    uint32_t V = model->hp.vocab_size;
+    float *logits = malloc(V * sizeof *logits);
+    for (int k = 0; k < 2; k++) {
+        model->prime_count = counts[k];
+        memcpy(model->prime_tokens, primes[k], sizeof primes[k]);
+        fwm_error err;
+        CHECK_STATUS(fwm__model_build_start(model, &err), FWM_OK, &err);
+        fwm_session *used = NULL, *fresh = NULL;
+        CHECK_STATUS(fwm_session_create(model, &used, &err), FWM_OK, &err);
+        CHECK_STATUS(fwm_session_create(model, &fresh, &err), FWM_OK, &err);
+        if (!used || !fresh) break;
+        uint32_t tokens[9];
+        rt_random_tokens(tokens, 9, V, 40 + (uint64_t)k);
+        CHECK_STATUS(fwm_session_step_sequence(used, tokens, 9, NULL, &err), FWM_OK, &err);
+        fwm_session_prime(used);
+        CHECK_INT(fwm_session_position(used), counts[k]);
+        for (uint32_t i = 0; i < counts[k]; i++)
+            CHECK_STATUS(fwm_session_step(fresh, primes[k][i], logits, &err), FWM_OK, &err);
+        size_t a_size = 0, b_size = 0;
+        unsigned char *a = rt_export(used, &a_size), *b = rt_export(fresh, &b_size);
+        if (a && b && a_size == b_size) CHECK_BYTES_EQUAL(a, b, a_size, "primed vs stepped from zero");
+        const float *start = fwm_model_start_logits(model);
+        CHECK(start != NULL);
+        if (start) CHECK_BYTES_EQUAL(start, logits, V * sizeof *logits, "start scores vs the last prime step");
+        fwm_model_info info;
+        fwm_model_get_info(model, &info);
+        CHECK_INT(info.prime_token_count, counts[k]);
+        CHECK(info.prime_tokens && info.prime_tokens[counts[k] - 1] == primes[k][counts[k] - 1]);
+        /* the primed session then steps exactly as the stepped one */
+        CHECK_STATUS(fwm_session_step_sequence(used, tokens, 9, NULL, &err), FWM_OK, &err);
+        CHECK_STATUS(fwm_session_step_sequence(fresh, tokens, 9, NULL, &err), FWM_OK, &err);
+        free(a);
+        free(b);
+        a = rt_export(used, &a_size);
+        b = rt_export(fresh, &b_size);
+        if (a && b && a_size == b_size) CHECK_BYTES_EQUAL(a, b, a_size, "primed then stepped");
+        free(a);
+        free(b);
+        fwm_session_free(used);
+        fwm_session_free(fresh);
+    }
+    model->prime_count = 0;
+    fwm_error err;
+    CHECK_STATUS(fwm__model_build_start(model, &err), FWM_OK, &err);
+    CHECK(fwm_model_start_logits(model) == NULL);
+    fwm_session *s = NULL;
+    CHECK_STATUS(fwm_session_create(model, &s, &err), FWM_OK, &err);
+    uint32_t token = 4;
+    CHECK_STATUS(fwm_session_step(s, token, NULL, &err), FWM_OK, &err);
+    fwm_session_prime(s);
+    CHECK_INT(fwm_session_position(s), 0);
+    for (size_t i = 0; s && i < model->hp.hidden_size; i++) CHECK(s->h[i] == 0.0f && s->c[i] == 0.0f);
+    fwm_session_free(s);
+    fwm_session_prime(NULL); /* no-op */
+    CHECK(fwm_model_start_logits(NULL) == NULL);
+    free(logits);
+}
+
 int main(void) {
     fwm_hparams hp = rt_hparams(23, 10, 21, 5, 6, 5, 2, true, FWM_READ_ALWAYS, 0);
     model = rt_model_create(&hp, 1, true);
@@ -224,6 +288,7 @@ int main(void) {
     test_create_reset_position();
     test_fork();
     test_refusals();
+    test_prime();
     rt_model_free(model);
     rt_model_free(other_model);
     return check_finish("test_session");

@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import main as harness_main  # noqa: E402
-from server_harness import (Client, RpcError, babi_files, check, check_eq, expect_error,  # noqa: E402
+from server_harness import (PRIME, Client, RpcError, babi_files, check, check_eq, expect_error,  # noqa: E402
                             read_stories, tokenize)
 
 TOPK = 12
@@ -63,8 +63,8 @@ class Reference:
         c = self.client
         s = c.call("open")["session"]
         for op in ops:
-            if op[0] == "reset":
-                c.call("reset", session=s)
+            if op[0] in ("reset", "reset_raw"):
+                c.call("reset", session=s, prime=op[0] == "reset")
             elif op[1]:
                 c.call("feed", session=s, tokens=op[1], notify=False)
         p = c.call("predict", session=s, topk=TOPK)
@@ -76,8 +76,8 @@ class Reference:
         c = self.client
         s = c.call("open")["session"]
         for op in ops + [("tokens", question)]:
-            if op[0] == "reset":
-                c.call("reset", session=s)
+            if op[0] in ("reset", "reset_raw"):
+                c.call("reset", session=s, prime=op[0] == "reset")
             elif op[1]:
                 c.call("feed", session=s, tokens=op[1], notify=False)
         top = c.call("predict", session=s, topk=1)["topk"][0][0]
@@ -86,9 +86,10 @@ class Reference:
 
 
 def ops_pos(ops):
-    pos = 0
+    """The position after `ops`: a session starts primed, a reset primes again, a raw reset zeroes."""
+    pos = PRIME
     for op in ops:
-        pos = 0 if op[0] == "reset" else pos + len(op[1])
+        pos = PRIME if op[0] == "reset" else 0 if op[0] == "reset_raw" else pos + len(op[1])
     return pos
 
 
@@ -107,9 +108,9 @@ class Stream:
     def request(self, client):
         """Send the next operation; returns its msgid."""
         r = self.rng.random()
-        if r < 0.03:
-            op = ("reset",)
-            msgid = client.send("reset", session=self.session)
+        if r < 0.03:  # a reset: to the start state (primed), or to zero
+            op = ("reset",) if r < 0.02 else ("reset_raw",)
+            msgid = client.send("reset", session=self.session, prime=op[0] == "reset")
         else:
             item = self.items[self.next % len(self.items)]
             self.next += 1
@@ -171,7 +172,7 @@ def verify(client, ref, streams, what):
         p = client.call("predict", session=s.session, topk=TOPK)
         found = (p["pos"], p["topk"])
         acked_pos = ops_pos(s.acked)
-        check(p["pos"] >= acked_pos or any(op[0] == "reset" for op in [s.pending and s.pending[1]] if op),
+        check(p["pos"] >= acked_pos or any(op[0].startswith("reset") for op in [s.pending and s.pending[1]] if op),
               "%s: session %s lost acknowledged work: pos %d < %d" % (what, s.session, p["pos"], acked_pos))
         expected = ref.predict(s.acked)
         if found == expected:
@@ -234,7 +235,7 @@ def crash_rounds(env, mode, rounds, sessions=12):
 
 
 def ops_pos_total(ops):
-    return sum(len(op[1]) for op in ops if op[0] != "reset")
+    return sum(len(op[1]) for op in ops if not op[0].startswith("reset"))
 
 
 # ---- cases ------------------------------------------------------------------------------------------
@@ -270,7 +271,20 @@ def case_restart(env):
     closed = c.call("open")["session"]
     c.call("feed", session=closed, text="Mary")
     c.call("close", session=closed)
-    before = {s: c.call("predict", session=s, topk=TOPK) for s in (s1, s2, fork, restored)}
+    # how each session started is kept: primed (the default), unprimed, and resets of either kind
+    primed = c.call("open")["session"]
+    raw = c.call("open", prime=False)["session"]
+    c.call("feed", session=raw, text="Mary moved")
+    reset_raw = c.call("open")["session"]
+    c.call("feed", session=reset_raw, text="Mary moved")
+    c.call("reset", session=reset_raw, prime=False)
+    c.call("feed", session=reset_raw, text="John")
+    reset_primed = c.call("open", prime=False)["session"]
+    c.call("feed", session=reset_primed, text="Mary moved")
+    c.call("reset", session=reset_primed)
+    starts = (primed, raw, reset_raw, reset_primed)
+    before = {s: c.call("predict", session=s, topk=TOPK) for s in (s1, s2, fork, restored) + starts}
+    check_eq([before[s]["pos"] for s in starts], [PRIME, 2, 1, PRIME], "positions before the restart")
     before_default = c.call("predict", session=s1)
     time.sleep(0.5)  # --fsync interval (the default): the commits are forced to disk within 100 ms
     d = c.call("stats")["durability"]
@@ -285,7 +299,7 @@ def case_restart(env):
     expect_error("unknown_session", c.call, "predict", session=closed)
     listing = c.call("sessions")
     ids = sorted(x["session"] for x in listing["sessions"])
-    check_eq(ids, sorted([s1, s2, fork, restored]), "sessions lists every stored session")
+    check_eq(ids, sorted([s1, s2, fork, restored] + list(starts)), "sessions lists every stored session")
     check_eq(listing["next"], None, "one page")
     page = c.call("sessions", limit=2)
     check_eq(len(page["sessions"]), 2, "page of 2")
@@ -302,14 +316,14 @@ def case_restart(env):
     e = expect_error("unknown_model", c.call, "predict", session=s2)
     check("beta" in e.message, "the message names the model", e.message)
     check_eq(c.call("predict", session=s1, topk=TOPK), before[s1], "alpha's session still served")
-    check_eq(len(c.call("sessions")["sessions"]), 4, "nothing deleted implicitly")
+    check_eq(len(c.call("sessions")["sessions"]), 8, "nothing deleted implicitly")
     check_eq(server.stop(), 0, "clean exit")
     server = env.start([b, a], "--data-dir", data)  # other order: matched by fingerprint, not position
     c = Client(server.address)
     check_eq(c.call("predict", session=s2, topk=TOPK), before[s2], "beta's session back")
     check_eq(c.call("predict", session=s1, topk=TOPK), before[s1], "alpha's session, model now second")
     st = c.call("stats")
-    check_eq(st["durability"]["sessions_stored"], 4, "stored count")
+    check_eq(st["durability"]["sessions_stored"], 8, "stored count")
     check(st["durability"]["loads"] >= 2, "loaded on first use", st["durability"])
     check_eq(server.stop(), 0, "clean exit")
 
@@ -336,7 +350,7 @@ def case_store_refused(env):
           "names the file and the version", newer.stderr())
     corrupt_all_replace(path, b"fwm-session-store 9", b"fwm-session-store 1")
     again = env.start([model], "--data-dir", data)
-    check_eq(Client(again.address).call("predict", session=s)["pos"], 6, "the store is fine again")
+    check_eq(Client(again.address).call("predict", session=s)["pos"], PRIME + 6, "the store is fine again")
     check_eq(again.stop(), 0, "clean exit")
     # damaged: the file's first pages overwritten
     with open(path, "r+b") as f:
@@ -538,7 +552,7 @@ def case_session_ttl(env):
     check_eq([x["session"] for x in listing], [ids[2]], "the resident one is kept")
     for s in ids[:2]:
         expect_error("unknown_session", c.call, "predict", session=s)
-    check_eq(c.call("predict", session=ids[2])["pos"], 6, "resident session intact")
+    check_eq(c.call("predict", session=ids[2])["pos"], PRIME + 6, "resident session intact")
     check("deleted (session-ttl)" in server.stderr(), "logged", server.stderr())
     check_eq(server.stop(), 0, "clean exit")
 

@@ -20,7 +20,7 @@ import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import main as harness_main  # noqa: E402
-from server_harness import Client, RpcError, check, check_eq, connect  # noqa: E402
+from server_harness import PRIME, Client, RpcError, check, check_eq, connect  # noqa: E402
 
 
 def read_all(sock, seconds, unpacker=None):
@@ -180,7 +180,7 @@ def case_memory_budget(env):
     check_eq(st["durability"]["sessions_stored"], 30, "all 30 stored")
     check(st["sessions_resident"] <= 11, "resident sessions kept within the budget", st["sessions_resident"])
     check(st["memory"]["used_bytes"] <= budget + per_session, "memory within the budget", st["memory"])
-    check_eq(c.call("predict", session=ids[0])["pos"], 6, "a written-out session comes back")
+    check_eq(c.call("predict", session=ids[0])["pos"], PRIME + 6, "a written-out session comes back")
     check_eq(server.stop(), 0, "exit status")
 
 
@@ -237,7 +237,7 @@ def case_auth(env):
     sys.path.insert(0, os.path.join(env.source_root, "clients", "python"))
     import fwm_client
     with fwm_client.Client(server.address, token=token) as py:
-        check_eq(py.session(s).predict()["pos"], 6, "Python client with the token")
+        check_eq(py.session(s).predict()["pos"], PRIME + 6, "Python client with the token")
     try:
         fwm_client.Client(server.address, token="nope")
         raise AssertionError("a wrong token in the Python client must raise")
@@ -347,7 +347,7 @@ def case_write_errors(env):
         if round_ % 2:  # reset: unread data makes the kernel answer the server's writes with RST
             victim.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         victim.close()
-        check_eq(watcher.call("predict", session=s)["pos"], 0, "another client is served (round %d)" % round_)
+        check_eq(watcher.call("predict", session=s)["pos"], PRIME, "another client is served (round %d)" % round_)
     deadline = time.time() + 10
     while time.time() < deadline:
         st = watcher.call("stats")

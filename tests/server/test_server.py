@@ -18,7 +18,7 @@ import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import main as harness_main  # noqa: E402
-from server_harness import (SKIP, Client, check, check_eq, connect, expect_error, babi_files,  # noqa: E402
+from server_harness import (PRIME, SKIP, Client, check, check_eq, connect, expect_error, babi_files,  # noqa: E402
                             read_stories, story_text, tokenize)
 
 
@@ -44,16 +44,28 @@ def some_stories(env, count, per_task=None, max_words=None):
 def case_streaming(env):
     server = env.start([env.model()])
     c = Client(server.address)
-    s = c.call("open")["session"]
+    opened = c.call("open")
+    s = opened["session"]
     check_eq(len(s), 32, "session id length")
+    # a new session is primed: it has read "<eos>", as every catbAbI story begins, and predicts;
+    # exactly what an unprimed session predicts after reading "<eos>" itself
+    check_eq(opened["pos"], PRIME, "open pos: the prime token read")
+    start = c.call("predict", session=s)
+    check_eq(len(start["topk"]), 5, "a primed session predicts")
+    raw = c.call("open", prime=False)
+    check_eq((raw["pos"], c.call("predict", session=raw["session"])["topk"]), (0, []), "open prime=false: zero state")
+    c.call("feed", session=raw["session"], text="<eos>", notify=False)
+    check_eq(c.call("predict", session=raw["session"]), dict(start, session=raw["session"]),
+             "primed = '<eos>' read from zero, bit for bit")
+    c.call("close", session=raw["session"])
     text = "Mary moved to the bathroom. John went to the hallway."
     words = tokenize(text)
     r = c.call("feed", session=s, text=text)
     notes = c.take_tokens(s)
     check_eq(r["fed"], len(words), "fed")
-    check_eq(r["pos"], len(words), "pos")
+    check_eq(r["pos"], PRIME + len(words), "pos")
     check_eq([n["word"] for n in notes], words, "streamed words")
-    check_eq([n["pos"] for n in notes], list(range(1, len(words) + 1)), "streamed positions")
+    check_eq([n["pos"] for n in notes], list(range(PRIME + 1, PRIME + len(words) + 1)), "streamed positions")
     for n in notes:
         probs = [p for _, p in n["topk"]]
         check_eq(len(n["topk"]), 5, "default topk")
@@ -90,8 +102,10 @@ def case_streaming(env):
     c.take_tokens(s)
     check_eq([r["pos"] for r in results], [b["pos"] + 1, b["pos"] + 2, b["pos"] + 3], "pipelined order")
     # reset
-    check_eq(c.call("reset", session=s)["pos"], 0, "reset pos")
-    check_eq(c.call("predict", session=s)["topk"], [], "no prediction after reset")
+    check_eq(c.call("reset", session=s, prime=False)["pos"], 0, "reset prime=false pos")
+    check_eq(c.call("predict", session=s)["topk"], [], "no prediction after an unprimed reset")
+    check_eq(c.call("reset", session=s)["pos"], PRIME, "reset pos: primed again")
+    check_eq(c.call("predict", session=s), start, "reset = the start state")
     c.call("feed", session=s, text=text)
     check_eq(c.take_tokens(s), notes, "after reset: same stream as a new session")
     check_eq(c.call("close", session=s)["closed"], True, "close")
@@ -186,7 +200,7 @@ def case_reconnect(env):
     b = Client(server.address)
     r = b.call("feed", session=s, text=part2)
     resumed = b.take_tokens(s)
-    check_eq(r["pos"], len(tokenize(part1)) + len(tokenize(part2)), "position carried over")
+    check_eq(r["pos"], PRIME + len(tokenize(part1)) + len(tokenize(part2)), "position carried over")
     s2 = b.call("open")["session"]
     b.call("feed", session=s2, text=part1 + " " + part2)
     check_eq(resumed, [dict(n, session=s) for n in b.take_tokens(s2)[-len(resumed):]], "resumed = continuous")
@@ -217,12 +231,12 @@ def case_fork_snapshot_restore(env):
     c.call("feed", session=s, text=p2)
     after_p2 = c.take_tokens(s)
     r = c.call("restore", state=snap["state"])
-    check_eq(r["pos"], len(tokenize(p1)), "restored position")
+    check_eq(r["pos"], PRIME + len(tokenize(p1)), "restored position")
     c.call("feed", session=r["session"], text=p2)
     check_eq([dict(n, session=s) for n in c.take_tokens(r["session"])], after_p2, "restored session continues alike")
     # fork: both continue alike; the child diverges without touching the parent
     f = c.call("fork", session=s)
-    check_eq((f["parent"], f["pos"]), (s, len(tokenize(p1 + " " + p2))), "fork result")
+    check_eq((f["parent"], f["pos"]), (s, PRIME + len(tokenize(p1 + " " + p2))), "fork result")
     c.call("feed", session=s, text=p3)
     c.call("feed", session=f["session"], text=p3)
     check_eq([dict(n, session=s) for n in c.take_tokens(f["session"])], c.take_tokens(s), "fork continues alike")
@@ -269,7 +283,7 @@ def case_error_codes(env):
     check(e.code == 4, "code 4", e.error)
     e = expect_error("unknown_word", c.call, "feed", session=s, text="Mary flew to the moon.")
     check(e.code == 5 and e.error.get("word") == "flew" and "flew" in e.message, "names the word", e.error)
-    check_eq(c.call("predict", session=s)["pos"], 0, "a refused feed steps nothing")
+    check_eq(c.call("predict", session=s)["pos"], PRIME, "a refused feed steps nothing")
     e = expect_error("too_large", c.call, "feed", session=s, text=" ".join(["the"] * 41))
     check(e.code == 6 and "40" in e.message, "too_large names the limit", e.error)
     e = expect_error("overloaded", c.call, "feed", session=s, text=" ".join(["the"] * 35))
@@ -296,9 +310,9 @@ def case_error_codes(env):
     s = c.call("open")["session"]
     c.notify("feed", session=s, text="mary moved")
     deadline = time.time() + 5
-    while c.call("predict", session=s)["pos"] != 2 and time.time() < deadline:
+    while c.call("predict", session=s)["pos"] != PRIME + 2 and time.time() < deadline:
         time.sleep(0.01)
-    check_eq(c.call("predict", session=s)["pos"], 2, "notification feed applied")
+    check_eq(c.call("predict", session=s)["pos"], PRIME + 2, "notification feed applied")
     st = c.call("stats")
     check(st["errors"] >= 16, "errors counted", st["errors"])
     check_eq(server.stop(), 0, "exit status")
@@ -381,7 +395,7 @@ def case_hostile_input(env):
     # a truncated message on an open connection: nothing happens to anyone else
     hanging = connect(addr)
     hanging.sendall(truncated)
-    check_eq(victim.call("predict", session=s)["pos"], 6, "victim unaffected while a message hangs")
+    check_eq(victim.call("predict", session=s)["pos"], PRIME + 6, "victim unaffected while a message hangs")
     # random garbage on many connections
     rng = random.Random(99)
     for i in range(150):
@@ -398,7 +412,7 @@ def case_hostile_input(env):
         g.close()
     hanging.close()
     victim.call("feed", session=s, text="where is mary ?")
-    check_eq(victim.call("predict", session=s)["pos"], 10, "victim session intact after hostile input")
+    check_eq(victim.call("predict", session=s)["pos"], PRIME + 10, "victim session intact after hostile input")
     st = victim.call("stats")
     check(st["protocol_errors"] >= 9, "protocol errors counted", st["protocol_errors"])
     print("protocol errors %d, connections %d total" % (st["protocol_errors"], st["connections_total"]))
@@ -434,7 +448,7 @@ def case_slow_reader(env):
     r = slow.wait(msgid)
     notes = slow.take_tokens(s)
     check_eq(r["fed"], n, "slow reader's feed completed")
-    check_eq([x["pos"] for x in notes], list(range(1, n + 1)), "every notification, in order")
+    check_eq([x["pos"] for x in notes], list(range(PRIME + 1, PRIME + n + 1)), "every notification, in order")
     check(all(len(x["topk"]) == 100 for x in notes), "topk 100 each")
     print("peak queued output %d bytes (limit %d), other client's slowest feed %.3fs" % (peak, limit, fast_time))
     check_eq(server.stop(), 0, "exit status")
@@ -449,7 +463,7 @@ def case_idle_timeout(env):
         time.sleep(0.4)
         c.call("feed", session=busy, text="the")
     expect_error("unknown_session", c.call, "predict", session=idle)
-    check_eq(c.call("predict", session=busy)["pos"], 6, "a used session stays")
+    check_eq(c.call("predict", session=busy)["pos"], PRIME + 6, "a used session stays")
     st = c.call("stats")
     check_eq((st["sessions_expired"], st["sessions"]), (1, 1), "expired / resident")
     check_eq(server.stop(), 0, "exit status")
@@ -542,8 +556,7 @@ def case_babi_bundled(env):
         for path in babi_files(env.babi, "test"):
             task_right = task_total = 0
             for story in read_stories(path, limit=5):
-                s = c.call("open", model=name, topk=1)["session"]
-                c.call("feed", session=s, text="<eos>", notify=False)
+                s = c.call("open", model=name, topk=1)["session"]  # primed: it has read "<eos>"
                 for item in story:
                     if item[0] == "statement":
                         c.call("feed", session=s, text=item[1], notify=False)

@@ -94,6 +94,8 @@ def main():
                        ("general.name", "fwm-catbabi-1k-qm")):
         line = next((l for l in info.splitlines() if l.strip().startswith(key + " ")), "")
         check(line and value in line, "model key %s with %s (got %r)" % (key, value, line))
+    check('session start: 1 prime token ["<eos>"]\n' in info,
+          "fwm-train writes the session start: <eos>, as every training story begins")
     # resume: continues at step 3 and goes on to 5
     p = run(common + ["--steps", "5", "--resume"])
     check("resumed from" in p.stderr and "at step 3" in p.stderr, "resume message")

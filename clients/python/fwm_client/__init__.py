@@ -131,8 +131,10 @@ class Client:
     def stats(self):
         return self.call("stats")
 
-    def open(self, model=None, topk=None):
-        return Session(self, self.call("open", model=model, topk=topk)["session"])
+    def open(self, model=None, topk=None, prime=True):
+        """A new session, primed as the model says (for the bundled models it has read "<eos>", as
+        every training story begins); prime=False starts from the zero state."""
+        return Session(self, self.call("open", model=model, topk=topk, prime=None if prime else False)["session"])
 
     def session(self, session_id):
         """Attach to an existing session (opened on any connection)."""
@@ -183,8 +185,9 @@ class Session:
     def predict(self, topk=None):
         return self.client.call("predict", session=self.id, topk=topk)
 
-    def reset(self):
-        return self.client.call("reset", session=self.id)
+    def reset(self, prime=True):
+        """Back to the start state (primed, as a new session), or to zero with prime=False."""
+        return self.client.call("reset", session=self.id, prime=None if prime else False)
 
     def fork(self):
         return Session(self.client, self.client.call("fork", session=self.id)["session"])
