@@ -14,6 +14,6 @@ export { FwmError, ERROR_CODES } from './errors.js';
  * @param {Record<string, any>} [options]
  */
 export async function connect(url, options = {}) {
-  const o = { ...DEFAULTS, ...options };
+  const o = /** @type {any} */ ({ ...DEFAULTS, ...options });
   return connectWith(url, webSocketTransport(url, o), o);
 }

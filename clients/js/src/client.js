@@ -65,7 +65,7 @@ export class Client {
   constructor(address, opener, options = {}) {
     this.address = address;
     this._opener = opener;
-    this.options = { ...DEFAULTS, ...options };
+    this.options = /** @type {Record<string, any>} */ ({ ...DEFAULTS, ...options });
     for (const k of ['timeoutMs', 'connectTimeoutMs', 'maxMessageBytes', 'maxSendBytes', 'maxSendBufferBytes',
       'maxPending']) {
       const v = this.options[k];
@@ -84,7 +84,7 @@ export class Client {
     this._streams = new Map();
     this._closedError = /** @type {FwmError | null} */ (new FwmError('io', 'the connection is not open'));
     this._closedPromise = Promise.resolve();
-    this._resolveClosed = () => {};
+    this._resolveClosed = /** @type {(value?: any) => void} */ (() => {});
   }
 
   /** Open the connection and say hello (with the token, if there is one). */

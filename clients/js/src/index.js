@@ -19,7 +19,7 @@ export const DEFAULT_ADDRESS = 'tcp://127.0.0.1:7411';
  * @param {Record<string, any>} [options]
  */
 export async function connect(address = DEFAULT_ADDRESS, options = {}) {
-  const o = { ...DEFAULTS, ...options };
+  const o = /** @type {any} */ ({ ...DEFAULTS, ...options });
   if (o.token === undefined && process.env.FWM_AUTH_TOKEN) o.token = process.env.FWM_AUTH_TOKEN;
   const opener = /^wss?:\/\//.test(address) ? webSocketTransport(address, o) : streamTransport(address, o);
   return connectWith(address, opener, o);
