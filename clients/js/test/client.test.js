@@ -297,3 +297,55 @@ test('options are checked', async () => {
   await rejectsWith(connect('tcp://127.0.0.1:1', { timeoutMs: -1 }), 'client_argument');
   await rejectsWith(connect('tcp://127.0.0.1:1', { maxMessageBytes: 'big' }), 'client_argument');
 });
+
+test('msgid wraps at 2^32-1 to 1; a throwing onToken fails its own request only; maxPending', { skip }, async () => {
+  const client = await connect(server.address, { maxPending: 3 });
+  try {
+    const s = await client.open();
+    client._nextId = 0xffffffff;
+    const [a, b] = await Promise.all([s.predict(), s.feed('<eos>')]);
+    assert.equal(a.pos, 0);
+    assert.equal(b.pos, 1);
+    assert.equal(client._nextId, 2, 'the msgid after 0xffffffff is 1');
+    const e = await rejectsWith(s.feed('Mary moved to the bathroom.', { onToken: () => { throw new Error('boom'); } }),
+      'client_argument');
+    assert.match(e.message, /onToken callback threw: Error: boom/);
+    assert.equal((await s.predict()).pos, 7, 'the feed ran; the connection goes on');
+    const inFlight = [s.predict(), s.predict(), s.predict()];
+    await rejectsWith(s.predict(), 'client_argument');
+    await Promise.all(inFlight);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+  await rejectsWith(connect(server.address, { maxSendBufferBytes: 10 }), 'client_argument');
+});
+
+test('a streaming feed that timed out keeps its place: its late tokens do not reach the next feed', async () => {
+  /** @type {any[]} */
+  const feeds = [];
+  const fake = await fakeServer((sock, msg) => feeds.push([sock, msg]));
+  const client = await connect(fake.address);
+  try {
+    const first = [];
+    const second = [];
+    const p1 = client.call('feed', { session: 'a', text: 'x' }, { onToken: (t) => first.push(t.word), timeoutMs: 100 });
+    const p2 = client.call('feed', { session: 'a', text: 'y' }, { onToken: (t) => second.push(t.word), timeoutMs: 5000 });
+    await rejectsWith(p1, 'timeout');
+    const { encode } = await import('@msgpack/msgpack');
+    const [sock, m1] = feeds[0];
+    const [, m2] = feeds[1];
+    const token = (word) => encode([2, 'token', [{ session: 'a', pos: 1, token: 1, word, topk: [] }]]);
+    sock.write(token('late'));
+    sock.write(encode([1, m1[1], null, { fed: 1 }]));
+    sock.write(token('mine'));
+    sock.write(encode([1, m2[1], null, { fed: 1 }]));
+    assert.deepEqual(await p2, { fed: 1 });
+    assert.deepEqual(first, [], 'nothing after the timeout');
+    assert.deepEqual(second, ['mine'], 'only its own tokens');
+    assert.equal(client.pendingCount, 0);
+  } finally {
+    await client.close();
+    await fake.close();
+  }
+});

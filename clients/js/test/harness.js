@@ -25,10 +25,14 @@ export function missingServer() {
   return null;
 }
 
+/** What to do when the test process exits, whatever happened: kill servers, remove temp folders. */
+const atExit = [];
+process.once('exit', () => { for (const f of atExit.reverse()) f(); });
+
 /** A temp folder removed when the process exits. */
 export function tempDir() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fwm-js-test-'));
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  atExit.push(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -51,7 +55,7 @@ export async function startServer(options = {}) {
   let exited = null;
   const exit = new Promise((resolve) => proc.on('exit', (code, signal) => { exited = { code, signal }; resolve(exited); }));
   const kill = () => { if (exited === null) proc.kill('SIGKILL'); };
-  process.on('exit', kill);
+  atExit.push(kill);
   const deadline = Date.now() + 30000;
   while (!fs.existsSync(portFile) && exited === null && Date.now() < deadline) await sleep(20);
   const readStderr = () => fs.readFileSync(stderrPath, 'utf8');
