@@ -5,7 +5,8 @@
 import { connectWith, DEFAULTS } from './client.js';
 import { webSocketTransport } from './transport_websocket.js';
 
-export { Client, Session, DEFAULTS } from './client.js';
+export { Client, DEFAULTS } from './client.js';
+export { Session } from './session.js';
 export { FwmError, ERROR_CODES } from './errors.js';
 
 /**
