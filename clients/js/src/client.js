@@ -4,6 +4,7 @@
 // close/reconnect. The transports (transport_stream.js for TCP and Unix sockets in Node,
 // transport_websocket.js for WebSocket) deliver decoded messages and take encoded ones;
 // docs/PROTOCOL.md is the specification.
+
 import { encode } from '@msgpack/msgpack';
 import { FwmError } from './errors.js';
 import { Session } from './session.js';
@@ -195,7 +196,11 @@ export class Client {
           `limit of ${this.sendLimit} bytes (maxSendBytes, and the server's max_message_bytes)`));
         return;
       }
-      const transport = /** @type {Transport} */ (this._transport);
+      const transport = this._transport;
+      if (!transport) {
+        reject(new FwmError('io', 'the connection is still being opened (await connect() or reconnect())'));
+        return;
+      }
       const buffered = transport.bufferedBytes();
       if (buffered + bytes.byteLength > this.options.maxSendBufferBytes) {
         reject(new FwmError('client_argument', `the send buffer holds ${buffered} bytes not yet written; the ` +
