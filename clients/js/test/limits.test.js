@@ -114,6 +114,20 @@ test('oversize answers: over the client maxMessageBytes fails the connection wit
   await roomy.close();
 });
 
+test('many answers near maxMessageBytes, pipelined: every one arrives whole', { skip }, async () => {
+  const server = await startServer();
+  servers.push(server);
+  // 30 state blobs of 133,168 bytes pipelined (4 MB), each just under the client's limit
+  const client = await connect(server.address, { maxMessageBytes: 140000 });
+  const s = await client.open();
+  await s.feed('<eos> Mary moved to the bathroom.');
+  const blobs = await Promise.all(Array.from({ length: 30 }, () => s.snapshot()));
+  assert.ok(blobs.every((b) => b.byteLength === 133168 && Buffer.compare(b, blobs[0]) === 0));
+  assert.equal(client.isClosed, false);
+  await s.close();
+  await client.close();
+});
+
 test('an answer that never ends is refused after maxMessageBytes, not buffered without bound', async () => {
   let received = 0;
   const srv = net.createServer((sock) => {
