@@ -15,6 +15,10 @@ packages=(
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots
 )
+# The JavaScript client (clients/js) and its tests need Node (>= 18) and npm: a node already on PATH
+# (e.g. from nodesource, which bundles npm) is used as it is; only when there is none are Debian's own
+# nodejs and npm installed.
+command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,6 +29,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The JavaScript client's npm packages, exactly as package-lock.json pins them (npm ci), when the
+# lock file is newer than what is installed.
+js=clients/js
+if command -v npm >/dev/null 2>&1 && [ -f "$js/package-lock.json" ] &&
+   [ ! "$js/node_modules/.package-lock.json" -nt "$js/package-lock.json" ]; then
+  echo "setup: npm ci in $js"
+  (cd "$js" && npm ci --no-audit --no-fund) ||
+    echo "setup: npm ci failed in $js; the JavaScript client's tests will skip until it succeeds"
 fi
 
 build_dir=${1:-build}
