@@ -37,12 +37,7 @@ export class Agent {
       console.log(`(memory restored from ${memoryFile})`);
       return agent;
     }
-    const session = await client.open({ topk: 3 });
-    try {
-      await session.feed('<eos>');  // a story begins, as in catbAbI
-    } catch (e) {
-      if (!(e instanceof FwmError && e.name === 'unknown_word')) throw e;
-    }
+    const session = await client.open({ topk: 3 });  // primed: it has read "<eos>", as a story begins
     return new Agent(session, memoryFile);
   }
 

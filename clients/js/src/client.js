@@ -365,11 +365,14 @@ export class Client {
   stats() { return this.call('stats'); }
 
   /**
-   * Open a session.
-   * @param {{model?: string, topk?: number}} [options]
+   * Open a session, primed as the model says (the bundled models' sessions have read "<eos>", as
+   * every training story begins); `prime: false` starts from the zero state.
+   * @param {{model?: string, topk?: number, prime?: boolean}} [options]
    */
   async open(options = {}) {
-    const r = await this.call('open', { model: options.model, topk: options.topk });
+    const r = await this.call('open', {
+      model: options.model, topk: options.topk, prime: options.prime === false ? false : undefined,
+    });
     return new Session(this, r.session, r);
   }
 

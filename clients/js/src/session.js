@@ -101,8 +101,14 @@ export class Session {
     return this.client.call('predict', { session: this.id, topk: options.topk });
   }
 
-  /** Forget everything read: {session, pos: 0}. */
-  reset() { return this.client.call('reset', { session: this.id }); }
+  /**
+   * Forget everything read: back to the start state, primed as a new session ({session, pos}: pos
+   * counts the prime tokens), or to zero with `prime: false`.
+   * @param {{prime?: boolean}} [options]
+   */
+  reset(options = {}) {
+    return this.client.call('reset', { session: this.id, prime: options.prime === false ? false : undefined });
+  }
 
   /** A new session with a copy of this one's state; the two then evolve independently. */
   async fork() {

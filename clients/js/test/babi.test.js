@@ -25,8 +25,7 @@ const predictions = (topk) => topk.map(([w, p]) => [w, f32hex(p)]);
 async function readWithJs(client, stories) {
   const out = [];
   for (const story of stories) {
-    const s = await client.open({ topk: TOPK });
-    await s.feed('<eos>');
+    const s = await client.open({ topk: TOPK });  // primed: it has read "<eos>"
     const tokens = [];
     const answers = [];
     for (const item of story) {

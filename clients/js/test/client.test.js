@@ -44,8 +44,7 @@ test('hello, open, streamed tokens in order, ask, predict', { skip }, async () =
     assert.equal(hello.models[0].name, 'fwm-catbabi-10k-qm');
     const s = await client.open({ topk: 3 });
     assert.match(s.id, /^[0-9a-f]{32}$/);
-    assert.equal(s.info.pos, 0);
-    await s.feed('<eos>');
+    assert.equal(s.info.pos, 1, 'a new session is primed: it has read "<eos>"');
     const events = [];
     const gen = s.stream(STORY);
     let r = await gen.next();
@@ -82,7 +81,7 @@ test('fork, snapshot/restore, reset, close, sessions, stats', { skip }, async ()
   const client = await connect(server.address);
   try {
     const s = await client.open({ topk: 2 });
-    await s.feed('<eos> Mary moved to the bathroom.');
+    await s.feed('Mary moved to the bathroom.');
     const f = await s.fork();
     assert.equal(f.info.parent, s.id);
     await f.feed('Mary went to the kitchen.');
@@ -101,7 +100,16 @@ test('fork, snapshot/restore, reset, close, sessions, stats', { skip }, async ()
     damaged[damaged.length - 1] ^= 0xff;
     await rejectsWith(client.restore(damaged), 'state_corrupt');
     await rejectsWith(client.restore(blob, { model: 'nope' }), 'unknown_model');
-    assert.deepEqual(await f.reset(), { session: f.id, pos: 0 });
+    assert.deepEqual(await f.reset(), { session: f.id, pos: 1 }, 'reset primes again');
+    assert.deepEqual(await f.reset({ prime: false }), { session: f.id, pos: 0 }, 'or zeroes');
+    assert.deepEqual(await f.predict(), { session: f.id, pos: 0, topk: [] });
+    const raw = await client.open({ prime: false, topk: 2 });
+    assert.equal(raw.info.pos, 0, 'an unprimed session starts at zero');
+    await raw.feed('<eos>');
+    const primed = await client.open({ topk: 2 });
+    assert.deepEqual(await raw.predict(), { ...(await primed.predict()), session: raw.id }, 'primed = "<eos>" read');
+    await raw.close();
+    await primed.close();
     const ids = [];
     for await (const item of client.sessions({ page: 1 })) ids.push(item.session);
     for (const id of [s.id, f.id, r.id]) assert.ok(ids.includes(id), `sessions lists ${id}`);
@@ -125,7 +133,7 @@ test('error codes and fields', { skip }, async () => {
     assert.equal(e.word, 'flew');
     assert.equal(e.code, 5);
     assert.match(e.message, /flew/);
-    assert.equal((await s.predict()).pos, 0, 'a refused feed leaves the session untouched');
+    assert.equal((await s.predict()).pos, 1, 'a refused feed leaves the session untouched');
     await rejectsWith(client.call('open', { topk: -1 }), 'bad_params');
     await rejectsWith(client.call('open', { topkk: 3 }), 'bad_params');
     await rejectsWith(client.call('frobnicate'), 'unknown_method');
@@ -136,7 +144,7 @@ test('error codes and fields', { skip }, async () => {
     // the client's own checks: nothing is sent
     await rejectsWith(s.feed(/** @type {any} */ (42)), 'client_argument');
     await rejectsWith(client.restore(/** @type {any} */ ('not bytes')), 'client_argument');
-    assert.equal((await s.predict()).pos, 0, 'the connection still works');
+    assert.equal((await s.predict()).pos, 1, 'the connection still works');
     await s.close();
   } finally {
     await client.close();
@@ -176,8 +184,8 @@ test('pipelining: many requests in flight, matched by msgid, tokens to their own
       assert.deepEqual(got[i].first.map((w) => w[0]), words, `first feed's tokens of session ${i}`);
       assert.deepEqual(got[i].second.map((w) => w[0]), words, `second feed's tokens of session ${i}`);
       assert.deepEqual([...got[i].first, ...got[i].second], expected[i].words, 'the predictions of a sequential run');
-      assert.equal(results[i * 3].pos, words.length);
-      assert.equal(results[i * 3 + 1].pos, 2 * words.length);
+      assert.equal(results[i * 3].pos, 1 + words.length);
+      assert.equal(results[i * 3 + 1].pos, 1 + 2 * words.length);
       assert.deepEqual(results[i * 3 + 2], { ...expected[i].answer, session: s.id }, 'the answer of a sequential run');
     });
     assert.equal(client.pendingCount, 0);
@@ -190,7 +198,7 @@ test('pipelining: many requests in flight, matched by msgid, tokens to their own
 test('close and reconnect: requests in flight fail with io, sessions survive', { skip }, async () => {
   const client = await connect(server.address);
   const s = await client.open();
-  await s.feed('<eos> Mary moved to the bathroom.');
+  await s.feed('Mary moved to the bathroom.');
   const inFlight = s.feed('John went to the hallway.', { onToken: () => {} });
   const closing = client.close();
   await rejectsWith(inFlight, 'io');
@@ -304,13 +312,13 @@ test('msgid wraps at 2^32-1 to 1; a throwing onToken fails its own request only;
     const s = await client.open();
     client._nextId = 0xffffffff;
     const [a, b] = await Promise.all([s.predict(), s.feed('<eos>')]);
-    assert.equal(a.pos, 0);
-    assert.equal(b.pos, 1);
+    assert.equal(a.pos, 1);
+    assert.equal(b.pos, 2);
     assert.equal(client._nextId, 2, 'the msgid after 0xffffffff is 1');
     const e = await rejectsWith(s.feed('Mary moved to the bathroom.', { onToken: () => { throw new Error('boom'); } }),
       'client_argument');
     assert.match(e.message, /onToken callback threw: Error: boom/);
-    assert.equal((await s.predict()).pos, 7, 'the feed ran; the connection goes on');
+    assert.equal((await s.predict()).pos, 8, 'the feed ran; the connection goes on');
     const inFlight = [s.predict(), s.predict(), s.predict()];
     await rejectsWith(s.predict(), 'client_argument');
     await Promise.all(inFlight);

@@ -29,8 +29,7 @@ def main():
     out = []
     with Client(address, timeout=60) as client:
         for story in stories:
-            s = client.open(topk=topk)
-            s.feed("<eos>")
+            s = client.open(topk=topk)  # primed: it has read "<eos>"
             tokens, answers = [], []
             for item in story:
                 if item["kind"] == "statement":

@@ -68,7 +68,7 @@ async function bridge(tcpAddress) {
 
 test('over WebSocket through a bridge to fwm-serve: the same answers as over TCP, one message per frame', { skip }, async () => {
   const b = await bridge(server.address);
-  const story = '<eos> Mary moved to the bathroom. John went to the hallway.';
+  const story = 'Mary moved to the bathroom. John went to the hallway.';
   /** One run of calls on a connected client: its results. */
   const run = async (client) => {
     const s = await client.open({ topk: 2 });
@@ -133,7 +133,7 @@ test('browser entry: the global WebSocket, nothing imported from Node', { skip }
   try {
     const client = await browser.connect(b.url);
     const s = await client.open();
-    await s.feed('<eos> Sandra went to the garden.');
+    await s.feed('Sandra went to the garden.');
     assert.equal((await s.ask('Where is Sandra?')).answer, 'garden');
     await s.close();
     await client.close();

@@ -87,7 +87,7 @@ export declare class Client {
   reconnect(): Promise<this>;
   hello(): Promise<HelloResult>;
   stats(): Promise<Record<string, any>>;
-  open(options?: { model?: string; topk?: number }): Promise<Session>;
+  open(options?: { model?: string; topk?: number; prime?: boolean }): Promise<Session>;
   session(id: string): Session;
   restore(state: Uint8Array, options?: { model?: string; topk?: number }): Promise<Session>;
   sessions(options?: { page?: number }): AsyncGenerator<SessionInfo, void, void>;
@@ -103,7 +103,7 @@ export declare class Session {
   stream(input: string | number[], options?: { topk?: number; timeoutMs?: number }): AsyncGenerator<TokenEvent, FeedResult, void>;
   ask(question: string, options?: { commit?: boolean; topk?: number; timeoutMs?: number }): Promise<AskResult>;
   predict(options?: { topk?: number }): Promise<PredictResult>;
-  reset(): Promise<{ session: string; pos: 0 }>;
+  reset(options?: { prime?: boolean }): Promise<{ session: string; pos: number }>;
   fork(): Promise<Session>;
   snapshot(): Promise<Uint8Array>;
   close(): Promise<{ session: string; closed: true }>;
