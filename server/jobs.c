@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "durable_session.h"
+#include "trace_job.h"
 #include "fwm_alloc.h"
 #include "rpc_codec.h"
 
@@ -359,9 +360,28 @@ static bool run_load(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job
     return true;
 }
 
+/* TRACE: the whole response at once, or an error when out of memory. */
+static bool run_trace(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    msgpack_packer pk;
+    size_t offset = 0;
+    bool packed = job->respond && begin(ctx, job, &pk, &offset);
+    if (packed) {
+        fwm__outbox *o = fwm__job_context_outbox(ctx);
+        fwm__rpc_pack_response_head(&pk, job->msgid);
+        if (!fwm__trace_pack(ctx, e, job, &pk)) {
+            o->buffer.size = offset; /* drop the head */
+            return fwm__job_fail(ctx, e, job, FWM_RPC_INTERNAL, "out of memory tracing the session");
+        }
+    }
+    end_job(ctx, job, packed, offset);
+    return true;
+}
+
 bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
     fwm_error err;
     switch (job->kind) {
+    case FWM_JOB_TRACE:
+        return run_trace(ctx, e, job);
     case FWM_JOB_FEED:
         return finish_feed(ctx, e, job);
     case FWM_JOB_ASK:

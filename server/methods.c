@@ -13,6 +13,7 @@
 #include "fwm_utf8.h"
 #include "rpc_codec.h"
 #include "store/session_record.h"
+#include "trace_job.h"
 #include "tiering.h"
 
 typedef struct request {
@@ -740,6 +741,61 @@ static bool session_job(request *r, fwm__job_kind kind) {
 }
 
 static bool m_predict(request *r) { return session_job(r, FWM_JOB_PREDICT); }
+/* trace: what each step of `text`/`tokens` writes and reads, on a copy of the session (docs/PROTOCOL.md). */
+static bool m_trace(request *r) {
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    const fwm__served_model *m = &r->s->models[e->model_index];
+    uint32_t topk;
+    bool memory = false;
+    if (!topk_arg(r, m, e->default_topk, &topk) ||
+        fwm__rpc_arg_bool(&r->call, "memory", false, &memory, &r->failure) < 0)
+        return false;
+    const char *text;
+    size_t length = 0, count = 0;
+    int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
+    if (has_text < 0) return false;
+    const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
+    if (list && list->type == MSGPACK_OBJECT_NIL) list = NULL;
+    if (has_text == 1 && list)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "trace takes at most one of 'text' and 'tokens'");
+    uint32_t *tokens = NULL;
+    if (has_text == 1 || list) {
+        tokens = has_text ? tokenize(r, m, text, length, 0, &count) : token_array(r, m, list, &count);
+        if (!tokens) return false;
+    }
+    if (count > FWM_TRACE_MAX_TOKENS) {
+        fwm__free(tokens);
+        return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "trace takes at most %d tokens, %zu given",
+                             FWM_TRACE_MAX_TOKENS, count);
+    }
+    const fwm_model_info *i = &m->info;
+    size_t floats = (size_t)i->memory_s + i->memory_r + i->memory_t;
+    size_t predictions = (size_t)topk * (m->max_word + 16);
+    size_t per_step = 256 + m->max_word + predictions + 4 * floats + 16 +
+                      i->read_count * (4 * floats + 64 + predictions);
+    size_t bound = 512 + count * per_step + (memory ? 4 * (size_t)i->memory_s * i->memory_r * i->memory_t + 16 : 0);
+    if (bound > r->s->config->max_output_bytes) {
+        fwm__free(tokens);
+        return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
+                             "this trace may take %zu bytes, more than max-output-bytes %zu: trace fewer tokens, "
+                             "a smaller topk or without memory",
+                             bound, r->s->config->max_output_bytes);
+    }
+    fwm__job *job = new_job(r, FWM_JOB_TRACE);
+    if (!job) {
+        fwm__free(tokens);
+        return false;
+    }
+    job->tokens = tokens;
+    job->count = count;
+    job->topk = topk;
+    job->trace_memory = memory;
+    job->output_bound = bound;
+    submit(r, e, job);
+    return true;
+}
+
 static bool m_reset(request *r) {
     bool prime = true;
     if (fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0) return false;
@@ -809,6 +865,7 @@ static bool m_close(request *r) {
 static const char *const args_none[] = {NULL};
 static const char *const args_open[] = {"model", "topk", "prime", NULL};
 static const char *const args_reset[] = {"session", "prime", NULL};
+static const char *const args_trace[] = {"session", "text", "tokens", "topk", "memory", NULL};
 static const char *const args_feed[] = {"session", "text", "tokens", "topk", "notify", NULL};
 static const char *const args_ask[] = {"session", "question", "commit", "topk", NULL};
 static const char *const args_predict[] = {"session", "topk", NULL};
@@ -826,6 +883,7 @@ static const method methods[] = {
     {"reset", m_reset, args_reset, false, true},
     {"fork", m_fork, args_session, false, true},
     {"snapshot", m_snapshot, args_session, false, false},
+    {"trace", m_trace, args_trace, false, false},
     {"restore", m_restore, args_restore, false, true},
     {"close", m_close, args_session, false, false}, /* deleting frees space: allowed while writes fail */
     {"stats", m_stats, args_none, true, false},

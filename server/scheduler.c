@@ -215,6 +215,7 @@ static size_t output_estimate(const fwm__scheduler *s, const fwm__job *job) {
     case FWM_JOB_ASK:
     case FWM_JOB_PREDICT: return 192 + s->max_word + predictions;
     case FWM_JOB_SNAPSHOT: return 192 + s->max_blob;
+    case FWM_JOB_TRACE: return job->output_bound;
     default: return 256;
     }
 }

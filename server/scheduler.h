@@ -51,7 +51,8 @@ typedef enum fwm__job_kind {
     FWM_JOB_CLOSE,    /* free the entry (already out of the table) */
     FWM_JOB_OPEN,     /* durable: record the new session, then answer */
     FWM_JOB_LOAD,     /* durable: rebuild the session from the store (snapshot + log replay) */
-    FWM_JOB_EVICT     /* durable: write a snapshot so the loop may free the resident state */
+    FWM_JOB_EVICT,    /* durable: write a snapshot so the loop may free the resident state */
+    FWM_JOB_TRACE     /* step a copy of the session through `tokens`, answer with what each step wrote and read */
 } fwm__job_kind;
 
 typedef struct fwm__job {
@@ -65,6 +66,8 @@ typedef struct fwm__job {
     bool commit;      /* ASK: feed the answer too */
     bool keep_stored; /* CLOSE: free the resident session only; the stored one stays */
     bool prime;       /* RESET: to the model's start state (fwm_session_prime), not to zero */
+    bool trace_memory; /* TRACE: include the memory after the last token */
+    size_t output_bound; /* TRACE: the most bytes its response can take (checked against the limit) */
     uint32_t *tokens; /* FEED/ASK: owned */
     size_t count, done;
     /* ASK after the question: the answer, and whether it was committed */

@@ -352,6 +352,11 @@ static int load_models(fwm__server *s) {
         snprintf(m->fingerprint, sizeof m->fingerprint, "%016llx", (unsigned long long)m->info.fingerprint);
         m->has_question = fwm_model_token_id(m->model, "?", 1, &m->question_token) == FWM_OK;
         m->session_bytes = m->info.session_state_bytes + m->info.vocab_size * sizeof(float) + sizeof(fwm__session_entry);
+        m->max_word = 0;
+        for (uint32_t t = 0; t < m->info.vocab_size; t++) {
+            size_t length = strlen(fwm_model_token_text(m->model, t));
+            if (length > m->max_word) m->max_word = length;
+        }
         fwm__server_log(s, "model '%s' from %s: V=%u H=%u S,R,T=%u,%u,%u, %zu bytes per session", m->name, m->path,
                         m->info.vocab_size, m->info.hidden_size, m->info.memory_s, m->info.memory_r, m->info.memory_t,
                         m->session_bytes);

@@ -35,6 +35,7 @@ typedef struct fwm__served_model {
     bool has_question;  /* the vocabulary has "?" */
     uint32_t question_token;
     size_t session_bytes; /* what one session of it accounts for */
+    size_t max_word;      /* bytes of its longest vocabulary entry */
 } fwm__served_model;
 
 typedef struct fwm__listener {

@@ -224,6 +224,33 @@ FWM_API fwm_status fwm_session_export(const fwm_session *session, void *buffer, 
  * size or checksum). */
 FWM_API fwm_status fwm_session_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
 
+/* ---- inspection ----------------------------------------------------------------------------------
+ * What the memory holds and what a read retrieves (the paper's figure 3), computed from the state
+ * after the session's last step; nothing here changes the session or runs on the stepping path.
+ * The caller provides every array (sizes from fwm_model_info; S == T whenever N_r > 1). */
+typedef struct fwm_trace {
+    float *k1;           /* [S] the last step's write key 1 (tanh) */
+    float *k2;           /* [R] its write key 2 */
+    float *v;            /* [T] the value it wrote */
+    float beta;          /* its write strength */
+    float *read_queries; /* [N_r * S] the query entering each read (q0 for the first) */
+    float *read_keys;    /* [N_r * R] each read's key, tanh(e_i) */
+    float *read_values;  /* [N_r * T] what each read retrieves (layer-normalised); the last one
+                            is what the read-out uses */
+    float *read_logits;  /* [N_r * V] or NULL: the next-word scores the model would give if its
+                            read-out took read i's value (the read against the vocabulary) */
+} fwm_trace;
+
+/* Fill *trace for the session's last step (or its current h and F: a new, reset or restored session
+ * traces what a step from there would write and read). The reads are computed for every step, also
+ * where read policy "token" skips them; they match the step's own reads up to float rounding.
+ * FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY (one S*R*T scratch). */
+FWM_API fwm_status fwm_session_trace(const fwm_session *session, fwm_trace *trace, fwm_error *err);
+
+/* The fast weights as the model means them (the last write applied): S*R*T floats, index
+ * (i*R + j)*T + t, into `out` (`capacity` floats). FWM_ERR_BUFFER_TOO_SMALL. */
+FWM_API fwm_status fwm_session_memory(const fwm_session *session, float *out, size_t capacity, fwm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

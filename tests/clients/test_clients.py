@@ -90,6 +90,13 @@ def case_python_client(env, args):
         s.feed("the")
         r.feed("the")
         check_eq(r.predict(), dict(s.predict(), session=r.id), "restored session continues alike")
+        before = s.predict()
+        t = s.trace("Where is Mary?", memory=True)
+        S, R, T, N = t["shape"]
+        check_eq((len(t["steps"]), [st["word"] for st in t["steps"]], len(t["memory"])),
+                 (4, ["where", "is", "mary", "?"], 4 * S * R * T), "trace: one step per word, the memory")
+        check_eq(len(t["steps"][-1]["reads"]), N, "trace: every read")
+        check_eq(s.predict(), before, "trace leaves the session as it was")
         f = s.fork()
         f.feed("Sandra went to the garden.")
         check_eq(f.predict()["pos"], s.predict()["pos"] + 6, "fork diverges")

@@ -290,6 +290,18 @@ class Runner:
         norm = np.sqrt((self.F ** 2).sum())
         info["norm"] = float(norm)
         self.F = self.F / max(dt(1), norm)
+        # what this step wrote, and what each chained read retrieves from the memory after it: the
+        # figure-3 view that fwm-serve's `trace` reports, computed at every token whatever the policy
+        info["write"] = (k1, k2, v, beta)
+        u_all = w["fwm.read.weight"] @ h + w["fwm.read.bias"]
+        q_all = u_all[0:S]
+        info["reads_trace"] = []
+        for r in range(Nr):
+            e_r = np.tanh(u_all[S + r * R:S + (r + 1) * R])
+            query = q_all
+            q_all = _layer_norm(self.F.T @ np.outer(query, e_r).reshape(-1), dt(hp["layer_norm_eps"]))
+            info["reads_trace"].append((query, e_r, q_all))
+        info["memory"] = self.F
         # 4. read (changes no state); under policy "token" only where the input is read_token_id
         reads = hp["read_policy"] == "always" or x == hp["read_token_id"]
         info["read"] = reads

@@ -575,6 +575,79 @@ def case_babi_bundled(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_trace(env):
+    """`trace`: what each step writes into the memory and what each chained read retrieves, checked
+    against the independent numpy reference (tests/reference) run over the same tokens from zero; the
+    memory after the last token too. The session itself is not changed; limits hold."""
+    try:
+        import numpy as np
+        sys.path.insert(0, os.path.join(env.source_root, "tests", "reference"))
+        import fwm_reference
+    except ImportError as e:
+        print("SKIP: %s" % e)
+        return SKIP
+    path = env.model("trace", read_policy="token")
+    server = env.start([path])
+    c = Client(server.address)
+    s = c.call("open", prime=False, topk=3)["session"]
+    c.call("feed", session=s, text="Mary moved to the bathroom. John went to the hallway.")
+    fed = [n["token"] for n in c.take_tokens(s)]
+    before = c.call("predict", session=s)
+    t = c.call("trace", session=s, text="Where is Mary?", memory=True)
+    check_eq(c.call("predict", session=s), before, "the traced session is unchanged")
+    S, R, T, N = t["shape"]
+    check_eq((t["pos"], len(t["steps"])), (len(fed), 4), "pos and one step per token")
+    run = fwm_reference.Runner(fwm_reference.Model(path))
+    for x in fed:
+        run.step(x)
+    vec = lambda b: np.frombuffer(b, dtype="<f4").astype(np.float64)
+
+    def close(found, want, what):
+        err = np.max(np.abs(found - want) / np.maximum(1.0, np.abs(want)))
+        check(err <= 2e-5, "%s within 2e-5 of the reference (worst %.3g)" % (what, err))
+
+    for k, step in enumerate(t["steps"]):
+        run.step(step["token"])
+        info = run.trace[-1]
+        k1, k2, v, beta = info["write"]
+        check_eq(step["pos"], len(fed) + k + 1, "step pos")
+        close(vec(step["write"]["k1"]), k1, "step %d k1" % k)
+        close(vec(step["write"]["k2"]), k2, "step %d k2" % k)
+        close(vec(step["write"]["v"]), v, "step %d v" % k)
+        close(np.array([step["write"]["beta"]]), np.array([beta]), "step %d beta" % k)
+        check_eq(len(step["reads"]), N, "reads per step")
+        for r, (read, (query, key, value)) in enumerate(zip(step["reads"], info["reads_trace"])):
+            close(vec(read["query"]), query, "step %d read %d query" % (k, r))
+            close(vec(read["key"]), key, "step %d read %d key" % (k, r))
+            close(vec(read["value"]), value, "step %d read %d value" % (k, r))
+            check_eq(len(read["topk"]), 3, "a read's words")
+    close(vec(t["memory"]), run.F.reshape(-1), "memory after the last token")
+    check_eq(len(t["memory"]), 4 * S * R * T, "memory size")
+    # at "?" (the read token) the last read is what the model answers from
+    last = t["steps"][-1]
+    check_eq(last["reads"][-1]["topk"][0][0], last["topk"][0][0], "the last read's top word is the answer")
+    # the trace stepped a copy: feeding the same question now gives the same predictions
+    c.call("feed", session=s, text="Where is Mary?")
+    check_eq([n["topk"] for n in c.take_tokens(s)], [st["topk"] for st in t["steps"]], "trace = feed on a copy")
+    # no tokens: the memory as it is
+    t0 = c.call("trace", session=s, memory=True)
+    check_eq(t0["steps"], [], "no tokens, no steps")
+    close(vec(t0["memory"]), run.F.reshape(-1), "memory now")
+    check_eq(c.call("trace", session=s, tokens=[1, 2])["memory"], None, "memory only when asked")
+    expect_error("bad_params", c.call, "trace", session=s, text="mary", tokens=[1])
+    expect_error("bad_params", c.call, "trace", session=s, memory="yes")
+    e = expect_error("too_large", c.call, "trace", session=s, text=" ".join(["mary"] * 257))
+    check("256" in e.message, "names the token limit", e.message)
+    check_eq(server.stop(), 0, "exit status")
+    small = env.start([path], "--max-output-bytes", "4096")
+    c = Client(small.address)
+    s = c.call("open")["session"]
+    check_eq(len(c.call("trace", session=s, text="mary moved")["steps"]), 2, "a small trace fits")
+    e = expect_error("too_large", c.call, "trace", session=s, text="mary moved", memory=True)
+    check("max-output-bytes 4096" in e.message, "names the output limit", e.message)
+    check_eq(small.stop(), 0, "exit status")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

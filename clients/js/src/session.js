@@ -110,6 +110,21 @@ export class Session {
     return this.client.call('reset', { session: this.id, prime: options.prime === false ? false : undefined });
   }
 
+  /**
+   * What reading `input` (text or token ids; none: the memory as it is) would write into the memory
+   * and what each chained read retrieves, on a copy: this session is not changed. Vectors are
+   * Uint8Array of little-endian float32 (new Float32Array(v.buffer, v.byteOffset, v.byteLength / 4)
+   * on a little-endian machine).
+   * @param {string | number[] | undefined} input
+   * @param {{topk?: number, memory?: boolean}} [options]
+   */
+  trace(input, options = {}) {
+    const args = { session: this.id, topk: options.topk, memory: options.memory ? true : undefined };
+    if (typeof input === 'string') args.text = input;
+    else if (input !== undefined) args.tokens = input;
+    return this.client.call('trace', args);
+  }
+
   /** A new session with a copy of this one's state; the two then evolve independently. */
   async fork() {
     const r = await this.client.call('fork', { session: this.id });

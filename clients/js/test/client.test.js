@@ -82,6 +82,13 @@ test('fork, snapshot/restore, reset, close, sessions, stats', { skip }, async ()
   try {
     const s = await client.open({ topk: 2 });
     await s.feed('Mary moved to the bathroom.');
+    const traced = await s.trace('Where is Mary?', { memory: true, topk: 2 });
+    const [S, R, T, N] = traced.shape;
+    assert.deepEqual(traced.steps.map((st) => st.word), ['where', 'is', 'mary', '?']);
+    assert.equal(traced.steps[3].reads.length, N);
+    assert.equal(traced.steps[3].write.k1.byteLength, 4 * S);
+    assert.equal(traced.memory.byteLength, 4 * S * R * T);
+    assert.equal(traced.steps[3].topk[0][0], 'bathroom', 'the answer at "?"');
     const f = await s.fork();
     assert.equal(f.info.parent, s.id);
     await f.feed('Mary went to the kitchen.');

@@ -105,6 +105,7 @@ export declare class Session {
   predict(options?: { topk?: number }): Promise<PredictResult>;
   reset(options?: { prime?: boolean }): Promise<{ session: string; pos: number }>;
   fork(): Promise<Session>;
+  trace(input?: string | number[], options?: { topk?: number; memory?: boolean }): Promise<Record<string, any>>;
   snapshot(): Promise<Uint8Array>;
   close(): Promise<{ session: string; closed: true }>;
 }

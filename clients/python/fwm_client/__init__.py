@@ -192,6 +192,13 @@ class Session:
     def fork(self):
         return Session(self.client, self.client.call("fork", session=self.id)["session"])
 
+    def trace(self, text=None, tokens=None, topk=None, memory=False):
+        """What reading `text` would write into the memory and what each chained read retrieves, on
+        a copy (this session is not changed): {pos, shape: [S, R, T, N_r], steps, memory}. Vectors
+        are bytes of little-endian float32 (numpy.frombuffer(b, "<f4"))."""
+        return self.client.call("trace", session=self.id, text=text, tokens=tokens, topk=topk,
+                                memory=True if memory else None)
+
     def snapshot(self):
         """The session's state as bytes (restore with Client.restore)."""
         return self.client.call("snapshot", session=self.id)["state"]
