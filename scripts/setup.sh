@@ -14,6 +14,7 @@ packages=(
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots
+  chromium                                # the web page's test in a real (headless) browser
 )
 # The JavaScript client (clients/js) and its tests need Node (>= 18) and npm: a node already on PATH
 # (e.g. from nodesource, which bundles npm) is used as it is; only when there is none are Debian's own
@@ -33,13 +34,16 @@ fi
 
 # The JavaScript client's npm packages, exactly as package-lock.json pins them (npm ci), when the
 # lock file is newer than what is installed.
-js=clients/js
-if command -v npm >/dev/null 2>&1 && [ -f "$js/package-lock.json" ] &&
-   [ ! "$js/node_modules/.package-lock.json" -nt "$js/package-lock.json" ]; then
-  echo "setup: npm ci in $js"
-  (cd "$js" && npm ci --no-audit --no-fund) ||
-    echo "setup: npm ci failed in $js; the JavaScript client's tests will skip until it succeeds"
-fi
+# npm packages, pinned by their lock files: the JavaScript client's (clients/js: @msgpack/msgpack, and
+# for its tests typescript and ws) and the web page's test driver (web: puppeteer-core).
+for js in clients/js web; do
+  if command -v npm >/dev/null 2>&1 && [ -f "$js/package-lock.json" ] &&
+     [ ! "$js/node_modules/.package-lock.json" -nt "$js/package-lock.json" ]; then
+    echo "setup: npm ci in $js"
+    (cd "$js" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund) ||
+      echo "setup: npm ci failed in $js; its tests will skip until it succeeds"
+  fi
+done
 
 build_dir=${1:-build}
 shift || true

@@ -68,6 +68,7 @@ export async function startServer(options = {}) {
     dir,
     address: addresses.find((a) => a.startsWith('tcp://')),
     unixAddress: addresses.find((a) => a.startsWith('unix:')),
+    http: addresses.find((a) => a.startsWith('http://')),  // with --http
     stderr: readStderr,
     /** SIGTERM, then the exit status (SIGKILL after 20 s). */
     async stop() {

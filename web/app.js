@@ -1,0 +1,229 @@
+// app.js - fwm's web page: connects to fwm-serve over WebSocket (/rpc, msgpack-RPC, the JS client's
+// browser entry), reads stories into sessions with streamed next-word predictions, answers
+// questions, forks sessions to compare them, and shows the memory (memory_view.js) from the server's
+// `trace` method. State kept here: per session, what each word it read wrote (k1, k2), for the
+// figure-3 grid; at most HISTORY_LIMIT words.
+
+import { connect } from './client/browser.js';
+import { drawReads, drawSlices, floats } from './memory_view.js';
+
+const HISTORY_LIMIT = 400;
+const TRACE_LIMIT = 256; // tokens per trace call (the server's limit)
+const SAMPLE = 'Mary moved to the bathroom. Sandra journeyed to the bedroom. Mary got the football there. '
+  + 'John went to the kitchen. Mary went back to the kitchen. Mary went back to the garden.';
+
+const $ = (selector, root = document) => /** @type {HTMLElement} */ (root.querySelector(selector));
+const status = (text, error = false) => {
+  const s = $('#status');
+  s.textContent = text;
+  s.classList.toggle('error', error);
+};
+
+/** @type {any} */
+let client = null;
+let selected = null;
+const panels = [];
+
+function tokenize(text) {
+  return text.toLowerCase().split(/\s+/).filter(Boolean).flatMap((w) => {
+    const last = w[w.length - 1];
+    return (last === '.' || last === '?') && w.length > 1 ? [w.slice(0, -1), last] : [w];
+  });
+}
+
+/** Split a token list into pieces the server traces at once. */
+function chunks(words) {
+  const out = [];
+  for (let i = 0; i < words.length; i += TRACE_LIMIT) out.push(words.slice(i, i + TRACE_LIMIT).join(' '));
+  return out;
+}
+
+class Panel {
+  constructor(session, name, history, note) {
+    this.session = session;
+    this.name = name;
+    this.history = history; // [{word, k1, k2}]
+    this.root = /** @type {HTMLElement} */ (
+      /** @type {HTMLTemplateElement} */ ($('#session-template')).content.firstElementChild.cloneNode(true));
+    this.root.dataset.session = name;
+    $('.name', this.root).textContent = `session ${name}`;
+    const story = /** @type {HTMLTextAreaElement} */ ($('.story', this.root));
+    story.value = panels.length === 0 ? SAMPLE : '';
+    story.placeholder = 'Type or paste a story: one sentence after another.';
+    $('.read', this.root).addEventListener('click', () => this.run(() => this.read(story.value)));
+    $('.fork', this.root).addEventListener('click', () => this.run(() => this.fork()));
+    $('.reset', this.root).addEventListener('click', () => this.run(() => this.reset()));
+    $('.show', this.root).addEventListener('click', () => this.run(() => this.showMemory()));
+    $('.ask', this.root).addEventListener('submit', (e) => {
+      e.preventDefault();
+      const q = /** @type {HTMLInputElement} */ ($('.question', this.root)).value.trim();
+      if (q) this.run(() => this.ask(q));
+    });
+    this.root.addEventListener('click', () => select(this));
+    if (note) this.note(note);
+    $('#sessions').append(this.root);
+    this.updatePos(session.info ? session.info.pos : 0);
+  }
+
+  note(text) {
+    const n = document.createElement('div');
+    n.className = 'hint';
+    n.textContent = text;
+    $('.stream', this.root).append(n);
+  }
+
+  updatePos(pos) { $('.pos', this.root).textContent = `${pos} words read`; }
+
+  /** Run an action with the buttons disabled; errors are shown in the panel. */
+  async run(action) {
+    const buttons = this.root.querySelectorAll('button');
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      await action();
+    } catch (e) {
+      const a = $('.answer', this.root);
+      a.innerHTML = '';
+      const err = document.createElement('span');
+      err.className = 'error-text';
+      err.textContent = e && e.message ? `${e.name || 'error'}: ${e.message}` : String(e);
+      a.append(err);
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  }
+
+  remember(steps) {
+    for (const s of steps) this.history.push({ word: s.word, k1: floats(s.write.k1), k2: floats(s.write.k2) });
+    if (this.history.length > HISTORY_LIMIT) this.history.splice(0, this.history.length - HISTORY_LIMIT);
+  }
+
+  /** Read text: first what it writes (trace on a copy), then for real, streaming each prediction. */
+  async read(text) {
+    const words = tokenize(text);
+    if (words.length === 0) return;
+    for (const piece of chunks(words)) this.remember((await this.session.trace(piece, { topk: 0 })).steps);
+    const stream = $('.stream', this.root);
+    const r = await this.session.feed(text, {
+      topk: 3,
+      onToken: (e) => {
+        const chip = document.createElement('span');
+        chip.className = 'word';
+        const w = document.createElement('b');
+        w.textContent = e.word;
+        const next = document.createElement('small');
+        next.textContent = e.topk.map(([word, p]) => `${word} ${p.toFixed(2)}`).join(' · ');
+        chip.append(w, next);
+        stream.append(chip);
+        stream.scrollTop = stream.scrollHeight;
+      },
+    });
+    this.updatePos(r.pos);
+  }
+
+  /** Answer from memory; the answer is committed (read) as in training, and its reads are shown. */
+  async ask(question) {
+    const q = /[?]\s*$/.test(question) ? question : `${question}?`;
+    const a = await this.session.ask(q, { topk: 5 });
+    const box = $('.answer', this.root);
+    box.innerHTML = '';
+    const best = document.createElement('div');
+    best.innerHTML = `<span class="hint">${q}</span> `;
+    const word = document.createElement('span');
+    word.className = 'best';
+    word.textContent = a.answer;
+    best.append(word, ` (p = ${a.prob.toFixed(3)})`);
+    box.append(best);
+    for (const [w, p] of a.topk) {
+      const bar = document.createElement('div');
+      bar.className = 'bar';
+      const fill = document.createElement('span');
+      fill.className = 'fill';
+      fill.style.width = `${Math.max(0.5, 100 * p)}%`;
+      const wrap = document.createElement('span');
+      wrap.append(fill);
+      const label = document.createElement('span');
+      label.textContent = w;
+      bar.append(label, wrap, `${(100 * p).toFixed(1)}%`);
+      box.append(bar);
+    }
+    // what the question and the answer write and read, then read them for real
+    const t = await this.session.trace(`${q} ${a.answer}`, { memory: true, topk: 3 });
+    const steps = t.steps;
+    const at = steps.findIndex((s) => s.word === '?');
+    this.remember(steps.slice(0, at + 1));
+    select(this);
+    drawReads($('#reads'), this.history, steps[at].reads.map((r) => ({
+      query: floats(r.query), key: floats(r.key), topk: r.topk,
+    })));
+    this.remember(steps.slice(at + 1));
+    drawSlices($('#slices'), floats(t.memory), t.shape);
+    const r = await this.session.feed(`${q} ${a.answer}`, { notify: false });
+    this.updatePos(r.pos);
+    this.note(`asked: ${q} → ${a.answer}`);
+  }
+
+  async showMemory() {
+    const t = await this.session.trace(undefined, { memory: true });
+    select(this);
+    drawSlices($('#slices'), floats(t.memory), t.shape);
+  }
+
+  async reset() {
+    const r = await this.session.reset();
+    this.history.length = 0;
+    $('.stream', this.root).textContent = '';
+    $('.answer', this.root).textContent = '';
+    this.updatePos(r.pos);
+  }
+
+  async fork() {
+    const child = await this.session.fork();
+    const name = String.fromCharCode(65 + panels.length);
+    const panel = new Panel(child, name, this.history.slice(), `forked from session ${this.name}: it has read the same`);
+    panels.push(panel);
+    panel.updatePos((await child.predict()).pos);
+    select(panel);
+  }
+}
+
+function select(panel) {
+  if (selected === panel) return;
+  for (const p of panels) p.root.classList.toggle('selected', p === panel);
+  selected = panel;
+  $('#memory-of').textContent = `session ${panel.name}`;
+}
+
+async function start(token) {
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  client = await connect(`${scheme}://${location.host}/rpc`, token ? { token } : {});
+  const hello = client.server;
+  if (hello.auth_required && !hello.authenticated) {
+    await client.close();
+    $('#auth').hidden = false;
+    status('this server needs a token', true);
+    return;
+  }
+  $('#auth').hidden = true;
+  const model = hello.models[0];
+  status(`connected: ${model.name}, ${model.parameters.toLocaleString()} weights, memory `
+    + `${model.memory.join(' × ')}, ${model.reads} chained reads`);
+  const session = await client.open({ topk: 3 });
+  const panel = new Panel(session, 'A', [], model.prime.length ? `primed: it has read ${model.prime.join(' ')}` : '');
+  panels.push(panel);
+  select(panel);
+}
+
+$('#auth').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const token = /** @type {HTMLInputElement} */ ($('#token')).value;
+  start(token).catch((err) => status(`cannot connect: ${err.message || err}`, true));
+});
+start(new URLSearchParams(location.hash.slice(1)).get('token') || '').catch((err) => {
+  if (err && err.name === 'unauthorized') {
+    $('#auth').hidden = false;
+    status('this server needs a token', true);
+  } else {
+    status(`cannot connect: ${err.message || err}`, true);
+  }
+});
+window.fwmPage = { panels: () => panels };
