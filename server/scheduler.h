@@ -89,6 +89,7 @@ typedef struct fwm__outbox_record {
     bool job_finished;           /* a job holding a reference to `sink` ended */
     bool respond;                /* job_finished: a response is owed for `msgid` (the bytes hold it) */
     uint32_t msgid;
+    int error_code;              /* job_finished: the error code it failed with; 0: it did not */
     fwm__session_entry *insert;  /* a fork/restore result to insert into the table (then reply) */
     bool unreserve;              /* a fork/restore/open ended: release its reserved session slot */
     bool unhold;                 /* a fork/restore failed: it no longer counts against its connection */
