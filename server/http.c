@@ -482,7 +482,9 @@ int fwm__http_open(fwm__server *s) {
     info.max_http_header_data = HEADER_BYTES;
     info.max_http_header_pool = HEADER_POOL;
     info.keepalive_timeout = KEEPALIVE_S;
+    /* a request's headers must arrive within --message-timeout, as a message on the msgpack port */
     info.timeout_secs = s->config->message_timeout_s >= 1 ? (unsigned)s->config->message_timeout_s : 30;
+    info.timeout_secs_ah_idle = info.timeout_secs;
     info.fd_limit_per_thread = (unsigned)(s->config->max_connections + 64 < s->fd_limit ? s->config->max_connections + 64
                                                                                        : s->fd_limit);
     info.vhost_name = "fwm";

@@ -8,7 +8,10 @@
 
 #define FRAGMENT_BYTES 16384  /* an outgoing message longer than this goes in several frames */
 #define FRAMES_PER_WRITABLE 64 /* then lws is asked for another writable callback (fairness) */
-#define CLOSE_WAIT_S 3        /* a peer that takes no close frame is cut off after this long */
+#define CLOSE_WAIT_S 3        /* a peer that does not answer our close frame is cut off after this long */
+/* lws_write's type for a close frame: lws's own value (roles/ws/private-lib-roles-ws.h), which its
+ * public header leaves to lws_close_reason() */
+#define WRITE_CLOSE ((enum lws_write_protocol)4)
 
 /* The loop thread's staging area: lws_write needs LWS_PRE writable bytes before the payload. */
 static unsigned char staging[LWS_PRE + FRAGMENT_BYTES];
@@ -119,11 +122,19 @@ static size_t next_message(const fwm__write *w, size_t offset) {
     return length;
 }
 
+/* Send the close frame ourselves, then wait for the peer's: lws's own polite close (lws_close_reason,
+ * then -1) is cut short in Debian's build, whose _DEBUG closes a libuv wsi twice at once. */
 static int close_now(fwm__connection *c) {
+    if (c->ws_close_sent) return 0;
+    c->ws_close_sent = true;
     int status = c->ws_close_status ? c->ws_close_status
                  : c->close_after_flush ? LWS_CLOSE_STATUS_POLICY_VIOLATION : LWS_CLOSE_STATUS_NORMAL;
-    lws_close_reason(c->wsi, (enum lws_close_status)status, NULL, 0);
-    return -1;
+    unsigned char frame[LWS_PRE + 2];
+    frame[LWS_PRE] = (unsigned char)(status >> 8);
+    frame[LWS_PRE + 1] = (unsigned char)(status & 0xff);
+    if (lws_write(c->wsi, frame + LWS_PRE, 2, WRITE_CLOSE) < 0) return -1;
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_ACK, CLOSE_WAIT_S); /* the peer answers, or is cut off */
+    return 0;
 }
 
 int fwm__ws_writable(fwm__connection *c) {
@@ -155,6 +166,8 @@ int fwm__ws_writable(fwm__connection *c) {
 }
 
 void fwm__ws_set_reading(fwm__connection *c, bool reading) {
+    /* once failed, what arrives is dropped (fwm__ws_receive): lws keeps reading so the close handshake runs */
+    if (c->close_after_flush || c->closing) reading = true;
     if (c->wsi) lws_rx_flow_control(c->wsi, reading ? 1 : 0);
 }
 
