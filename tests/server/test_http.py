@@ -344,6 +344,12 @@ def case_limits(env):
     time.sleep(0.5)
     status, _, _ = get(server, "/health")
     check_eq(status, 200, "served again once they closed")
+    if websocket is not None:  # a WebSocket message left unfinished: --message-timeout, as on TCP
+        ws = WsClient(server)
+        ws.ws.send_frame(websocket.ABNF(0, 0, 0, 0, websocket.ABNF.OPCODE_BINARY, 1, b"\x94\x00\x01"))
+        start = time.time()
+        ws.expect_failure("no complete message within message-timeout 2s")
+        check(time.time() - start < 6, "within the timeout", time.time() - start)
     check_eq(server.stop(), 0, "clean exit")
     check("stopped cleanly" in server.stderr(), "stopped cleanly", server.stderr())
 
@@ -353,7 +359,8 @@ def case_limits(env):
 def case_websocket(env):
     need_websocket()
     # a memory of 20^3 floats: a snapshot (32 KB) takes several of the server's 16 KB frames
-    server = env.start([env.model(sizes=(32, 32, 20))], "--http", "tcp://127.0.0.1:0", "--max-message-bytes", "4096")
+    server = env.start([env.model(sizes=(32, 32, 20))], "--http", "tcp://127.0.0.1:0", "--max-message-bytes", "4096",
+                       "--max-output-bytes", "65536")
     ws = WsClient(server)
     check_eq(ws.call("hello")["server"], "fwm-serve", "hello")
     s = ws.call("open")["session"]
@@ -406,6 +413,25 @@ def case_websocket(env):
     m = parse_metrics(body.decode())
     check_eq(value(m, "fwm_errors_total", code="protocol"), 4, "protocol errors counted")
     check_eq(value(m, "fwm_websocket_connections"), 1, "the one good WebSocket is still open")
+    # backpressure: a WebSocket client that does not read holds at most --max-output-bytes (plus a reply)
+    slow = WsClient(server)
+    s3 = slow.call("open")["session"]
+    # 24 feeds of 249 tokens (each request under --max-message-bytes 4096), x topk 100: about 9 MB of
+    # notifications, more than the kernel's socket buffers hold
+    chunk = " ".join(["the kitchen ."] * 83)
+    msgids = [slow.send("feed", session=s3, text=chunk, topk=100) for _ in range(24)]
+    parked, peak, deadline = 0, 0, time.time() + 15
+    while time.time() < deadline and not parked:
+        st = c.call("stats")
+        parked, peak = st["parked_sessions"], max(peak, st["memory"]["output_queued_bytes"])
+        time.sleep(0.05)
+    check_eq(parked, 1, "the non-reading client's session is parked")
+    check(peak <= 65536 + 16384, "queued output bounded by max-output-bytes", peak)
+    while msgids[-1] not in slow.responses:
+        slow.pump()
+    check_eq([slow.responses[m][3]["fed"] for m in msgids], [249] * 24, "everything arrives once read")
+    notes = [n[2][0] for n in slow.notifications if n[1] == "token"]
+    check_eq([n["pos"] for n in notes], list(range(1, 24 * 249 + 1)), "every notification, in order")
     # a clean shutdown with a WebSocket open
     check_eq(server.stop(), 0, "clean exit with a WebSocket open")
     check("stopped cleanly" in server.stderr(), "stopped cleanly", server.stderr())
