@@ -395,7 +395,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         fwm__free(hs->body);
         hs->body = NULL;
         hs->close = false;
-        return route(wsi, hs, h, in ? (const char *)in : "/") ? -1 : 0;
+        return route(wsi, hs, h, in && *(const char *)in ? (const char *)in : "/") ? -1 : 0;
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return hs ? write_body(wsi, hs) : -1;
     case LWS_CALLBACK_HTTP_FILE_COMPLETION:
