@@ -148,8 +148,11 @@ def case_metrics(env):
     promtool = shutil.which("promtool")
     if not promtool:
         raise SkipCase("promtool is not installed (Debian package prometheus; scripts/setup.sh installs it)")
-    server = env.start([env.model()], "--http", "tcp://127.0.0.1:0", "--workers", "1")
+    server = env.start([env.model(), env.model(name="second", seed=4)], "--http", "tcp://127.0.0.1:0",
+                       "--workers", "1")
     c = Client(server.address)
+    names = [m["name"] for m in c.call("hello")["models"]]
+    c.call("open", model=names[1])
     s = c.call("open")["session"]
     c.call("feed", session=s, text=TEXT)
     c.call("ask", session=s, question="Where is Mary?")
@@ -169,7 +172,8 @@ def case_metrics(env):
     check(value(m, "fwm_tokens_total") >= fed, "tokens counted", value(m, "fwm_tokens_total"))
     for code, n in (("unknown_word", 1), ("bad_params", 1), ("unknown_session", 1), ("overloaded", 0)):
         check_eq(value(m, "fwm_errors_total", code=code), n, "errors with code %s" % code)
-    check_eq(value(m, "fwm_sessions_opened_total"), 1, "sessions opened")
+    check_eq(value(m, "fwm_sessions_opened_total"), 2, "sessions opened")
+    check_eq([value(m, "fwm_sessions_resident", model=n) for n in names], [1, 1], "sessions per model")
     # ... and the same values as `stats` on the same server
     check_eq(value(m, "fwm_tokens_total"), stats["tokens"], "tokens = stats")
     check_eq(value(m, "fwm_batches_total"), stats["batches"], "batches = stats")
@@ -193,6 +197,20 @@ def case_metrics(env):
           "latencies are in seconds")
     check_eq(value(m, "fwm_http_connections"), 1, "HTTP connections: this one")
     check(not re.search(r"[0-9a-f]{32}", text), "no session ids in the metrics")
+    # durable mode adds the store's metrics: promtool again, and the stored sessions = stats
+    durable = env.start([env.model()], "--http", "tcp://127.0.0.1:0", "--data-dir", os.path.join(env.dir, "data"))
+    d = Client(durable.address)
+    for _ in range(3):
+        d.call("feed", session=d.call("open")["session"], text=TEXT)
+    stats = d.call("stats")
+    text = get(durable, "/metrics")[2].decode()
+    lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    check_eq((lint.returncode, lint.stdout + lint.stderr), (0, ""), "promtool check metrics, durable")
+    m = parse_metrics(text)
+    check_eq(value(m, "fwm_sessions_stored"), 3, "stored sessions")
+    check_eq(value(m, "fwm_sessions_stored"), stats["durability"]["sessions_stored"], "stored sessions = stats")
+    check_eq(value(m, "fwm_store_commits_total"), stats["durability"]["commits"], "commits = stats")
+    check_eq(value(m, "fwm_store_healthy"), 1, "store healthy")
 
 
 # ---- /health, /v1/models, errors, authentication -----------------------------------------------
