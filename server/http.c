@@ -434,13 +434,28 @@ static const struct lws_protocols protocols[] = {
 
 /* ---- lifetime ---- */
 
+#define LOG_INTERVAL_NS 5000000000ull /* lws' errors, some of which a client can cause, at most this often */
+
 static const fwm__server *log_server; /* lws logs through a plain function */
+static uint64_t log_last_ns, log_suppressed;
 
 static void emit_log(int level, const char *line) {
     (void)level;
+    uint64_t now = fwm__now_ns();
+    if (!log_server) return;
+    if (log_last_ns && now - log_last_ns < LOG_INTERVAL_NS) {
+        log_suppressed++;
+        return;
+    }
     size_t n = strlen(line);
     while (n && line[n - 1] == '\n') n--;
-    if (log_server) fwm__server_log(log_server, "http: %.*s", (int)n, line);
+    if (log_suppressed)
+        fwm__server_log(log_server, "http: %.*s (and %llu more libwebsockets errors since the last)", (int)n, line,
+                        (unsigned long long)log_suppressed);
+    else
+        fwm__server_log(log_server, "http: %.*s", (int)n, line);
+    log_last_ns = now;
+    log_suppressed = 0;
 }
 
 static char *static_root(const fwm__config *cfg) {
