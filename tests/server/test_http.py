@@ -372,6 +372,32 @@ def case_limits(env):
     check("stopped cleanly" in server.stderr(), "stopped cleanly", server.stderr())
 
 
+def case_hostile_input(env):
+    """Garbage, broken requests and broken WebSocket frames: answered or closed, never a crash, and
+    the log stays short."""
+    import random
+    rng = random.Random(7)
+    server = env.start([env.model()], "--http", "tcp://127.0.0.1:0", "--message-timeout", "2")
+    upgrade = (b"GET /rpc HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    payloads = [b"\x00\xff" * 100, b"GET / HTTP/9.9\r\n\r\n", b"FOO /x HTTP/1.1\r\n\r\n",
+                b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+                b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                b"GET /rpc HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+                upgrade + b"\x82\x7f" + b"\xff" * 8,  # a 2^64-1 byte frame
+                upgrade + b"\x82\x05hello",  # unmasked client frame
+                upgrade + b"\x89\x80\x00\x00\x00\x00" * 50]  # pings
+    payloads += [upgrade + bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 3000))) for _ in range(10)]
+    payloads += [bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 2000))) for _ in range(20)]
+    for p in payloads:
+        raw_request(server, p, seconds=1)
+    check_eq(get(server, "/health")[0], 200, "still serving HTTP")
+    check_eq(Client(server.address).call("hello")["server"], "fwm-serve", "still serving msgpack-RPC")
+    check_eq(server.stop(), 0, "clean exit")
+    lws_lines = [line for line in server.stderr().splitlines() if "http: " in line]
+    check(len(lws_lines) <= 4, "libwebsockets' errors are rate-limited in the log", lws_lines)
+
+
 # ---- msgpack-RPC over WebSocket ----------------------------------------------------------------
 
 def case_websocket(env):
@@ -462,6 +488,7 @@ CASES = {
     "auth": case_auth,
     "static_files": case_static_files,
     "limits": case_limits,
+    "hostile_input": case_hostile_input,
     "websocket": case_websocket,
 }
 
