@@ -107,8 +107,12 @@ static uint64_t resident_memory_bytes(void) {
 }
 
 static void models(text *t, fwm__server *s) {
-    uint64_t resident[64] = {0};
-    per_model pm = {resident, s->model_count < 64 ? s->model_count : 64};
+    per_model pm = {fwm__calloc(s->model_count, sizeof *pm.resident), s->model_count};
+    if (!pm.resident) {
+        t->failed = true;
+        return;
+    }
+    uint64_t *resident = pm.resident;
     fwm__session_table_each(&s->sessions, count_model, &pm);
     char name[600];
     family(t, "fwm_model_info", "gauge", "The models served (value 1), with their fingerprints.");
@@ -122,6 +126,12 @@ static void models(text *t, fwm__server *s) {
         label_value(s->models[m].name, name, sizeof name);
         add(t, "fwm_sessions_resident{model=\"%s\"} %llu\n", name, (unsigned long long)resident[m]);
     }
+    family(t, "fwm_model_tokens_total", "counter", "Tokens stepped through each model.");
+    for (size_t m = 0; m < pm.count; m++) {
+        label_value(s->models[m].name, name, sizeof name);
+        add(t, "fwm_model_tokens_total{model=\"%s\"} %llu\n", name,
+            (unsigned long long)fwm__scheduler_model_tokens(s->scheduler, m));
+    }
     family(t, "fwm_model_weights_bytes", "gauge", "Bytes of each model's weights.");
     for (size_t m = 0; m < pm.count; m++) {
         label_value(s->models[m].name, name, sizeof name);
@@ -133,6 +143,7 @@ static void models(text *t, fwm__server *s) {
         label_value(s->models[m].name, name, sizeof name);
         add(t, "fwm_session_bytes{model=\"%s\"} %llu\n", name, (unsigned long long)s->models[m].session_bytes);
     }
+    fwm__free(resident);
 }
 
 static void durability(text *t, fwm__server *s) {
@@ -188,10 +199,15 @@ char *fwm__prometheus_render(fwm__server *s, size_t headroom, size_t *length) {
     scalar(&t, "fwm_tokens_queued", "gauge", "Tokens waiting to be stepped.", (double)st.tokens_queued);
     scalar(&t, "fwm_tokens_queued_max", "gauge", "Queued tokens beyond which requests are refused (max-queued-tokens).",
            (double)s->config->max_queued_tokens);
-    scalar(&t, "fwm_batches_total", "counter", "Batched steps (sessions stepped together).", (double)st.batches);
-    scalar(&t, "fwm_batch_sessions_total", "counter",
-           "Sessions over all batched steps (divided by fwm_batches_total: the mean batch size).",
-           (double)st.batch_sessions);
+    family(&t, "fwm_batch_size", "histogram", "Sessions stepped together in one batched step (_count: the batches).");
+    uint64_t cumulative = 0;
+    for (unsigned k = 0; k < FWM_BATCH_SIZE_BUCKETS; k++) {
+        cumulative += st.batch_sizes[k];
+        add(&t, "fwm_batch_size_bucket{le=\"%llu\"} %llu\n", 1ull << k, (unsigned long long)cumulative);
+    }
+    add(&t, "fwm_batch_size_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st.batches);
+    add(&t, "fwm_batch_size_sum %llu\nfwm_batch_size_count %llu\n", (unsigned long long)st.batch_sessions,
+        (unsigned long long)st.batches);
     scalar(&t, "fwm_batch_size_max", "gauge", "The largest batch so far.", (double)st.batch_max);
     scalar(&t, "fwm_queue_depth", "gauge", "Sessions with work waiting for a worker.", (double)st.ready_sessions);
     scalar(&t, "fwm_parked_sessions", "gauge", "Sessions waiting for a slow reader to take its output.",

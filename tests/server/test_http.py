@@ -176,7 +176,12 @@ def case_metrics(env):
     check_eq([value(m, "fwm_sessions_resident", model=n) for n in names], [1, 1], "sessions per model")
     # ... and the same values as `stats` on the same server
     check_eq(value(m, "fwm_tokens_total"), stats["tokens"], "tokens = stats")
-    check_eq(value(m, "fwm_batches_total"), stats["batches"], "batches = stats")
+    check_eq(value(m, "fwm_batch_size_count"), stats["batches"], "batches = stats")
+    check_eq(value(m, "fwm_batch_size_sum") / value(m, "fwm_batch_size_count"), stats["batch_size_mean"],
+             "mean batch size = stats")
+    check_eq(value(m, "fwm_batch_size_max"), stats["batch_size_max"], "largest batch = stats")
+    check_eq(sum(value(m, "fwm_model_tokens_total", model=n) for n in names), stats["tokens"], "tokens per model")
+    check_eq(value(m, "fwm_model_tokens_total", model=names[1]), 0, "the second model stepped nothing")
     check_eq(value(m, "fwm_requests_total"), stats["requests"], "requests = stats")
     check_eq(value(m, "fwm_connections"), stats["connections"], "connections = stats")
     check_eq(value(m, "fwm_memory_sessions_bytes"), stats["memory"]["sessions_bytes"], "session memory = stats")
@@ -187,12 +192,13 @@ def case_metrics(env):
     # the stats request itself is timed after its reply was packed
     check_eq(value(m, "fwm_request_latency_seconds_count"), stats["request_latency_ms"]["count"] + 1,
              "request latency count")
-    for h in ("fwm_token_latency_seconds", "fwm_request_latency_seconds"):
+    for h in ("fwm_token_latency_seconds", "fwm_request_latency_seconds", "fwm_batch_size"):
         buckets = sorted((float(dict(k[1])["le"]), v) for k, v in m.items() if k[0] == h + "_bucket")
         counts = [v for _, v in buckets]
         check(counts == sorted(counts), "%s buckets are cumulative" % h, counts)
         check_eq(buckets[-1], (float("inf"), value(m, h + "_count")), "%s +Inf bucket = count" % h)
         check(value(m, h + "_sum") > 0, "%s sum" % h)
+    check_eq(value(m, "fwm_batch_size_bucket", le="1"), stats["batches"], "one session per batch here")
     check(value(m, "fwm_token_latency_seconds_sum") < value(m, "fwm_token_latency_seconds_count") * 10,
           "latencies are in seconds")
     check_eq(value(m, "fwm_http_connections"), 1, "HTTP connections: this one")
@@ -200,14 +206,20 @@ def case_metrics(env):
     # durable mode adds the store's metrics: promtool again, and the stored sessions = stats
     durable = env.start([env.model()], "--http", "tcp://127.0.0.1:0", "--data-dir", os.path.join(env.dir, "data"))
     d = Client(durable.address)
-    for _ in range(3):
-        d.call("feed", session=d.call("open")["session"], text=TEXT)
+    sessions = [d.call("open")["session"] for _ in range(8)]
+    for msgid in [d.send("feed", session=x, text=" ".join([TEXT] * 20)) for x in sessions]:  # pipelined:
+        d.wait(msgid)  # sessions stepped together
     stats = d.call("stats")
     text = get(durable, "/metrics")[2].decode()
     lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     check_eq((lint.returncode, lint.stdout + lint.stderr), (0, ""), "promtool check metrics, durable")
     m = parse_metrics(text)
-    check_eq(value(m, "fwm_sessions_stored"), 3, "stored sessions")
+    check_eq(value(m, "fwm_sessions_stored"), 8, "stored sessions")
+    largest = stats["batch_size_max"]
+    check(largest > 1, "batches of several sessions", largest)
+    edge = 1 << (largest - 1).bit_length()  # the smallest power of two >= the largest batch
+    check_eq(value(m, "fwm_batch_size_bucket", le=str(edge)), stats["batches"], "every batch at most %d" % edge)
+    check(value(m, "fwm_batch_size_bucket", le=str(edge // 2)) < stats["batches"], "the largest is above %d" % (edge // 2))
     check_eq(value(m, "fwm_sessions_stored"), stats["durability"]["sessions_stored"], "stored sessions = stats")
     check_eq(value(m, "fwm_store_commits_total"), stats["durability"]["commits"], "commits = stats")
     check_eq(value(m, "fwm_store_healthy"), 1, "store healthy")
