@@ -280,3 +280,15 @@ fwm__rpc_result fwm__rpc_reader_next(fwm__rpc_reader *reader, const uint8_t **me
     }
     return FWM_RPC_NEED_MORE;
 }
+
+fwm__rpc_result fwm__rpc_scan_first(const fwm__rpc_limits *limits, const uint8_t *bytes, size_t size,
+                                    size_t *length, char *error, size_t error_size) {
+    fwm__rpc_reader reader;
+    fwm__rpc_reader_init(&reader, limits);
+    reader.buffer = (uint8_t *)bytes; /* only read: one call of next() with nothing consumed moves nothing */
+    reader.length = reader.capacity = size;
+    const uint8_t *message;
+    fwm__rpc_result result = size ? fwm__rpc_reader_next(&reader, &message, length) : FWM_RPC_NEED_MORE;
+    if (error && error_size) snprintf(error, error_size, "%s", reader.error);
+    return result;
+}

@@ -89,6 +89,12 @@ fwm__rpc_result fwm__rpc_reader_next(fwm__rpc_reader *reader, const uint8_t **me
 /* Bytes buffered and not yet returned as a message. */
 size_t fwm__rpc_reader_pending(const fwm__rpc_reader *reader);
 
+/* Where the first message in `bytes` (all of it in memory) ends: FWM_RPC_MESSAGE with *length,
+ * FWM_RPC_NEED_MORE when the bytes end inside it, or FWM_RPC_ERROR with the reason in `error` (may be
+ * NULL). Frames of message-per-frame transports (WebSocket) are checked and split with it. */
+fwm__rpc_result fwm__rpc_scan_first(const fwm__rpc_limits *limits, const uint8_t *bytes, size_t size,
+                                    size_t *length, char *error, size_t error_size);
+
 fwm__rpc_fault fwm__rpc_reader_fault(const fwm__rpc_reader *reader);
 const char *fwm__rpc_reader_error(const fwm__rpc_reader *reader); /* "" when none */
 const char *fwm__rpc_fault_name(fwm__rpc_fault fault);

@@ -11,6 +11,9 @@ packages=(
   gcc pkg-config meson ninja-build        # toolchain and build
   clang libclang-rt-14-dev                # fuzz targets (libFuzzer) and clang's sanitizers
   libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev liblmdb-dev   # libraries
+  libwebsockets-dev libwebsockets-evlib-uv  # fwm-serve --http: HTTP/WebSocket on its libuv loop (lws loads the uv plugin)
+  prometheus                              # promtool checks /metrics (tests/server/test_http.py)
+  python3-websocket                       # WebSocket client of tests/server/test_http.py
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots

@@ -16,6 +16,9 @@
 #ifndef FWM_MODELS_FROM_BINDIR
 #define FWM_MODELS_FROM_BINDIR "../share/fwm/models"
 #endif
+#ifndef FWM_WWW_FROM_BINDIR
+#define FWM_WWW_FROM_BINDIR "../share/fwm/www"
+#endif
 
 typedef enum { OPT_SIZE, OPT_SECONDS, OPT_FLAG, OPT_MODE } option_type; /* OPT_MODE: octal permissions */
 
@@ -97,6 +100,8 @@ void fwm__config_release(fwm__config *config) {
     free_list(config->models, config->model_count);
     free_list(config->listen, config->listen_count);
     fwm__free(config->port_file);
+    fwm__free(config->http);
+    fwm__free(config->http_root);
     fwm__free(config->data_dir);
     fwm__free(config->auth_token_file);
     memset(config, 0, sizeof *config);
@@ -133,6 +138,10 @@ static void print_help(FILE *out) {
             "  --port-file PATH      once listening, write the bound addresses there, one per line\n"
             "  --config FILE         read settings from FILE: `name = value` lines (names as below, without\n"
             "                        the dashes; `model = PATH` and `listen = ADDRESS` repeat); '#' comments\n"
+            "  --http ADDRESS        also serve HTTP on tcp://HOST:PORT: GET /metrics (Prometheus), /health,\n"
+            "                        /v1/models, static files, and msgpack-RPC over WebSocket at /rpc; the same\n"
+            "                        loopback and token rules as --listen (token: Authorization: Bearer)\n"
+            "  --http-root DIR       static files for the HTTP port (default: <bindir>/" FWM_WWW_FROM_BINDIR ")\n"
             "  --auth-token-file F   connections must present the token in F (hello {token}) before anything\n"
             "                        else; without it only loopback addresses are served (or --insecure)\n"
             "  --data-dir DIR        durable sessions: keep every session in an LMDB store in DIR, so they\n"
@@ -182,6 +191,16 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
     if (strcmp(name, "port-file") == 0) {
         fwm__free(config->port_file);
         return (config->port_file = copy_string(value)) ? 0 : 1;
+    }
+    if (strcmp(name, "http") == 0 || strcmp(name, "http-root") == 0) {
+        char **field = name[4] ? &config->http_root : &config->http;
+        fwm__free(*field);
+        *field = NULL;
+        if (!value || !*value) {
+            fprintf(err, "fwm-serve: %s--%s needs %s\n", where, name, name[4] ? "a folder" : "an address (tcp://HOST:PORT)");
+            return 1;
+        }
+        return (*field = copy_string(value)) ? 0 : 1;
     }
     if (strcmp(name, "data-dir") == 0) {
         fwm__free(config->data_dir);
@@ -355,4 +374,15 @@ char *fwm__config_bundled_model(char *tried, size_t tried_size) {
         note_tried(tried, tried_size, candidate);
     }
     return NULL;
+}
+
+char *fwm__config_default_www(void) {
+    char exe[PATH_MAX], candidate[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(candidate, sizeof candidate, "%s/%s", exe, FWM_WWW_FROM_BINDIR);
+    return exists(candidate) ? copy_string(candidate) : NULL;
 }

@@ -24,6 +24,8 @@ typedef struct fwm__config {
     char **listen;  /* owned addresses ("tcp://HOST:PORT", "unix:PATH"); none: FWM_DEFAULT_LISTEN */
     size_t listen_count;
     char *port_file; /* owned or NULL: write the bound addresses there, one per line, once listening */
+    char *http;      /* owned or NULL: the HTTP/WebSocket port's address, tcp://HOST:PORT (http.c) */
+    char *http_root; /* owned or NULL: static files served at / (default: the installed share/fwm/www) */
     size_t workers;           /* compute threads; 0: one per CPU */
     size_t max_batch;         /* sessions per batch step */
     size_t max_sessions;      /* resident sessions */
@@ -67,5 +69,9 @@ int fwm__config_parse(fwm__config *config, int argc, char **argv, FILE *out, FIL
  * source or build path is compiled in: a build-tree fwm-serve is given its model. Returns an owned
  * copy of the first existing path, or NULL with every path tried listed in `tried`. */
 char *fwm__config_bundled_model(char *tried, size_t tried_size);
+
+/* The static files' folder when --http-root is not given: <bindir>/../share/fwm/www (where `meson
+ * install` puts www/), or NULL when it does not exist. Owned. */
+char *fwm__config_default_www(void);
 
 #endif

@@ -7,19 +7,11 @@
 
 #include "fwm_alloc.h"
 #include "methods.h"
+#include "websocket.h"
 
 #define READ_CHUNK 65536
 #define ADMIN_CONNECTIONS 4 /* Unix-socket connections allowed beyond --max-connections (for stats) */
-#define MEMORY_FREE_BUFFER (4 * READ_CHUNK) /* input buffers up to this size never count against the budget's refusals */
 #define CLOSE_GRACE_NS 5000000000ull /* a failed connection gets this long to take its last words */
-
-typedef struct write_request {
-    uv_write_t req;
-    fwm__connection *connection;
-    char *data;
-    size_t length;
-    size_t job_bytes; /* of `length`, job output to release from sink.unsent once written */
-} write_request;
 
 static void release_job_bytes(fwm__connection *c, size_t bytes) {
     if (bytes) fwm__scheduler_delivered(c->server->scheduler, &c->sink, bytes);
@@ -42,15 +34,19 @@ static void release(fwm__connection *c) {
     fwm__free(c);
 }
 
-static void on_close(uv_handle_t *handle) {
-    fwm__connection *c = (fwm__connection *)handle;
+void fwm__connection_closed(fwm__connection *c) {
     fwm__server *s = c->server;
     if (c->prev) c->prev->next = c->next;
     else s->connections = c->next;
     if (c->next) c->next->prev = c->prev;
     c->prev = c->next = NULL;
     s->metrics.connections_open--;
+    if (c->websocket) s->metrics.websocket_connections_open--;
     if (--c->refs == 0) release(c);
+}
+
+static void on_close(uv_handle_t *handle) {
+    fwm__connection_closed((fwm__connection *)handle);
 }
 
 void fwm__connection_close(fwm__connection *c) {
@@ -67,7 +63,8 @@ void fwm__connection_close(fwm__connection *c) {
         fwm__scheduler_set_congested(c->server->scheduler, &c->sink, false);
     }
     c->reading = false;
-    uv_close(&c->h.handle, on_close);
+    if (c->websocket) fwm__ws_close(c); /* calls fwm__connection_closed once lws lets go */
+    else uv_close(&c->h.handle, on_close);
 }
 
 bool fwm__connection_idle(const fwm__connection *c) {
@@ -95,7 +92,7 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
     fwm__server *s = c->server;
     s->metrics.input_buffer_bytes += c->reader.capacity - before;
     /* A large message's buffer must fit in the memory budget (small ones always may). */
-    if (space && c->reader.capacity > before && c->reader.capacity > MEMORY_FREE_BUFFER &&
+    if (space && c->reader.capacity > before && c->reader.capacity > FWM_CONNECTION_FREE_BUFFER_BYTES &&
         !fwm__server_memory_fits(s, 0)) {
         c->refused_buffer = c->reader.capacity; /* refused in on_read: libuv forbids stopping here */
         space = NULL;
@@ -108,6 +105,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 static void update_reading(fwm__connection *c) {
     bool want = may_process(c) && !c->read_eof;
+    if (c->websocket) {
+        if (want != c->reading) fwm__ws_set_reading(c, want);
+        c->reading = want;
+        if (!want) c->partial_since_ns = 0;
+        return;
+    }
     if (want && !c->reading) {
         if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0) c->reading = true;
     } else if (!want && c->reading) {
@@ -125,7 +128,7 @@ static void note_partial_message(fwm__connection *c) {
 }
 
 /* Dispatch every complete buffered message while the connection may take more work. */
-static void process(fwm__connection *c) {
+void fwm__connection_process(fwm__connection *c) {
     while (may_process(c)) {
         const uint8_t *message;
         size_t length;
@@ -162,10 +165,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (nread > 0) {
         c->last_activity_ns = fwm__now_ns();
         fwm__rpc_reader_commit(&c->reader, (size_t)nread);
-        process(c);
+        fwm__connection_process(c);
     } else if (nread == UV_EOF) {
         c->read_eof = true;
-        process(c);
+        fwm__connection_process(c);
     } else if (nread == UV_ENOBUFS && c->refused_buffer) {
         fwm__server *s = c->server;
         char message[200];
@@ -225,8 +228,7 @@ void fwm__connection_deliver(fwm__connection *c, const void *bytes, size_t lengt
     else c->out_job_bytes += length;
 }
 
-static void on_write(uv_write_t *req, int status) {
-    write_request *w = (write_request *)req;
+void fwm__connection_written(fwm__write *w, int status) {
     fwm__connection *c = w->connection;
     fwm__server *s = c->server;
     release_job_bytes(c, w->job_bytes);
@@ -243,17 +245,21 @@ static void on_write(uv_write_t *req, int status) {
     if (c->congested && unsent_output(c) <= s->config->max_output_bytes / 2) {
         c->congested = false;
         fwm__scheduler_set_congested(s->scheduler, &c->sink, false);
-        process(c);
+        fwm__connection_process(c);
     }
     if (!c->closing && (c->close_after_flush || c->read_eof) && fwm__connection_idle(c)) fwm__connection_close(c);
     fwm__server_flush(s);
+}
+
+static void on_write(uv_write_t *req, int status) {
+    fwm__connection_written((fwm__write *)req, status);
 }
 
 void fwm__connection_flush(fwm__connection *c) {
     dirty_unlink(c);
     if (c->closing || c->out_length == 0) return;
     fwm__server *s = c->server;
-    write_request *w = fwm__calloc(1, sizeof *w);
+    fwm__write *w = fwm__calloc(1, sizeof *w);
     if (!w) {
         fwm__connection_close(c);
         return;
@@ -265,7 +271,7 @@ void fwm__connection_flush(fwm__connection *c) {
     c->out = NULL;
     c->out_length = c->out_capacity = c->out_job_bytes = 0;
     uv_buf_t buf = uv_buf_init(w->data, (unsigned)w->length);
-    if (uv_write(&w->req, &c->h.stream, &buf, 1, on_write) != 0) {
+    if (c->websocket ? fwm__ws_send(c, w) != 0 : uv_write(&w->req, &c->h.stream, &buf, 1, on_write) != 0) {
         release_job_bytes(c, w->job_bytes);
         fwm__free(w->data);
         fwm__free(w);
@@ -291,6 +297,7 @@ void fwm__connection_pack_error_notification(msgpack_packer *pk, int code, const
 
 void fwm__connection_fail(fwm__connection *c, int code, const char *message) {
     if (c->closing || c->close_after_flush) return;
+    fwm__metrics_count_error(&c->server->metrics, code);
     msgpack_packer pk;
     fwm__connection_packer(c, &pk);
     fwm__connection_pack_error_notification(&pk, code, message);
@@ -312,7 +319,7 @@ void fwm__connection_job_finished(fwm__connection *c) {
     }
     if (c->closing) return;
     c->last_activity_ns = fwm__now_ns();
-    process(c); /* it may have been waiting for max_inflight */
+    fwm__connection_process(c); /* it may have been waiting for max_inflight */
     if (!c->closing && (c->close_after_flush || c->read_eof) && fwm__connection_idle(c)) fwm__connection_close(c);
 }
 
@@ -356,18 +363,9 @@ static void refuse_now(fwm__connection *c, int code, const char *message) {
     fwm__connection_close(c);
 }
 
-void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
+fwm__connection *fwm__connection_new(fwm__server *s) {
     fwm__connection *c = fwm__calloc(1, sizeof *c);
-    if (!c) { /* the pending connection stays in the backlog; nothing else to do */
-        fwm__listeners_accept_error(s, UV_ENOMEM);
-        return;
-    }
-    int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
-    if (rc != 0) {
-        fwm__listeners_accept_error(s, rc);
-        fwm__free(c);
-        return;
-    }
+    if (!c) return NULL;
     c->server = s;
     c->authenticated = s->auth_token == NULL;
     c->refs = 1;
@@ -379,6 +377,48 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     if (s->connections) s->connections->prev = c;
     s->connections = c;
     s->metrics.connections_open++;
+    return c;
+}
+
+bool fwm__connection_admit(fwm__connection *c, bool admin) {
+    fwm__server *s = c->server;
+    if (!fwm__server_memory_fits(s, READ_CHUNK)) { /* room for its first input buffer */
+        s->metrics.connections_refused++;
+        s->metrics.memory_refusals++;
+        char message[160];
+        snprintf(message, sizeof message, "the server's memory budget is used up (max-memory-bytes %zu); retry later",
+                 s->config->max_memory_bytes);
+        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
+        fwm__server_flush(s);
+        return false;
+    }
+    /* An operator can always get in over a Unix socket: it keeps ADMIN_CONNECTIONS beyond the limit.
+     * Plain HTTP requests on the --http port count too (http.c). */
+    size_t allowed = s->config->max_connections + (admin ? ADMIN_CONNECTIONS : 0);
+    uint64_t open = s->metrics.connections_open + s->metrics.http_connections_open - s->metrics.websocket_connections_open;
+    if (open > allowed) {
+        s->metrics.connections_refused++;
+        char message[128];
+        snprintf(message, sizeof message, "too many connections (max-connections %zu)", s->config->max_connections);
+        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
+        fwm__server_flush(s);
+        return false;
+    }
+    return true;
+}
+
+void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
+    fwm__connection *c = fwm__connection_new(s);
+    if (!c) { /* the pending connection stays in the backlog; nothing else to do */
+        fwm__listeners_accept_error(s, UV_ENOMEM);
+        return;
+    }
+    int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
+    if (rc != 0) {
+        fwm__listeners_accept_error(s, rc);
+        fwm__connection_closed(c); /* no handle to close: unlink and free it */
+        return;
+    }
     if ((rc = uv_accept(listener, &c->h.stream)) != 0) {
         fwm__listeners_accept_error(s, rc);
         fwm__connection_close(c);
@@ -394,25 +434,6 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
         refuse_now(c, FWM_RPC_OVERLOADED, message);
         return;
     }
-    if (!fwm__server_memory_fits(s, READ_CHUNK)) { /* room for its first input buffer */
-        s->metrics.connections_refused++;
-        s->metrics.memory_refusals++;
-        char message[160];
-        snprintf(message, sizeof message, "the server's memory budget is used up (max-memory-bytes %zu); retry later",
-                 s->config->max_memory_bytes);
-        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
-        fwm__server_flush(s);
-        return;
-    }
-    /* An operator can always get in over a Unix socket: it keeps ADMIN_CONNECTIONS beyond the limit. */
-    size_t allowed = s->config->max_connections + (listener->type == UV_NAMED_PIPE ? ADMIN_CONNECTIONS : 0);
-    if (s->metrics.connections_open > allowed) {
-        s->metrics.connections_refused++;
-        char message[128];
-        snprintf(message, sizeof message, "too many connections (max-connections %zu)", s->config->max_connections);
-        fwm__connection_fail(c, FWM_RPC_OVERLOADED, message);
-        fwm__server_flush(s);
-        return;
-    }
+    if (!fwm__connection_admit(c, listener->type == UV_NAMED_PIPE)) return;
     update_reading(c);
 }

@@ -23,13 +23,39 @@
 #include "scheduler.h"
 #include "server.h"
 
+struct lws;
+
+/* Input buffers up to this size never count against the memory budget's refusals. */
+#define FWM_CONNECTION_FREE_BUFFER_BYTES (4 * 65536)
+
+/* Output handed to the transport in one piece (a whole number of messages); freed once written. */
+typedef struct fwm__write {
+    uv_write_t req;
+    struct fwm__connection *connection;
+    char *data;
+    size_t length;
+    size_t job_bytes; /* of `length`, job output to release from sink.unsent once written */
+    struct fwm__write *next; /* WebSocket: the connection's queue */
+} fwm__write;
+
 typedef struct fwm__connection {
     union {
         uv_handle_t handle;
         uv_stream_t stream;
         uv_tcp_t tcp;
         uv_pipe_t pipe;
-    } h; /* first member */
+    } h; /* first member; unused by a WebSocket connection */
+    /* WebSocket transport (websocket.c), else all zero: */
+    bool websocket;
+    struct lws *wsi;          /* NULL once libwebsockets has let go of it */
+    fwm__write *ws_head, *ws_tail; /* output not yet handed to lws_write */
+    size_t ws_offset;         /* bytes of ws_head written */
+    size_t ws_message_left;   /* bytes of the message being written, after ws_offset */
+    bool ws_message_started;  /* its first fragment has gone */
+    size_t ws_incoming;       /* bytes of the incoming WebSocket message so far */
+    bool ws_in_message;       /* between the first and the final fragment of an incoming message */
+    int ws_close_status;
+    bool ws_close_sent;       /* our close frame has gone */      /* the close frame's status once closing by request (1000, 1002, ...) */
     fwm__server *server;
     fwm__sink sink;
     fwm__rpc_reader reader;
@@ -59,6 +85,16 @@ typedef struct fwm__connection {
 
 /* Accept a pending connection on `listener`. */
 void fwm__connection_accept(fwm__server *server, uv_stream_t *listener);
+/* A connection object on no transport yet (WebSocket: websocket.c sets it up); NULL when out of memory. */
+fwm__connection *fwm__connection_new(fwm__server *server);
+/* The transport has let go of it (the stream's close callback, or lws closed the WebSocket). */
+void fwm__connection_closed(fwm__connection *c);
+/* Output the transport has finished with: release it and apply backpressure's end (status < 0: failed). */
+void fwm__connection_written(fwm__write *w, int status);
+/* Dispatch what is buffered, as after a read (WebSocket: a message has arrived). */
+void fwm__connection_process(fwm__connection *c);
+/* Refuse a new connection for want of room (memory, count): false when it may stay. */
+bool fwm__connection_admit(fwm__connection *c, bool admin);
 
 /* A packer that appends to the connection's gathered output (dropped once closing). */
 void fwm__connection_packer(fwm__connection *c, msgpack_packer *pk);

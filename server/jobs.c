@@ -154,7 +154,8 @@ bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, 
         fwm__rpc_fail(&failure, code, "%s", message);
         fwm__rpc_pack_error_response(&pk, job->msgid, &failure);
     }
-    end_job(ctx, job, packed, offset);
+    fwm__outbox_record *r = end_job(ctx, job, packed, offset);
+    if (r && packed) r->error_code = code; /* counted when delivered */
     return true;
 }
 

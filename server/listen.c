@@ -17,6 +17,7 @@
 
 #include "connection.h"
 #include "fwm_alloc.h"
+#include "http.h"
 #include "server.h"
 
 #define FD_MARGIN 32 /* descriptors besides connections: stdio, the loop's, listeners, the spare */
@@ -126,7 +127,7 @@ static bool is_loopback(const struct sockaddr *sa) {
     return false;
 }
 
-static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const char *text) {
+int fwm__listen_parse_tcp(const char *spec, const char *text, const char *flag, struct sockaddr_storage *addr) {
     char host[256];
     const char *colon;
     if (spec[0] == '[') {
@@ -143,12 +144,47 @@ static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const ch
     long port = strtol(colon + 1, &end, 10);
     if (!end || *end != '\0' || end == colon + 1 || port < 0 || port > 65535) goto bad;
     if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
-    struct sockaddr_storage addr;
-    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)&addr) != 0 &&
-        uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)&addr) != 0) {
-        fprintf(stderr, "fwm-serve: --listen %s: '%s' is not a numeric IPv4/IPv6 address\n", text, host);
+    memset(addr, 0, sizeof *addr);
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr) != 0 &&
+        uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)addr) != 0) {
+        fprintf(stderr, "fwm-serve: --%s %s: '%s' is not a numeric IPv4/IPv6 address\n", flag, text, host);
         return 1;
     }
+    return 0;
+bad:
+    fprintf(stderr, "fwm-serve: --%s %s: expected tcp://HOST:PORT%s\n", flag, text,
+            strcmp(flag, "listen") == 0 ? " or unix:PATH" : "");
+    return 1;
+}
+
+void fwm__listen_format(const struct sockaddr_storage *bound, const char *scheme, char *out, size_t size) {
+    char ip[64] = "?";
+    if (bound->ss_family == AF_INET6) {
+        uv_ip6_name((const struct sockaddr_in6 *)bound, ip, sizeof ip);
+        snprintf(out, size, "%s://[%s]:%d", scheme, ip, ntohs(((const struct sockaddr_in6 *)bound)->sin6_port));
+    } else {
+        uv_ip4_name((const struct sockaddr_in *)bound, ip, sizeof ip);
+        snprintf(out, size, "%s://%s:%d", scheme, ip, ntohs(((const struct sockaddr_in *)bound)->sin_port));
+    }
+}
+
+int fwm__listen_check_exposure(fwm__server *s, const struct sockaddr_storage *bound, const char *address,
+                               const char *flag) {
+    if (is_loopback((const struct sockaddr *)bound) || s->auth_token) return 0;
+    if (!s->config->insecure) {
+        fprintf(stderr, "fwm-serve: --%s %s: not a loopback address, and the server has no token: anyone who "
+                        "can reach it could use every session. Give --auth-token-file FILE (or --insecure to "
+                        "serve it without authentication)\n", flag, address);
+        return 1;
+    }
+    fwm__server_log(s, "WARNING: %s is not a loopback address: the server is reachable from the network "
+                       "and has no authentication (--insecure)", address);
+    return 0;
+}
+
+static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const char *text) {
+    struct sockaddr_storage addr;
+    if (fwm__listen_parse_tcp(spec, text, "listen", &addr) != 0) return 1;
     uv_tcp_init(&s->loop, &l->h.tcp);
     l->open = true;
     int rc = uv_tcp_bind(&l->h.tcp, (const struct sockaddr *)&addr, 0);
@@ -160,31 +196,8 @@ static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const ch
     struct sockaddr_storage bound;
     int length = sizeof bound;
     uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&bound, &length);
-    char ip[64] = "?";
-    int bound_port = 0;
-    if (bound.ss_family == AF_INET6) {
-        uv_ip6_name((struct sockaddr_in6 *)&bound, ip, sizeof ip);
-        bound_port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
-        snprintf(l->address, sizeof l->address, "tcp://[%s]:%d", ip, bound_port);
-    } else {
-        uv_ip4_name((struct sockaddr_in *)&bound, ip, sizeof ip);
-        bound_port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        snprintf(l->address, sizeof l->address, "tcp://%s:%d", ip, bound_port);
-    }
-    if (!is_loopback((struct sockaddr *)&bound) && !s->auth_token) {
-        if (!s->config->insecure) {
-            fprintf(stderr, "fwm-serve: --listen %s: not a loopback address, and the server has no token: anyone who "
-                            "can reach it could use every session. Give --auth-token-file FILE (or --insecure to "
-                            "serve it without authentication)\n", l->address);
-            return 1;
-        }
-        fwm__server_log(s, "WARNING: %s is not a loopback address: the server is reachable from the network "
-                           "and has no authentication (--insecure)", l->address);
-    }
-    return 0;
-bad:
-    fprintf(stderr, "fwm-serve: --listen %s: expected tcp://HOST:PORT or unix:PATH\n", text);
-    return 1;
+    fwm__listen_format(&bound, "tcp", l->address, sizeof l->address);
+    return fwm__listen_check_exposure(s, &bound, l->address, "listen");
 }
 
 /* What is at `path`: a socket nobody listens on (left by a server that died), a live one, or
@@ -253,6 +266,7 @@ static int write_port_file(const fwm__server *s) {
         return 1;
     }
     for (size_t i = 0; i < s->listener_count; i++) fprintf(f, "%s\n", s->listeners[i].address);
+    if (s->http) fprintf(f, "%s\n", fwm__http_address(s->http));
     if (fclose(f) != 0 || rename(temp, path) != 0) {
         fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", path, strerror(errno));
         unlink(temp);
@@ -284,6 +298,7 @@ int fwm__listeners_open(fwm__server *s) {
         l->h.handle.data = l;
         fwm__server_log(s, "listening on %s", l->address);
     }
+    if (cfg->http && fwm__http_open(s) != 0) return 1;
     return cfg->port_file ? write_port_file(s) : 0;
 }
 

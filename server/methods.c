@@ -40,6 +40,7 @@ typedef struct method {
  * nothing for a notification. */
 static void respond_error(request *r) {
     r->s->metrics.errors++;
+    fwm__metrics_count_error(&r->s->metrics, r->failure.code);
     msgpack_packer pk;
     if (r->call.has_msgid) {
         fwm__connection_packer(r->c, &pk);
@@ -301,13 +302,6 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
         fwm__rpc_pack_cstr(pk, fwm_model_token_text(m->model, i->prime_tokens[t]));
 }
 
-/* Equal in time that depends on the secret's length only, not on where the first difference is. */
-static bool token_equal(const char *given, size_t given_length, const char *secret, size_t secret_length) {
-    volatile unsigned char diff = given_length != secret_length;
-    for (size_t i = 0; i < secret_length; i++) diff |= (unsigned char)(secret[i] ^ (i < given_length ? given[i] : 0));
-    return diff == 0;
-}
-
 #define MAX_WRONG_TOKENS 3 /* per connection, then it is closed */
 
 /* hello {token}: authenticates the connection when the token is the server's. */
@@ -316,7 +310,7 @@ static bool authenticate(request *r) {
     size_t length;
     int has = fwm__rpc_arg_string(&r->call, "token", false, &token, &length, &r->failure);
     if (has <= 0 || !r->s->auth_token) return has >= 0;
-    if (token_equal(token, length, r->s->auth_token, r->s->auth_token_length)) {
+    if (fwm__server_token_matches(r->s, token, length)) {
         r->c->authenticated = true;
         return true;
     }
@@ -449,7 +443,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 30);
+    msgpack_pack_map(&pk, 31);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -463,6 +457,9 @@ static bool m_stats(request *r) {
     key_u64(&pk, "requests", m->requests);
     key_u64(&pk, "errors", m->errors);
     key_u64(&pk, "protocol_errors", m->protocol_errors);
+    key(&pk, "errors_by_code"); /* every error response and notification sent, by code name */
+    msgpack_pack_map(&pk, FWM_ERROR_CODES - 1);
+    for (int code = 1; code < FWM_ERROR_CODES; code++) key_u64(&pk, fwm_rpc_code_name(code), m->errors_by_code[code]);
     key_u64(&pk, "tokens", st.tokens);
     key_double(&pk, "tokens_per_second", m->tokens_per_second);
     key_double(&pk, "tokens_per_second_avg", uptime > 0 ? (double)st.tokens / uptime : 0.0);

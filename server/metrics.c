@@ -15,13 +15,22 @@ static unsigned bucket_of(uint64_t us) {
 void fwm__histogram_add(fwm__histogram *histogram, uint64_t microseconds) {
     histogram->counts[bucket_of(microseconds)]++;
     histogram->total++;
+    histogram->sum_us += microseconds;
     if (microseconds > histogram->max_us) histogram->max_us = microseconds;
 }
 
 void fwm__histogram_merge(fwm__histogram *into, const fwm__histogram *from) {
     for (unsigned b = 0; b < FWM_HISTOGRAM_BUCKETS; b++) into->counts[b] += from->counts[b];
     into->total += from->total;
+    into->sum_us += from->sum_us;
     if (from->max_us > into->max_us) into->max_us = from->max_us;
+}
+
+uint64_t fwm__histogram_count_below_power(const fwm__histogram *histogram, unsigned power) {
+    unsigned end = power * 8 < FWM_HISTOGRAM_BUCKETS ? power * 8 : FWM_HISTOGRAM_BUCKETS;
+    uint64_t count = 0;
+    for (unsigned b = 0; b < end; b++) count += histogram->counts[b];
+    return count;
 }
 
 double fwm__histogram_percentile(const fwm__histogram *histogram, double fraction) {
@@ -37,6 +46,10 @@ double fwm__histogram_percentile(const fwm__histogram *histogram, double fractio
         }
     }
     return (double)histogram->max_us;
+}
+
+void fwm__metrics_count_error(fwm__metrics *metrics, int code) {
+    if (code >= 0 && code < FWM_ERROR_CODES) metrics->errors_by_code[code]++;
 }
 
 uint64_t fwm__now_ns(void) {

@@ -10,15 +10,19 @@
 #include <stdint.h>
 
 #define FWM_HISTOGRAM_BUCKETS 256
+#define FWM_ERROR_CODES 17 /* server error codes 0..16 of fwm_protocol.h: errors_by_code's size */
 
 typedef struct fwm__histogram {
     uint64_t counts[FWM_HISTOGRAM_BUCKETS];
     uint64_t total;
     uint64_t max_us;
+    uint64_t sum_us; /* of every sample: Prometheus' _sum */
 } fwm__histogram;
 
 void fwm__histogram_add(fwm__histogram *histogram, uint64_t microseconds);
 void fwm__histogram_merge(fwm__histogram *into, const fwm__histogram *from);
+/* Samples below 2^power microseconds (exact: a bucket edge), for Prometheus' cumulative buckets. */
+uint64_t fwm__histogram_count_below_power(const fwm__histogram *histogram, unsigned power);
 /* The value (microseconds) below which `fraction` (0..1) of the samples lie; 0 when empty. */
 double fwm__histogram_percentile(const fwm__histogram *histogram, double fraction);
 
@@ -39,6 +43,11 @@ typedef struct fwm__metrics {
     uint64_t input_buffer_bytes;   /* the connections' input buffers (their capacity) */
     uint64_t memory_refusals;      /* requests and connections refused by --max-memory-bytes */
     uint64_t auth_failures;        /* wrong tokens and requests before authentication */
+    uint64_t errors_by_code[FWM_ERROR_CODES]; /* every error response and error notification sent */
+    /* the HTTP port (http.c) */
+    uint64_t http_connections_open, http_connections_total, http_connections_refused;
+    uint64_t websocket_connections_open;  /* of connections_open, those over WebSocket */
+    uint64_t http_responses[6];           /* by status class: [2] 2xx ... [5] 5xx; [0] unused */
     fwm__histogram request_latency; /* request in -> response queued, microseconds */
     /* durable mode */
     uint64_t evictions, loads, load_failures, storage_refusals;
@@ -47,5 +56,8 @@ typedef struct fwm__metrics {
     uint64_t rate_tokens, rate_ns;
     double tokens_per_second;
 } fwm__metrics;
+
+/* Count an error sent with `code` (codes outside the table are not counted). */
+void fwm__metrics_count_error(fwm__metrics *metrics, int code);
 
 #endif

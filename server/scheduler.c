@@ -29,6 +29,8 @@ struct fwm__scheduler {
     bool stopping, cancelled;
     uint64_t jobs_pending, tokens_queued;
     uint64_t tokens, batches, batch_sessions, batch_max;
+    uint64_t batch_sizes[FWM_BATCH_SIZE_BUCKETS]; /* [k]: batches of (2^(k-1), 2^k] sessions */
+    uint64_t *model_tokens;                        /* [model_count]: tokens stepped per model */
     fwm__histogram token_latency;
     uint32_t max_vocab;
     size_t max_blob;
@@ -184,12 +186,20 @@ bool fwm__scheduler_entry_busy(fwm__scheduler *s, const fwm__session_entry *e) {
     return busy;
 }
 
+uint64_t fwm__scheduler_model_tokens(fwm__scheduler *s, size_t model) {
+    pthread_mutex_lock(&s->mutex);
+    uint64_t tokens = model < s->params.model_count ? s->model_tokens[model] : 0;
+    pthread_mutex_unlock(&s->mutex);
+    return tokens;
+}
+
 void fwm__scheduler_get_stats(fwm__scheduler *s, fwm__scheduler_stats *out) {
     pthread_mutex_lock(&s->mutex);
     out->tokens = s->tokens;
     out->batches = s->batches;
     out->batch_sessions = s->batch_sessions;
     out->batch_max = s->batch_max;
+    memcpy(out->batch_sizes, s->batch_sizes, sizeof out->batch_sizes);
     out->jobs_pending = s->jobs_pending;
     out->tokens_queued = s->tokens_queued;
     out->ready_sessions = s->ready_count;
@@ -299,6 +309,10 @@ static void step_batch(worker *w, size_t n) {
             s->batches++;
             s->batch_sessions += count;
             if (count > s->batch_max) s->batch_max = count;
+            unsigned k = 0;
+            while (k + 1 < FWM_BATCH_SIZE_BUCKETS && ((size_t)1 << k) < count) k++;
+            s->batch_sizes[k]++;
+            s->model_tokens[m] += count;
             pthread_mutex_unlock(&s->mutex);
         }
     }
@@ -462,7 +476,8 @@ fwm__scheduler *fwm__scheduler_start(const fwm__scheduler_params *params) {
     pthread_cond_init(&s->wake, NULL);
     s->workers = fwm__calloc(params->workers, sizeof *s->workers);
     s->threads = fwm__calloc(params->workers, sizeof *s->threads);
-    if (!s->workers || !s->threads) goto fail;
+    s->model_tokens = fwm__calloc(params->model_count, sizeof *s->model_tokens);
+    if (!s->workers || !s->threads || !s->model_tokens) goto fail;
     for (size_t i = 0; i < params->workers; i++)
         if (!worker_init(&s->workers[i], s)) goto fail;
     for (size_t i = 0; i < params->workers; i++) {
@@ -494,5 +509,6 @@ void fwm__scheduler_stop(fwm__scheduler *s) {
     pthread_mutex_destroy(&s->mutex);
     fwm__free(s->workers);
     fwm__free(s->threads);
+    fwm__free(s->model_tokens);
     fwm__free(s);
 }

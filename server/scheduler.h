@@ -93,6 +93,7 @@ typedef struct fwm__outbox_record {
     bool job_finished;           /* a job holding a reference to `sink` ended */
     bool respond;                /* job_finished: a response is owed for `msgid` (the bytes hold it) */
     uint32_t msgid;
+    int error_code;              /* job_finished: the error code it failed with; 0: it did not */
     fwm__session_entry *insert;  /* a fork/restore result to insert into the table (then reply) */
     bool unreserve;              /* a fork/restore/open ended: release its reserved session slot */
     bool unhold;                 /* a fork/restore failed: it no longer counts against its connection */
@@ -179,11 +180,14 @@ uint64_t fwm__scheduler_entry_jobs(fwm__scheduler *scheduler, const fwm__session
 /* Whether the entry has jobs queued or running. */
 bool fwm__scheduler_entry_busy(fwm__scheduler *scheduler, const fwm__session_entry *entry);
 
+#define FWM_BATCH_SIZE_BUCKETS 18 /* batch sizes up to 2^17 sessions (max-batch is at most 65536) */
+
 typedef struct fwm__scheduler_stats {
     uint64_t tokens;           /* stepped since start */
     uint64_t batches;          /* fwm_batch_step calls */
     uint64_t batch_sessions;   /* sum of their sizes */
     uint64_t batch_max;
+    uint64_t batch_sizes[FWM_BATCH_SIZE_BUCKETS]; /* [k]: batches of more than 2^(k-1) and at most 2^k sessions */
     uint64_t jobs_pending;     /* queued or running */
     uint64_t tokens_queued;    /* not yet stepped */
     uint64_t ready_sessions;   /* queue depth: sessions waiting for a worker */
@@ -192,6 +196,8 @@ typedef struct fwm__scheduler_stats {
 } fwm__scheduler_stats;
 
 void fwm__scheduler_get_stats(fwm__scheduler *scheduler, fwm__scheduler_stats *out);
+/* Tokens stepped for model `model` (an index of params.models) since start. */
+uint64_t fwm__scheduler_model_tokens(fwm__scheduler *scheduler, size_t model);
 uint64_t fwm__scheduler_tokens_queued(fwm__scheduler *scheduler);
 
 #endif

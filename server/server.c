@@ -11,6 +11,7 @@
 
 #include "connection.h"
 #include "fwm_alloc.h"
+#include "http.h"
 #include "tiering.h"
 
 #define HOUSEKEEPING_MS 1000
@@ -34,6 +35,16 @@ uint64_t fwm__server_memory_used(const fwm__server *s) {
 
 bool fwm__server_memory_fits(const fwm__server *s, uint64_t more) {
     return fwm__server_memory_used(s) + more <= s->config->max_memory_bytes;
+}
+
+bool fwm__server_token_matches(const fwm__server *s, const char *given, size_t given_length) {
+    /* Equal in time that depends on the secret's length only, not on where the first difference is. */
+    const char *secret = s->auth_token;
+    size_t secret_length = s->auth_token_length;
+    if (!secret) return true;
+    volatile unsigned char diff = given_length != secret_length;
+    for (size_t i = 0; i < secret_length; i++) diff |= (unsigned char)(secret[i] ^ (i < given_length ? given[i] : 0));
+    return diff == 0;
 }
 
 long fwm__server_find_model(const fwm__server *s, const char *name, size_t length) {
@@ -113,8 +124,13 @@ static void deliver(fwm__server *s, fwm__outbox *o) {
         if (!r->sink) continue;
         fwm__connection *c = connection_of(r->sink);
         if ((r->unhold || (o->store_failed && r->unreserve)) && c->sessions_held) c->sessions_held--;
-        if (o->store_failed) refuse_unwritten(c, o, r);
-        else if (r->length) fwm__connection_deliver(c, o->buffer.data + r->offset, r->length);
+        if (o->store_failed) {
+            refuse_unwritten(c, o, r);
+            if (r->job_finished && r->respond) fwm__metrics_count_error(&s->metrics, FWM_RPC_STORAGE);
+        } else {
+            if (r->error_code) fwm__metrics_count_error(&s->metrics, r->error_code);
+            if (r->length) fwm__connection_deliver(c, o->buffer.data + r->offset, r->length);
+        }
         if (r->job_finished) {
             fwm__histogram_add(&s->metrics.request_latency, (now - r->enqueued_ns) / 1000);
             fwm__connection_job_finished(c); /* may free c */
@@ -245,6 +261,7 @@ static void finish(fwm__server *s) {
     fwm__journal_stop(s->journal); /* writes what is queued and syncs */
     s->journal = NULL;
     drain_inbox(s);
+    fwm__http_close(s); /* lws closes its handles on the loop, then frees its context */
     uv_close((uv_handle_t *)&s->wake, NULL);
     uv_close((uv_handle_t *)&s->housekeeping, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -448,6 +465,7 @@ static void release(fwm__server *s) {
     fwm__store_close(s->store);
     s->store = NULL;
     fwm__free(s->listeners);
+    fwm__http_release(s);
     pthread_mutex_destroy(&s->inbox_mutex);
 }
 
@@ -455,6 +473,7 @@ static void release(fwm__server *s) {
 static void abort_init(fwm__server *s) {
     if (s->handles_open) {
         fwm__listeners_close(s);
+        fwm__http_close(s);
         uv_close((uv_handle_t *)&s->wake, NULL);
         uv_close((uv_handle_t *)&s->housekeeping, NULL);
         uv_close((uv_handle_t *)&s->sigint, NULL);

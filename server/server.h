@@ -25,6 +25,7 @@
 #include "store/store.h"
 
 struct fwm__connection;
+struct fwm__http;
 
 typedef struct fwm__served_model {
     fwm_model *model; /* owned */
@@ -84,6 +85,7 @@ typedef struct fwm__server {
     uint64_t fd_limit;     /* RLIMIT_NOFILE's soft limit after raising it */
     struct fwm__connection *connections; /* all open connections (doubly linked) */
     struct fwm__connection *dirty;       /* connections with output to hand to libuv */
+    struct fwm__http *http;              /* the HTTP/WebSocket port (--http), or NULL */
 
     uv_async_t wake;
     pthread_mutex_t inbox_mutex;
@@ -117,10 +119,21 @@ bool fwm__server_memory_fits(const fwm__server *server, uint64_t more);
 /* Log a line on stderr unless quiet. */
 void fwm__server_log(const fwm__server *server, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
+/* Whether `given` is the server's token (true when it has none); constant time in the given bytes. */
+bool fwm__server_token_matches(const fwm__server *server, const char *given, size_t given_length);
+
 /* Index of the model named `name` (length bytes), or -1. */
 long fwm__server_find_model(const fwm__server *server, const char *name, size_t length);
 
 /* Listening (listen.c). */
+struct sockaddr_storage;
+/* Parse "HOST:PORT" or "[IPV6]:PORT" (after tcp://) into `addr`; 1 after printing why (naming --flag). */
+int fwm__listen_parse_tcp(const char *spec, const char *text, const char *flag, struct sockaddr_storage *addr);
+/* "scheme://IP:PORT" of a bound address. */
+void fwm__listen_format(const struct sockaddr_storage *bound, const char *scheme, char *out, size_t size);
+/* A non-loopback address needs a token or --insecure (then warned about); 1 after printing why. */
+int fwm__listen_check_exposure(struct fwm__server *server, const struct sockaddr_storage *bound, const char *address,
+                               const char *flag);
 int fwm__listeners_open(fwm__server *server);
 void fwm__listeners_close(fwm__server *server);
 /* Whether one more file descriptor can be opened now (probed with a duplicate of the spare). */

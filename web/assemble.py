@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""assemble.py OUT_DIR | --install RELDIR - put together the web page's folder that fwm-serve --http serves (--http-root)
+"""assemble.py OUT_DIR [STAMP] | --install RELDIR - put together the web page's folder that fwm-serve --http serves (--http-root)
 and `meson install` installs into <datadir>/fwm/www:
 
   OUT_DIR/                  the page: web/index.html, app.js, memory_view.js, style.css
@@ -27,7 +27,7 @@ def copy_tree(src, dst, suffixes):
                 shutil.copyfile(os.path.join(folder, name), os.path.join(dst, rel))
 
 
-def main(out):
+def main(out, stamp=None):
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
@@ -43,15 +43,15 @@ def main(out):
     else:
         with open(os.path.join(vendor, "MISSING"), "w") as f:
             f.write("@msgpack/msgpack is not installed: run scripts/setup.sh (npm ci in clients/js)\n")
-    with open(out + ".stamp", "w") as f:
-        f.write("assembled\n")
+    if stamp:
+        with open(stamp, "w") as f:
+            f.write("assembled %s\n" % out)
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--install":  # meson's install script: DESTDIR/prefix/RELDIR
         main(os.path.join(os.environ["MESON_INSTALL_DESTDIR_PREFIX"], sys.argv[2]))
-        os.remove(os.path.join(os.environ["MESON_INSTALL_DESTDIR_PREFIX"], sys.argv[2]) + ".stamp")
-    elif len(sys.argv) == 2:
-        main(sys.argv[1])
+    elif len(sys.argv) in (2, 3):
+        main(*sys.argv[1:])
     else:
         sys.exit(__doc__)

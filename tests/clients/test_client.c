@@ -202,9 +202,11 @@ int main(int argc, char **argv) {
     CHECK_U64(fwm_client_feed(c, child, "w30 w31 w32 .", -1, NULL, NULL, NULL, NULL, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_predict(c, s, 3, &a, &err), FWM_RPC_OK);
     CHECK_STR(a.topk[0].word, first); /* the parent did not see the child's words */
-    fwm_client_stats(c, command, sizeof command, &err);
-    CHECK_CONTAINS(command, "sessions: 3\n");
-    CHECK_CONTAINS(command, "token_latency_ms.p99: ");
+    char stats[8192]; /* as fwm-cli's */
+    fwm_client_stats(c, stats, sizeof stats, &err);
+    CHECK_CONTAINS(stats, "sessions: 3\n");
+    CHECK_CONTAINS(stats, "token_latency_ms.p99: ");
+    CHECK_CONTAINS(stats, "errors_by_code.unknown_session: ");
 
     /* errors carry the server's codes and messages */
     CHECK_U64(fwm_client_feed(c, "00000000000000000000000000000000", "w4", -1, NULL, NULL, NULL, NULL, &err),

@@ -1,6 +1,6 @@
 // page.test.js - fwm's web page in a real browser: headless Chromium (Debian's, driven by
 // puppeteer-core) loads the page from a running fwm-serve (--http, the assembled www folder, the
-// bundled QM model), reads a story, asks questions, forks a session and asks it too, and checks the
+// bundled LM model), reads a story, asks questions, forks a session and asks it too, and checks the
 // answers shown, that the memory view drew its heatmaps (coloured pixels on every canvas), and saves
 // a screenshot. Environment: FWM_SERVE, FWM_MODEL, FWM_WWW (the assembled folder), FWM_SCREENSHOT
 // (where the picture goes), CHROMIUM (default /usr/bin/chromium).
@@ -62,7 +62,7 @@ test('the page reads a story, answers from memory, forks, and shows the memory',
   await page.setViewport({ width: 1280, height: 1100 });
   await page.goto(`${server.http}/`);
   await until(page, () => document.querySelector('#status').textContent.startsWith('connected'));
-  assert.match(await page.$eval('#status', (el) => el.textContent), /fwm-catbabi-10k-qm/);
+  assert.match(await page.$eval('#status', (el) => el.textContent), /fwm-catbabi-10k-lm/);
   assert.match(await page.$eval('article[data-session="A"] .stream', (el) => el.textContent), /primed/);
 
   // read the sample story: one chip per word, each with its next-word predictions
