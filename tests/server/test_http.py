@@ -21,7 +21,7 @@ import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import main as harness_main  # noqa: E402
-from server_harness import SkipCase, Client, RpcError, check, check_eq, expect_error, tokenize  # noqa: E402
+from server_harness import PRIME, SkipCase, Client, RpcError, check, check_eq, expect_error, tokenize  # noqa: E402
 
 try:
     import websocket  # python3-websocket (websocket-client)
@@ -487,7 +487,7 @@ def case_websocket(env):
         slow.pump()
     check_eq([slow.responses[m][3]["fed"] for m in msgids], [249] * 24, "everything arrives once read")
     notes = [n[2][0] for n in slow.notifications if n[1] == "token"]
-    check_eq([n["pos"] for n in notes], list(range(1, 24 * 249 + 1)), "every notification, in order")
+    check_eq([n["pos"] for n in notes], list(range(PRIME + 1, PRIME + 24 * 249 + 1)), "every notification, in order")
     # a clean shutdown with a WebSocket open
     check_eq(server.stop(), 0, "clean exit with a WebSocket open")
     check("stopped cleanly" in server.stderr(), "stopped cleanly", server.stderr())
