@@ -41,6 +41,7 @@ echo "installed prefix: ${prefix#"$dest"}, libdir: ${libdir#"$dest"}"
 
 for f in include/fwm/fwm.h include/fwm/fwm_client.h include/fwm/fwm_protocol.h include/fwm/fwm_export.h \
          share/fwm/models/fwm-babi-lm.gguf share/fwm/models/fwm-babi-qm.gguf \
+         share/fwm/www/index.html share/fwm/www/app.js share/fwm/www/client/browser.js \
          bin/fwm-serve bin/fwm-cli bin/fwm-run bin/fwm-inspect bin/fwm-init bin/fwm-train bin/fwm-eval; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
@@ -120,8 +121,8 @@ out=$(LD_LIBRARY_PATH="$libdir" "$work/client") || fail "fwm-client.pc program f
 
 # The installed server with no model argument and no FWM_MODEL.
 unset FWM_MODEL
-(cd "$work" && exec "$prefix/bin/fwm-serve" --listen "unix:$work/s.sock" --port-file "$work/port" \
-    > "$work/serve.log" 2>&1) &
+(cd "$work" && exec "$prefix/bin/fwm-serve" --listen "unix:$work/s.sock" --http tcp://127.0.0.1:0 \
+    --port-file "$work/port" > "$work/serve.log" 2>&1) &
 server_pid=$!
 for _ in $(seq 1 200); do
     [ -s "$work/port" ] && break
@@ -136,6 +137,11 @@ answer=$(printf 'Mary moved to the bathroom.\nWhere is Mary?\n' \
     | "$prefix/bin/fwm-cli" --connect "unix:$work/s.sock" --topk 1 | grep 'answer:' || true)
 echo "installed fwm-cli: $answer"
 case "$answer" in *"answer: bathroom"*) ;; *) fail "installed server answered '$answer'" ;; esac
+# ... and the web page from its installed folder, with no --http-root
+http=$(grep '^http://' "$work/port") || fail "no http:// line in the port file"
+page=$(/usr/bin/python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + "/", timeout=10).read().decode())' "$http") \
+    || fail "the installed server did not serve its web page"
+case "$page" in *"fwm's web page"*) ;; *) fail "the installed server's / is not the web page: $page" ;; esac
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 
 # Without the installed model it refuses to start, naming the installed path it looked in.
