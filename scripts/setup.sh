@@ -11,6 +11,8 @@ packages=(
   gcc pkg-config meson ninja-build        # toolchain and build
   clang libclang-rt-14-dev                # fuzz targets (libFuzzer) and clang's sanitizers
   libuv1-dev libmsgpack-dev libmimalloc-dev libopenblas-dev liblmdb-dev   # libraries
+  libhiredis-dev                          # the Redis session store of fwm-serve clusters (--store redis://)
+  redis-server                            # started by the Redis store and cluster tests (tests/server)
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots

@@ -133,7 +133,7 @@ static void set_health(fwm__journal *j, bool ok, const char *why) {
     pthread_mutex_lock(&j->mutex);
     j->degraded = !ok;
     if (!ok) {
-        snprintf(j->why, sizeof j->why, "%s", why);
+        snprintf(j->why, sizeof j->why, "%.299s", why);
         pthread_cond_signal(&j->wake); /* the journal thread probes, even when the loop writes */
     }
     pthread_mutex_unlock(&j->mutex);
@@ -165,7 +165,7 @@ static void sync_now(fwm__journal *j) {
     pthread_mutex_lock(&j->mutex);
     j->unsynced = false;
     pthread_mutex_unlock(&j->mutex);
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     fwm__store_status status = j->params.store->backend->sync(j->params.store, &error);
     pthread_mutex_lock(&j->mutex);
     j->stats.fsyncs++;
@@ -202,7 +202,7 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
             else if (!passes_fences(j, o)) mark_failed(j, o, "an earlier write for this session failed");
             else if (has_writes(o)) writing[w++] = o;
         }
-        fwm__store_error error = {""};
+        fwm__store_error error = {"", ""};
         fwm__store_status status = w ? write_batch(j, writing, w, &error) : FWM_STORE_OK;
         if (status == FWM_STORE_OK && w) {
             count_written(j, writing, w);
@@ -213,7 +213,7 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
             if (saved || saved_count == 0) j->fenced_count = saved_count;
             bool any_failed = false;
             char why[300];
-            snprintf(why, sizeof why, "%s", error.message);
+            snprintf(why, sizeof why, "%.299s", error.message);
             for (size_t i = 0; i < n; i++) {
                 fwm__outbox *o = all[i];
                 if (o->store_failed) continue;
@@ -222,7 +222,7 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
                     continue;
                 }
                 if (!has_writes(o)) continue;
-                fwm__store_error one = {""};
+                fwm__store_error one = {"", ""};
                 fwm__store_status st = write_batch(j, &o, 1, &one);
                 if (st == FWM_STORE_FULL && only_deletes(o) &&
                     j->params.store->backend->free_reserve(j->params.store, NULL) == FWM_STORE_OK)
@@ -231,7 +231,7 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
                     count_written(j, &o, 1);
                 } else {
                     mark_failed(j, o, one.message);
-                    snprintf(why, sizeof why, "%s", one.message);
+                    snprintf(why, sizeof why, "%.299s", one.message);
                     any_failed = true;
                 }
             }
@@ -267,7 +267,7 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
 /* While writes fail: try whether there is room again. */
 static void probe(fwm__journal *j) {
     j->last_probe_ns = fwm__now_ns();
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     if (j->params.store->backend->probe(j->params.store, PROBE_BYTES, &error) == FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: storage: writes succeed again\n");
         set_health(j, true, NULL);

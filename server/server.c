@@ -390,8 +390,9 @@ static int load_token(fwm__server *s) {
 static int open_store(fwm__server *s) {
     const fwm__config *cfg = s->config;
     if (!cfg->data_dir) return 0;
-    fwm__store_options options = {.map_bytes = cfg->store_max_bytes};
-    fwm__store_error error = {""};
+    fwm__store_options options = {.map_bytes = cfg->store_max_bytes,
+                                  .durable_writes = cfg->fsync_mode == FWM_FSYNC_ALWAYS};
+    fwm__store_error error = {"", ""};
     fwm__store_status status = fwm__store_open(cfg->data_dir, &options, &s->store, &error);
     if (status != FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: cannot open the session store: %s\n", error.message);
@@ -408,8 +409,9 @@ static int open_store(fwm__server *s) {
         fprintf(stderr, "fwm-serve: cannot read the session store: %s\n", error.message);
         return 1;
     }
-    fwm__server_log(s, "durable sessions in %s: %llu stored, %.1f MB on disk, fsync %s, at most %zu resident",
+    fwm__server_log(s, "durable sessions in %s: %llu stored, %.1f MB %s, fsync %s, at most %zu resident",
                     cfg->data_dir, (unsigned long long)info.sessions, (double)info.file_bytes / 1e6,
+                    s->store->backend == &fwm__store_redis ? "in Redis' append-only file" : "on disk",
                     fwm__fsync_mode_name((fwm__fsync_mode)cfg->fsync_mode), cfg->max_resident);
     return 0;
 }
