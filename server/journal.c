@@ -229,6 +229,10 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
                     st = write_batch(j, &o, 1, &one); /* deleting makes room: it may use the headroom */
                 if (st == FWM_STORE_OK) {
                     count_written(j, &o, 1);
+                } else if (st == FWM_STORE_FENCED) { /* the session's owner is elsewhere: not a store failure */
+                    mark_failed(j, o, "this node no longer owns the session");
+                    o->fenced = true;
+                    snprintf(o->moved_to, sizeof o->moved_to, "%s", one.owner);
                 } else {
                     mark_failed(j, o, one.message);
                     snprintf(why, sizeof why, "%.299s", one.message);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_node.h"
 #include "connection.h"
 #include "durable_session.h"
 #include "fwm_alloc.h"
@@ -199,7 +200,7 @@ static void unknown_word(request *r, const char *message) {
     if (!close) close = open ? strrchr(open + 1, '\'') : NULL;
     if (open && close) {
         size_t n = (size_t)(close - open - 1);
-        n = fwm__utf8_cut(open + 1, n, sizeof r->failure.word - 1);
+        n = fwm__utf8_cut(open + 1, n, 127 /* as before the field held addresses too */);
         memcpy(r->failure.word, open + 1, n);
         r->failure.word[n] = '\0';
     }
@@ -339,7 +340,7 @@ static bool m_hello(request *r) {
         msgpack_pack_false(&pk);
         return true;
     }
-    msgpack_pack_map(&pk, 10);
+    msgpack_pack_map(&pk, 11);
     key_str(&pk, "server", "fwm-serve");
     key_str(&pk, "version", FWM_VERSION_STRING);
     key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
@@ -379,6 +380,7 @@ static bool m_hello(request *r) {
     } else {
         msgpack_pack_nil(&pk);
     }
+    fwm__cluster_node_pack_hello(&pk, (fwm__server *)s);
     return true;
 }
 
@@ -444,7 +446,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 30);
+    msgpack_pack_map(&pk, 31);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -495,6 +497,7 @@ static bool m_stats(request *r) {
     key_u64(&pk, "workers", s->workers);
     key_u64(&pk, "sessions_resident", s->sessions.count);
     pack_durability(&pk, s);
+    fwm__cluster_node_pack_stats(&pk, s);
     return true;
 }
 

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "cluster_node.h"
 #include "durable_session.h"
 #include "fwm_alloc.h"
 #include "store/session_record.h"
@@ -63,6 +64,7 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
         fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, expired, or never opened)", hex);
         return NULL;
     }
+    if (!fwm__cluster_node_claim(s, id, failure)) return NULL; /* cluster: owned elsewhere, or not stored */
     uint8_t raw[FWM_META_RECORD_BYTES];
     size_t length = 0;
     fwm__store_error error = {"", ""};

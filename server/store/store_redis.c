@@ -135,7 +135,6 @@ static bool from_hex(const char *hex, size_t length, uint8_t id[FWM_STORE_ID_BYT
 static const char BATCH_SCRIPT[] =
     "local token, n = ARGV[1], #ARGV\n"
     "if token ~= '' then\n"
-    "  if redis.call('GET', ARGV[2]) ~= token then return redis.error_reply('FENCED - this node lost its lease') end\n"
     "  local seen, i = {}, 3\n"
     "  while i <= n do\n"
     "    local op, id = ARGV[i], ARGV[i + 1]\n"
@@ -151,6 +150,7 @@ static const char BATCH_SCRIPT[] =
     "    end\n"
     "    if op == 'L' or op == 'D' then i = i + (op == 'L' and 5 or 4) elseif op == 'R' then i = i + 2 else i = i + 3 end\n"
     "  end\n"
+    "  if redis.call('GET', ARGV[2]) ~= token then return redis.error_reply('FENCED - this node lost its lease') end\n"
     "end\n"
     "local i = 3\n"
     "while i <= n do\n"
