@@ -12,6 +12,7 @@ skip (no redis-server, no bAbI data).
 import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -117,6 +118,33 @@ def case_routing(env):
         expect_error("moved", other.call, "predict", session=x.id)
     st = cb.call("stats")["cluster"]
     check(st["moved_replies"] >= 5 and st["lease_renewals"] >= 0, "stats counts moved replies", st)
+    check_eq(a.stop(), 0, "clean exit")
+    check_eq(b.stop(), 0, "clean exit")
+
+
+def case_c_client(env):
+    """The C client follows `moved` to the owner, remembers it, and spreads opens over the nodes."""
+    model = env.model()
+    redis = env.redis()
+    a, b = start_node(env, model, redis, 3000), start_node(env, model, redis, 3000)
+    ca = Client(a.address)
+    s = ca.call("open")["session"]
+    ca.call("feed", session=s, text="Mary moved to the bathroom.")
+    helper = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(env.serve))), "tests", "server",
+                          "cluster_client")
+    out = subprocess.run([helper, b.address, s, "John went to the hallway.", "6"], capture_output=True, text=True,
+                         timeout=60)
+    check_eq(out.returncode, 0, "cluster_client ran: " + out.stderr)
+    lines = [line.split() for line in out.stdout.splitlines()]
+    check_eq(lines[0][:3], ["predict", a.address, "6"], "asked at b, answered by a (moved followed)")
+    check_eq(lines[1], ["feed", a.address, "12"], "the feed went to the owner too")
+    check_eq(ca.call("predict", session=s)["pos"], 12, "and was applied there")
+    opened = [line for line in lines[2:] if line[0] == "open"]
+    check_eq(len(opened), 6, "six opens")
+    check_eq(sorted(set(line[1] for line in opened)), sorted([a.address, b.address]), "spread over both nodes")
+    for line in opened:  # each is owned by the node that answered
+        owner = Client(line[1])
+        check_eq(owner.call("predict", session=line[2])["pos"], 0, "served by the node it was opened on")
     check_eq(a.stop(), 0, "clean exit")
     check_eq(b.stop(), 0, "clean exit")
 
