@@ -90,6 +90,8 @@ class Client:
         self._spread = 0
         self._down = {}  # address -> until when it is not tried
         self._next_id = 1
+        self._closed = False
+        self._learning = False
         self._current = self._connection(address)
 
     def _connection(self, address):
@@ -120,6 +122,7 @@ class Client:
             c.close()
         self._connections = {}
         self._current = None
+        self._closed = True
 
     def _drop(self, address):
         c = self._connections.pop(address, None)
@@ -146,11 +149,14 @@ class Client:
 
     def _pick(self, avoid=None):
         """The next live node for an `open` (round robin), or this client's first address."""
-        if self._nodes is None:
+        if self._nodes is None and not self._learning:
+            self._learning = True  # a hello that itself needs another node must not ask again
             try:
                 self.nodes()
             except FwmError:
                 self._nodes = []
+            finally:
+                self._learning = False
         now = time.monotonic()
         candidates = [a for a in (self._nodes or []) if a != avoid and self._down.get(a, 0) <= now]
         if not candidates:
@@ -177,7 +183,7 @@ class Client:
     def call_stream(self, method, **params):
         """Send one request; yield each `token` notification's params, then return the result
         (as the generator's return value; `call` is the usual way). Follows `moved`."""
-        if not self._connections and self._current is None:
+        if self._closed:
             raise FwmError("io", "the connection is closed")
         params = {k: v for k, v in params.items() if v is not None}
         session = params.get("session") if isinstance(params.get("session"), str) else None
@@ -185,6 +191,8 @@ class Client:
             target = self._owners.get(session, self.address)
         elif method == "open" and self._nodes != []:
             target = self._pick()
+        elif self._down.get(self.address, 0) > time.monotonic() and self._nodes:
+            target = self._pick(avoid=self.address)  # the first node is down: any live one answers
         else:
             target = self.address
         deadline = time.monotonic() + self._failover_timeout
@@ -199,8 +207,6 @@ class Client:
                     self._owners.pop(session, None)
                 if time.monotonic() > deadline:
                     raise FwmError("connect", "cannot reach %s: %s" % (target, e)) from None
-                if self._nodes is None or target == self.address:
-                    self._nodes = None
                 time.sleep(0.05)
                 target = self._pick(avoid=target)
                 continue
@@ -225,6 +231,8 @@ class Client:
                 self._remember(session, target)
             elif isinstance(result, dict) and isinstance(result.get("session"), str):
                 self._remember(result["session"], target)
+            if self._nodes is None and not self._learning and method != "hello":
+                self._pick()  # learn the other nodes while this one answers, for when it does not
             return result
 
     def _call_on(self, connection, method, params):
