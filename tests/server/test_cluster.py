@@ -127,7 +127,7 @@ def case_routing(env):
     check_eq(lone.wait(), 1, "--advertise with an LMDB store: exit 1")
     check("needs a Redis store" in lone.stderr(), "says why", lone.stderr())
     bad = env.start([model], "--store", redis.location, "--advertise", "10.0.0.1:7411", wait=False)
-    check_eq(bad.wait(), 1, "an --advertise without a scheme: exit 1")
+    check_eq(bad.wait(), 2, "an --advertise without a scheme: a usage error, exit 2")
     check("--advertise: expected tcp://HOST:PORT or unix:PATH" in bad.stderr(), "says what it expects", bad.stderr())
 
 
