@@ -228,6 +228,13 @@ bool fwm__cluster_node_claim(fwm__server *s, const uint8_t *id, fwm__rpc_failure
     return false;
 }
 
+bool fwm__cluster_node_may_delete(fwm__server *s, const uint8_t *id) {
+    if (!s->cluster) return true;
+    char owner[256];
+    fwm__cluster_claim_result r = fwm__cluster_claim(s->store, id, owner, sizeof owner, NULL);
+    return r == FWM_CLAIM_MINE || r == FWM_CLAIM_TAKEN;
+}
+
 void fwm__cluster_node_fenced(fwm__server *s, const fwm__outbox *o) {
     s->metrics.fenced_writes++;
     for (size_t i = 0; i < o->op_count; i++) {

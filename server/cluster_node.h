@@ -29,6 +29,10 @@ void fwm__cluster_node_poll(fwm__server *server);
  * false with `failure` filled (moved, unknown_session, storage). */
 bool fwm__cluster_node_claim(fwm__server *server, const uint8_t *id, fwm__rpc_failure *failure);
 
+/* --session-ttl: whether this node may delete stored session `id` (it owns it, or takes it over
+ * because its owner's lease expired); a session a live node owns is that node's to expire. */
+bool fwm__cluster_node_may_delete(fwm__server *server, const uint8_t *id);
+
 /* A write for these sessions was fenced: drop them from memory (their owner is elsewhere). */
 void fwm__cluster_node_fenced(fwm__server *server, const fwm__outbox *outbox);
 

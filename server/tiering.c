@@ -206,7 +206,8 @@ static bool expire_visit(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const
     memcpy(s->expire_cursor, id, FWM_SESSION_ID_BYTES);
     fwm__session_meta meta;
     if (fwm__meta_decode(bytes, length, &meta) && meta.last_used_ms < x->cutoff_ms &&
-        !fwm__session_table_find(&s->sessions, id) && fwm__outbox_add_removal(x->outbox, id))
+        !fwm__session_table_find(&s->sessions, id) && fwm__cluster_node_may_delete(s, id) &&
+        fwm__outbox_add_removal(x->outbox, id))
         x->expired++;
     return ++x->seen < EXPIRE_SCAN;
 }

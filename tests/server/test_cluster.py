@@ -248,6 +248,33 @@ def case_leave(env):
     check_eq(b.stop(), 0, "clean exit")
 
 
+def case_session_ttl(env):
+    """--session-ttl in a cluster: each stored session is expired by its owner (or by a node that may
+    take it over), never by a node that a live owner would fence; resident sessions are kept."""
+    model = env.model()
+    redis = env.redis()
+    flags = ("--session-ttl", "2", "--max-resident", "1")
+    a, b = start_node(env, model, redis, 3000, *flags), start_node(env, model, redis, 3000, *flags)
+    ids = {}
+    for node in (a, b):
+        c = Client(node.address)
+        ids[node.address] = [c.call("open")["session"] for _ in range(2)]
+        for s in ids[node.address]:
+            c.call("feed", session=s, text="Mary moved to the bathroom.")
+    deadline = time.time() + 20
+    expired = lambda: sum(Client(n.address).call("stats")["sessions_expired"] for n in (a, b))  # noqa: E731
+    while time.time() < deadline and expired() < 2:
+        time.sleep(0.25)
+    check_eq(expired(), 2, "the two written-out sessions expired")
+    stored = sorted(x["session"] for x in Client(a.address).call("sessions")["sessions"])
+    check_eq(stored, sorted([ids[a.address][1], ids[b.address][1]]), "the resident ones are kept")
+    for node in (a, b):
+        d = Client(node.address).call("stats")["durability"]
+        check(d["write_failures"] == 0 and d["healthy"], "no write was fenced or failed", node.address, d)
+    check_eq(a.stop(), 0, "clean exit")
+    check_eq(b.stop(), 0, "clean exit")
+
+
 def case_three_nodes(env):
     """Three nodes, 300 sessions streaming real bAbI stories through the Python client spread over
     the nodes; one node is killed with SIGKILL mid-stream. Every session is served again by a
