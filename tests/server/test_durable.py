@@ -389,6 +389,40 @@ def case_redis_unreachable(env):
     check("port" in bad.stderr(), "says what is wrong with it", bad.stderr())
 
 
+def case_redis_listing(env):
+    """The Redis store lists sessions in id order across its internal pages (256 ids a page); it
+    refuses a store of another format, naming it; a closed session leaves no key behind."""
+    model = env.model()
+    redis = env.redis()
+    server = env.start([model], "--store", redis.location, "--max-resident", "50")
+    c = Client(server.address)
+    ids = []
+    for i in range(300):
+        ids.append(c.send("open"))
+    ids = [c.wait(m)["session"] for m in ids]
+    listed, after = [], None
+    while True:
+        page = c.call("sessions", after=after, limit=70)
+        listed += [x["session"] for x in page["sessions"]]
+        after = page["next"]
+        if after is None:
+            break
+    check_eq(listed, sorted(ids), "every session, once, in id order, page by page")
+    check_eq(c.call("stats")["durability"]["sessions_stored"], 300, "counted")
+    gone = ids[0]
+    c.call("feed", session=gone, text="Mary moved to the bathroom.")
+    c.call("close", session=gone)
+    keys = redis.command("KEYS", "fwm:*" + gone + "*")
+    check_eq(keys, [], "a closed session leaves no key")
+    check_eq(redis.command("ZSCORE", "fwm:sessions", gone), None, "nor an entry in the listing")
+    check_eq(server.stop(), 0, "clean exit")
+    redis.command("SET", "fwm:format", "fwm-session-store 9")
+    newer = env.start([model], "--store", redis.location, wait=False)
+    check_eq(newer.wait(), 1, "another format: exit 1")
+    check("written in format 'fwm-session-store 9'" in newer.stderr() and redis.location in newer.stderr(),
+          "names the store and the format", newer.stderr())
+
+
 def case_store_refused(env):
     """A store that cannot be opened stops the server at start with a message naming the file."""
     model = env.model()
