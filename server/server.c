@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster_node.h"
 #include "connection.h"
 #include "fwm_alloc.h"
-#include "cluster_node.h"
 #include "tiering.h"
 
 #define HOUSEKEEPING_MS 1000
