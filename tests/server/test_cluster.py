@@ -211,9 +211,19 @@ def case_fencing(env):
     s2 = ca.call("open")["session"]
     ca.call("feed", session=s2, tokens=ops[0], notify=False)
     before = redis.command("ZCARD", "fwm:log:" + s2)
-    redis.command("SET", "fwm:owner:" + s2, "999999|" + b.address)
+    b_token = redis.command("GET", "fwm:node:" + b.address)  # b's live lease: b owns it now
+    redis.command("SET", "fwm:owner:" + s2, b_token)
     e = expect_error("moved", ca.call, "feed", session=s2, tokens=ops[1], notify=False)
     check_eq(e.error.get("address"), b.address, "the fenced write redirects to the owner Redis names")
+    s3 = ca.call("open")["session"]  # requests queued behind a fenced one are redirected too
+    ca.call("feed", session=s3, tokens=ops[0], notify=False)
+    redis.command("SET", "fwm:owner:" + s3, b_token)
+    pipelined = [ca.send("feed", session=s3, tokens=op, notify=False) for op in ops[1:]]
+    for msgid in pipelined:
+        e = expect_error("moved", ca.wait, msgid)
+        check(e.error.get("address") in (a.address, b.address), "redirected, not refused", e.error)
+    e = expect_error("moved", ca.call, "predict", session=s3)
+    check_eq(e.error.get("address"), b.address, "then a redirects every request to the owner")
     check_eq(redis.command("ZCARD", "fwm:log:" + s2), before, "the fenced write left no record")
     check(ca.call("stats")["cluster"]["fenced_writes"] >= 1, "counted as a fenced write")
     check_eq(a.stop(), 0, "clean exit")
