@@ -29,15 +29,44 @@ typedef struct arena_block {
     char data[];
 } arena_block;
 
-struct fwm_client {
+#define ADDRESS_MAX 256
+#define IDLE_LINKS 4   /* connections to other cluster nodes kept open */
+#define OWNER_CACHE 64 /* sessions whose node is remembered */
+#define NODES_MAX 16
+#define MOVED_HOPS 8
+
+/* A connection to one node that is not the one in use. */
+typedef struct node_link {
     int fd;
+    fwm__rpc_reader reader;
+    char address[ADDRESS_MAX];
+} node_link;
+
+struct fwm_client {
+    int fd;               /* the connection in use, to `address` */
     int timeout_ms;
     uint32_t next_id;
     fwm__rpc_reader reader;
+    char address[ADDRESS_MAX];
+    size_t max_message_bytes;
     msgpack_sbuffer out;
     msgpack_packer pk;
     msgpack_unpacked message; /* the last message read */
     arena_block *arena;
+    /* clusters (docs/CLUSTER.md): follow `moved`, remember owners, spread `open` */
+    node_link idle[IDLE_LINKS];
+    size_t idle_count;
+    char request_session[FWM_CLIENT_SESSION_ID_SIZE]; /* the session of the request being sent, or "" */
+    struct {
+        char session[FWM_CLIENT_SESSION_ID_SIZE];
+        char address[ADDRESS_MAX];
+    } owners[OWNER_CACHE];
+    unsigned owner_next;
+    char nodes[NODES_MAX][ADDRESS_MAX];
+    size_t node_count;
+    bool nodes_known;
+    unsigned spread;
+    char *token; /* presented on each new connection (fwm_client_authenticate) */
 };
 
 static int fail(fwm_client_error *err, int code, const char *format, ...) __attribute__((format(printf, 3, 4)));
@@ -155,6 +184,23 @@ static int connect_tcp(const char *spec, int *fd, fwm_client_error *err) {
     return FWM_RPC_OK;
 }
 
+static int connect_any(const char *address, int *fd, fwm_client_error *err) {
+    if (strlen(address) >= ADDRESS_MAX) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "address too long: %.64s...", address);
+    if (strncmp(address, "unix://", 7) == 0) return connect_unix(address + 7, fd, err);
+    if (strncmp(address, "unix:", 5) == 0) return connect_unix(address + 5, fd, err);
+    if (strncmp(address, "tcp://", 6) == 0) return connect_tcp(address + 6, fd, err);
+    return connect_tcp(address, fd, err);
+}
+
+static void reader_init(fwm__rpc_reader *reader, size_t max_message_bytes) {
+    fwm__rpc_limits limits = fwm__rpc_default_limits();
+    limits.max_message_bytes = max_message_bytes;
+    limits.max_binary_bytes = max_message_bytes;
+    limits.max_string_bytes = max_message_bytes;
+    limits.max_depth = 32;
+    fwm__rpc_reader_init(reader, &limits);
+}
+
 int fwm_client_connect(const char *address, const fwm_client_params *params, fwm_client **out,
                        fwm_client_error *err) {
     if (!address || !out) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "address and out must not be NULL");
@@ -162,11 +208,8 @@ int fwm_client_connect(const char *address, const fwm_client_params *params, fwm
     fwm_client_params p = params ? *params : fwm_client_default_params();
     if (p.timeout_ms <= 0) p.timeout_ms = 30000;
     if (p.max_message_bytes == 0) p.max_message_bytes = 16u << 20;
-    int fd = -1, rc;
-    if (strncmp(address, "unix://", 7) == 0) rc = connect_unix(address + 7, &fd, err);
-    else if (strncmp(address, "unix:", 5) == 0) rc = connect_unix(address + 5, &fd, err);
-    else if (strncmp(address, "tcp://", 6) == 0) rc = connect_tcp(address + 6, &fd, err);
-    else rc = connect_tcp(address, &fd, err);
+    int fd = -1;
+    int rc = connect_any(address, &fd, err);
     if (rc != FWM_RPC_OK) return rc;
     fwm_client *c = calloc(1, sizeof *c);
     if (!c) {
@@ -176,12 +219,9 @@ int fwm_client_connect(const char *address, const fwm_client_params *params, fwm
     c->fd = fd;
     c->timeout_ms = p.timeout_ms;
     c->next_id = 1;
-    fwm__rpc_limits limits = fwm__rpc_default_limits();
-    limits.max_message_bytes = p.max_message_bytes;
-    limits.max_binary_bytes = p.max_message_bytes;
-    limits.max_string_bytes = p.max_message_bytes;
-    limits.max_depth = 32;
-    fwm__rpc_reader_init(&c->reader, &limits);
+    c->max_message_bytes = p.max_message_bytes;
+    snprintf(c->address, sizeof c->address, "%s", address);
+    reader_init(&c->reader, p.max_message_bytes);
     msgpack_sbuffer_init(&c->out);
     msgpack_packer_init(&c->pk, &c->out, msgpack_sbuffer_write);
     msgpack_unpacked_init(&c->message);
@@ -194,6 +234,11 @@ void fwm_client_free(fwm_client *c) {
     if (!c) return;
     if (c->fd >= 0) close(c->fd);
     fwm__rpc_reader_release(&c->reader);
+    for (size_t i = 0; i < c->idle_count; i++) {
+        if (c->idle[i].fd >= 0) close(c->idle[i].fd);
+        fwm__rpc_reader_release(&c->idle[i].reader);
+    }
+    free(c->token);
     msgpack_sbuffer_destroy(&c->out);
     msgpack_unpacked_destroy(&c->message);
     arena_reset(c);
@@ -314,6 +359,7 @@ static void token_event(fwm_client *c, const msgpack_object *params, fwm_client_
 static uint32_t begin(fwm_client *c, const char *method, size_t nargs) {
     arena_reset(c);
     msgpack_sbuffer_clear(&c->out);
+    c->request_session[0] = '\0';
     uint32_t id = c->next_id++;
     msgpack_pack_array(&c->pk, 4);
     msgpack_pack_uint8(&c->pk, 0);
@@ -325,6 +371,8 @@ static uint32_t begin(fwm_client *c, const char *method, size_t nargs) {
 }
 
 static void arg_str(fwm_client *c, const char *key, const char *value) {
+    if (strcmp(key, "session") == 0 && strlen(value) < sizeof c->request_session)
+        snprintf(c->request_session, sizeof c->request_session, "%s", value);
     fwm__rpc_pack_cstr(&c->pk, key);
     fwm__rpc_pack_cstr(&c->pk, value);
 }
@@ -342,9 +390,97 @@ static void arg_uint(fwm_client *c, const char *key, uint64_t value) {
     msgpack_pack_uint64(&c->pk, value);
 }
 
-/* Send the packed request and read until its response; *result points at the result object. */
+/* ---- clusters: owners, connections to other nodes ---- */
+
+static const char *owner_of(const fwm_client *c, const char *session) {
+    for (size_t i = 0; i < OWNER_CACHE; i++)
+        if (c->owners[i].session[0] && strcmp(c->owners[i].session, session) == 0) return c->owners[i].address;
+    return NULL;
+}
+
+static void remember_owner(fwm_client *c, const char *session, const char *address) {
+    size_t slot = OWNER_CACHE;
+    for (size_t i = 0; i < OWNER_CACHE && slot == OWNER_CACHE; i++)
+        if (strcmp(c->owners[i].session, session) == 0) slot = i;
+    if (slot == OWNER_CACHE) slot = c->owner_next++ % OWNER_CACHE; /* the oldest entry goes */
+    snprintf(c->owners[slot].session, sizeof c->owners[slot].session, "%s", session);
+    snprintf(c->owners[slot].address, sizeof c->owners[slot].address, "%s", address);
+}
+
+static int finish(fwm_client *c, uint32_t id, fwm_client_token_fn fn, void *user, const msgpack_object **result,
+                  fwm_client_error *err);
+
+/* Present the token on a new connection, keeping the request being sent. */
+static int authenticate_link(fwm_client *c, fwm_client_error *err) {
+    size_t size = c->out.size;
+    char *saved = malloc(size ? size : 1);
+    if (!saved) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "out of memory");
+    memcpy(saved, c->out.data, size);
+    char session[FWM_CLIENT_SESSION_ID_SIZE];
+    memcpy(session, c->request_session, sizeof session);
+    uint32_t id = begin(c, "hello", 1);
+    arg_str(c, "token", c->token);
+    const msgpack_object *r;
+    int rc = finish(c, id, NULL, NULL, &r, err);
+    msgpack_sbuffer_clear(&c->out);
+    msgpack_sbuffer_write(&c->out, saved, size);
+    memcpy(c->request_session, session, sizeof session);
+    free(saved);
+    return rc;
+}
+
+/* Make the connection to `address` the one in use (opening it if needed); the previous one is kept
+ * open for later, up to IDLE_LINKS of them. */
+static int switch_to(fwm_client *c, const char *address, fwm_client_error *err) {
+    if (c->fd >= 0 && strcmp(c->address, address) == 0) return FWM_RPC_OK;
+    node_link current = {.fd = c->fd, .reader = c->reader};
+    snprintf(current.address, sizeof current.address, "%s", c->address);
+    size_t found = c->idle_count;
+    for (size_t i = 0; i < c->idle_count && found == c->idle_count; i++)
+        if (strcmp(c->idle[i].address, address) == 0) found = i;
+    node_link next;
+    bool fresh = found == c->idle_count;
+    if (!fresh) {
+        next = c->idle[found];
+        c->idle[found] = c->idle[--c->idle_count];
+    } else {
+        next.fd = -1;
+        int rc = connect_any(address, &next.fd, err);
+        if (rc != FWM_RPC_OK) return rc;
+        reader_init(&next.reader, c->max_message_bytes);
+        snprintf(next.address, sizeof next.address, "%s", address);
+    }
+    if (current.fd >= 0) {
+        if (c->idle_count == IDLE_LINKS) { /* the oldest goes */
+            close(c->idle[0].fd);
+            fwm__rpc_reader_release(&c->idle[0].reader);
+            memmove(&c->idle[0], &c->idle[1], (IDLE_LINKS - 1) * sizeof c->idle[0]);
+            c->idle_count--;
+        }
+        c->idle[c->idle_count++] = current;
+    } else {
+        fwm__rpc_reader_release(&current.reader);
+    }
+    c->fd = next.fd;
+    c->reader = next.reader;
+    snprintf(c->address, sizeof c->address, "%s", next.address);
+    return fresh && c->token ? authenticate_link(c, err) : FWM_RPC_OK;
+}
+
+/* Send the packed request and read until its response; *result points at the result object. A
+ * `moved` answer sends the request again to the node it names (at most MOVED_HOPS times). */
 static int finish(fwm_client *c, uint32_t id, fwm_client_token_fn fn, void *user, const msgpack_object **result,
                   fwm_client_error *err) {
+    int hops = 0;
+    if (c->request_session[0]) { /* to the node that served it last */
+        const char *owner = owner_of(c, c->request_session);
+        if (owner && strcmp(owner, c->address) != 0) {
+            char target[ADDRESS_MAX];
+            snprintf(target, sizeof target, "%s", owner);
+            if (switch_to(c, target, NULL) != FWM_RPC_OK) remember_owner(c, c->request_session, c->address);
+        }
+    }
+again:
     if (c->fd < 0) return fail(err, FWM_RPC_IO, "the connection is closed");
     int rc = send_all(c, err);
     while (rc == FWM_RPC_OK) {
@@ -371,8 +507,20 @@ static int finish(fwm_client *c, uint32_t id, fwm_client_token_fn fn, void *user
             const char *msg = arena_string(c, get(&a[2], "message"));
             int code = (int)get_u64(&a[2], "code");
             if (code <= 0) code = FWM_RPC_BAD_RESPONSE;
+            const char *to = code == FWM_RPC_MOVED ? arena_string(c, get(&a[2], "address")) : NULL;
+            if (to && to[0] && hops < MOVED_HOPS) { /* another node serves the session: ask it */
+                char target[ADDRESS_MAX];
+                snprintf(target, sizeof target, "%s", to);
+                hops++;
+                if (c->request_session[0]) remember_owner(c, c->request_session, target);
+                if (strcmp(target, c->address) == 0) usleep(20000); /* it is taking the session over */
+                rc = switch_to(c, target, err);
+                if (rc != FWM_RPC_OK) return rc;
+                goto again;
+            }
             return fail(err, code, "%s", msg ? msg : "error without a message");
         }
+        if (c->request_session[0]) remember_owner(c, c->request_session, c->address);
         *result = &a[3];
         ok(err);
         return FWM_RPC_OK;
@@ -436,7 +584,32 @@ int fwm_client_authenticate(fwm_client *c, const char *token, fwm_client_error *
     uint32_t id = begin(c, "hello", 1);
     arg_str(c, "token", token);
     const msgpack_object *r;
-    return finish(c, id, NULL, NULL, &r, err);
+    int rc = finish(c, id, NULL, NULL, &r, err);
+    if (rc == FWM_RPC_OK && (!c->token || strcmp(c->token, token) != 0)) { /* for connections to other nodes */
+        free(c->token);
+        c->token = strdup(token);
+    }
+    return rc;
+}
+
+/* The live nodes `hello` lists (cluster mode), once per client. */
+static void learn_nodes(fwm_client *c) {
+    c->nodes_known = true;
+    const msgpack_object *r;
+    if (finish(c, begin(c, "hello", 0), NULL, NULL, &r, NULL) != FWM_RPC_OK) return;
+    const msgpack_object *cluster = get(r, "cluster"), *nodes = get(cluster, "nodes");
+    if (!nodes || nodes->type != MSGPACK_OBJECT_ARRAY) return;
+    for (uint32_t i = 0; i < nodes->via.array.size && c->node_count < NODES_MAX; i++) {
+        const msgpack_object *a = get(&nodes->via.array.ptr[i], "address");
+        if (a && a->type == MSGPACK_OBJECT_STR && a->via.str.size < ADDRESS_MAX) {
+            memcpy(c->nodes[c->node_count], a->via.str.ptr, a->via.str.size);
+            c->nodes[c->node_count++][a->via.str.size] = '\0';
+        }
+    }
+}
+
+const char *fwm_client_node(const fwm_client *c) {
+    return c ? c->address : "";
 }
 
 int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const fwm_client_session_info **items,
@@ -476,13 +649,21 @@ int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const 
 static int open_session(fwm_client *c, const char *model, int topk, bool prime,
                         char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err) {
     if (!c || !session) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client and session must not be NULL");
+    if (!c->nodes_known) learn_nodes(c);
+    if (c->node_count > 1) { /* a cluster: opens go round the live nodes */
+        char target[ADDRESS_MAX];
+        snprintf(target, sizeof target, "%s", c->nodes[c->spread++ % c->node_count]);
+        switch_to(c, target, NULL); /* unreachable: the node in use opens it */
+    }
     uint32_t id = begin(c, "open", (model ? 1 : 0) + (topk >= 0 ? 1 : 0) + (prime ? 0 : 1));
     if (model) arg_str(c, "model", model);
     if (topk >= 0) arg_uint(c, "topk", (uint64_t)topk);
     if (!prime) arg_bool(c, "prime", false);
     const msgpack_object *r;
     int rc = finish(c, id, NULL, NULL, &r, err);
-    return rc != FWM_RPC_OK ? rc : copy_session(r, "session", session, err);
+    if (rc == FWM_RPC_OK) rc = copy_session(r, "session", session, err);
+    if (rc == FWM_RPC_OK) remember_owner(c, session, c->address);
+    return rc;
 }
 
 int fwm_client_open(fwm_client *c, const char *model, int topk, char session[FWM_CLIENT_SESSION_ID_SIZE],

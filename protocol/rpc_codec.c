@@ -247,7 +247,7 @@ void fwm__rpc_pack_response_head(msgpack_packer *pk, uint32_t msgid) {
 }
 
 void fwm__rpc_pack_error_map(msgpack_packer *pk, const fwm__rpc_failure *failure) {
-    bool has_word = failure->code == FWM_RPC_UNKNOWN_WORD && failure->word[0];
+    bool has_word = (failure->code == FWM_RPC_UNKNOWN_WORD || failure->code == FWM_RPC_MOVED) && failure->word[0];
     msgpack_pack_map(pk, has_word ? 4 : 3);
     fwm__rpc_pack_cstr(pk, "code");
     msgpack_pack_int(pk, failure->code);
@@ -256,7 +256,7 @@ void fwm__rpc_pack_error_map(msgpack_packer *pk, const fwm__rpc_failure *failure
     fwm__rpc_pack_cstr(pk, "message");
     fwm__rpc_pack_cstr(pk, failure->message);
     if (has_word) {
-        fwm__rpc_pack_cstr(pk, "word");
+        fwm__rpc_pack_cstr(pk, failure->code == FWM_RPC_MOVED ? "address" : "word");
         fwm__rpc_pack_cstr(pk, failure->word);
     }
 }

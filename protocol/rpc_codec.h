@@ -27,7 +27,7 @@
 typedef struct fwm__rpc_failure {
     int code; /* fwm_rpc_code */
     char message[320];
-    char word[128]; /* for FWM_RPC_UNKNOWN_WORD: the word; "" otherwise */
+    char word[256]; /* FWM_RPC_UNKNOWN_WORD: the word; FWM_RPC_MOVED: the owner's address; "" otherwise */
 } fwm__rpc_failure;
 
 /* Set *failure and return false, so a check is one line. */

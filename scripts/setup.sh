@@ -14,6 +14,8 @@ packages=(
   libwebsockets-dev libwebsockets-evlib-uv  # fwm-serve --http: HTTP/WebSocket on its libuv loop (lws loads the uv plugin)
   prometheus                              # promtool checks /metrics (tests/server/test_http.py)
   python3-websocket                       # WebSocket client of tests/server/test_http.py
+  libhiredis-dev                          # the Redis session store of fwm-serve clusters (--store redis://)
+  redis-server                            # started by the Redis store and cluster tests (tests/server)
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots

@@ -10,6 +10,7 @@
 #include "fwm/fwm.h"
 #include "fwm/fwm_protocol.h"
 #include "fwm_alloc.h"
+#include "store/store.h"
 
 /* Where `meson install` puts the bundled models, relative to the folder of the installed fwm-serve
  * (server/meson.build computes it from the bindir and datadir options). */
@@ -64,6 +65,7 @@ static const option_spec options[] = {
     {"max-memory-bytes", OPT_SIZE, F(max_memory_bytes), 0, 1e15, "memory budget for sessions, buffers and weights (0: 80% of RAM)"},
     {"session-ttl", OPT_SECONDS, F(session_ttl_s), 0, 1e10, "durable: delete stored sessions unused this long (0: never)"},
     {"store-max-bytes", OPT_SIZE, F(store_max_bytes), 0, 1e15, "durable: the largest the store may grow (0: 1 TiB)"},
+    {"lease-ttl-ms", OPT_SIZE, F(lease_ttl_ms), 300, 600000, "cluster: a node's lease lasts this long unless renewed (renewed every third of it)"},
 };
 #undef F
 #define OPTION_COUNT (sizeof options / sizeof options[0])
@@ -88,6 +90,7 @@ void fwm__config_defaults(fwm__config *config) {
     config->fsync_interval_ms = 100;
     config->snapshot_tokens = 1024;
     config->max_resident = 10000;
+    config->lease_ttl_ms = 5000;
     config->unix_mode = 0660;
 }
 
@@ -103,6 +106,7 @@ void fwm__config_release(fwm__config *config) {
     fwm__free(config->http);
     fwm__free(config->http_root);
     fwm__free(config->data_dir);
+    fwm__free(config->advertise);
     fwm__free(config->auth_token_file);
     memset(config, 0, sizeof *config);
 }
@@ -146,6 +150,10 @@ static void print_help(FILE *out) {
             "                        else; without it only loopback addresses are served (or --insecure)\n"
             "  --data-dir DIR        durable sessions: keep every session in an LMDB store in DIR, so they\n"
             "                        survive restarts and crashes and outnumber what RAM holds (default: memory only)\n"
+            "  --store LOCATION      durable sessions in a folder (as --data-dir), or in Redis: redis://HOST:PORT[/DB]\n"
+            "                        or unix:/PATH[?db=N] (several nodes may share one: docs/CLUSTER.md)\n"
+            "  --advertise ADDRESS   cluster mode (Redis store): this node's address for clients (tcp://HOST:PORT or\n"
+            "                        unix:PATH); sessions then have one owner at a time, others answer `moved`\n"
             "  --fsync MODE          durable: always (a response leaves after its records are on disk),\n"
             "                        interval (default: on disk within --fsync-interval-ms), never (the OS decides)\n");
     fwm__config defaults;
@@ -202,14 +210,31 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
         }
         return (*field = copy_string(value)) ? 0 : 1;
     }
-    if (strcmp(name, "data-dir") == 0) {
+    if (strcmp(name, "data-dir") == 0 || strcmp(name, "store") == 0) {
+        bool folder = strcmp(name, "data-dir") == 0;
         fwm__free(config->data_dir);
         config->data_dir = NULL;
         if (!value || !*value) {
-            fprintf(err, "fwm-serve: %s--data-dir needs a folder\n", where);
+            fprintf(err, "fwm-serve: %s--%s needs %s\n", where, name,
+                    folder ? "a folder" : "a folder, redis://HOST:PORT[/DB] or unix:/PATH[?db=N]");
+            return 1;
+        }
+        if (folder && fwm__store_is_redis(value)) {
+            fprintf(err, "fwm-serve: %s--data-dir takes a folder; for Redis use --store %s\n", where, value);
             return 1;
         }
         return (config->data_dir = copy_string(value)) ? 0 : 1;
+    }
+    if (strcmp(name, "advertise") == 0) {
+        fwm__free(config->advertise);
+        config->advertise = NULL;
+        if (!value || (strncmp(value, "tcp://", 6) != 0 && strncmp(value, "unix:", 5) != 0) || strchr(value, '|') ||
+            strlen(value) > 200) {
+            fprintf(err, "fwm-serve: %s--advertise: expected tcp://HOST:PORT or unix:PATH (at most 200 bytes), found '%s'\n",
+                    where, value ? value : "");
+            return 1;
+        }
+        return (config->advertise = copy_string(value)) ? 0 : 1;
     }
     if (strcmp(name, "auth-token-file") == 0) {
         fwm__free(config->auth_token_file);

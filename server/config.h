@@ -44,7 +44,9 @@ typedef struct fwm__config {
     unsigned unix_mode;       /* permissions of Unix-socket files (octal on the command line) */
     bool quiet;               /* no log lines on stderr */
     /* durable sessions (docs/DURABILITY.md) */
-    char *data_dir;           /* owned or NULL: memory only */
+    char *data_dir;           /* owned or NULL: memory only. The store: a folder (LMDB) or a Redis location */
+    char *advertise;          /* owned or NULL: cluster mode (Redis store), this node's address for clients */
+    size_t lease_ttl_ms;      /* cluster: a node's lease lasts this long unless renewed */
     int fsync_mode;           /* fwm__fsync_mode */
     size_t fsync_interval_ms;
     size_t snapshot_tokens;   /* snapshot a session after this many logged tokens */

@@ -29,6 +29,8 @@ struct fwm__journal {
     /* journal thread only: */
     uint8_t (*fenced)[FWM_SESSION_ID_BYTES];
     size_t fenced_count, fenced_capacity;
+    uint8_t (*moved)[FWM_SESSION_ID_BYTES]; /* of those, the ones fenced because another node owns them */
+    size_t moved_count, moved_capacity;
     uint64_t last_probe_ns;
     /* guarded by mutex: */
     bool unsynced; /* committed since the last fsync */
@@ -68,6 +70,31 @@ static void fence_remove(fwm__journal *j, const uint8_t *id) {
     memcpy(j->fenced[i], j->fenced[--j->fenced_count], FWM_SESSION_ID_BYTES);
 }
 
+/* Sessions fenced by FWM_STORE_FENCED (cluster): the requests queued behind the refused one are
+ * answered `moved` too, not `storage`. Lifted with the fence, by the session's LOADED marker. */
+static long moved_find(const fwm__journal *j, const uint8_t *id) {
+    for (size_t i = 0; i < j->moved_count; i++)
+        if (memcmp(j->moved[i], id, FWM_SESSION_ID_BYTES) == 0) return (long)i;
+    return -1;
+}
+
+static void moved_add(fwm__journal *j, const uint8_t *id) {
+    if (moved_find(j, id) >= 0) return;
+    if (j->moved_count == j->moved_capacity) {
+        size_t capacity = j->moved_capacity ? 2 * j->moved_capacity : 16;
+        void *grown = fwm__realloc(j->moved, capacity * FWM_SESSION_ID_BYTES);
+        if (!grown) return; /* out of memory: its queued requests get `storage` instead */
+        j->moved = grown;
+        j->moved_capacity = capacity;
+    }
+    memcpy(j->moved[j->moved_count++], id, FWM_SESSION_ID_BYTES);
+}
+
+static void moved_remove(fwm__journal *j, const uint8_t *id) {
+    long i = moved_find(j, id);
+    if (i >= 0) memcpy(j->moved[i], j->moved[--j->moved_count], FWM_SESSION_ID_BYTES);
+}
+
 static bool writes(const fwm__store_op *op) {
     return op->kind != FWM_OP_LOADED;
 }
@@ -82,7 +109,10 @@ static void fence_outbox(fwm__journal *j, const fwm__outbox *o) {
  * fence; a write for a fenced session makes the whole outbox fail. */
 static bool passes_fences(fwm__journal *j, const fwm__outbox *o) {
     for (size_t i = 0; i < o->op_count; i++) {
-        if (o->ops[i].kind == FWM_OP_LOADED) fence_remove(j, o->ops[i].id);
+        if (o->ops[i].kind == FWM_OP_LOADED) {
+            fence_remove(j, o->ops[i].id);
+            if (j->moved_count) moved_remove(j, o->ops[i].id);
+        }
         else if (j->fenced_count && fence_find(j, o->ops[i].id) >= 0) return false;
     }
     return true;
@@ -93,6 +123,13 @@ static void mark_failed(fwm__journal *j, fwm__outbox *o, const char *why) {
     o->store_failed = true;
     fence_outbox(j, o);
     j->stats.failures++;
+}
+
+/* An outbox refused by an earlier failure of its session: `moved` when that was a fenced write. */
+static void mark_fenced_behind(fwm__journal *j, fwm__outbox *o) {
+    mark_failed(j, o, "an earlier write for this session failed");
+    for (size_t i = 0; i < o->op_count && !o->fenced && j->moved_count; i++)
+        if (o->ops[i].kind != FWM_OP_LOADED && moved_find(j, o->ops[i].id) >= 0) o->fenced = true;
 }
 
 /* ---- writing ---- */
@@ -133,7 +170,7 @@ static void set_health(fwm__journal *j, bool ok, const char *why) {
     pthread_mutex_lock(&j->mutex);
     j->degraded = !ok;
     if (!ok) {
-        snprintf(j->why, sizeof j->why, "%s", why);
+        snprintf(j->why, sizeof j->why, "%.299s", why);
         pthread_cond_signal(&j->wake); /* the journal thread probes, even when the loop writes */
     }
     pthread_mutex_unlock(&j->mutex);
@@ -165,7 +202,7 @@ static void sync_now(fwm__journal *j) {
     pthread_mutex_lock(&j->mutex);
     j->unsynced = false;
     pthread_mutex_unlock(&j->mutex);
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     fwm__store_status status = j->params.store->backend->sync(j->params.store, &error);
     pthread_mutex_lock(&j->mutex);
     j->stats.fsyncs++;
@@ -199,10 +236,10 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
         for (size_t i = 0; i < n; i++) {
             fwm__outbox *o = all[i];
             if (o->store_failed) mark_failed(j, o, o->store_error);
-            else if (!passes_fences(j, o)) mark_failed(j, o, "an earlier write for this session failed");
+            else if (!passes_fences(j, o)) mark_fenced_behind(j, o);
             else if (has_writes(o)) writing[w++] = o;
         }
-        fwm__store_error error = {""};
+        fwm__store_error error = {"", ""};
         fwm__store_status status = w ? write_batch(j, writing, w, &error) : FWM_STORE_OK;
         if (status == FWM_STORE_OK && w) {
             count_written(j, writing, w);
@@ -213,25 +250,31 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
             if (saved || saved_count == 0) j->fenced_count = saved_count;
             bool any_failed = false;
             char why[300];
-            snprintf(why, sizeof why, "%s", error.message);
+            snprintf(why, sizeof why, "%.299s", error.message);
             for (size_t i = 0; i < n; i++) {
                 fwm__outbox *o = all[i];
                 if (o->store_failed) continue;
                 if (!passes_fences(j, o)) {
-                    mark_failed(j, o, "an earlier write for this session failed");
+                    mark_fenced_behind(j, o);
                     continue;
                 }
                 if (!has_writes(o)) continue;
-                fwm__store_error one = {""};
+                fwm__store_error one = {"", ""};
                 fwm__store_status st = write_batch(j, &o, 1, &one);
                 if (st == FWM_STORE_FULL && only_deletes(o) &&
                     j->params.store->backend->free_reserve(j->params.store, NULL) == FWM_STORE_OK)
                     st = write_batch(j, &o, 1, &one); /* deleting makes room: it may use the headroom */
                 if (st == FWM_STORE_OK) {
                     count_written(j, &o, 1);
+                } else if (st == FWM_STORE_FENCED) { /* the session's owner is elsewhere: not a store failure */
+                    mark_failed(j, o, "this node no longer owns the session");
+                    o->fenced = true;
+                    snprintf(o->moved_to, sizeof o->moved_to, "%s", one.owner);
+                    for (size_t k = 0; k < o->op_count; k++)
+                        if (writes(&o->ops[k])) moved_add(j, o->ops[k].id);
                 } else {
                     mark_failed(j, o, one.message);
-                    snprintf(why, sizeof why, "%s", one.message);
+                    snprintf(why, sizeof why, "%.299s", one.message);
                     any_failed = true;
                 }
             }
@@ -267,7 +310,7 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
 /* While writes fail: try whether there is room again. */
 static void probe(fwm__journal *j) {
     j->last_probe_ns = fwm__now_ns();
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     if (j->params.store->backend->probe(j->params.store, PROBE_BYTES, &error) == FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: storage: writes succeed again\n");
         set_health(j, true, NULL);
@@ -382,6 +425,7 @@ void fwm__journal_stop(fwm__journal *j) {
     pthread_cond_destroy(&j->syncer_wake);
     pthread_mutex_destroy(&j->mutex);
     fwm__free(j->fenced);
+    fwm__free(j->moved);
     fwm__free(j);
 }
 

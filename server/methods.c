@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_node.h"
 #include "connection.h"
 #include "durable_session.h"
 #include "fwm_alloc.h"
@@ -201,7 +202,7 @@ static void unknown_word(request *r, const char *message) {
     if (!close) close = open ? strrchr(open + 1, '\'') : NULL;
     if (open && close) {
         size_t n = (size_t)(close - open - 1);
-        n = fwm__utf8_cut(open + 1, n, sizeof r->failure.word - 1);
+        n = fwm__utf8_cut(open + 1, n, 127 /* as before the field held addresses too */);
         memcpy(r->failure.word, open + 1, n);
         r->failure.word[n] = '\0';
     }
@@ -338,7 +339,7 @@ static bool m_hello(request *r) {
         msgpack_pack_false(&pk);
         return true;
     }
-    msgpack_pack_map(&pk, 10);
+    msgpack_pack_map(&pk, 11);
     key_str(&pk, "server", "fwm-serve");
     key_str(&pk, "version", FWM_VERSION_STRING);
     key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
@@ -378,6 +379,7 @@ static bool m_hello(request *r) {
     } else {
         msgpack_pack_nil(&pk);
     }
+    fwm__cluster_node_pack_hello(&pk, (fwm__server *)s);
     return true;
 }
 
@@ -399,7 +401,7 @@ static void pack_durability(msgpack_packer *pk, fwm__server *s) {
         return;
     }
     fwm__store_info info;
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     bool have_info = s->store->backend->info(s->store, &info, &error) == FWM_STORE_OK;
     if (!have_info) memset(&info, 0, sizeof info);
     fwm__journal_stats js;
@@ -443,7 +445,7 @@ static bool m_stats(request *r) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 31);
+    msgpack_pack_map(&pk, 32);
     key_u64(&pk, "sessions", s->sessions.count);
     key_u64(&pk, "sessions_opened", m->sessions_opened);
     key_u64(&pk, "sessions_closed", m->sessions_closed);
@@ -497,6 +499,7 @@ static bool m_stats(request *r) {
     key_u64(&pk, "workers", s->workers);
     key_u64(&pk, "sessions_resident", s->sessions.count);
     pack_durability(&pk, s);
+    fwm__cluster_node_pack_stats(&pk, s);
     return true;
 }
 
@@ -587,7 +590,7 @@ static bool m_sessions(request *r) {
     msgpack_packer ipk;
     msgpack_packer_init(&ipk, &items, msgpack_sbuffer_write);
     listing l = {r, &ipk, (size_t)limit, 0, {0}, false};
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     bool ok = true;
     if (s->store) {
         ok = s->store->backend->list(s->store, has_after ? after : NULL, list_stored, &l, &error) == FWM_STORE_OK;

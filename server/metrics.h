@@ -51,6 +51,7 @@ typedef struct fwm__metrics {
     fwm__histogram request_latency; /* request in -> response queued, microseconds */
     /* durable mode */
     uint64_t evictions, loads, load_failures, storage_refusals;
+    uint64_t sessions_taken_over, moved_replies, fenced_writes; /* cluster mode */
     fwm__histogram load_latency; /* LOAD submitted -> session rebuilt, microseconds */
     /* tokens/s over the last housekeeping interval */
     uint64_t rate_tokens, rate_ns;

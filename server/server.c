@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster_node.h"
 #include "connection.h"
 #include "fwm_alloc.h"
 #include "http.h"
@@ -84,6 +85,13 @@ static void refuse_unwritten(fwm__connection *c, const fwm__outbox *o, const fwm
     msgpack_packer pk;
     fwm__connection_packer(c, &pk);
     fwm__rpc_failure failure;
+    if (o->fenced) { /* another node owns the session now (or nobody: then ask this one again) */
+        const char *owner = o->moved_to[0] ? o->moved_to : c->server->config->advertise;
+        fwm__rpc_fail(&failure, FWM_RPC_MOVED, "this node no longer owns the session; the node at %s serves it", owner);
+        snprintf(failure.word, sizeof failure.word, "%s", owner);
+        fwm__rpc_pack_error_response(&pk, r->msgid, &failure);
+        return;
+    }
     fwm__rpc_fail(&failure, FWM_RPC_STORAGE, "the session store could not record this request, so it was not applied: %s",
                   o->store_error);
     fwm__rpc_pack_error_response(&pk, r->msgid, &failure);
@@ -91,7 +99,8 @@ static void refuse_unwritten(fwm__connection *c, const fwm__outbox *o, const fwm
 
 static void deliver(fwm__server *s, fwm__outbox *o) {
     uint64_t now = fwm__now_ns();
-    if (o->store_failed) fwm__tiering_write_failed(s, o);
+    if (o->store_failed && o->fenced) fwm__cluster_node_fenced(s, o);
+    else if (o->store_failed) fwm__tiering_write_failed(s, o);
     for (size_t i = 0; i < o->record_count; i++) {
         fwm__outbox_record *r = &o->records[i];
         if (r->insert) {
@@ -165,6 +174,7 @@ static void check_shutdown(fwm__server *s);
 static void on_wake(uv_async_t *handle) {
     fwm__server *s = handle->data;
     drain_inbox(s);
+    fwm__cluster_node_poll(s);
     fwm__server_flush(s);
     if (s->shutting_down) check_shutdown(s);
 }
@@ -210,6 +220,7 @@ static void on_housekeeping(uv_timer_t *timer) {
         s->metrics.rate_tokens = st.tokens;
         s->metrics.rate_ns = now;
     }
+    fwm__cluster_node_poll(s);
     if (s->store && !s->shutting_down) {
         fwm__tiering_evict(s, true); /* durable: idle sessions are written out, not lost */
         fwm__tiering_expire_stored(s);
@@ -261,6 +272,8 @@ static void finish(fwm__server *s) {
     fwm__journal_stop(s->journal); /* writes what is queued and syncs */
     s->journal = NULL;
     drain_inbox(s);
+    if (!s->cancelled) fwm__cluster_node_leave(s); /* the last snapshots are written: let others take over */
+    fwm__cluster_node_stop(s);
     fwm__http_close(s); /* lws closes its handles on the loop, then frees its context */
     uv_close((uv_handle_t *)&s->wake, NULL);
     uv_close((uv_handle_t *)&s->housekeeping, NULL);
@@ -412,8 +425,9 @@ static int load_token(fwm__server *s) {
 static int open_store(fwm__server *s) {
     const fwm__config *cfg = s->config;
     if (!cfg->data_dir) return 0;
-    fwm__store_options options = {.map_bytes = cfg->store_max_bytes};
-    fwm__store_error error = {""};
+    fwm__store_options options = {.map_bytes = cfg->store_max_bytes,
+                                  .durable_writes = cfg->fsync_mode == FWM_FSYNC_ALWAYS};
+    fwm__store_error error = {"", ""};
     fwm__store_status status = fwm__store_open(cfg->data_dir, &options, &s->store, &error);
     if (status != FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: cannot open the session store: %s\n", error.message);
@@ -430,13 +444,15 @@ static int open_store(fwm__server *s) {
         fprintf(stderr, "fwm-serve: cannot read the session store: %s\n", error.message);
         return 1;
     }
-    fwm__server_log(s, "durable sessions in %s: %llu stored, %.1f MB on disk, fsync %s, at most %zu resident",
+    fwm__server_log(s, "durable sessions in %s: %llu stored, %.1f MB %s, fsync %s, at most %zu resident",
                     cfg->data_dir, (unsigned long long)info.sessions, (double)info.file_bytes / 1e6,
+                    s->store->backend == &fwm__store_redis ? "in Redis' append-only file" : "on disk",
                     fwm__fsync_mode_name((fwm__fsync_mode)cfg->fsync_mode), cfg->max_resident);
     return 0;
 }
 
 static void release(fwm__server *s) {
+    fwm__cluster_node_stop(s);
     fwm__scheduler_stop(s->scheduler);
     s->scheduler = NULL;
     fwm__journal_stop(s->journal);
@@ -496,6 +512,10 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     }
     if (load_token(s) != 0 || load_models(s) != 0 || !fwm__session_table_init(&s->sessions) || open_store(s) != 0)
         goto fail;
+    if (config->advertise && !s->store) {
+        fprintf(stderr, "fwm-serve: --advertise (cluster mode) needs a Redis store: --store redis://HOST:PORT\n");
+        goto fail;
+    }
     if (!config->max_sessions_per_connection) { /* a quarter of max-sessions, but never below 1,000 */
         size_t floor = config->max_sessions < 1000 ? config->max_sessions : 1000;
         config->max_sessions_per_connection = config->max_sessions / 4 > floor ? config->max_sessions / 4 : floor;
@@ -522,6 +542,7 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     s->wake.data = s->housekeeping.data = s->sigint.data = s->sigterm.data = s;
     s->handles_open = true;
     if (fwm__listeners_open(s) != 0) goto fail;
+    if (fwm__cluster_node_start(s) != 0) goto fail;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     uv_timer_start(&s->housekeeping, on_housekeeping, HOUSEKEEPING_MS, HOUSEKEEPING_MS);

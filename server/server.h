@@ -26,6 +26,7 @@
 
 struct fwm__connection;
 struct fwm__http;
+typedef struct fwm__cluster_node fwm__cluster_node;
 
 typedef struct fwm__served_model {
     fwm_model *model; /* owned */
@@ -77,6 +78,7 @@ typedef struct fwm__server {
     bool final_snapshots;                    /* shutdown: the last snapshots were asked for */
     uint8_t expire_cursor[FWM_SESSION_ID_BYTES]; /* --session-ttl: where the scan goes on */
     bool expire_started;
+    fwm__cluster_node *cluster;              /* cluster mode (--advertise), or NULL */
 
     fwm__listener *listeners;
     size_t listener_count;

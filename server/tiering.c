@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "cluster_node.h"
 #include "durable_session.h"
 #include "fwm_alloc.h"
 #include "store/session_record.h"
@@ -63,9 +64,10 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
         fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, expired, or never opened)", hex);
         return NULL;
     }
+    if (!fwm__cluster_node_claim(s, id, failure)) return NULL; /* cluster: owned elsewhere, or not stored */
     uint8_t raw[FWM_META_RECORD_BYTES];
     size_t length = 0;
-    fwm__store_error error = {""};
+    fwm__store_error error = {"", ""};
     fwm__store_status st = s->store->backend->get_meta(s->store, id, raw, sizeof raw, &length, &error);
     if (st == FWM_STORE_NOT_FOUND) {
         fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, or never opened)", hex);
@@ -204,7 +206,8 @@ static bool expire_visit(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const
     memcpy(s->expire_cursor, id, FWM_SESSION_ID_BYTES);
     fwm__session_meta meta;
     if (fwm__meta_decode(bytes, length, &meta) && meta.last_used_ms < x->cutoff_ms &&
-        !fwm__session_table_find(&s->sessions, id) && fwm__outbox_add_removal(x->outbox, id))
+        !fwm__session_table_find(&s->sessions, id) && fwm__cluster_node_may_delete(s, id) &&
+        fwm__outbox_add_removal(x->outbox, id))
         x->expired++;
     return ++x->seen < EXPIRE_SCAN;
 }

@@ -1,12 +1,13 @@
 /* bench_serve.c - load generator for fwm-serve: N concurrent sessions stream catbAbI test stories.
  *
- *   bench-serve --connect ADDRESS [--connect ADDRESS2] --babi DIR [--sessions N] [--connections C]
+ *   bench-serve --connect ADDRESS [--connect ADDRESS2 ...] --babi DIR [--sessions N] [--connections C]
  *               [--seconds S] [--warmup S] [--topk K] [--resident]
  *
  * Each session reads the catbAbI test stream (bAbI v1.2 en-valid-10k test split, tasks 1-20, stories
  * with their answers) from its own starting story, one sentence per `feed` request, closed loop: the
  * next sentence goes out when the previous feed's response is back. Sessions are spread over C
- * connections, alternating between the addresses given (e.g. one TCP and one Unix socket).
+ * connections, alternating between the addresses given (up to 8: e.g. one TCP and one Unix socket, or
+ * the nodes of a cluster, each session then owned by the node it was opened on).
  * Prints aggregate tokens/s and per-token latency: for each streamed token, the time the client
  * waited for it (from the request for the first token of a feed, from the previous token after
  * that), p50/p99, plus request latency and the server's own stats. Never fails on a figure.
@@ -64,7 +65,7 @@ typedef struct sample_set {
 
 struct bench {
     uv_loop_t *loop;
-    const char *addresses[2];
+    const char *addresses[8]; /* connections alternate between them (e.g. TCP and Unix, or cluster nodes) */
     int address_count;
     int sessions, connections, topk;
     double seconds, warmup;
@@ -441,9 +442,9 @@ static void finish(bench *b) {
     if (b->trace_path && !b->resident) write_trace(b); /* before percentile() sorts the latencies */
     if (!b->resident) {
         double secs = (double)(b->end_ns - b->measure_ns) / 1e9;
-        printf("sessions %d, connections %d (%s%s%s), topk %d, %.1f s measured after %.1f s warm-up\n", b->sessions,
-               b->connections, b->addresses[0], b->address_count > 1 ? " + " : "",
-               b->address_count > 1 ? b->addresses[1] : "", b->topk, secs, b->warmup);
+        printf("sessions %d, connections %d (%s", b->sessions, b->connections, b->addresses[0]);
+        for (int i = 1; i < b->address_count; i++) printf(" + %s", b->addresses[i]);
+        printf("), topk %d, %.1f s measured after %.1f s warm-up\n", b->topk, secs, b->warmup);
         if (b->rate > 0)
             printf("open loop: each session sends one token every %.1f ms (%.0f tokens/s offered); "
                    "%llu sends skipped because the previous token was not answered yet\n",
@@ -492,7 +493,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--connect") == 0 && v && b.address_count < 2) b.addresses[b.address_count++] = argv[++i];
+        if (strcmp(a, "--connect") == 0 && v && b.address_count < 8) b.addresses[b.address_count++] = argv[++i];
         else if (strcmp(a, "--babi") == 0 && v) babi = argv[++i];
         else if (strcmp(a, "--sessions") == 0 && v) b.sessions = atoi(argv[++i]);
         else if (strcmp(a, "--connections") == 0 && v) b.connections = atoi(argv[++i]);

@@ -52,6 +52,12 @@ FWM_API int fwm_client_connect(const char *address, const fwm_client_params *par
                                fwm_client_error *err);
 FWM_API void fwm_client_free(fwm_client *client);
 
+/* Clusters (docs/CLUSTER.md): a node that does not own a session answers `moved` with the owner's
+ * address; the client then sends the request again to that node (opening a connection to it, and
+ * keeping a few such connections open), remembers the owners of the last sessions it used, and
+ * spreads fwm_client_open over the live nodes `hello` lists. The node the last call went to: */
+FWM_API const char *fwm_client_node(const fwm_client *client);
+
 /* ---- results ------------------------------------------------------------------------------------- */
 #define FWM_CLIENT_SESSION_ID_SIZE 33 /* 32 hex digits and a NUL */
 

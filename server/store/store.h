@@ -11,6 +11,8 @@
  *
  * Writing: one thread at a time (the journal) opens a write batch, applies operations and commits
  * it atomically: after a crash either every operation of a committed batch is there or none is.
+ * The bytes handed to put_meta, put_snapshot and append_log must stay valid until the batch is
+ * committed or aborted (a network backend sends the whole batch at commit, without copying it).
  * `commit` does not force the data to disk; `sync` does (the journal chooses when: --fsync).
  * Reading: any thread, concurrently with the writer; a reader sees the last committed batch.
  *
@@ -18,7 +20,12 @@
  * problem in `error` (may be NULL). FWM_STORE_FULL means out of space (map or disk): the batch was
  * not written and the store remains usable once space returns.
  *
- * Backends: store_lmdb.c (LMDB, the embedded default: `--data-dir DIR`).
+ * FWM_STORE_FENCED means the batch was refused because this node no longer owns a session it
+ * writes for (cluster mode, cluster.h): nothing was written, `error.owner` names the owner's address
+ * when one is alive; the store itself is healthy.
+ *
+ * Backends: store_lmdb.c (LMDB, the embedded default: `--data-dir DIR`) and store_redis.c (Redis,
+ * shared by several nodes: `--store redis://HOST:PORT[/DB]` or `--store unix:/PATH[?db=N]`).
  */
 #ifndef FWM_SERVER_STORE_H
 #define FWM_SERVER_STORE_H
@@ -38,16 +45,19 @@ typedef enum fwm__store_status {
     FWM_STORE_BUSY,       /* another process holds the store */
     FWM_STORE_VERSION,    /* written by an incompatible version */
     FWM_STORE_NO_MEMORY,
+    FWM_STORE_FENCED,     /* cluster: this node does not own a session it writes for */
 } fwm__store_status;
 
 typedef struct fwm__store_error {
     char message[512];
+    char owner[256];      /* FWM_STORE_FENCED: the owner's advertised address, or "" */
 } fwm__store_error;
 
 typedef struct fwm__store fwm__store;
 
 typedef struct fwm__store_options {
     uint64_t map_bytes; /* the largest the store may grow (LMDB map size); 0: the backend's default */
+    bool durable_writes; /* --fsync always: a backend that cannot promise it says so at open */
 } fwm__store_options;
 
 typedef struct fwm__store_info {
@@ -112,8 +122,13 @@ struct fwm__store {
 };
 
 extern const fwm__store_backend fwm__store_lmdb;
+extern const fwm__store_backend fwm__store_redis;
 
-/* Open the store named by `location` (a folder: LMDB). */
+/* Whether `location` names a Redis server (redis://... or unix:...) rather than a folder. */
+bool fwm__store_is_redis(const char *location);
+
+/* Open the store named by `location` (redis://HOST:PORT[/DB] or unix:/PATH[?db=N]: Redis; anything
+ * else is a folder: LMDB). */
 fwm__store_status fwm__store_open(const char *location, const fwm__store_options *options, fwm__store **out,
                                   fwm__store_error *error);
 void fwm__store_close(fwm__store *store);

@@ -507,6 +507,7 @@ const fwm__store_backend fwm__store_lmdb = {
 
 fwm__store_status fwm__store_open(const char *location, const fwm__store_options *options, fwm__store **out,
                                   fwm__store_error *error) {
+    if (fwm__store_is_redis(location)) return fwm__store_redis.open(location, options, out, error);
     return fwm__store_lmdb.open(location, options, out, error);
 }
 
@@ -516,6 +517,6 @@ void fwm__store_close(fwm__store *store) {
 
 const char *fwm__store_status_name(fwm__store_status status) {
     static const char *const names[] = {"ok", "not found", "full", "input/output error", "corrupt",
-                                        "busy", "version mismatch", "out of memory"};
+                                        "busy", "version mismatch", "out of memory", "fenced"};
     return (unsigned)status < sizeof names / sizeof names[0] ? names[status] : "unknown";
 }

@@ -7,6 +7,7 @@ Every wait is bounded: sockets time out, processes are killed when a test ends.
 import argparse
 import glob
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -114,6 +115,7 @@ class Env:
         self.dir = self.tmp.name
         self._vocab = None
         self.servers = []
+        self.redises = []
 
     def vocab(self):
         if not self._vocab:
@@ -133,6 +135,11 @@ class Env:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=60)
         return path
 
+    def redis(self, tcp=False):
+        r = Redis(self, tcp)
+        self.redises.append(r)
+        return r
+
     def start(self, models, *flags, listen=None, env=None, wait=True):
         server = Server(self, models, flags, listen, env, wait)
         self.servers.append(server)
@@ -141,7 +148,126 @@ class Env:
     def close(self):
         for s in self.servers:
             s.kill()
+        for r in self.redises:
+            r.kill()
         self.tmp.cleanup()
+
+
+class Redis:
+    """A redis-server of the test's own: temp folder, loopback port (tcp=True) or Unix socket, append-only
+    file forced to disk on every write (appendonly yes, appendfsync always), stopped with the test."""
+
+    def __init__(self, env, tcp=False):
+        exe = shutil.which("redis-server")
+        if not exe:
+            raise SkipCase("redis-server is not installed (scripts/setup.sh installs it: Debian redis-server)")
+        self.dir = os.path.join(env.dir, "redis-%d" % len(env.servers))
+        os.makedirs(self.dir)
+        self.socket = os.path.join(self.dir, "redis.sock")
+        self.exe = exe
+        self.tcp = tcp
+        self.port = free_port() if tcp else 0
+        self.proc = None
+        self.start()
+
+    @property
+    def location(self):
+        return "redis://127.0.0.1:%d" % self.port if self.tcp else "unix:" + self.socket
+
+    def start(self):
+        conf = ["--dir", self.dir, "--port", str(self.port), "--bind", "127.0.0.1", "--unixsocket", self.socket,
+                "--unixsocketperm", "700", "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+                "--logfile", os.path.join(self.dir, "redis.log"), "--daemonize", "no"]
+        self.proc = subprocess.Popen([self.exe] + conf, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server exited at start: %s" % self.log())
+            try:
+                if self.command("PING") == "PONG":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("redis-server did not answer: %s" % self.log())
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "redis.log")) as f:
+                return f.read()[-2000:]
+        except OSError:
+            return ""
+
+    def command(self, *args):
+        """One command over the Unix socket (RESP by hand: the tests need no Redis client library)."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(self.socket)
+            out = b"*%d\r\n" % len(args)
+            for a in args:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                out += b"$%d\r\n%s\r\n" % (len(a), a)
+            s.sendall(out)
+            buf = b""
+            while True:
+                value, rest = parse_resp(buf)
+                if rest is not None:
+                    return value
+                data = s.recv(1 << 16)
+                if not data:
+                    raise OSError("redis-server closed the connection")
+                buf += data
+        finally:
+            s.close()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=15)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def parse_resp(buf):
+    """(value, rest) of one RESP reply at the start of buf; rest None when incomplete."""
+    end = buf.find(b"\r\n")
+    if end < 0:
+        return None, None
+    kind, line, rest = buf[:1], buf[1:end], buf[end + 2:]
+    if kind == b"+":
+        return line.decode(), rest
+    if kind == b"-":
+        return RuntimeError(line.decode()), rest
+    if kind == b":":
+        return int(line), rest
+    if kind == b"$":
+        n = int(line)
+        if n < 0:
+            return None, rest
+        if len(rest) < n + 2:
+            return None, None
+        return rest[:n], rest[n + 2:]
+    if kind == b"*":
+        n, items = int(line), []
+        if n < 0:
+            return None, rest
+        for _ in range(n):
+            value, rest = parse_resp(rest)
+            if rest is None:
+                return None, None
+            items.append(value)
+        return items, rest
+    raise ValueError("not RESP: %r" % buf[:20])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class Server:

@@ -191,12 +191,18 @@ def verify(client, ref, streams, what):
                                                expected[1][:2], s.pending))
 
 
-def crash_rounds(env, mode, rounds, sessions=12):
+def store_flags(env, backend, name="data"):
+    """The flags of a store: an LMDB folder, or a redis-server of the test's own (TCP or Unix socket)."""
+    if backend == "lmdb":
+        return ["--data-dir", os.path.join(env.dir, name)]
+    return ["--store", env.redis(tcp=backend == "redis-tcp").location]
+
+
+def crash_rounds(env, mode, rounds, sessions=12, backend="lmdb"):
     model = env.model()
     vocab = vocabulary(env)
-    data = os.path.join(env.dir, "data-" + mode)
-    flags = ["--data-dir", data, "--fsync", mode, "--snapshot-tokens", "60", "--max-resident", "8",
-             "--workers", "2"]
+    flags = store_flags(env, backend, "data-" + mode) + ["--fsync", mode, "--snapshot-tokens", "60",
+                                                          "--max-resident", "8", "--workers", "2"]
     ref = Reference(env, model)
     rng = random.Random(1234)
     server = env.start([model], *flags)
@@ -252,11 +258,23 @@ def case_crash_never(env):
     crash_rounds(env, "never", 6)
 
 
-def case_restart(env):
+def case_redis_crash_always(env):
+    crash_rounds(env, "always", 8, backend="redis-tcp")
+
+
+def case_redis_crash_interval(env):
+    crash_rounds(env, "interval", 6, backend="redis")
+
+
+def case_redis_crash_never(env):
+    crash_rounds(env, "never", 4, backend="redis")
+
+
+def case_restart(env, backend="lmdb"):
     """A clean restart keeps ids, state, top-k and model; unserved models' sessions stay stored."""
     a, b = env.model("alpha", seed=3), env.model("beta", seed=4)
-    data = os.path.join(env.dir, "data")
-    server = env.start([a, b], "--data-dir", data)
+    store = store_flags(env, backend)
+    server = env.start([a, b], *store)
     c = Client(server.address)
     check_eq(c.call("hello")["durability"], {"fsync": "interval", "max_resident": 10000, "snapshot_tokens": 1024,
                                              "session_ttl_s": 0.0}, "hello says sessions are durable")
@@ -291,7 +309,7 @@ def case_restart(env):
     check(d["fsync"] == "interval" and d["commits"] >= 8 and d["fsyncs"] >= 1, "interval fsyncs happen", d)
     check_eq(server.stop(), 0, "clean exit")
 
-    server = env.start([a, b], "--data-dir", data)
+    server = env.start([a, b], *store)
     c = Client(server.address)
     for s, p in before.items():
         check_eq(c.call("predict", session=s, topk=TOPK), p, "session %s after restart" % s)
@@ -311,14 +329,14 @@ def case_restart(env):
     check_eq(server.stop(), 0, "clean exit")
 
     # beta is not served: its session is refused with unknown_model and stays stored
-    server = env.start([a], "--data-dir", data)
+    server = env.start([a], *store)
     c = Client(server.address)
     e = expect_error("unknown_model", c.call, "predict", session=s2)
     check("beta" in e.message, "the message names the model", e.message)
     check_eq(c.call("predict", session=s1, topk=TOPK), before[s1], "alpha's session still served")
     check_eq(len(c.call("sessions")["sessions"]), 8, "nothing deleted implicitly")
     check_eq(server.stop(), 0, "clean exit")
-    server = env.start([b, a], "--data-dir", data)  # other order: matched by fingerprint, not position
+    server = env.start([b, a], *store)  # other order: matched by fingerprint, not position
     c = Client(server.address)
     check_eq(c.call("predict", session=s2, topk=TOPK), before[s2], "beta's session back")
     check_eq(c.call("predict", session=s1, topk=TOPK), before[s1], "alpha's session, model now second")
@@ -326,6 +344,97 @@ def case_restart(env):
     check_eq(st["durability"]["sessions_stored"], 8, "stored count")
     check(st["durability"]["loads"] >= 2, "loaded on first use", st["durability"])
     check_eq(server.stop(), 0, "clean exit")
+
+
+def case_redis_restart(env):
+    case_restart(env, backend="redis")
+
+
+def case_redis_unreachable(env):
+    """Redis stops: state-changing requests get `storage` naming Redis and the reason, reads of resident
+    sessions still answer, nothing hangs; Redis comes back: the server notices by itself, and nothing
+    acknowledged was lost. A server started while Redis is down says so and exits."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis(tcp=True)
+    flags = ["--store", redis.location, "--fsync", "always"]
+    ref = Reference(env, model)
+    server = env.start([model], *flags)
+    c = Client(server.address)
+    s = c.call("open")["session"]
+    ops = [("tokens", [vocab[w] for w in "mary moved to the bathroom .".split()])]
+    c.call("feed", session=s, tokens=ops[0][1], notify=False)
+    other = c.call("open")["session"]
+    c.call("feed", session=other, tokens=ops[0][1], notify=False)
+    redis.stop()
+    started = time.time()
+    e = expect_error("storage", c.call, "feed", session=s, tokens=ops[0][1], notify=False)
+    check(redis.location in e.message, "the refusal names Redis", e.message)
+    check(time.time() - started < 8, "refused within the command timeout, not hung", time.time() - started)
+    e = expect_error("storage", c.call, "open")
+    check("Redis" in e.message, "later writes are refused at once, saying why", e.message)
+    check_eq((lambda p: (p["pos"], p["topk"]))(c.call("predict", session=other, topk=TOPK)), ref.predict(ops),
+             "a resident session still answers, as of its acknowledged history")
+    # the session whose write failed is rebuilt from the store (its memory was ahead): not while Redis is down
+    e = expect_error("storage", c.call, "predict", session=s)
+    check("unreachable" in e.message, "says Redis is unreachable", e.message)
+    st = c.call("stats")["durability"]
+    check(st["healthy"] is False and redis.location in (st["error"] or ""), "stats says why", st)
+    redis.start()
+    deadline = time.time() + 20
+    while time.time() < deadline and not c.call("stats")["durability"]["healthy"]:
+        time.sleep(0.2)
+    check(c.call("stats")["durability"]["healthy"], "reconnected by itself")
+    c.call("feed", session=s, tokens=ops[0][1], notify=False)
+    ops.append(ops[0])
+    server.proc.kill()
+    server.proc.wait()
+    server = env.start([model], *flags)
+    p = Client(server.address).call("predict", session=s, topk=TOPK)
+    check_eq((p["pos"], p["topk"]), ref.predict(ops), "after reconnecting and a crash, nothing acknowledged lost")
+    check_eq(server.stop(), 0, "clean exit")
+    redis.stop()
+    down = env.start([model], *flags, wait=False)
+    check_eq(down.wait(), 1, "Redis down at start: exit 1")
+    check(redis.location in down.stderr() and "unreachable" in down.stderr(), "says Redis is unreachable",
+          down.stderr())
+    bad = env.start([model], "--store", "redis://127.0.0.1:notaport", wait=False)
+    check_eq(bad.wait(), 1, "bad location: exit 1")
+    check("port" in bad.stderr(), "says what is wrong with it", bad.stderr())
+
+
+def case_redis_listing(env):
+    """The Redis store lists sessions in id order across its internal pages (256 ids a page); it
+    refuses a store of another format, naming it; a closed session leaves no key behind."""
+    model = env.model()
+    redis = env.redis()
+    server = env.start([model], "--store", redis.location, "--max-resident", "50")
+    c = Client(server.address)
+    ids = []
+    for i in range(300):
+        ids.append(c.send("open"))
+    ids = [c.wait(m)["session"] for m in ids]
+    listed, after = [], None
+    while True:
+        page = c.call("sessions", after=after, limit=70)
+        listed += [x["session"] for x in page["sessions"]]
+        after = page["next"]
+        if after is None:
+            break
+    check_eq(listed, sorted(ids), "every session, once, in id order, page by page")
+    check_eq(c.call("stats")["durability"]["sessions_stored"], 300, "counted")
+    gone = ids[0]
+    c.call("feed", session=gone, text="Mary moved to the bathroom.")
+    c.call("close", session=gone)
+    keys = redis.command("KEYS", "fwm:*" + gone + "*")
+    check_eq(keys, [], "a closed session leaves no key")
+    check_eq(redis.command("ZSCORE", "fwm:sessions", gone), None, "nor an entry in the listing")
+    check_eq(server.stop(), 0, "clean exit")
+    redis.command("SET", "fwm:format", "fwm-session-store 9")
+    newer = env.start([model], "--store", redis.location, wait=False)
+    check_eq(newer.wait(), 1, "another format: exit 1")
+    check("written in format 'fwm-session-store 9'" in newer.stderr() and redis.location in newer.stderr(),
+          "names the store and the format", newer.stderr())
 
 
 def case_store_refused(env):

@@ -1,0 +1,338 @@
+/* cluster_node.c - lease renewal, lease loss, ownership claims and graceful leave (cluster_node.h). */
+#include "cluster_node.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fwm_alloc.h"
+#include "store/cluster.h"
+#include "tiering.h"
+
+struct fwm__cluster_node {
+    fwm__server *server;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    bool stopping;
+    bool lost;            /* the renewal thread found the lease gone (or could not renew in time) */
+    uint64_t epoch;       /* loop thread */
+    /* counters (mutex) */
+    uint64_t renewals, renewal_failures, losses;
+};
+
+static void deadline_in(struct timespec *ts, uint64_t ns) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    uint64_t total = (uint64_t)ts->tv_nsec + ns;
+    ts->tv_sec += (time_t)(total / 1000000000u);
+    ts->tv_nsec = (long)(total % 1000000000u);
+}
+
+/* Renew every third of the TTL. A lease not renewed for a whole TTL is taken as lost, even when
+ * Redis could not say so (it may have expired meanwhile, and another node may own the sessions). */
+static void *renewal_main(void *arg) {
+    fwm__cluster_node *n = arg;
+    fwm__server *s = n->server;
+    uint64_t ttl_ms = s->config->lease_ttl_ms, last_ok = fwm__now_ns();
+    pthread_mutex_lock(&n->mutex);
+    while (!n->stopping) {
+        struct timespec ts;
+        deadline_in(&ts, ttl_ms * 1000000u / 3);
+        pthread_cond_timedwait(&n->wake, &n->mutex, &ts);
+        if (n->stopping) break;
+        if (n->lost) continue; /* the loop joins again; then renewals go on */
+        pthread_mutex_unlock(&n->mutex);
+        bool lost = false;
+        fwm__store_error error = {"", ""};
+        fwm__store_status st = fwm__cluster_renew(s->store, ttl_ms, &lost, &error);
+        uint64_t now = fwm__now_ns();
+        if (st == FWM_STORE_OK && !lost) last_ok = now;
+        else if (st != FWM_STORE_OK) fprintf(stderr, "fwm-serve: cluster: cannot renew the lease: %s\n", error.message);
+        if (st != FWM_STORE_OK && now - last_ok >= ttl_ms * 1000000u) lost = true;
+        pthread_mutex_lock(&n->mutex);
+        if (st == FWM_STORE_OK && !lost) n->renewals++;
+        if (st != FWM_STORE_OK) n->renewal_failures++;
+        if (lost) {
+            n->lost = true;
+            last_ok = now; /* the next renewal is of the next lease */
+            uv_async_send(&s->wake);
+        }
+    }
+    pthread_mutex_unlock(&n->mutex);
+    return NULL;
+}
+
+int fwm__cluster_node_start(fwm__server *s) {
+    const fwm__config *cfg = s->config;
+    if (!cfg->advertise) return 0;
+    if (!s->store || s->store->backend != &fwm__store_redis) {
+        fprintf(stderr, "fwm-serve: --advertise (cluster mode) needs a Redis store: --store redis://HOST:PORT "
+                        "or --store unix:/PATH\n");
+        return 1;
+    }
+    fwm__cluster_node *n = fwm__calloc(1, sizeof *n);
+    if (!n) return 1;
+    n->server = s;
+    pthread_mutex_init(&n->mutex, NULL);
+    pthread_cond_init(&n->wake, NULL);
+    s->cluster = n;
+    fwm__store_error error = {"", ""};
+    if (fwm__cluster_join(s->store, cfg->advertise, cfg->lease_ttl_ms, &n->epoch, &error) != FWM_STORE_OK) {
+        fprintf(stderr, "fwm-serve: cannot join the cluster: %s\n", error.message);
+        return 1;
+    }
+    if (pthread_create(&n->thread, NULL, renewal_main, n) != 0) {
+        fprintf(stderr, "fwm-serve: cannot start the lease thread\n");
+        return 1;
+    }
+    n->thread_started = true;
+    fwm__server_log(s, "cluster: node %s, epoch %llu, lease %zu ms", cfg->advertise, (unsigned long long)n->epoch,
+                    cfg->lease_ttl_ms);
+    return 0;
+}
+
+void fwm__cluster_node_stop(fwm__server *s) {
+    fwm__cluster_node *n = s->cluster;
+    if (!n) return;
+    if (n->thread_started) {
+        pthread_mutex_lock(&n->mutex);
+        n->stopping = true;
+        pthread_cond_broadcast(&n->wake);
+        pthread_mutex_unlock(&n->mutex);
+        pthread_join(n->thread, NULL);
+        n->thread_started = false;
+    }
+    pthread_cond_destroy(&n->wake);
+    pthread_mutex_destroy(&n->mutex);
+    fwm__free(n);
+    s->cluster = NULL;
+}
+
+typedef struct id_list {
+    uint8_t (*ids)[FWM_SESSION_ID_BYTES];
+    size_t count, capacity;
+} id_list;
+
+static void collect(fwm__session_entry *e, void *user) {
+    id_list *l = user;
+    if (l->count == l->capacity) return;
+    memcpy(l->ids[l->count++], e->id, FWM_SESSION_ID_BYTES);
+}
+
+void fwm__cluster_node_leave(fwm__server *s) {
+    fwm__cluster_node *n = s->cluster;
+    if (!n) return;
+    if (n->thread_started) { /* no renewal after this: the lease goes now */
+        pthread_mutex_lock(&n->mutex);
+        n->stopping = true;
+        pthread_cond_broadcast(&n->wake);
+        pthread_mutex_unlock(&n->mutex);
+        pthread_join(n->thread, NULL);
+        n->thread_started = false;
+    }
+    id_list l = {NULL, 0, s->sessions.count};
+    l.ids = fwm__malloc((l.capacity ? l.capacity : 1) * FWM_SESSION_ID_BYTES);
+    if (l.ids) fwm__session_table_each(&s->sessions, collect, &l);
+    fwm__store_error error = {"", ""};
+    if (fwm__cluster_leave(s->store, (const uint8_t(*)[FWM_STORE_ID_BYTES])l.ids, l.count, &error) != FWM_STORE_OK)
+        fprintf(stderr, "fwm-serve: cluster: leaving: %s (the lease expires by itself)\n", error.message);
+    else
+        fwm__server_log(s, "cluster: left; %zu resident sessions released", l.count);
+    fwm__free(l.ids);
+}
+
+/* Drop one resident session from memory (its stored state stays; another node may own it). */
+static void drop_entry(fwm__server *s, fwm__session_entry *e) {
+    fwm__job *close = fwm__job_new(FWM_JOB_CLOSE); /* frees it after its queued jobs */
+    if (!close) return;
+    close->keep_stored = true;
+    fwm__session_table_remove(&s->sessions, e);
+    fwm__tiering_forget(s, e);
+    fwm__scheduler_submit(s->scheduler, e, close);
+}
+
+/* The lease is gone: whatever is resident may have another owner by now. Drop it all, join again
+ * with a new epoch; sessions are claimed anew on their next request. */
+static void lease_lost(fwm__server *s) {
+    fwm__cluster_node *n = s->cluster;
+    size_t dropped = 0;
+    while (s->lru_head) {
+        drop_entry(s, s->lru_head);
+        dropped++;
+    }
+    uint64_t old = n->epoch;
+    fwm__store_error error = {"", ""};
+    if (fwm__cluster_join(s->store, s->config->advertise, s->config->lease_ttl_ms, &n->epoch, &error) != FWM_STORE_OK) {
+        fprintf(stderr, "fwm-serve: cluster: lease lost and cannot join again yet: %s\n", error.message);
+        return; /* stays lost: tried again on the next tick */
+    }
+    pthread_mutex_lock(&n->mutex);
+    n->lost = false;
+    n->losses++;
+    pthread_cond_broadcast(&n->wake);
+    pthread_mutex_unlock(&n->mutex);
+    fwm__server_log(s, "cluster: lease of epoch %llu lost; %zu resident sessions dropped; joined again as epoch %llu",
+                    (unsigned long long)old, dropped, (unsigned long long)n->epoch);
+}
+
+void fwm__cluster_node_poll(fwm__server *s) {
+    fwm__cluster_node *n = s->cluster;
+    if (!n || s->shutting_down) return;
+    pthread_mutex_lock(&n->mutex);
+    bool lost = n->lost;
+    pthread_mutex_unlock(&n->mutex);
+    if (lost) lease_lost(s);
+}
+
+static void fail_moved(fwm__rpc_failure *failure, const char *hex, const char *owner) {
+    fwm__rpc_fail(failure, FWM_RPC_MOVED, "session %s is served by the node at %s", hex, owner);
+    snprintf(failure->word, sizeof failure->word, "%s", owner);
+}
+
+bool fwm__cluster_node_claim(fwm__server *s, const uint8_t *id, fwm__rpc_failure *failure) {
+    fwm__cluster_node *n = s->cluster;
+    if (!n) return true;
+    char hex[FWM_SESSION_HEX_SIZE], owner[256];
+    fwm__session_id_to_hex(id, hex);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        fwm__store_error error = {"", ""};
+        switch (fwm__cluster_claim(s->store, id, owner, sizeof owner, &error)) {
+        case FWM_CLAIM_MINE: return true;
+        case FWM_CLAIM_TAKEN:
+            s->metrics.sessions_taken_over++;
+            fwm__server_log(s, "cluster: session %s taken over%s%s (its owner's lease had expired)", hex,
+                            owner[0] ? " from " : "", owner);
+            return true;
+        case FWM_CLAIM_MOVED:
+            s->metrics.moved_replies++;
+            fail_moved(failure, hex, owner);
+            return false;
+        case FWM_CLAIM_NONE:
+            fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s in the cluster (closed, or never opened)", hex);
+            return false;
+        case FWM_CLAIM_LOST:
+            pthread_mutex_lock(&n->mutex);
+            n->lost = true;
+            pthread_mutex_unlock(&n->mutex);
+            lease_lost(s);
+            continue;
+        case FWM_CLAIM_ERROR:
+            fwm__rpc_fail(failure, FWM_RPC_STORAGE, "cannot ask the store who owns session %s: %s", hex, error.message);
+            return false;
+        }
+    }
+    fwm__rpc_fail(failure, FWM_RPC_STORAGE, "this node cannot hold a lease in the store; session %s not served", hex);
+    return false;
+}
+
+bool fwm__cluster_node_may_delete(fwm__server *s, const uint8_t *id) {
+    if (!s->cluster) return true;
+    char owner[256];
+    fwm__cluster_claim_result r = fwm__cluster_claim(s->store, id, owner, sizeof owner, NULL);
+    return r == FWM_CLAIM_MINE || r == FWM_CLAIM_TAKEN;
+}
+
+void fwm__cluster_node_fenced(fwm__server *s, const fwm__outbox *o) {
+    s->metrics.fenced_writes++;
+    for (size_t i = 0; i < o->op_count; i++) {
+        const fwm__store_op *op = &o->ops[i];
+        if (op->kind == FWM_OP_LOADED) continue;
+        fwm__session_entry *e = fwm__session_table_find(&s->sessions, op->id);
+        if (e) drop_entry(s, e);
+    }
+}
+
+static void key(msgpack_packer *pk, const char *name) {
+    fwm__rpc_pack_cstr(pk, name);
+}
+
+typedef struct node_list {
+    msgpack_packer *pk;
+    size_t count;
+    char (*addresses)[256];
+    uint64_t *epochs;
+    size_t capacity;
+} node_list;
+
+static void add_node(void *user, const char *address, uint64_t epoch) {
+    node_list *l = user;
+    if (l->count == l->capacity) {
+        size_t capacity = l->capacity ? 2 * l->capacity : 8;
+        char(*a)[256] = fwm__realloc(l->addresses, capacity * 256);
+        if (!a) return;
+        l->addresses = a;
+        uint64_t *e = fwm__realloc(l->epochs, capacity * sizeof *e);
+        if (!e) return;
+        l->epochs = e;
+        l->capacity = capacity;
+    }
+    snprintf(l->addresses[l->count], 256, "%s", address);
+    l->epochs[l->count++] = epoch;
+}
+
+static void pack_nodes(msgpack_packer *pk, fwm__server *s) {
+    node_list l = {pk, 0, NULL, NULL, 0};
+    fwm__cluster_nodes(s->store, add_node, &l, NULL);
+    msgpack_pack_array(pk, l.count);
+    for (size_t i = 0; i < l.count; i++) {
+        msgpack_pack_map(pk, 2);
+        key(pk, "address");
+        fwm__rpc_pack_cstr(pk, l.addresses[i]);
+        key(pk, "epoch");
+        msgpack_pack_uint64(pk, l.epochs[i]);
+    }
+    fwm__free(l.addresses);
+    fwm__free(l.epochs);
+}
+
+void fwm__cluster_node_pack_hello(msgpack_packer *pk, fwm__server *s) {
+    key(pk, "cluster");
+    fwm__cluster_node *n = s->cluster;
+    if (!n) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 4);
+    key(pk, "node");
+    fwm__rpc_pack_cstr(pk, s->config->advertise);
+    key(pk, "epoch");
+    msgpack_pack_uint64(pk, n->epoch);
+    key(pk, "lease_ttl_ms");
+    msgpack_pack_uint64(pk, s->config->lease_ttl_ms);
+    key(pk, "nodes"); /* the live ones: their lease is alive */
+    pack_nodes(pk, s);
+}
+
+void fwm__cluster_node_pack_stats(msgpack_packer *pk, fwm__server *s) {
+    key(pk, "cluster");
+    fwm__cluster_node *n = s->cluster;
+    if (!n) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    pthread_mutex_lock(&n->mutex);
+    uint64_t renewals = n->renewals, failures = n->renewal_failures, losses = n->losses;
+    pthread_mutex_unlock(&n->mutex);
+    msgpack_pack_map(pk, 9);
+    key(pk, "node");
+    fwm__rpc_pack_cstr(pk, s->config->advertise);
+    key(pk, "epoch");
+    msgpack_pack_uint64(pk, n->epoch);
+    key(pk, "sessions_taken_over");
+    msgpack_pack_uint64(pk, s->metrics.sessions_taken_over);
+    key(pk, "moved_replies");
+    msgpack_pack_uint64(pk, s->metrics.moved_replies);
+    key(pk, "fenced_writes");
+    msgpack_pack_uint64(pk, s->metrics.fenced_writes);
+    key(pk, "lease_renewals");
+    msgpack_pack_uint64(pk, renewals);
+    key(pk, "lease_renewal_failures");
+    msgpack_pack_uint64(pk, failures);
+    key(pk, "lease_losses");
+    msgpack_pack_uint64(pk, losses);
+    key(pk, "nodes");
+    pack_nodes(pk, s);
+}

@@ -1,0 +1,43 @@
+/* cluster_node.h - this fwm-serve as a node of a cluster (--store redis://... --advertise ADDRESS;
+ * docs/CLUSTER.md): its lease, kept alive by a thread of its own; what happens when the lease is
+ * lost (every resident session dropped, a new epoch drawn); asking Redis who owns a session before
+ * loading it (taking it over when its owner's lease expired, or answering `moved`); the graceful
+ * leave on SIGTERM; the node list of `hello`.
+ * Loop thread unless said otherwise. Not for: the Redis keys and scripts (store/store_redis.c).
+ */
+#ifndef FWM_SERVER_CLUSTER_NODE_H
+#define FWM_SERVER_CLUSTER_NODE_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+
+#include "rpc_codec.h"
+#include "server.h"
+
+/* Join the cluster and start renewing the lease (no-op without --advertise). 0, or 1 after
+ * printing why. */
+int fwm__cluster_node_start(fwm__server *server);
+/* Stop renewing (no leave: the lease then expires by itself). NULL-safe. */
+void fwm__cluster_node_stop(fwm__server *server);
+/* Graceful leave: release the resident sessions and the lease (after their last snapshots). */
+void fwm__cluster_node_leave(fwm__server *server);
+
+/* Handle a lost lease if the renewal thread saw one (called on every wake and housekeeping tick). */
+void fwm__cluster_node_poll(fwm__server *server);
+
+/* Before loading stored session `id`: true when this node owns it now (it may have taken it over);
+ * false with `failure` filled (moved, unknown_session, storage). */
+bool fwm__cluster_node_claim(fwm__server *server, const uint8_t *id, fwm__rpc_failure *failure);
+
+/* --session-ttl: whether this node may delete stored session `id` (it owns it, or takes it over
+ * because its owner's lease expired); a session a live node owns is that node's to expire. */
+bool fwm__cluster_node_may_delete(fwm__server *server, const uint8_t *id);
+
+/* A write for these sessions was fenced: drop them from memory (their owner is elsewhere). */
+void fwm__cluster_node_fenced(fwm__server *server, const fwm__outbox *outbox);
+
+/* `hello` and `stats`: the cluster map, or nil outside a cluster. */
+void fwm__cluster_node_pack_hello(msgpack_packer *pk, fwm__server *server);
+void fwm__cluster_node_pack_stats(msgpack_packer *pk, fwm__server *server);
+
+#endif
