@@ -14,6 +14,7 @@ packages=(
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots
+  openmpi-bin libopenmpi-dev              # data-parallel fwm-train under mpirun (meson -Dmpi=auto finds it)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -263,6 +263,16 @@ static int train_main(int argc, char **argv)
                 o.steps);
         return 2;
     }
+    if (o.lane_groups == 0 && dist.size > o.lanes) {
+        NOTE("error: %d processes but --lanes %d: each process needs a lane\n", dist.size, o.lanes);
+        return 2;
+    }
+    if (o.lane_groups > 0 && (o.lane_groups < dist.size || o.lane_groups > o.lanes)) {
+        NOTE("error: --lane-groups %d must be between the number of processes (%d: each trains at "
+             "least one group) and --lanes (%d)\n",
+             o.lane_groups, dist.size, o.lanes);
+        return 2;
+    }
     if (strcmp(mode_name, "lm") == 0)
         o.mode = FWM__LOSS_LM;
     else if (strcmp(mode_name, "qm") == 0)
@@ -464,8 +474,10 @@ int main(int argc, char **argv)
 {
     fwm__dist_init(&argc, &argv, &dist);
     int code = train_main(argc, argv);
-    if (code != 0 && dist.size > 1)
-        fwm__dist_abort(&dist, code); /* other ranks may be waiting for this one */
+    /* 2: a bad command line, found by every rank before any exchange; any other failure may be
+     * one rank's alone while the others wait for it in an exchange */
+    if (code != 0 && code != 2 && dist.size > 1)
+        fwm__dist_abort(&dist, code);
     fwm__dist_finalize(&dist);
     return code;
 }
