@@ -183,7 +183,7 @@ static int train_main(int argc, char **argv)
         } else if (strcmp(a, "--no-residual") == 0) {
             hp->residual = 0;
         } else if (!v) {
-            fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
+            NOTE("error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
         } else if (OPT("--data")) {
             data_dir = v;
@@ -252,14 +252,14 @@ static int train_main(int argc, char **argv)
         } else if (OPT("--progress")) {
             o.progress_seconds = fwm__parse_double(a, v, 0, 1e9);
         } else {
-            fprintf(stderr, "error: unknown option %s (see --help)\n", a);
+            NOTE("error: unknown option %s (see --help)\n", a);
             return 2;
         }
 #undef OPT
     }
     o.adam.decay_end = o.steps;
     if (o.adam.decay_start >= o.steps) {
-        fprintf(stderr, "error: --decay-from %ld must be below --steps %ld\n", o.adam.decay_start,
+        NOTE("error: --decay-from %ld must be below --steps %ld\n", o.adam.decay_start,
                 o.steps);
         return 2;
     }
@@ -278,7 +278,7 @@ static int train_main(int argc, char **argv)
     else if (strcmp(mode_name, "qm") == 0)
         o.mode = FWM__LOSS_QM;
     else {
-        fprintf(stderr, "error: --mode expects lm or qm, got '%s'\n", mode_name);
+        NOTE("error: --mode expects lm or qm, got '%s'\n", mode_name);
         return 2;
     }
     if (!data_dir)
@@ -297,15 +297,14 @@ static int train_main(int argc, char **argv)
     struct stat checkpoint_stat; /* rank 0's run folder decides */
     int32_t checkpoint_exists = stat(checkpoint_path, &checkpoint_stat) == 0;
     fwm__dist_bcast(&dist, &checkpoint_exists, sizeof checkpoint_exists);
-    if (checkpoint_exists && !resume && !force) {
-        fprintf(stderr,
-                "error: %s exists: a run is already there. Continue it with --resume, start over "
-                "with --force (which overwrites it), or choose another --run-dir\n",
-                checkpoint_path);
-        return 1;
+    if (checkpoint_exists && !resume && !force) { /* every rank knows (rank 0 told them) */
+        NOTE("error: %s exists: a run is already there. Continue it with --resume, start over "
+             "with --force (which overwrites it), or choose another --run-dir\n",
+             checkpoint_path);
+        return dist.size > 1 ? 2 : 1; /* 2: ends every rank alike, without MPI_Abort */
     }
     if (resume && force) {
-        fprintf(stderr, "error: --resume and --force contradict each other: give one\n");
+        NOTE("error: --resume and --force contradict each other: give one\n");
         return 2;
     }
     if (force && checkpoint_exists)
