@@ -7,7 +7,8 @@ A tiny model on a generated bAbI folder (test_cli.make_data), 4 lanes, 1 thread 
      the checksum that covers it), the model files are byte-identical, log.csv agrees except its
      seconds column, and only rank 0 prints progress;
   2. one process with --lane-groups 4 trains 6 steps; `mpirun -np 2 --lane-groups 4` (two groups
-     per process) trains 3, is resumed under mpirun to 6: the same checkpoint again;
+     per process) trains 3, is resumed under mpirun to 6: the same checkpoint again; and so does
+     a one-process run of 3 steps resumed under mpirun to 6;
   3. SIGTERM to rank 1 only of an endless `mpirun -np 2` run: every rank stops at the same step
      boundary (they agree on it), rank 0 writes the checkpoint there, the run exits 0, and a
      resume under mpirun continues from exactly that step.
@@ -222,6 +223,12 @@ def main():
             env=mpi_env())
         check("resumed from" in p.stderr, "the mpirun run resumed")
         same_run(d["one4"], d["mpi4"], "-np 2 resumed at step 3 vs one process, 4 lane groups")
+        # a one-process checkpoint continued under mpirun
+        cross = os.path.join(tmp, "cross4")
+        run([train] + common + ["--lane-groups", "4", "--run-dir", cross, "--steps", "3"])
+        run(mpirun_command(2) + [train] + common + ["--lane-groups", "4", "--run-dir", cross,
+                                                    "--steps", "6", "--resume"], env=mpi_env())
+        same_run(d["one4"], cross, "one process to step 3, -np 2 on to 6, vs one process")
 
         # groups change the order of the sums: 2 and 4 groups are different runs (a sanity check
         # that the comparisons above can fail)
