@@ -20,6 +20,7 @@ packages=(
   python3-pip python3-setuptools          # offline install of the Python client (tests/install)
   gnuplot-nox                             # training learning-curve plots
   chromium                                # the web page's test in a real (headless) browser
+  openmpi-bin libopenmpi-dev              # data-parallel fwm-train under mpirun (meson -Dmpi=auto finds it)
 )
 # The JavaScript client (clients/js) and its tests need Node (>= 18) and npm: a node already on PATH
 # (e.g. from nodesource, which bundles npm) is used as it is; only when there is none are Debian's own

@@ -9,6 +9,8 @@
  *   u64 FNV-1a hash of every byte before it.
  * The epoch's sample order is not stored: it is a function of (seed, epoch). Written to a
  * temporary file and renamed, so a crash never leaves a half-written checkpoint.
+ * Under mpirun (distributed.h) rank 0 gathers every lane's state and writes the file, or reads it
+ * and sends what it holds to the other ranks; the file is the same whatever the number of ranks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -93,7 +95,8 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
     h->running_steps = tr->running_steps;
 }
 
-fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *tr, const char *path, fwm_error *err)
+static fwm_status write_file(const fwm__trainer *tr, const float *all_state, const char *path,
+                             fwm_error *err)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -110,7 +113,7 @@ fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *tr, const char *path
     put(&hf, tr->adam_v, n * sizeof(float));
     uint64_t k = (uint64_t)tr->opt.lanes * tr->tm->state_size;
     put(&hf, &k, sizeof k);
-    put(&hf, tr->tm->state, k * sizeof(float));
+    put(&hf, all_state, k * sizeof(float));
     uint64_t hash = hf.hash;
     put(&hf, &hash, sizeof hash);
     int failed = hf.failed;
@@ -124,14 +127,52 @@ fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *tr, const char *path
     return FWM_OK;
 }
 
-fwm_status fwm__trainer_load_checkpoint(fwm__trainer *tr, const char *path, fwm_error *err)
+/* Every rank returns rank 0's status; the others' message says it failed there. */
+static fwm_status agree(const fwm__trainer *tr, fwm_status status, const char *what,
+                        const char *path, fwm_error *err)
+{
+    int32_t shared = (int32_t)status;
+    fwm__dist_bcast(tr->dist, &shared, sizeof shared);
+    if (!fwm__trainer_is_root(tr) && shared != FWM_OK)
+        return fwm__error(err, (fwm_status)shared, "rank 0 could not %s %s (see its message)",
+                          what, path);
+    return (fwm_status)shared;
+}
+
+fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *tr, const char *path, fwm_error *err)
+{
+    size_t k = (size_t)tr->opt.lanes * tr->tm->state_size;
+    float *all_state = malloc(k * sizeof *all_state);
+    int failed = all_state == NULL;
+    if (fwm__dist_any(tr->dist, failed)) {
+        free(all_state);
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "checkpoint %s: out of memory", path);
+    }
+    fwm__trainer_gather_state(tr, all_state);
+    fwm_status status = FWM_OK;
+    if (fwm__trainer_is_root(tr))
+        status = write_file(tr, all_state, path, err);
+    free(all_state);
+    return agree(tr, status, "write the checkpoint", path, err);
+}
+
+/* What a checkpoint holds besides the model's arrays, as rank 0 sends it to the others. */
+typedef struct loaded_counters {
+    int64_t step, epoch, window_index, tokens;
+    double seconds;
+    fwm__qa_metrics running;
+    double running_loss;
+    int64_t running_steps;
+} loaded_counters;
+
+static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float *m, float *v,
+                            float *state, loaded_counters *out, fwm_error *err)
 {
     hashed_file hf = {fopen(path, "rb"), 1469598103934665603ull, 0};
     if (!hf.f)
         return fwm__error(err, FWM_ERR_IO, "cannot open checkpoint %s: %s", path,
                           strerror(errno));
     fwm_status status = FWM_OK;
-    float *m = NULL, *v = NULL, *p = NULL, *state = NULL;
     checkpoint_header h, want;
     fill_header(tr, &want);
     if (get(&hf, &h, sizeof h)) {
@@ -165,14 +206,6 @@ fwm_status fwm__trainer_load_checkpoint(fwm__trainer *tr, const char *path, fwm_
     uint64_t n = 0, k = 0, stored = 0;
     size_t total = tr->tm->layout.total;
     size_t state_n = (size_t)tr->opt.lanes * tr->tm->state_size;
-    p = malloc(total * sizeof *p);
-    m = malloc(total * sizeof *m);
-    v = malloc(total * sizeof *v);
-    state = malloc(state_n * sizeof *state);
-    if (!p || !m || !v || !state) {
-        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        goto done;
-    }
     if (get(&hf, &n, sizeof n) || n != total || get(&hf, p, total * sizeof *p) ||
         get(&hf, m, total * sizeof *m) || get(&hf, v, total * sizeof *v) ||
         get(&hf, &k, sizeof k) || k != state_n || get(&hf, state, state_n * sizeof *state)) {
@@ -188,21 +221,57 @@ fwm_status fwm__trainer_load_checkpoint(fwm__trainer *tr, const char *path, fwm_
                             path);
         goto done;
     }
-    memcpy(tr->tm->params, p, total * sizeof *p);
-    memcpy(tr->adam_m, m, total * sizeof *m);
-    memcpy(tr->adam_v, v, total * sizeof *v);
-    memcpy(tr->tm->state, state, state_n * sizeof *state);
-    tr->step = h.step;
-    tr->epoch = h.epoch;
-    tr->window_index = (size_t)h.window_index;
-    tr->tokens = h.tokens;
-    tr->seconds = h.seconds;
-    tr->running = h.running;
-    tr->running_loss = h.running_loss;
-    tr->running_steps = h.running_steps;
-    status = fwm__trainer_start_epoch(tr, err);
+    out->step = h.step;
+    out->epoch = h.epoch;
+    out->window_index = h.window_index;
+    out->tokens = h.tokens;
+    out->seconds = h.seconds;
+    out->running = h.running;
+    out->running_loss = h.running_loss;
+    out->running_steps = h.running_steps;
 done:
     fclose(hf.f);
+    return status;
+}
+
+fwm_status fwm__trainer_load_checkpoint(fwm__trainer *tr, const char *path, fwm_error *err)
+{
+    size_t total = tr->tm->layout.total;
+    size_t state_n = (size_t)tr->opt.lanes * tr->tm->state_size;
+    float *p = malloc(total * sizeof *p), *m = malloc(total * sizeof *m),
+          *v = malloc(total * sizeof *v), *state = malloc(state_n * sizeof *state);
+    fwm_status status = FWM_OK;
+    loaded_counters c;
+    memset(&c, 0, sizeof c);
+    if (fwm__dist_any(tr->dist, !p || !m || !v || !state)) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    if (fwm__trainer_is_root(tr))
+        status = read_file(tr, path, p, m, v, state, &c, err);
+    status = agree(tr, status, "load the checkpoint", path, err);
+    if (status != FWM_OK)
+        goto done;
+    fwm__dist_bcast(tr->dist, p, total * sizeof *p);
+    fwm__dist_bcast(tr->dist, m, total * sizeof *m);
+    fwm__dist_bcast(tr->dist, v, total * sizeof *v);
+    fwm__dist_bcast(tr->dist, state, state_n * sizeof *state);
+    fwm__dist_bcast(tr->dist, &c, sizeof c);
+    memcpy(tr->tm->params, p, total * sizeof *p);
+    fwm__trainer_sync_params(tr);
+    memcpy(tr->adam_m, m, total * sizeof *m);
+    memcpy(tr->adam_v, v, total * sizeof *v);
+    fwm__trainer_set_state(tr, state);
+    tr->step = c.step;
+    tr->epoch = c.epoch;
+    tr->window_index = (size_t)c.window_index;
+    tr->tokens = c.tokens;
+    tr->seconds = c.seconds;
+    tr->running = c.running;
+    tr->running_loss = c.running_loss;
+    tr->running_steps = c.running_steps;
+    status = fwm__trainer_start_epoch(tr, err);
+done:
     free(p);
     free(m);
     free(v);

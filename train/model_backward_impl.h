@@ -172,7 +172,8 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
         return;
 
     /* 5. logits = W_s y on the loss rows */
-    TM(ce_back_ctx) cctx = {tm, (real)(1.0 / (double)n_loss)};
+    double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
+    TM(ce_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, TM(ce_backward_worker), &cctx);
     real *d_logits = tm->probs;
     TM(par_gemm)(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,

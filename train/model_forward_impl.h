@@ -330,8 +330,7 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
             uint32_t xi = x[b * (size_t)len + t], yi = y[b * (size_t)len + t];
             tm->x[row] = xi;
             tm->y[row] = yi;
-            int loss = yi != hp->padding_token_id &&
-                       (tm->config.loss_mode == FWM__LOSS_LM || xi == tm->config.loss_token_id);
+            int loss = fwm__tm_is_loss_position(&tm->config, xi, yi);
             /* the read changes no state: it is only needed where a logit is */
             tm->read_mask[row] =
                 loss && (hp->read_policy == FWM_READ_ALWAYS || xi == hp->read_token_id);
@@ -365,6 +364,7 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
                 yr[j] += h_seq[row * H + j];
     }
     tm->loss = 0;
+    tm->loss_sum = 0;
     if (tm->n_loss_rows == 0)
         return 0;
     size_t n_loss = (size_t)tm->n_loss_rows;
@@ -380,6 +380,7 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
         sum += row_loss[i];
+    tm->loss_sum = sum;
     tm->loss = sum / (double)n_loss;
     return tm->loss;
 }

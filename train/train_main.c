@@ -4,6 +4,11 @@
  * trains with truncated BPTT and Adam (trainer.h), evaluates on valid during training and on test
  * with one lane at the end, and writes the model with its provenance keys. --resume continues
  * from <run-dir>/checkpoint.bin. Run with --help for the options.
+ *
+ * Under mpirun (a build with MPI, distributed.h) every process runs this program: they read the
+ * same options and data, train their share of the lane groups (trainer.h), and rank 0 alone prints
+ * the run's messages, evaluates, and writes the run folder and the model file. A failure on any
+ * rank after the start ends every rank (fwm__dist_abort), so none waits forever for another.
  */
 #include <errno.h>
 #include <signal.h>
@@ -43,7 +48,11 @@ static void usage(FILE *out)
             "                        cosine to --lr-final (default 0: constant lr, the paper's)\n"
             "  --lr-final X          the lr reached at the last step (default 1e-4)\n"
             "  --seed N              initialisation and shuffling seed (default 1)\n"
-            "  --threads N           threads (default: all CPUs); results depend on N\n"
+            "  --threads N           threads per process (default: all CPUs, shared among the\n"
+            "                        processes of a run on one machine); results depend on N\n"
+            "  --lane-groups G       train the lanes as G groups whose gradients are added in\n"
+            "                        group order (default: 1, or one per process under mpirun);\n"
+            "                        results depend on G, not on the number of processes\n"
             "model (the paper's sizes by default, as fwm-init's):\n"
             "  --embedding E         token embedding size (default %u)\n"
             "  --hidden H            LSTM hidden size (default %u)\n"
@@ -70,10 +79,13 @@ static void usage(FILE *out)
             "  --out FILE            model file to write (default <run-dir>/model.gguf)\n"
             "  --progress SECONDS    progress line interval (default 10; 0 = quiet)\n"
             "SIGINT or SIGTERM: stop at the next step boundary, write the checkpoint and exit 0\n"
-            "(continue with --resume); a second signal stops at once.\n",
+            "(continue with --resume); a second signal stops at once. Under mpirun, signal any\n"
+            "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
+            "mpirun -np N fwm-train ...: N processes share the lanes (this build: %s).\n",
             fwm__default_data_dir(), d.embedding_length, d.hidden_size, d.memory_s, d.memory_r,
             d.memory_t, d.read_count, d.residual ? " (default)" : " (off on catbAbI: default)",
-            d.residual ? "" : " (default)");
+            d.residual ? "" : " (default)",
+            fwm__dist_available() ? "with MPI" : "without MPI, one process only");
 }
 
 /* SIGINT / SIGTERM: the trainer stops at the next step boundary and writes its checkpoint. The
@@ -97,11 +109,20 @@ static void install_stop_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* The processes of this run; informational messages come from rank 0 only. */
+static fwm__dist dist;
+
+#define NOTE(...)                                                                                \
+    do {                                                                                         \
+        if (dist.rank == 0)                                                                      \
+            fprintf(stderr, __VA_ARGS__);                                                        \
+    } while (0)
+
 /* The old flag names of fwm-train still work; each use says which name replaces it. */
 static void note_deprecated(const char *used, const char *old_name, const char *new_name)
 {
     if (strcmp(used, old_name) == 0)
-        fprintf(stderr, "note: %s is deprecated; use %s (the name fwm-init uses too)\n", old_name,
+        NOTE("note: %s is deprecated; use %s (the name fwm-init uses too)\n", old_name,
                 new_name);
 }
 
@@ -120,7 +141,7 @@ static int make_dir(const char *path)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int train_main(int argc, char **argv)
 {
     const char *data_dir = NULL, *set = "10k", *run_dir = NULL, *out_path = NULL;
     const char *mode_name = "lm";
@@ -132,7 +153,10 @@ int main(int argc, char **argv)
     o.lanes = 32;
     o.window = 200;
     o.seed = 1;
-    o.threads = fwm__cpu_count();
+    o.threads = fwm__cpu_count() / dist.local_size;
+    if (o.threads < 1)
+        o.threads = 1;
+    o.dist = &dist;
     o.eval_every = 1000;
     o.eval.lanes = 100;
     o.eval.window = 200;
@@ -159,7 +183,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--no-residual") == 0) {
             hp->residual = 0;
         } else if (!v) {
-            fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
+            NOTE("error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
         } else if (OPT("--data")) {
             data_dir = v;
@@ -193,6 +217,8 @@ int main(int argc, char **argv)
             o.seed = (uint64_t)fwm__parse_long(a, v, 0, 1L << 62);
         } else if (OPT("--threads")) {
             o.threads = (int)fwm__parse_long(a, v, 1, 1024);
+        } else if (OPT("--lane-groups")) {
+            o.lane_groups = (int)fwm__parse_long(a, v, 1, 1 << 16);
         } else if (OPT("--embedding") || OPT("--embed")) {
             note_deprecated(a, "--embed", "--embedding");
             hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
@@ -226,15 +252,25 @@ int main(int argc, char **argv)
         } else if (OPT("--progress")) {
             o.progress_seconds = fwm__parse_double(a, v, 0, 1e9);
         } else {
-            fprintf(stderr, "error: unknown option %s (see --help)\n", a);
+            NOTE("error: unknown option %s (see --help)\n", a);
             return 2;
         }
 #undef OPT
     }
     o.adam.decay_end = o.steps;
     if (o.adam.decay_start >= o.steps) {
-        fprintf(stderr, "error: --decay-from %ld must be below --steps %ld\n", o.adam.decay_start,
+        NOTE("error: --decay-from %ld must be below --steps %ld\n", o.adam.decay_start,
                 o.steps);
+        return 2;
+    }
+    if (o.lane_groups == 0 && dist.size > o.lanes) {
+        NOTE("error: %d processes but --lanes %d: each process needs a lane\n", dist.size, o.lanes);
+        return 2;
+    }
+    if (o.lane_groups > 0 && (o.lane_groups < dist.size || o.lane_groups > o.lanes)) {
+        NOTE("error: --lane-groups %d must be between the number of processes (%d: each trains at "
+             "least one group) and --lanes (%d)\n",
+             o.lane_groups, dist.size, o.lanes);
         return 2;
     }
     if (strcmp(mode_name, "lm") == 0)
@@ -242,7 +278,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode_name, "qm") == 0)
         o.mode = FWM__LOSS_QM;
     else {
-        fprintf(stderr, "error: --mode expects lm or qm, got '%s'\n", mode_name);
+        NOTE("error: --mode expects lm or qm, got '%s'\n", mode_name);
         return 2;
     }
     if (!data_dir)
@@ -258,22 +294,22 @@ int main(int argc, char **argv)
     }
     char checkpoint_path[4200];
     snprintf(checkpoint_path, sizeof checkpoint_path, "%s/checkpoint.bin", run_dir);
-    struct stat checkpoint_stat;
-    int checkpoint_exists = stat(checkpoint_path, &checkpoint_stat) == 0;
-    if (checkpoint_exists && !resume && !force) {
-        fprintf(stderr,
-                "error: %s exists: a run is already there. Continue it with --resume, start over "
-                "with --force (which overwrites it), or choose another --run-dir\n",
-                checkpoint_path);
-        return 1;
+    struct stat checkpoint_stat; /* rank 0's run folder decides */
+    int32_t checkpoint_exists = stat(checkpoint_path, &checkpoint_stat) == 0;
+    fwm__dist_bcast(&dist, &checkpoint_exists, sizeof checkpoint_exists);
+    if (checkpoint_exists && !resume && !force) { /* every rank knows (rank 0 told them) */
+        NOTE("error: %s exists: a run is already there. Continue it with --resume, start over "
+             "with --force (which overwrites it), or choose another --run-dir\n",
+             checkpoint_path);
+        return dist.size > 1 ? 2 : 1; /* 2: ends every rank alike, without MPI_Abort */
     }
     if (resume && force) {
-        fprintf(stderr, "error: --resume and --force contradict each other: give one\n");
+        NOTE("error: --resume and --force contradict each other: give one\n");
         return 2;
     }
     if (force && checkpoint_exists)
-        fprintf(stderr, "note: --force: starting over; %s will be overwritten\n", checkpoint_path);
-    if (make_dir(run_dir) != 0) {
+        NOTE("note: --force: starting over; %s will be overwritten\n", checkpoint_path);
+    if (dist.rank == 0 && make_dir(run_dir) != 0) {
         fprintf(stderr, "error: cannot create run folder %s: %s\n", run_dir, strerror(errno));
         return 1;
     }
@@ -283,14 +319,15 @@ int main(int argc, char **argv)
     fwm__catbabi data;
     fwm__trainer *tr = NULL;
     const char *folder = fwm__data_folder(set);
-    fprintf(stderr, "reading %s/%s\n", data_dir, folder);
-    if (fwm__catbabi_load(&data, data_dir, folder, NULL, fwm__print_message, NULL, &err) !=
+    NOTE("reading %s/%s\n", data_dir, folder);
+    if (fwm__catbabi_load(&data, data_dir, folder, NULL,
+                          dist.rank == 0 ? fwm__print_message : NULL, NULL, &err) !=
         FWM_OK) {
         fprintf(stderr, "error: %s\n", err.message);
         return 1;
     }
     for (int s = 0; s < FWM__SPLIT_COUNT; s++)
-        fprintf(stderr, "  %-5s %6zu stories %7zu questions %9zu tokens\n", fwm__split_names[s],
+        NOTE( "  %-5s %6zu stories %7zu questions %9zu tokens\n", fwm__split_names[s],
                 data.splits[s].n_samples, data.splits[s].n_questions,
                 data.splits[s].n_words + data.splits[s].n_samples);
     hp->vocab_size = data.vocab.count;
@@ -301,11 +338,10 @@ int main(int argc, char **argv)
     hp->write_scale = 1.0f / (float)hp->memory_t;
     o.qmark_id = data.qmark_id;
     o.run_dir = run_dir;
-    fprintf(stderr,
-            "vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
-            "%d thread(s)\n",
-            hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
-            hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
+    NOTE("vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
+         "%d thread(s)\n",
+         hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
+         hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
 
     o.stop_requested = &stop_signal;
     install_stop_handlers();
@@ -313,19 +349,38 @@ int main(int argc, char **argv)
     if (fwm__trainer_create(&o, &data.splits[FWM__SPLIT_TRAIN], &data.splits[FWM__SPLIT_VALID],
                             data.pad_id, data.eos_id, NULL, &tr, &err) != FWM_OK)
         goto fail;
-    fprintf(stderr, "%zu parameters; %zu windows per epoch\n", tr->tm->layout.parameter_count,
-            fwm__catbabi_window_count(&tr->stream, o.window));
+    NOTE("%zu parameters; %zu windows per epoch\n", tr->tm->layout.parameter_count,
+         fwm__catbabi_window_count(&tr->stream, o.window));
+    if (dist.size > 1) {
+        /* every rank read its own copy of the data: it must be rank 0's */
+        uint64_t hash = tr->data_hash;
+        fwm__dist_bcast(&dist, &hash, sizeof hash);
+        if (fwm__dist_any(&dist, hash != tr->data_hash)) {
+            fwm__error(&err, FWM_ERR_FORMAT,
+                       "the training data read by rank %d differs from rank 0's (every machine "
+                       "needs the same bAbI files at --data)",
+                       dist.rank);
+            goto fail;
+        }
+        size_t lanes_here = 0;
+        for (int g = tr->group_begin; g < tr->group_end; g++)
+            lanes_here += (size_t)(tr->group_lane[g + 1] - tr->group_lane[g]);
+        NOTE("%d processes: %d lane groups, %zu lanes on rank 0, %d thread(s) each; %zu bytes of "
+             "gradients exchanged per step\n",
+             dist.size, tr->n_groups, lanes_here, o.threads,
+             (size_t)tr->n_groups * tr->tm->layout.total * sizeof(float));
+    }
     if (resume) {
         if (!checkpoint_exists) {
-            fprintf(stderr, "note: no checkpoint at %s: starting from step 0\n", checkpoint_path);
+            NOTE("note: no checkpoint at %s: starting from step 0\n", checkpoint_path);
         } else {
             if (fwm__trainer_load_checkpoint(tr, checkpoint_path, &err) != FWM_OK)
                 goto fail;
-            fprintf(stderr, "resumed from %s at step %ld (epoch %ld)\n", checkpoint_path, tr->step,
-                    tr->epoch);
+            NOTE("resumed from %s at step %ld (epoch %ld)\n", checkpoint_path, tr->step,
+                 tr->epoch);
         }
     }
-    if (force && checkpoint_exists) { /* starting over: the old run's log goes (data loaded fine) */
+    if (dist.rank == 0 && force && checkpoint_exists) { /* starting over: the old run's log goes (data loaded fine) */
         char log_path[4200];
         snprintf(log_path, sizeof log_path, "%s/log.csv", run_dir);
         if (remove(log_path) != 0 && errno != ENOENT) {
@@ -336,13 +391,20 @@ int main(int argc, char **argv)
     if (fwm__trainer_run(tr, &err) != FWM_OK)
         goto fail;
     if (tr->stopped) {
-        fprintf(stderr,
+        NOTE(
                 "stopped by %s at step %ld of %ld: checkpoint written to %s; continue with --resume\n",
-                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", tr->step, o.steps, checkpoint_path);
+             stop_signal == SIGINT  ? "SIGINT"
+             : stop_signal == 0     ? "a signal to another rank"
+                                    : "SIGTERM",
+             tr->step, o.steps, checkpoint_path);
         exit_code = 0;
         goto done;
     }
 
+    if (dist.rank != 0) { /* rank 0 evaluates and writes the model */
+        exit_code = 0;
+        goto done;
+    }
     /* final figures: valid in full, test with one lane over the whole stream */
     fwm__qa_metrics valid, test;
     memset(&test, 0, sizeof test);
@@ -397,9 +459,24 @@ int main(int argc, char **argv)
     exit_code = 0;
     goto done;
 fail:
-    fprintf(stderr, "error: %s\n", err.message);
+    if (dist.size > 1)
+        fprintf(stderr, "error (rank %d of %d): %s\n", dist.rank, dist.size, err.message);
+    else
+        fprintf(stderr, "error: %s\n", err.message);
 done:
     fwm__trainer_free(tr);
     fwm__catbabi_release(&data);
     return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    fwm__dist_init(&argc, &argv, &dist);
+    int code = train_main(argc, argv);
+    /* 2: a bad command line, found by every rank before any exchange; any other failure may be
+     * one rank's alone while the others wait for it in an exchange */
+    if (code != 0 && code != 2 && dist.size > 1)
+        fwm__dist_abort(&dist, code);
+    fwm__dist_finalize(&dist);
+    return code;
 }

@@ -37,6 +37,14 @@ typedef struct fwm__tm_config {
                                (fwm__tm_backward must not be called) */
 } fwm__tm_config;
 
+/* Whether the target y of input x carries loss: y is not <pad> and, in QM mode, x is the loss
+ * token. The one rule of the forward pass, also used to count a step's loss rows in advance. */
+static inline int fwm__tm_is_loss_position(const fwm__tm_config *config, uint32_t x, uint32_t y)
+{
+    return y != config->hp.padding_token_id &&
+           (config->loss_mode == FWM__LOSS_LM || x == config->loss_token_id);
+}
+
 #define FWM_REAL_DOUBLE 0
 #include "real_template.h"
 #include "train_model_decl.h"

@@ -37,7 +37,11 @@ typedef struct TM(fwm__tm) {
     real *probs;                /* [window*B, V]: softmax of the loss rows' logits */
     real *logits;               /* [window*B, V]: the logits themselves, if config.keep_logits */
     double *row_loss;           /* [window*B]: cross entropy of each loss row */
+    double loss_sum;            /* sum of the loss rows' cross entropies, in row order */
     double loss;                /* mean cross entropy over the loss rows (0 if none) */
+    long loss_denominator;      /* the backward pass takes the gradient of loss_sum / this; 0:
+                                   n_loss_rows (the mean). Lanes trained as groups (trainer.c) set
+                                   it to the loss rows of all groups together. */
 
     /* ---- backward scratch ---- */
     real *d_y;                  /* [window*B, H] */

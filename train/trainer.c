@@ -27,11 +27,91 @@ static uint64_t hash_split(const fwm__catbabi_split *split)
     return h;
 }
 
+/* One group's share of a step's figures (exchanged between ranks as bytes). */
+typedef struct fwm__group_stats {
+    double loss_sum;
+    fwm__qa_metrics metrics;
+} fwm__group_stats;
+
+int fwm__trainer_is_root(const fwm__trainer *tr)
+{
+    return tr->dist->rank == 0;
+}
+
+/* Bytes [offset[r], offset[r] + count[r]) of a [G][item] array held by rank r (its groups). */
+static void rank_parts(const fwm__trainer *tr, const int *group_first, size_t item,
+                       size_t *offset, size_t *count)
+{
+    for (int r = 0; r < tr->dist->size; r++) {
+        size_t g0, g1;
+        fwm__pool_range((size_t)tr->n_groups, r, tr->dist->size, &g0, &g1);
+        offset[r] = (size_t)group_first[g0] * item;
+        count[r] = (size_t)(group_first[g1] - group_first[g0]) * item;
+    }
+}
+
+/* Collective, in place: every rank gets every group's part of a [G or lanes][item] array. */
+static fwm_status exchange(const fwm__trainer *tr, void *buf, const int *group_first, size_t item,
+                           int to_all, fwm_error *err)
+{
+    if (tr->dist->size <= 1)
+        return FWM_OK;
+    size_t *offset = malloc(2 * (size_t)tr->dist->size * sizeof *offset);
+    if (!offset)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
+    rank_parts(tr, group_first, item, offset, offset + tr->dist->size);
+    if (to_all)
+        fwm__dist_allgather(tr->dist, buf, offset, offset + tr->dist->size);
+    else
+        fwm__dist_gather(tr->dist, buf, offset, offset + tr->dist->size);
+    free(offset);
+    return FWM_OK;
+}
+
+static const int *identity_groups(const fwm__trainer *tr)
+{
+    return tr->group_lane + tr->n_groups + 1; /* [0, 1, .., G] after the lane bounds */
+}
+
+void fwm__trainer_gather_state(const fwm__trainer *tr, float *all)
+{
+    size_t k = tr->tm->state_size;
+    for (int g = tr->group_begin; g < tr->group_end; g++) {
+        const fwm__tm_f32 *tm = tr->group_tm[g - tr->group_begin];
+        memcpy(all + (size_t)tr->group_lane[g] * k, tm->state,
+               (size_t)tm->config.lanes * k * sizeof(float));
+    }
+    fwm_error ignored;
+    exchange(tr, all, tr->group_lane, k * sizeof(float), 0, &ignored);
+}
+
+void fwm__trainer_set_state(fwm__trainer *tr, const float *all)
+{
+    size_t k = tr->tm->state_size;
+    for (int g = tr->group_begin; g < tr->group_end; g++) {
+        fwm__tm_f32 *tm = tr->group_tm[g - tr->group_begin];
+        memcpy(tm->state, all + (size_t)tr->group_lane[g] * k,
+               (size_t)tm->config.lanes * k * sizeof(float));
+    }
+}
+
+void fwm__trainer_sync_params(fwm__trainer *tr)
+{
+    for (int i = 1; i < tr->group_end - tr->group_begin; i++)
+        memcpy(tr->group_tm[i]->params, tr->tm->params, tr->tm->layout.total * sizeof(float));
+}
+
 void fwm__trainer_free(fwm__trainer *tr)
 {
     if (!tr)
         return;
-    fwm__tm_free_f32(tr->tm);
+    if (tr->group_tm)
+        for (int i = 0; i < tr->group_end - tr->group_begin; i++)
+            fwm__tm_free_f32(tr->group_tm[i]);
+    free(tr->group_tm);
+    free(tr->group_lane);
+    free(tr->group_grads);
+    free(tr->group_stats);
     fwm__pool_free(tr->pool);
     free(tr->adam_m);
     free(tr->adam_v);
@@ -66,6 +146,20 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     if (!tr)
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
     tr->opt = *options;
+    tr->single_process.size = 1;
+    tr->single_process.local_size = 1;
+    tr->dist = options->dist ? options->dist : &tr->single_process;
+    int G = options->lane_groups > 0 ? options->lane_groups : tr->dist->size;
+    if (G > options->lanes || G < tr->dist->size) {
+        int processes = tr->dist->size;
+        free(tr);
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "--lane-groups %d must be between the number of processes (%d: each "
+                          "trains at least one group) and --lanes (%d)",
+                          G, processes, options->lanes);
+    }
+    tr->opt.lane_groups = G;
+    tr->n_groups = G;
     tr->train = train;
     tr->valid = valid;
     tr->pad_id = pad_id;
@@ -80,17 +174,50 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
             goto fail;
         }
     }
-    fwm__tm_config config = {0};
-    config.hp = options->hp;
-    config.lanes = options->lanes;
-    config.window = options->window;
-    config.segment = options->segment;
-    config.loss_mode = options->mode;
-    config.loss_token_id = options->qmark_id;
-    status = fwm__tm_create_f32(&config, tr->pool, &tr->tm, err);
-    if (status != FWM_OK)
+    /* groups: lane bounds [G + 1], then 0..G (the group bounds of a per-group array) */
+    tr->group_lane = malloc((2 * (size_t)G + 2) * sizeof *tr->group_lane);
+    if (!tr->group_lane) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
         goto fail;
+    }
+    for (int g = 0; g <= G; g++) {
+        size_t b0, b1;
+        fwm__pool_range((size_t)options->lanes, g < G ? g : G - 1, G, &b0, &b1);
+        tr->group_lane[g] = g < G ? (int)b0 : (int)b1;
+        tr->group_lane[G + 1 + g] = g;
+    }
+    size_t first, last;
+    fwm__pool_range((size_t)G, tr->dist->rank, tr->dist->size, &first, &last);
+    tr->group_begin = (int)first;
+    tr->group_end = (int)last;
+    tr->group_tm = calloc(last - first, sizeof *tr->group_tm);
+    if (!tr->group_tm) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
+        goto fail;
+    }
+    for (int g = tr->group_begin; g < tr->group_end; g++) {
+        fwm__tm_config config = {0};
+        config.hp = options->hp;
+        config.lanes = tr->group_lane[g + 1] - tr->group_lane[g];
+        config.window = options->window;
+        config.segment = options->segment;
+        config.loss_mode = options->mode;
+        config.loss_token_id = options->qmark_id;
+        status = fwm__tm_create_f32(&config, tr->pool, &tr->group_tm[g - tr->group_begin], err);
+        if (status != FWM_OK)
+            goto fail;
+    }
+    tr->tm = tr->group_tm[0];
     size_t n = tr->tm->layout.total, cells = (size_t)options->lanes * (size_t)options->window;
+    if (G > 1) {
+        tr->group_grads = malloc((size_t)G * n * sizeof(float));
+        tr->group_stats = calloc((size_t)G, sizeof *tr->group_stats);
+        if (!tr->group_grads || !tr->group_stats) {
+            status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                                "trainer: out of memory for %d groups' gradients", G);
+            goto fail;
+        }
+    }
     tr->adam_m = calloc(n, sizeof(float));
     tr->adam_v = calloc(n, sizeof(float));
     tr->order = malloc(train->n_samples * sizeof *tr->order);
@@ -109,6 +236,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
             tensors[k] = tr->tm->params + tr->tm->layout.offset[k];
         fwm__model_init_weights(&options->hp, options->seed, tensors);
     }
+    fwm__trainer_sync_params(tr);
     status = fwm__trainer_start_epoch(tr, err);
     if (status != FWM_OK)
         goto fail;
@@ -134,15 +262,56 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     int len = left < (size_t)tr->opt.window ? (int)left : tr->opt.window;
     fwm__catbabi_window(&tr->stream, start, len, tr->pad_id, tr->x, tr->y, tr->tasks);
     fwm__tm_f32 *tm = tr->tm;
-    fwm__tm_zero_grads_f32(tm);
-    tr->last_loss = fwm__tm_forward_f32(tm, tr->x, tr->y, len);
-    fwm__metrics_add(&tr->running, tm, tr->opt.qmark_id, tr->tasks);
-    fwm__tm_backward_f32(tm);
-    size_t n = tm->layout.total;
+    size_t n = tm->layout.total, cells = (size_t)len * (size_t)tr->opt.lanes;
+    long loss_rows = 0; /* of all groups: the mean loss divides by it */
+    for (size_t i = 0; i < cells; i++)
+        loss_rows += fwm__tm_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
+    int G = tr->n_groups;
+    for (int g = tr->group_begin; g < tr->group_end; g++) {
+        fwm__tm_f32 *gt = tr->group_tm[g - tr->group_begin];
+        size_t at = (size_t)tr->group_lane[g] * (size_t)len; /* lane-major: a group's lanes are
+                                                                contiguous */
+        fwm__tm_zero_grads_f32(gt);
+        gt->loss_denominator = loss_rows;
+        fwm__tm_forward_f32(gt, tr->x + at, tr->y + at, len);
+        if (G == 1) {
+            fwm__metrics_add(&tr->running, gt, tr->opt.qmark_id, tr->tasks);
+        } else {
+            fwm__group_stats *st = &tr->group_stats[g];
+            memset(st, 0, sizeof *st);
+            st->loss_sum = gt->loss_sum;
+            fwm__metrics_add(&st->metrics, gt, tr->opt.qmark_id, tr->tasks + at);
+        }
+        fwm__tm_backward_f32(gt);
+        if (G > 1)
+            memcpy(tr->group_grads + (size_t)g * n, gt->grads, n * sizeof(float));
+    }
+    double loss_sum = tm->loss_sum;
+    if (G > 1) { /* every group's gradient and figures on every rank, then sums in group order */
+        fwm_status status =
+            exchange(tr, tr->group_grads, identity_groups(tr), n * sizeof(float), 1, err);
+        if (status == FWM_OK)
+            status = exchange(tr, tr->group_stats, identity_groups(tr),
+                              sizeof *tr->group_stats, 1, err);
+        if (status != FWM_OK)
+            return status;
+        memcpy(tm->grads, tr->group_grads, n * sizeof(float));
+        loss_sum = tr->group_stats[0].loss_sum;
+        fwm__metrics_merge(&tr->running, &tr->group_stats[0].metrics);
+        for (int g = 1; g < G; g++) {
+            const float *part = tr->group_grads + (size_t)g * n;
+            for (size_t i = 0; i < n; i++)
+                tm->grads[i] += part[i];
+            loss_sum += tr->group_stats[g].loss_sum;
+            fwm__metrics_merge(&tr->running, &tr->group_stats[g].metrics);
+        }
+    }
+    tr->last_loss = loss_rows > 0 ? loss_sum / (double)loss_rows : 0;
     double norm = tr->opt.adam.clip_norm > 0 ? fwm__grad_norm(tm->grads, n) : 0;
     tr->step++;
     fwm__adam_update(&tr->opt.adam, tr->step, norm, tm->params, tm->grads, tr->adam_m, tr->adam_v,
                      n);
+    fwm__trainer_sync_params(tr);
     tr->window_index++;
     tr->tokens += (long)len * tr->opt.lanes;
     tr->running_loss += tr->last_loss;
@@ -173,8 +342,10 @@ fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
     long step_at_start = tr->step;
     fwm_status status = FWM_OK;
     tr->stopped = 0;
+    int root = fwm__trainer_is_root(tr);
     while (tr->step < o->steps) {
-        if (o->stop_requested && *o->stop_requested) { /* a step boundary: stop here */
+        /* a step boundary: stop here when any rank was asked to (all ranks agree, then write) */
+        if (fwm__dist_any(tr->dist, o->stop_requested && *o->stop_requested)) {
             tr->stopped = 1;
             break;
         }
@@ -184,14 +355,15 @@ fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
         double now = now_seconds();
         tr->seconds = seconds_before + (now - session_start);
         int last = tr->step == o->steps;
-        if (o->progress_seconds > 0 && (now - last_print >= o->progress_seconds || last)) {
+        if (root && o->progress_seconds > 0 &&
+            (now - last_print >= o->progress_seconds || last)) {
             double rate = (double)(tr->step - step_at_start) * o->lanes * o->window /
                           (now - session_start);
             double per_step = (now - session_start) / (double)(tr->step - step_at_start);
             fwm__progress_print(stderr, tr, rate, per_step * (double)(o->steps - tr->step));
             last_print = now;
         }
-        if (o->eval_every > 0 && (tr->step % o->eval_every == 0 || last) && tr->valid) {
+        if (root && o->eval_every > 0 && (tr->step % o->eval_every == 0 || last) && tr->valid) {
             status = fwm__trainer_evaluate(tr, &tr->last_valid, err);
             if (status != FWM_OK)
                 return status;
@@ -204,6 +376,8 @@ fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
             }
             if (o->progress_seconds > 0)
                 fwm__progress_eval_print(stderr, tr);
+        }
+        if (o->eval_every > 0 && (tr->step % o->eval_every == 0 || last) && tr->valid) {
             memset(&tr->running, 0, sizeof tr->running);
             tr->running_loss = 0;
             tr->running_steps = 0;

@@ -7,6 +7,15 @@
  * next step depends on (parameters, Adam moments, epoch and window, lane states) is in the
  * checkpoint, so a resumed run computes the same numbers as an uninterrupted one (for the same
  * thread count).
+ *
+ * Lane groups and processes: the B lanes can be trained as G groups (contiguous lanes, sizes
+ * differing by at most one), each a separate forward and backward pass whose gradient is kept
+ * apart; the step's gradient is then the sum of the group gradients in group order. Under mpirun
+ * (distributed.h) the groups are split over the processes, which exchange the group gradients
+ * (every process receives all of them) and each add them up in that same order, so N processes
+ * compute bit for bit what one process computes with the same G (and --threads per process).
+ * G = 1 (the default of a single process) is the plain path. Only rank 0 evaluates, prints, and
+ * writes files; all ranks keep the same parameters and Adam moments.
  */
 #ifndef FWM_TRAIN_TRAINER_H
 #define FWM_TRAIN_TRAINER_H
@@ -17,6 +26,7 @@
 
 #include "adam.h"
 #include "catbabi_stream.h"
+#include "distributed.h"
 #include "evaluate.h"
 #include "metrics.h"
 #include "train_model.h"
@@ -31,7 +41,9 @@ typedef struct fwm__train_options {
     fwm__adam_params adam;
     long steps;              /* train until this many steps are done */
     uint64_t seed;           /* initialisation (fwm__model_init_weights) and shuffling */
-    int threads;             /* >= 1 */
+    int threads;             /* >= 1, per process */
+    int lane_groups;         /* G (see above); 0 = one group per process (1 without mpirun) */
+    const fwm__dist *dist;   /* the run's processes (borrowed); NULL = one process */
     long eval_every;         /* evaluate on the valid split every this many steps; 0 = never */
     fwm__eval_options eval;  /* lanes, window, max_windows of that evaluation */
     long checkpoint_every;   /* write <run_dir>/checkpoint.bin every this many steps; 0 = never */
@@ -48,7 +60,15 @@ typedef struct fwm__trainer {
     uint32_t pad_id, eos_id;
     uint64_t data_hash;       /* of the training split: a checkpoint must match it */
     fwm__pool *pool;
-    fwm__tm_f32 *tm;
+    fwm__tm_f32 *tm;          /* = group_tm[0]: its parameters and gradients are the step's */
+    const fwm__dist *dist;    /* never NULL (single_process when opt.dist is) */
+    fwm__dist single_process;
+    int n_groups;             /* G */
+    int *group_lane;          /* [G + 1]: first lane of each group, then B */
+    int group_begin, group_end; /* the groups this process trains, [begin, end) */
+    fwm__tm_f32 **group_tm;   /* [end - begin]: one model per group (parameters copied from tm) */
+    float *group_grads;       /* [G][layout.total] when G > 1: every group's gradient */
+    struct fwm__group_stats *group_stats; /* [G] when G > 1: loss and "?" metrics per group */
     float *adam_m, *adam_v;   /* [layout.total] */
     long step;                /* steps done */
     long epoch;               /* epoch of the next window */
@@ -89,10 +109,23 @@ fwm_status fwm__trainer_evaluate(fwm__trainer *trainer, fwm__qa_metrics *out, fw
 
 /* Checkpoints (checkpoint.c): everything the next step depends on, written atomically. Loading
  * checks that sizes, mode, lanes, window, seed and the training data match this trainer.
+ * Both are collective: rank 0 gathers the lane states and writes the file, or reads it and sends
+ * its contents to every rank; every rank returns the same status.
  * FWM_ERR_IO, FWM_ERR_FORMAT (names what differs), FWM_ERR_CHECKSUM. */
 fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *trainer, const char *path,
                                         fwm_error *err);
 fwm_status fwm__trainer_load_checkpoint(fwm__trainer *trainer, const char *path, fwm_error *err);
+
+/* Whether this process is rank 0 (the one that evaluates, prints and writes files). */
+int fwm__trainer_is_root(const fwm__trainer *trainer);
+
+/* Collective: the h, c, F of every lane ([lanes][state_size]) into all_state, on rank 0 (other
+ * ranks' buffers get only their own lanes). */
+void fwm__trainer_gather_state(const fwm__trainer *trainer, float *all_state);
+/* Set this process's lanes' h, c, F from all_state ([lanes][state_size]). */
+void fwm__trainer_set_state(fwm__trainer *trainer, const float *all_state);
+/* Copy tm's parameters into the other groups' models (after tm->params changed). */
+void fwm__trainer_sync_params(fwm__trainer *trainer);
 
 /* Build the lanes of the epoch trainer->epoch (internal to trainer.c and checkpoint.c). */
 fwm_status fwm__trainer_start_epoch(fwm__trainer *trainer, fwm_error *err);
