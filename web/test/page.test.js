@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import puppeteer from 'puppeteer-core';
-import { startServer } from '../../clients/js/test/harness.js';
+import { babiFile, readStories, startServer } from '../../clients/js/test/harness.js';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const WWW = process.env.FWM_WWW;
@@ -92,11 +92,27 @@ test('the page reads a story, answers from memory, forks, and shows the memory',
   assert.equal(await ask(page, 'B', 'Where is Mary?'), 'office');
   assert.equal(await ask(page, 'A', 'Where is Mary?'), 'garden');
 
-  assert.deepEqual(errors, [], 'no script errors in the page');
   if (SCREENSHOT) {
     await page.$eval('article[data-session="B"] .question', (el) => { el.value = 'Where is Mary?'; });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     assert.ok(fs.statSync(SCREENSHOT).size > 10000, 'a screenshot with something in it');
   }
+
+  // real bAbI test stories (qa2, two supporting facts), each read into a reset session A up to its
+  // first question: the answer shown is bAbI's own
+  const stories = readStories(/** @type {string} */ (babiFile(2)), 3);
+  for (const story of stories) {
+    const first = story.findIndex((item) => item.kind === 'question');
+    const text = story.slice(0, first).map((item) => item.text).join(' ');
+    await page.click('article[data-session="A"] .reset');
+    await until(page, () => document.querySelectorAll('article[data-session="A"] .word').length === 0);
+    await page.$eval('article[data-session="A"] .story', (el, t) => { el.value = t; }, text);
+    await page.click('article[data-session="A"] .read');
+    await until(page, () => !document.querySelector('article[data-session="A"] .read').disabled
+      && document.querySelectorAll('article[data-session="A"] .word').length > 0);
+    assert.equal(await ask(page, 'A', story[first].text), story[first].answer, `bAbI: ${text} ${story[first].text}`);
+  }
+
+  assert.deepEqual(errors, [], 'no script errors in the page');
   await page.close();
 });
