@@ -1,5 +1,6 @@
 // websocket.test.js - the WebSocket transport: msgpack-RPC in binary frames, one message per
-// frame. An in-test WebSocket server (the `ws` package, a dev dependency) bridges each frame to a
+// frame, against fwm-serve's own endpoint (--http, /rpc); and an in-test WebSocket server (the `ws`
+// package, a dev dependency) that bridges each frame to a
 // real fwm-serve's TCP port and sends each message of the answer back as one frame, checking that
 // every frame the client sends holds exactly one message; the same calls over TCP give the same
 // results. Raw in-test servers check that a text frame, a frame of two messages, a truncated one or
@@ -66,27 +67,53 @@ async function bridge(tcpAddress) {
   return { ...srv, stats };
 }
 
+const story = 'Mary moved to the bathroom. John went to the hallway.';
+
+/** One run of calls on a connected client: its results. */
+async function run(client) {
+  const s = await client.open({ topk: 2 });
+  const events = [];
+  for await (const e of s.stream(story)) events.push([e.word, e.topk]);
+  const [answer, f] = await Promise.all([s.ask('Where is Mary?'), s.fork()]);
+  await f.feed('Mary went to the kitchen.');
+  const forked = await f.ask('Where is Mary?');
+  const blob = await s.snapshot();
+  const r = await client.restore(blob);
+  await r.feed('the');
+  const restored = await r.predict();
+  let unknown = null;
+  try { await s.feed('Mary flew.'); } catch (e) { unknown = e; }
+  for (const x of [s, f, r]) await x.close();
+  return { events, answer: { ...answer, session: null }, forked: forked.answer, blob: blob.byteLength,
+    restored: restored.topk, unknown };
+}
+
+test('over fwm-serve\'s own WebSocket endpoint (--http, /rpc): the same answers as over TCP', { skip }, async () => {
+  const own = await startServer({ flags: ['--http', 'tcp://127.0.0.1:0'] });
+  try {
+    const url = `${own.http.replace('http://', 'ws://')}/rpc`;
+    const overWs = await connect(url, { WebSocket });
+    let ws;
+    try {
+      assert.equal(overWs.server.server, 'fwm-serve');
+      ws = await run(overWs);
+    } finally {
+      await overWs.close();
+    }
+    const overTcp = await connect(own.address);
+    const tcp = await run(overTcp);
+    await overTcp.close();
+    assert.equal(ws.answer.answer, 'bathroom');
+    assert.equal(ws.forked, 'kitchen');
+    assert.ok(ws.unknown instanceof FwmError && ws.unknown.name === 'unknown_word' && ws.unknown.word === 'flew');
+    assert.deepEqual({ ...ws, unknown: null }, { ...tcp, unknown: null }, 'the same results as over TCP');
+  } finally {
+    assert.equal((await own.stop()).code, 0, own.stderr());
+  }
+});
+
 test('over WebSocket through a bridge to fwm-serve: the same answers as over TCP, one message per frame', { skip }, async () => {
   const b = await bridge(server.address);
-  const story = 'Mary moved to the bathroom. John went to the hallway.';
-  /** One run of calls on a connected client: its results. */
-  const run = async (client) => {
-    const s = await client.open({ topk: 2 });
-    const events = [];
-    for await (const e of s.stream(story)) events.push([e.word, e.topk]);
-    const [answer, f] = await Promise.all([s.ask('Where is Mary?'), s.fork()]);
-    await f.feed('Mary went to the kitchen.');
-    const forked = await f.ask('Where is Mary?');
-    const blob = await s.snapshot();
-    const r = await client.restore(blob);
-    await r.feed('the');
-    const restored = await r.predict();
-    let unknown = null;
-    try { await s.feed('Mary flew.'); } catch (e) { unknown = e; }
-    for (const x of [s, f, r]) await x.close();
-    return { events, answer: { ...answer, session: null }, forked: forked.answer, blob: blob.byteLength,
-      restored: restored.topk, unknown };
-  };
   const overWs = await connect(b.url, { WebSocket });
   let ws;
   try {
