@@ -211,6 +211,10 @@ def model_load_corpus():
     inf_values = [[float("nan") if i % 5 == 0 else float("inf") if i % 7 == 0 else 0.5
                    for i in range(r * (c or 1))] for _, r, c in tensor_list(hp)]
     files["valid-nonfinite-weights"] = model(hp, values=inf_values)
+    files["valid-prime-three"] = model(extra=[("fwm.session.prime_tokens", ARRAY, (U32, [1, 3, 0]))])
+    files["valid-prime-empty"] = model(extra=[("fwm.session.prime_tokens", ARRAY, (U32, []))])
+    files["bad-prime-out-of-range"] = model(extra=[("fwm.session.prime_tokens", ARRAY, (U32, [1, 4000]))])
+    files["bad-prime-i32"] = model(extra=[("fwm.session.prime_tokens", ARRAY, (I32, [1]))])
     files["valid-read-token-policy-unicode"] = model(
         default_hp(V=4, policy="token", read_token=2),
         tokens=["<pad>", "<eos>", "caf\u00e9", "N,W"])
