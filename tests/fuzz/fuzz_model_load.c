@@ -5,7 +5,8 @@
  * checksum check (so mutated files get past it to the schema and the runtime). A refusal must
  * come with a status and a message. A model that loads is then used the way a client would: info,
  * every token's text and id, the tokenizer, sessions stepped one token, a sequence and a batch at
- * a time (which must agree), top-k, fork, state export and import (which must round-trip), reset;
+ * a time (which must agree), top-k, fork, state export and import (which must round-trip), reset,
+ * the primed start (the prime tokens stepped from zero give the model's start scores);
  * finally the same bytes are loaded again as a copy with the checksum (and fingerprint) verified.
  *
  * Sessions are skipped for models whose state exceeds FUZZ_MAX_STATE_FLOATS: the loader allows up
@@ -148,6 +149,22 @@ static void exercise_sessions(const fwm_model *model, const fwm_model_info *info
     fwm_session_reset(c);
     FUZZ_CHECK(fwm_session_position(c) == 0);
     check_state_round_trip(model, c, info);
+
+    /* The primed start: the model's prime tokens stepped from zero (on b, reset), the same position
+     * and, when there are prime tokens, the same scores as the model's start scores. */
+    fwm_session_prime(a);
+    FUZZ_CHECK(fwm_session_position(a) == info->prime_token_count);
+    FUZZ_CHECK(info->prime_token_count <= 64);
+    fwm_session_reset(b);
+    for (uint32_t i = 0; i < info->prime_token_count; i++) {
+        FUZZ_CHECK(info->prime_tokens[i] < V);
+        status = fwm_session_step(b, info->prime_tokens[i], single, &err);
+        FUZZ_CHECK_STATUS(status, FWM_OK, err);
+    }
+    const float *start = fwm_model_start_logits(model);
+    FUZZ_CHECK((start != NULL) == (info->prime_token_count > 0));
+    if (start) FUZZ_CHECK(same_floats(start, single, V));
+    check_state_round_trip(model, a, info);
 
     fwm_session_free(a);
     fwm_session_free(b);
