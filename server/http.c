@@ -2,7 +2,9 @@
 #define _GNU_SOURCE /* accept4 */
 #include "http.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <libwebsockets.h>
 #include <limits.h>
@@ -22,7 +24,10 @@
 #include "websocket.h"
 
 #define HEADER_BYTES 8192   /* the most request-header bytes lws buffers for one request (then 431) */
-#define HEADER_POOL 64      /* requests whose headers are parsed at once; others wait their turn */
+#define HEADER_POOL 1024    /* requests whose headers are parsed at once (a slot is taken on demand,
+                             * about 9 KiB); others wait their turn, so it must dwarf what a few
+                             * slow clients can hold */
+#define HEADER_TIMEOUT_S 10 /* the most a request's headers may take to arrive (at most --message-timeout) */
 #define KEEPALIVE_S 5       /* an idle keep-alive HTTP connection is closed after this long */
 #define ACCEPTS_PER_WAKE 64 /* connections accepted per poll callback before the loop goes on */
 #define BODY_CHUNK 32768    /* response body bytes per write */
@@ -326,12 +331,53 @@ static int static_file(struct lws *wsi, http_session *hs, fwm__http *h, const ch
     return 0;
 }
 
+/* The host part of "host[:port]" (an IPv6 literal keeps its brackets), lower-cased into out. */
+static void host_part(const char *hostport, char *out, size_t size) {
+    size_t n = hostport[0] == '[' ? strcspn(hostport, "]") + (strchr(hostport, ']') ? 1 : 0) : strcspn(hostport, ":");
+    if (n >= size) n = size - 1;
+    for (size_t i = 0; i < n; i++) out[i] = (char)tolower((unsigned char)hostport[i]);
+    out[n] = '\0';
+}
+
+/* Without a token, on a loopback port, a request must name this machine in its Host header: a page
+ * on another site that has its own name resolve to 127.0.0.1 (DNS rebinding) then reaches nothing.
+ * (A port beyond loopback without a token is the operator's explicit --insecure choice.) */
+static bool host_allowed(struct lws *wsi, fwm__server *s) {
+    if (s->auth_token || !(strncmp(s->http->address, "http://127.", 11) == 0 ||
+                           strncmp(s->http->address, "http://[::1]", 12) == 0))
+        return true;
+    char host[300], name[300];
+    if (lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0) return false;
+    host_part(host, name, sizeof name);
+    return strcmp(name, "localhost") == 0 || strncmp(name, "127.", 4) == 0 || strcmp(name, "[::1]") == 0 ||
+           strcmp(name, "localhost.") == 0;
+}
+
+/* A WebSocket from a browser page carries the page's Origin: it must be this server's own
+ * (scheme://Host), so a page of another site cannot drive the sessions (cross-site WebSocket
+ * hijacking). Clients that are not browsers send no Origin. */
+static bool origin_allowed(struct lws *wsi) {
+    char origin[300], host[300];
+    int n = lws_hdr_copy(wsi, origin, sizeof origin, WSI_TOKEN_ORIGIN);
+    if (n == 0) return true;
+    if (n < 0 || lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0) return false;
+    const char *rest = strncasecmp(origin, "http://", 7) == 0 ? origin + 7
+                       : strncasecmp(origin, "https://", 8) == 0 ? origin + 8 : NULL;
+    return rest && strcasecmp(rest, host) == 0;
+}
+
 static bool is_method(struct lws *wsi, enum lws_token_indexes token) {
     return lws_hdr_total_length(wsi, token) > 0;
 }
 
 static int route(struct lws *wsi, http_session *hs, fwm__http *h, const char *uri) {
     fwm__server *s = h->server;
+    if (!host_allowed(wsi, s)) {
+        hs->close = true;
+        return respond_text(wsi, hs, 403, NULL, NULL,
+                            "forbidden: without --auth-token-file this server answers only requests whose Host "
+                            "is this machine (localhost, 127.x.x.x or [::1])");
+    }
     bool api = strcmp(uri, "/metrics") == 0 || strcmp(uri, "/health") == 0 || strcmp(uri, "/v1/models") == 0;
     if (!is_method(wsi, WSI_TOKEN_GET_URI)) {
         hs->close = true; /* its body, if any, is not read */
@@ -373,7 +419,7 @@ static int write_body(struct lws *wsi, http_session *hs) {
 static int filter_upgrade(struct lws *wsi, fwm__server *s) {
     char uri[64];
     if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 || strcmp(uri, RPC_PATH) != 0) return -1;
-    if (s->shutting_down) return -1;
+    if (s->shutting_down || !host_allowed(wsi, s) || !origin_allowed(wsi)) return -1;
     bool presented = false;
     if (!bearer_ok(wsi, s, &presented) && presented) { /* a wrong header is refused; none: hello {token} later */
         s->metrics.auth_failures++;
@@ -513,7 +559,9 @@ int fwm__http_open(fwm__server *s) {
     info.max_http_header_pool = HEADER_POOL;
     info.keepalive_timeout = KEEPALIVE_S;
     /* a request's headers must arrive within --message-timeout, as a message on the msgpack port */
-    info.timeout_secs = s->config->message_timeout_s >= 1 ? (unsigned)s->config->message_timeout_s : 30;
+    double limit = s->config->message_timeout_s > 0 && s->config->message_timeout_s < HEADER_TIMEOUT_S
+                       ? s->config->message_timeout_s : HEADER_TIMEOUT_S;
+    info.timeout_secs = (unsigned)ceil(limit);
     info.timeout_secs_ah_idle = info.timeout_secs;
     info.fd_limit_per_thread = (unsigned)(s->config->max_connections + 64 < s->fd_limit ? s->config->max_connections + 64
                                                                                        : s->fd_limit);

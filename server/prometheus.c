@@ -78,7 +78,7 @@ static void label_value(const char *value, char *out, size_t size) {
 static void histogram(text *t, const char *name, const char *help, const fwm__histogram *h) {
     family(t, name, "histogram", help);
     for (unsigned p = FIRST_POWER; p <= LAST_POWER; p++)
-        add(t, "%s_bucket{le=\"%.6g\"} %llu\n", name, (double)(1ull << p) * 1e-6,
+        add(t, "%s_bucket{le=\"%.6f\"} %llu\n", name, (double)(1ull << p) * 1e-6, /* whole microseconds, exact */
             (unsigned long long)fwm__histogram_count_below_power(h, p));
     add(t, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->total);
     add(t, "%s_sum %.17g\n", name, (double)h->sum_us * 1e-6);

@@ -96,8 +96,9 @@ def need_websocket():
 class WsClient:
     """msgpack-RPC over WebSocket: one binary message per msgpack-RPC message."""
 
-    def __init__(self, server, header=None):
-        self.ws = websocket.create_connection("ws://%s/rpc" % http_address(server), timeout=10, header=header or [])
+    def __init__(self, server, header=None, suppress_origin=False):
+        self.ws = websocket.create_connection("ws://%s/rpc" % http_address(server), timeout=10, header=header or [],
+                                              suppress_origin=suppress_origin)
         self.next_id = 1
         self.responses, self.notifications = {}, []
 
@@ -278,6 +279,23 @@ def case_endpoints(env):
     # a header larger than the limit: refused, not buffered
     answer = raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
     check(not answer.startswith(b"HTTP/1.1 200"), "an oversized header is refused", answer[:80])
+    # without a token, a request must name this machine (DNS rebinding), and a browser page of another
+    # origin cannot open the WebSocket (cross-site WebSocket hijacking); the server's own page can
+    status, _, body = get(server, "/health", headers={"Host": "rebind.example:8080"})
+    check_eq(status, 403, "a foreign Host without a token")
+    check(b"Host" in body, "403 says why", body)
+    check_eq(get(server, "/health", headers={"Host": "localhost:1"})[0], 200, "Host localhost")
+    if websocket is not None:
+        here = http_address(server)
+        for header, what in ((["Origin: http://evil.example"], "another site's page"),
+                             (["Host: rebind.example", "Origin: http://rebind.example"], "a rebound name")):
+            try:
+                WsClient(server, header=header, suppress_origin=True)
+                raise AssertionError("a WebSocket from %s was accepted" % what)
+            except (websocket.WebSocketException, OSError):
+                pass
+        own = WsClient(server, header=["Origin: http://" + here], suppress_origin=True)
+        check_eq(own.call("hello")["server"], "fwm-serve", "the server's own page may")
     # not a loopback address without a token: refused at startup, as --listen
     bad = env.start([model], "--http", "tcp://0.0.0.0:0", wait=False)
     check_eq(bad.wait(15), 1, "exit status for a non-loopback --http without a token")
