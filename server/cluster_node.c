@@ -19,6 +19,7 @@ struct fwm__cluster_node {
     pthread_cond_t wake;
     bool stopping;
     bool lost;            /* the renewal thread found the lease gone (or could not renew in time) */
+    uint64_t generation;  /* (mutex) joins so far: a renewal begun before a join says nothing of its lease */
     uint64_t epoch;       /* loop thread */
     /* counters (mutex) */
     uint64_t renewals, renewal_failures, losses;
@@ -44,6 +45,7 @@ static void *renewal_main(void *arg) {
         pthread_cond_timedwait(&n->wake, &n->mutex, &ts);
         if (n->stopping) break;
         if (n->lost) continue; /* the loop joins again; then renewals go on */
+        uint64_t generation = n->generation;
         pthread_mutex_unlock(&n->mutex);
         bool lost = false;
         fwm__store_error error = {"", ""};
@@ -53,6 +55,10 @@ static void *renewal_main(void *arg) {
         else if (st != FWM_STORE_OK) fprintf(stderr, "fwm-serve: cluster: cannot renew the lease: %s\n", error.message);
         if (st != FWM_STORE_OK && now - last_ok >= ttl_ms * 1000000u) lost = true;
         pthread_mutex_lock(&n->mutex);
+        if (n->generation != generation) { /* the node joined again meanwhile: this renewal may be of the old lease */
+            last_ok = now;
+            continue;
+        }
         if (st == FWM_STORE_OK && !lost) n->renewals++;
         if (st != FWM_STORE_OK) n->renewal_failures++;
         if (lost) {
@@ -144,11 +150,19 @@ void fwm__cluster_node_leave(fwm__server *s) {
     fwm__free(l.ids);
 }
 
-/* Drop one resident session from memory (its stored state stays; another node may own it). */
+uint64_t fwm__cluster_node_epoch(const fwm__server *s) {
+    return s->cluster ? s->cluster->epoch : 0;
+}
+
+/* Drop one resident session from memory (its stored state stays; another node may own it). Its
+ * queued jobs are answered `moved` instead of running; and whatever a job under way still writes
+ * carries the entry's epoch: the store refuses it, even once this node has claimed the session again
+ * under a new epoch and loaded another copy. */
 static void drop_entry(fwm__server *s, fwm__session_entry *e) {
     fwm__job *close = fwm__job_new(FWM_JOB_CLOSE); /* frees it after its queued jobs */
     if (!close) return;
     close->keep_stored = true;
+    fwm__scheduler_move_away(s->scheduler, e);
     fwm__session_table_remove(&s->sessions, e);
     fwm__tiering_forget(s, e);
     fwm__scheduler_submit(s->scheduler, e, close);
@@ -171,6 +185,7 @@ static void lease_lost(fwm__server *s) {
     }
     pthread_mutex_lock(&n->mutex);
     n->lost = false;
+    n->generation++;
     n->losses++;
     pthread_cond_broadcast(&n->wake);
     pthread_mutex_unlock(&n->mutex);
@@ -241,7 +256,8 @@ void fwm__cluster_node_fenced(fwm__server *s, const fwm__outbox *o) {
         const fwm__store_op *op = &o->ops[i];
         if (op->kind == FWM_OP_LOADED) continue;
         fwm__session_entry *e = fwm__session_table_find(&s->sessions, op->id);
-        if (e) drop_entry(s, e);
+        /* a copy claimed since, under a newer epoch, is not the one that was refused */
+        if (e && (!op->epoch || e->epoch <= op->epoch)) drop_entry(s, e);
     }
 }
 

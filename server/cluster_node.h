@@ -35,6 +35,9 @@ bool fwm__cluster_node_may_delete(fwm__server *server, const uint8_t *id);
 
 /* A write for these sessions was fenced: drop them from memory (their owner is elsewhere). */
 void fwm__cluster_node_fenced(fwm__server *server, const fwm__outbox *outbox);
+/* The node's current fencing epoch (0 outside a cluster): a session entry records it when it is
+ * created or claimed (loop thread). */
+uint64_t fwm__cluster_node_epoch(const fwm__server *server);
 
 /* `hello` and `stats`: the cluster map, or nil outside a cluster. */
 void fwm__cluster_node_pack_hello(msgpack_packer *pk, fwm__server *server);

@@ -52,7 +52,9 @@ oom:
 
 static fwm__store_op *add_op(fwm__job_context *ctx, fwm__store_op_kind kind, const fwm__session_entry *e,
                              size_t length, uint8_t **bytes) {
-    return outbox_op(fwm__job_context_outbox(ctx), kind, e->id, length, bytes);
+    fwm__store_op *op = outbox_op(fwm__job_context_outbox(ctx), kind, e->id, length, bytes);
+    if (op) op->epoch = e->epoch;
+    return op;
 }
 
 bool fwm__outbox_add_removal(fwm__outbox *o, const uint8_t *id) {

@@ -1,6 +1,7 @@
 /* jobs.c - job semantics and their messages (see jobs.h; message shapes in docs/PROTOCOL.md). */
 #include "jobs.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "durable_session.h"
@@ -142,8 +143,8 @@ static void pack_pos(msgpack_packer *pk, const fwm__session_entry *e) {
     msgpack_pack_uint64(pk, e->session ? fwm_session_position(e->session) : 0);
 }
 
-bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
-                   const char *message) {
+static bool fail_job(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code, const char *message,
+                     const char *word) {
     if ((job->kind == FWM_JOB_FEED || job->kind == FWM_JOB_ASK) && job->done > 0)
         fwm__durable_step(ctx, e, job->tokens, job->done); /* what was read stays read */
     msgpack_packer pk;
@@ -152,11 +153,24 @@ bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, 
     if (packed) {
         fwm__rpc_failure failure;
         fwm__rpc_fail(&failure, code, "%s", message);
+        if (word) snprintf(failure.word, sizeof failure.word, "%s", word);
         fwm__rpc_pack_error_response(&pk, job->msgid, &failure);
     }
     fwm__outbox_record *r = end_job(ctx, job, packed, offset);
     if (r && packed) r->error_code = code; /* counted when delivered */
     return true;
+}
+
+bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
+                   const char *message) {
+    return fail_job(ctx, e, job, code, message, NULL);
+}
+
+bool fwm__job_fail_moved(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    const char *address = ctx->advertise ? ctx->advertise : "";
+    char message[400];
+    snprintf(message, sizeof message, "this node no longer owns session %s; the node at %s serves it", e->hex, address);
+    return fail_job(ctx, e, job, FWM_RPC_MOVED, message, address);
 }
 
 static void emit_token(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {

@@ -23,6 +23,7 @@ typedef struct fwm__job_context {
     fwm__outbox *outbox;            /* being filled; handed over by fwm__job_context_post */
     /* durable mode: */
     struct fwm__store *store;       /* borrowed; NULL: memory only */
+    const char *advertise;          /* borrowed: cluster: this node's address; NULL outside a cluster */
     const char *const *model_names; /* borrowed */
     size_t snapshot_tokens;
     void *load_buffer;              /* owned scratch for snapshots read back */
@@ -52,5 +53,8 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *jo
 /* End the job with an error response. Returns true. */
 bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job, int code,
                    const char *message);
+/* End the job with `moved` (cluster: this node no longer owns the session; ask it again, it claims
+ * the session anew or names its owner). Returns true. */
+bool fwm__job_fail_moved(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
 
 #endif

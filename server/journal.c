@@ -14,6 +14,13 @@
 #define PROBE_INTERVAL_NS 1000000000ull
 #define PROBE_BYTES (1u << 20)
 
+/* A fenced session: its writes made under `epoch` or before are refused (a copy claimed later, under
+ * a newer cluster epoch, is another copy: its writes are judged by the store; 0 outside a cluster). */
+typedef struct fence {
+    uint8_t id[FWM_SESSION_ID_BYTES];
+    uint64_t epoch;
+} fence;
+
 struct fwm__journal {
     fwm__journal_params params;
     pthread_t thread;
@@ -27,7 +34,7 @@ struct fwm__journal {
     char why[300];
     fwm__journal_stats stats;
     /* journal thread only: */
-    uint8_t (*fenced)[FWM_SESSION_ID_BYTES];
+    fence *fenced;
     size_t fenced_count, fenced_capacity;
     uint8_t (*moved)[FWM_SESSION_ID_BYTES]; /* of those, the ones fenced because another node owns them */
     size_t moved_count, moved_capacity;
@@ -48,26 +55,39 @@ const char *fwm__fsync_mode_name(fwm__fsync_mode mode) {
 
 static long fence_find(const fwm__journal *j, const uint8_t *id) {
     for (size_t i = 0; i < j->fenced_count; i++)
-        if (memcmp(j->fenced[i], id, FWM_SESSION_ID_BYTES) == 0) return (long)i;
+        if (memcmp(j->fenced[i].id, id, FWM_SESSION_ID_BYTES) == 0) return (long)i;
     return -1;
 }
 
-static void fence_add(fwm__journal *j, const uint8_t *id) {
-    if (fence_find(j, id) >= 0) return;
+/* Whether a write made under `epoch` for session `id` is refused by a fence. */
+static bool fenced_out(const fwm__journal *j, const uint8_t *id, uint64_t epoch) {
+    long i = j->fenced_count ? fence_find(j, id) : -1;
+    return i >= 0 && epoch <= j->fenced[i].epoch;
+}
+
+static void fence_add(fwm__journal *j, const uint8_t *id, uint64_t epoch) {
+    long i = fence_find(j, id);
+    if (i >= 0) {
+        if (epoch > j->fenced[i].epoch) j->fenced[i].epoch = epoch;
+        return;
+    }
     if (j->fenced_count == j->fenced_capacity) {
         size_t capacity = j->fenced_capacity ? 2 * j->fenced_capacity : 64;
-        void *grown = fwm__realloc(j->fenced, capacity * FWM_SESSION_ID_BYTES);
+        void *grown = fwm__realloc(j->fenced, capacity * sizeof *j->fenced);
         if (!grown) return; /* out of memory: the session's later writes go through unfenced */
         j->fenced = grown;
         j->fenced_capacity = capacity;
     }
-    memcpy(j->fenced[j->fenced_count++], id, FWM_SESSION_ID_BYTES);
+    fence *f = &j->fenced[j->fenced_count++];
+    memcpy(f->id, id, FWM_SESSION_ID_BYTES);
+    f->epoch = epoch;
 }
 
-static void fence_remove(fwm__journal *j, const uint8_t *id) {
+/* A copy of the session loaded under `epoch`: lifts a fence of that epoch or an older one. */
+static void fence_remove(fwm__journal *j, const uint8_t *id, uint64_t epoch) {
     long i = fence_find(j, id);
-    if (i < 0) return;
-    memcpy(j->fenced[i], j->fenced[--j->fenced_count], FWM_SESSION_ID_BYTES);
+    if (i < 0 || j->fenced[i].epoch > epoch) return;
+    j->fenced[i] = j->fenced[--j->fenced_count];
 }
 
 /* Sessions fenced by FWM_STORE_FENCED (cluster): the requests queued behind the refused one are
@@ -102,18 +122,19 @@ static bool writes(const fwm__store_op *op) {
 /* Fence every session the outbox writes for. */
 static void fence_outbox(fwm__journal *j, const fwm__outbox *o) {
     for (size_t i = 0; i < o->op_count; i++)
-        if (writes(&o->ops[i])) fence_add(j, o->ops[i].id);
+        if (writes(&o->ops[i])) fence_add(j, o->ops[i].id, o->ops[i].epoch);
 }
 
 /* Walk the outbox's operations in order against the fences: a LOADED marker lifts its session's
- * fence; a write for a fenced session makes the whole outbox fail. */
+ * fence; a write for a fenced session (made under the fenced epoch or an older one) makes the whole
+ * outbox fail. */
 static bool passes_fences(fwm__journal *j, const fwm__outbox *o) {
     for (size_t i = 0; i < o->op_count; i++) {
         if (o->ops[i].kind == FWM_OP_LOADED) {
-            fence_remove(j, o->ops[i].id);
+            fence_remove(j, o->ops[i].id, o->ops[i].epoch);
             if (j->moved_count) moved_remove(j, o->ops[i].id);
         }
-        else if (j->fenced_count && fence_find(j, o->ops[i].id) >= 0) return false;
+        else if (fenced_out(j, o->ops[i].id, o->ops[i].epoch)) return false;
     }
     return true;
 }
@@ -134,13 +155,19 @@ static void mark_fenced_behind(fwm__journal *j, fwm__outbox *o) {
 
 /* ---- writing ---- */
 
-static fwm__store_status apply(fwm__journal *j, const fwm__outbox *o, fwm__store_error *error) {
+/* `epoch`: the epoch the batch's operations so far were marked with (cluster: writer_epoch). */
+static fwm__store_status apply(fwm__journal *j, const fwm__outbox *o, uint64_t *epoch, fwm__store_error *error) {
     fwm__store *st = j->params.store;
     const fwm__store_backend *b = st->backend;
     fwm__store_status status = FWM_STORE_OK;
     for (size_t i = 0; i < o->op_count && status == FWM_STORE_OK; i++) {
         const fwm__store_op *op = &o->ops[i];
         const uint8_t *bytes = o->store_bytes + op->offset;
+        if (b->writer_epoch && op->kind != FWM_OP_LOADED && op->epoch != *epoch) {
+            status = b->writer_epoch(st, op->epoch, error);
+            *epoch = op->epoch;
+            if (status != FWM_STORE_OK) break;
+        }
         switch (op->kind) {
         case FWM_OP_META: status = b->put_meta(st, op->id, bytes, op->length, error); break;
         case FWM_OP_SNAPSHOT: status = b->put_snapshot(st, op->id, bytes, op->length, error); break;
@@ -180,7 +207,8 @@ static void set_health(fwm__journal *j, bool ok, const char *why) {
 static fwm__store_status write_batch(fwm__journal *j, fwm__outbox **list, size_t n, fwm__store_error *error) {
     fwm__store *st = j->params.store;
     fwm__store_status status = st->backend->begin(st, error);
-    for (size_t i = 0; i < n && status == FWM_STORE_OK; i++) status = apply(j, list[i], error);
+    uint64_t epoch = 0;
+    for (size_t i = 0; i < n && status == FWM_STORE_OK; i++) status = apply(j, list[i], &epoch, error);
     if (status == FWM_STORE_OK) return st->backend->commit(st, error);
     st->backend->abort(st);
     return status;
@@ -231,8 +259,8 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
     } else {
         /* the fences as they were, to re-walk them if the batch must be retried one by one */
         size_t saved_count = j->fenced_count;
-        uint8_t(*saved)[FWM_SESSION_ID_BYTES] = saved_count ? fwm__malloc(saved_count * FWM_SESSION_ID_BYTES) : NULL;
-        if (saved) memcpy(saved, j->fenced, saved_count * FWM_SESSION_ID_BYTES);
+        fence *saved = saved_count ? fwm__malloc(saved_count * sizeof *saved) : NULL;
+        if (saved) memcpy(saved, j->fenced, saved_count * sizeof *saved);
         for (size_t i = 0; i < n; i++) {
             fwm__outbox *o = all[i];
             if (o->store_failed) mark_failed(j, o, o->store_error);
@@ -246,7 +274,7 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
             set_health(j, true, NULL);
         } else if (status != FWM_STORE_OK) {
             /* retry one outbox at a time, so one that does not fit fails alone */
-            if (saved) memcpy(j->fenced, saved, saved_count * FWM_SESSION_ID_BYTES);
+            if (saved) memcpy(j->fenced, saved, saved_count * sizeof *saved);
             if (saved || saved_count == 0) j->fenced_count = saved_count;
             bool any_failed = false;
             char why[300];

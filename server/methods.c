@@ -160,6 +160,7 @@ static fwm__session_entry *new_entry(request *r, uint32_t m, uint32_t topk, bool
     if (e) {
         e->model_index = m;
         e->default_topk = topk;
+        e->epoch = fwm__cluster_node_epoch(r->s);
         e->memory_bytes = model->session_bytes;
         e->last_used_ms = now_ms();
         e->last_logits = fwm__calloc(model->info.vocab_size, sizeof(float));

@@ -42,6 +42,7 @@ typedef struct worker {
     fwm__session_entry **batch; /* [max_batch] sessions this worker holds */
     bool *finished;             /* [max_batch] its head job ended in this batch */
     bool *stepped;              /* [max_batch] it was stepped in this batch */
+    bool *moved;                /* [max_batch] its node no longer owns it (cluster): jobs answered `moved` */
     fwm_session **sessions;     /* [max_batch] arguments of fwm_batch_step */
     uint32_t *tokens;
     size_t *rows;               /* [max_batch] batch index of each stepped row */
@@ -179,6 +180,12 @@ uint64_t fwm__scheduler_entry_jobs(fwm__scheduler *s, const fwm__session_entry *
     return n;
 }
 
+void fwm__scheduler_move_away(fwm__scheduler *s, fwm__session_entry *e) {
+    pthread_mutex_lock(&s->mutex);
+    e->moved_away = true;
+    pthread_mutex_unlock(&s->mutex);
+}
+
 bool fwm__scheduler_entry_busy(fwm__scheduler *s, const fwm__session_entry *e) {
     pthread_mutex_lock(&s->mutex);
     bool busy = e->jobs_pending > 0 || e->running;
@@ -262,6 +269,7 @@ static size_t take_batch(fwm__scheduler *s, worker *w) {
         w->batch[n] = e;
         w->finished[n] = false;
         w->stepped[n] = false;
+        w->moved[n] = e->moved_away;
         n++;
     }
     return n;
@@ -327,7 +335,9 @@ static void run_batch(worker *w, size_t n) {
     for (size_t i = 0; i < n; i++) {
         fwm__session_entry *e = w->batch[i];
         fwm__job *job = e->jobs_head;
-        if (e->load_failed && job->kind != FWM_JOB_CLOSE && job->kind != FWM_JOB_LOAD) {
+        if (w->moved[i] && job->kind != FWM_JOB_CLOSE) {
+            w->finished[i] = fwm__job_fail_moved(&w->jobs, e, job);
+        } else if (e->load_failed && job->kind != FWM_JOB_CLOSE && job->kind != FWM_JOB_LOAD) {
             char message[300];
             snprintf(message, sizeof message, "session %s cannot be loaded from the store: %s", e->hex, e->load_error);
             w->finished[i] = fwm__job_fail(&w->jobs, e, job, FWM_RPC_STORAGE, message);
@@ -424,6 +434,7 @@ static void worker_release(worker *w) {
     fwm__free(w->batch);
     fwm__free(w->finished);
     fwm__free(w->stepped);
+    fwm__free(w->moved);
     fwm__free(w->sessions);
     fwm__free(w->tokens);
     fwm__free(w->rows);
@@ -439,6 +450,7 @@ static bool worker_init(worker *w, fwm__scheduler *s) {
     w->batch = fwm__calloc(b, sizeof *w->batch);
     w->finished = fwm__calloc(b, sizeof *w->finished);
     w->stepped = fwm__calloc(b, sizeof *w->stepped);
+    w->moved = fwm__calloc(b, sizeof *w->moved);
     w->sessions = fwm__calloc(b, sizeof *w->sessions);
     w->tokens = fwm__calloc(b, sizeof *w->tokens);
     w->rows = fwm__calloc(b, sizeof *w->rows);
@@ -446,10 +458,11 @@ static bool worker_init(worker *w, fwm__scheduler *s) {
     w->sinks = fwm__calloc(b, sizeof *w->sinks);
     w->reserved = fwm__calloc(b, sizeof *w->reserved);
     if (!w->sinks || !w->reserved) return false;
-    if (!(w->batch && w->finished && w->stepped && w->sessions && w->tokens && w->rows && w->logits &&
+    if (!(w->batch && w->finished && w->stepped && w->moved && w->sessions && w->tokens && w->rows && w->logits &&
           fwm__job_context_init(&w->jobs, s->params.models, s->params.model_count)))
         return false;
     w->jobs.store = s->params.store;
+    w->jobs.advertise = s->params.advertise;
     w->jobs.model_names = s->params.model_names;
     w->jobs.snapshot_tokens = s->params.snapshot_tokens ? s->params.snapshot_tokens : SIZE_MAX;
     return true;

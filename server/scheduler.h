@@ -121,6 +121,7 @@ typedef struct fwm__store_op {
     fwm__store_op_kind kind;
     uint8_t id[FWM_SESSION_ID_BYTES];
     uint64_t seq, below;
+    uint64_t epoch;        /* cluster: the epoch of the session copy that made it (0: the node's current one) */
     size_t offset, length; /* bytes in the outbox's store_bytes */
 } fwm__store_op;
 
@@ -156,6 +157,7 @@ typedef struct fwm__scheduler_params {
     size_t workers;   /* >= 1 */
     size_t max_batch; /* >= 1: sessions stepped in one batch by one worker */
     size_t max_unsent; /* a sink with more posted-but-undelivered bytes is not stepped; 0: no limit */
+    const char *advertise; /* cluster: this node's address (the `moved` of a dropped entry's jobs); or NULL */
     void (*post)(void *user, fwm__outbox *outbox); /* takes ownership of outbox */
     void *user;
 } fwm__scheduler_params;
@@ -170,6 +172,9 @@ void fwm__scheduler_stop(fwm__scheduler *scheduler);
 
 /* Append a job to `entry`'s queue (ownership passes); the session becomes ready if it was idle. */
 void fwm__scheduler_submit(fwm__scheduler *scheduler, fwm__session_entry *entry, fwm__job *job);
+/* Cluster: `entry` was dropped because this node no longer owns its session (loop thread): every job
+ * still queued for it, except the CLOSE that frees it, is answered `moved` instead of running. */
+void fwm__scheduler_move_away(fwm__scheduler *scheduler, fwm__session_entry *entry);
 /* Mark a sink (un)congested; uncongesting makes its parked sessions ready again. */
 void fwm__scheduler_set_congested(fwm__scheduler *scheduler, fwm__sink *sink, bool congested);
 /* The loop handed `bytes` of a sink's posted output to its connection (see max_unsent). */

@@ -529,7 +529,7 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     fwm__scheduler_params sp = {
         .models = s->model_handles, .model_names = s->model_names, .model_count = s->model_count,
         .store = s->store, .snapshot_tokens = config->snapshot_tokens, .workers = s->workers,
-        .max_batch = config->max_batch, .max_unsent = config->max_output_bytes,
+        .max_batch = config->max_batch, .max_unsent = config->max_output_bytes, .advertise = config->advertise,
         .post = s->store && !fwm__journal_inline(s->journal) ? post_to_journal : post_outbox, .user = s};
     if (!(s->scheduler = fwm__scheduler_start(&sp))) {
         fprintf(stderr, "fwm-serve: cannot start %zu worker threads\n", s->workers);

@@ -45,6 +45,8 @@ typedef struct fwm__session_entry {
     char load_error[160];   /* why */
 
     /* loop thread: */
+    uint64_t epoch;         /* cluster: the node's fencing epoch when this copy was created or claimed (0 outside
+                             * a cluster); set before its first job, carried by its store operations */
     uint64_t last_used_ms;
     struct fwm__session_entry *bucket_next;
     bool in_table;
@@ -58,6 +60,7 @@ typedef struct fwm__session_entry {
     bool queued;  /* on the ready list or parked */
     bool running; /* a worker holds it */
     uint64_t jobs_submitted; /* ever, so the loop can tell whether a session was used since a mark */
+    bool moved_away;         /* cluster: dropped, its node no longer owns it: queued jobs answered `moved` */
     struct fwm__session_entry *ready_next;
 } fwm__session_entry;
 

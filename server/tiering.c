@@ -90,6 +90,7 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
         return NULL;
     }
     fwm__session_entry *e = entry_for(s, id, (uint32_t)model, meta.topk);
+    if (e) e->epoch = fwm__cluster_node_epoch(s); /* the epoch it was claimed under */
     fwm__job *load = e ? fwm__job_new(FWM_JOB_LOAD) : NULL;
     if (!load || !fwm__session_table_insert(&s->sessions, e)) {
         fwm__job_free(load);
@@ -184,6 +185,7 @@ void fwm__tiering_write_failed(fwm__server *s, const fwm__outbox *o) {
         if (i > 0 && memcmp(o->ops[i - 1].id, op->id, FWM_SESSION_ID_BYTES) == 0) continue;
         fwm__session_entry *e = fwm__session_table_find(&s->sessions, op->id);
         if (!e) continue; /* not resident: rebuilt from the store on its next use */
+        if (op->epoch && e->epoch != op->epoch) continue; /* another copy (cluster): not the one refused */
         fwm__job *load = fwm__job_new(FWM_JOB_LOAD);
         if (load) fwm__scheduler_submit(s->scheduler, e, load);
     }

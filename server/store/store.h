@@ -92,6 +92,10 @@ typedef struct fwm__store_backend {
                                     fwm__store_error *error);
     /* Delete meta, snapshot and log of a session (absent: no-op). */
     fwm__store_status (*remove)(fwm__store *store, const uint8_t *id, fwm__store_error *error);
+    /* Cluster (NULL for a backend without one): the operations that follow in this batch were made
+     * under the node's fencing epoch `epoch` (0: the node's current one). The batch writes them only
+     * when that epoch is still the node's lease and owns their sessions (cluster.h). */
+    fwm__store_status (*writer_epoch)(fwm__store *store, uint64_t epoch, fwm__store_error *error);
     fwm__store_status (*commit)(fwm__store *store, fwm__store_error *error);
     void (*abort)(fwm__store *store);
     /* Force every committed batch to disk. */

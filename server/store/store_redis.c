@@ -130,35 +130,52 @@ static bool from_hex(const char *hex, size_t length, uint8_t id[FWM_STORE_ID_BYT
 
 /* ---- connections ---- */
 
-/* The scripts. The batch: ARGV[1] this node's token ("" outside a cluster), ARGV[2] its lease key,
- * then operations: M id bytes | S id bytes | L id seq member-prefix bytes | D id min max | R id. */
+/* The scripts. The batch: ARGV[1] this node's current token ("" outside a cluster), ARGV[2] its lease
+ * key, then operations: M id bytes | S id bytes | L id seq member-prefix bytes | D id min max | R id,
+ * and T token: the operations after it were made under that token (the epoch of the session copy
+ * that made them; "" or none: the current token). In a cluster every operation's token must still be
+ * the node's lease, and must own the operation's session: a copy of a session loaded under an older
+ * epoch can never write, even after this node claimed the session again under a newer one. */
 static const char BATCH_SCRIPT[] =
-    "local token, n = ARGV[1], #ARGV\n"
-    "if token ~= '' then\n"
-    "  local seen, i = {}, 3\n"
+    "local current, n = ARGV[1], #ARGV\n"
+    "if current ~= '' then\n"
+    "  local lease = redis.call('GET', ARGV[2])\n"
+    "  local seen, stale, token, i = {}, lease ~= current, current, 3\n"
     "  while i <= n do\n"
     "    local op, id = ARGV[i], ARGV[i + 1]\n"
-    "    if not seen[id] then\n"
-    "      seen[id] = true\n"
-    "      local owner = redis.call('GET', 'fwm:owner:' .. id)\n"
-    "      if owner == false then\n"
-    "        if redis.call('EXISTS', 'fwm:meta:' .. id) == 1 then\n"
-    "          return redis.error_reply('FENCED - session ' .. id .. ' is not owned by this node') end\n"
-    "      elseif owner ~= token then\n"
-    "        return redis.error_reply('FENCED ' .. string.sub(owner, string.find(owner, '|', 1, true) + 1) ..\n"
-    "          ' session ' .. id .. ' is owned by another node') end\n"
+    "    if op == 'T' then\n"
+    "      token = id ~= '' and id or current\n"
+    "      if token ~= lease then stale = true end\n"
+    "      i = i + 2\n"
+    "    else\n"
+    "      if not seen[token .. ' ' .. id] then\n"
+    "        seen[token .. ' ' .. id] = true\n"
+    "        local owner = redis.call('GET', 'fwm:owner:' .. id)\n"
+    "        if owner == false then\n"
+    "          if redis.call('EXISTS', 'fwm:meta:' .. id) == 1 then\n"
+    "            return redis.error_reply('FENCED - session ' .. id .. ' is not owned by this node') end\n"
+    "        elseif owner ~= token then\n"
+    "          if owner == current then\n"
+    "            return redis.error_reply('FENCED - session ' .. id .. ' was claimed again since this copy of it was loaded') end\n"
+    "          return redis.error_reply('FENCED ' .. string.sub(owner, string.find(owner, '|', 1, true) + 1) ..\n"
+    "            ' session ' .. id .. ' is owned by another node')\n"
+    "        end\n"
+    "      end\n"
+    "      if op == 'L' or op == 'D' then i = i + (op == 'L' and 5 or 4) elseif op == 'R' then i = i + 2 else i = i + 3 end\n"
     "    end\n"
-    "    if op == 'L' or op == 'D' then i = i + (op == 'L' and 5 or 4) elseif op == 'R' then i = i + 2 else i = i + 3 end\n"
     "  end\n"
-    "  if redis.call('GET', ARGV[2]) ~= token then return redis.error_reply('FENCED - this node lost its lease') end\n"
+    "  if stale then return redis.error_reply('FENCED - this node lost its lease') end\n"
     "end\n"
-    "local i = 3\n"
+    "local token, i = current, 3\n"
     "while i <= n do\n"
     "  local op, id = ARGV[i], ARGV[i + 1]\n"
-    "  if op == 'M' then\n"
+    "  if op == 'T' then\n"
+    "    token = id ~= '' and id or current\n"
+    "    i = i + 2\n"
+    "  elseif op == 'M' then\n"
     "    redis.call('SET', 'fwm:meta:' .. id, ARGV[i + 2])\n"
     "    redis.call('ZADD', 'fwm:sessions', 0, id)\n"
-    "    if token ~= '' then redis.call('SET', 'fwm:owner:' .. id, token) end\n"
+    "    if current ~= '' then redis.call('SET', 'fwm:owner:' .. id, token) end\n"
     "    i = i + 3\n"
     "  elseif op == 'S' then\n"
     "    redis.call('SET', 'fwm:snap:' .. id, ARGV[i + 2])\n"
@@ -641,6 +658,21 @@ static fwm__store_status redis_remove(fwm__store *base, const uint8_t *id, fwm__
     return batch_state(s, error);
 }
 
+/* Cluster: the operations that follow were made under `epoch` (0: under the current token). The
+ * token is sent as it was then, never the current one: the script refuses it once it is stale. */
+static fwm__store_status redis_writer_epoch(fwm__store *base, uint64_t epoch, fwm__store_error *error) {
+    redis_store *s = (redis_store *)base;
+    char token[sizeof s->token] = "";
+    if (epoch) {
+        pthread_mutex_lock(&s->token_mutex);
+        snprintf(token, sizeof token, "%llu|%s", (unsigned long long)epoch, s->address);
+        pthread_mutex_unlock(&s->token_mutex);
+    }
+    arg_text(s, "T");
+    arg_text(s, token);
+    return batch_state(s, error);
+}
+
 static void redis_abort(fwm__store *base) {
     redis_store *s = (redis_store *)base;
     s->open = false;
@@ -938,6 +970,7 @@ const fwm__store_backend fwm__store_redis = {
     .append_log = redis_append_log,
     .delete_log = redis_delete_log,
     .remove = redis_remove,
+    .writer_epoch = redis_writer_epoch,
     .commit = redis_commit,
     .abort = redis_abort,
     .sync = redis_sync,

@@ -230,6 +230,72 @@ def case_fencing(env):
     check_eq(b.stop(), 0, "clean exit")
 
 
+def case_lease_lost_queued(env):
+    """A node loses its lease with feeds still queued for a session; it joins again and, on the next
+    request, claims the session anew and loads a second copy. The first copy's queued feeds are made
+    under the old epoch: the store refuses them (`moved`), so the two copies never both write. Every
+    acknowledged feed is in the state another node recovers, and no feed answered `moved` is."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    ttl = 600  # renewed every 200 ms: a finds its lease gone soon, with feeds still queued
+    ref = Reference(env, model)
+    a = start_node(env, model, redis, ttl)
+    c1, c2 = Client(a.address, timeout=60), Client(a.address, timeout=60)
+    s = c1.call("open")["session"]
+    pos0 = c1.call("predict", session=s)["pos"]
+    words = sorted(i for w, i in vocab.items() if not w.startswith("<"))
+    rng = random.Random(3)
+    long_ops = [[rng.choice(words) for _ in range(200)] for _ in range(1500)]
+    short = [vocab[w] for w in "mary moved to the bathroom .".split()]
+    pending = [c1.send("feed", session=s, tokens=op, notify=False) for op in long_ops]
+    time.sleep(0.05)
+    redis.command("DEL", "fwm:node:" + a.address)  # the lease is gone: a must find out and join again
+    started = time.time()
+    time.sleep(0.3)  # a joined again: the next request claims the session anew (a second copy)
+    acked = []  # (pos after the feed, tokens)
+    refused = queued_refused = 0
+    tries = 0
+    while len([x for x in acked if x[1] is short]) < 10 and tries < 500:
+        tries += 1
+        try:
+            acked.append((c2.call("feed", session=s, tokens=short, notify=False)["pos"], short))
+        except RpcError as e:
+            check(e.name in ("moved", "storage"), "a refused feed is redirected or refused", e.name, e.message)
+            refused += 1
+            time.sleep(0.02)
+    check(tries < 500, "the node served the session again after joining again", tries)
+    c2_done = time.time() - started
+    for msgid, op in zip(pending, long_ops):
+        try:
+            acked.append((c1.wait(msgid)["pos"], op))
+        except RpcError as e:
+            check(e.name == "moved", "a queued feed of the old copy is answered moved", e.name, e.message)
+            queued_refused += 1
+    c1_done = time.time() - started
+    # the acknowledged feeds, in the order the positions they answered say they were applied
+    acked.sort(key=lambda x: x[0])
+    at = pos0
+    for pos, op in acked:
+        check(pos == at + len(op), "acknowledged feeds form one history (no two copies wrote)",
+              [(p, len(o)) for p, o in acked])
+        at = pos
+    losses = c1.call("stats")["cluster"]["lease_losses"]
+    check(losses >= 1, "the node saw its lease lost", losses)
+    a.proc.send_signal(signal.SIGKILL)
+    a.proc.wait()
+    time.sleep(ttl / 1000.0 + 0.5)
+    b = start_node(env, model, redis, ttl)
+    cb = Client(b.address, timeout=60)
+    expected = ref.predict([op for _, op in acked])
+    check_eq(state(cb, s), expected, "every acknowledged feed, and nothing refused, is in the recovered state")
+    check(queued_refused > 0, "the lease was lost with feeds still queued (else the case tests nothing)")
+    print("lease lost with feeds queued: of %d pipelined feeds %d refused; %d refused, %d acknowledged on another "
+          "connection (in %.2f s, the pipelined ones in %.2f s); recovered at pos %d" % (
+              len(long_ops), queued_refused, refused, tries - refused, c2_done, c1_done, expected[0]))
+    check_eq(b.stop(), 0, "clean exit")
+
+
 def case_leave(env):
     """SIGTERM on a node writes its sessions' snapshots and releases its lease: another node serves
     them at once, long before the lease's TTL would have run out."""
