@@ -10,6 +10,16 @@
 #include "fwm_alloc.h"
 #include "store/cluster.h"
 #include "tiering.h"
+#include "timed_wait.h"
+
+/* After a failed attempt to join again, the next waits this long: requests that find the lease lost
+ * meanwhile are refused at once instead of each waiting for Redis. */
+#define REJOIN_INTERVAL_NS 500000000u
+
+/* At start, a lease already held under this node's address is waited for (it may be a crashed
+ * run's, expiring within the TTL) this much past the TTL, retrying every JOIN_RETRY_MS. */
+#define JOIN_GRACE_MS 500u
+#define JOIN_RETRY_MS 100L
 
 struct fwm__cluster_node {
     fwm__server *server;
@@ -21,16 +31,13 @@ struct fwm__cluster_node {
     bool lost;            /* the renewal thread found the lease gone (or could not renew in time) */
     uint64_t generation;  /* (mutex) joins so far: a renewal begun before a join says nothing of its lease */
     uint64_t epoch;       /* loop thread */
+    uint64_t join_tried_ns; /* loop thread: the last attempt to join again after a loss */
+    size_t dropped_since_loss; /* loop thread: resident sessions dropped since the lease was lost */
+    uint64_t valid_until_ns; /* (mutex) monotonic: the lease surely lasts until then (sent + TTL of the
+                                last renewal or join Redis confirmed); reads of resident sessions stop there */
     /* counters (mutex) */
     uint64_t renewals, renewal_failures, losses;
 };
-
-static void deadline_in(struct timespec *ts, uint64_t ns) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    uint64_t total = (uint64_t)ts->tv_nsec + ns;
-    ts->tv_sec += (time_t)(total / 1000000000u);
-    ts->tv_nsec = (long)(total % 1000000000u);
-}
 
 /* Renew every third of the TTL. A lease not renewed for a whole TTL is taken as lost, even when
  * Redis could not say so (it may have expired meanwhile, and another node may own the sessions). */
@@ -41,7 +48,7 @@ static void *renewal_main(void *arg) {
     pthread_mutex_lock(&n->mutex);
     while (!n->stopping) {
         struct timespec ts;
-        deadline_in(&ts, ttl_ms * 1000000u / 3);
+        fwm__deadline_in(&ts, ttl_ms * 1000000u / 3);
         pthread_cond_timedwait(&n->wake, &n->mutex, &ts);
         if (n->stopping) break;
         if (n->lost) continue; /* the loop joins again; then renewals go on */
@@ -49,6 +56,7 @@ static void *renewal_main(void *arg) {
         pthread_mutex_unlock(&n->mutex);
         bool lost = false;
         fwm__store_error error = {"", ""};
+        uint64_t sent = fwm__now_ns();
         fwm__store_status st = fwm__cluster_renew(s->store, ttl_ms, &lost, &error);
         uint64_t now = fwm__now_ns();
         if (st == FWM_STORE_OK && !lost) last_ok = now;
@@ -59,7 +67,10 @@ static void *renewal_main(void *arg) {
             last_ok = now;
             continue;
         }
-        if (st == FWM_STORE_OK && !lost) n->renewals++;
+        if (st == FWM_STORE_OK && !lost) {
+            n->renewals++;
+            n->valid_until_ns = sent + ttl_ms * 1000000u;
+        }
         if (st != FWM_STORE_OK) n->renewal_failures++;
         if (lost) {
             n->lost = true;
@@ -83,10 +94,27 @@ int fwm__cluster_node_start(fwm__server *s) {
     if (!n) return 1;
     n->server = s;
     pthread_mutex_init(&n->mutex, NULL);
-    pthread_cond_init(&n->wake, NULL);
+    fwm__cond_init_monotonic(&n->wake);
     s->cluster = n;
     fwm__store_error error = {"", ""};
-    if (fwm__cluster_join(s->store, cfg->advertise, cfg->lease_ttl_ms, &n->epoch, &error) != FWM_STORE_OK) {
+    /* A lease held under this address is a crashed run's until it expires, or another live node's. */
+    uint64_t sent = fwm__now_ns(), give_up = sent + (cfg->lease_ttl_ms + JOIN_GRACE_MS) * 1000000u;
+    fwm__store_status st;
+    while ((st = fwm__cluster_join(s->store, cfg->advertise, cfg->lease_ttl_ms, &n->epoch, &error)) == FWM_STORE_BUSY &&
+           sent < give_up) {
+        if (sent + 1000000u * JOIN_RETRY_MS >= give_up) break;
+        struct timespec pause = {0, JOIN_RETRY_MS * 1000000L};
+        nanosleep(&pause, NULL);
+        sent = fwm__now_ns();
+    }
+    if (st == FWM_STORE_BUSY) {
+        fprintf(stderr,
+                "fwm-serve: cannot join the cluster: %s, renewed throughout a whole lease (%zu ms): another "
+                "fwm-serve is running with --advertise %s; give every node its own address\n",
+                error.message, cfg->lease_ttl_ms, cfg->advertise);
+        return 1;
+    }
+    if (st != FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: cannot join the cluster: %s\n", error.message);
         return 1;
     }
@@ -94,6 +122,7 @@ int fwm__cluster_node_start(fwm__server *s) {
         fprintf(stderr, "fwm-serve: cannot start the lease thread\n");
         return 1;
     }
+    n->valid_until_ns = sent + cfg->lease_ttl_ms * 1000000u;
     n->thread_started = true;
     fwm__server_log(s, "cluster: node %s, epoch %llu, lease %zu ms", cfg->advertise, (unsigned long long)n->epoch,
                     cfg->lease_ttl_ms);
@@ -168,23 +197,32 @@ static void drop_entry(fwm__server *s, fwm__session_entry *e) {
     fwm__scheduler_submit(s->scheduler, e, close);
 }
 
-/* The lease is gone: whatever is resident may have another owner by now. Drop it all, join again
- * with a new epoch; sessions are claimed anew on their next request. */
-static void lease_lost(fwm__server *s) {
+/* The lease is gone: whatever is resident may have another owner by now. Drop it all, and (when
+ * `rejoin`) join again with a new epoch; sessions are claimed anew on their next request. */
+static void lease_lost(fwm__server *s, bool rejoin) {
     fwm__cluster_node *n = s->cluster;
     size_t dropped = 0;
     while (s->lru_head) {
         drop_entry(s, s->lru_head);
         dropped++;
     }
+    n->dropped_since_loss += dropped;
+    if (!rejoin) return;
+    dropped = n->dropped_since_loss;
     uint64_t old = n->epoch;
     fwm__store_error error = {"", ""};
+    uint64_t sent = fwm__now_ns();
+    if (n->join_tried_ns && sent - n->join_tried_ns < REJOIN_INTERVAL_NS) return; /* Redis just failed us */
+    n->join_tried_ns = sent;
     if (fwm__cluster_join(s->store, s->config->advertise, s->config->lease_ttl_ms, &n->epoch, &error) != FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: cluster: lease lost and cannot join again yet: %s\n", error.message);
         return; /* stays lost: tried again on the next tick */
     }
     pthread_mutex_lock(&n->mutex);
     n->lost = false;
+    n->join_tried_ns = 0;
+    n->dropped_since_loss = 0;
+    n->valid_until_ns = sent + s->config->lease_ttl_ms * 1000000u;
     n->generation++;
     n->losses++;
     pthread_cond_broadcast(&n->wake);
@@ -199,7 +237,17 @@ void fwm__cluster_node_poll(fwm__server *s) {
     pthread_mutex_lock(&n->mutex);
     bool lost = n->lost;
     pthread_mutex_unlock(&n->mutex);
-    if (lost) lease_lost(s);
+    if (lost) lease_lost(s, true);
+}
+
+void fwm__cluster_node_check_lease(fwm__server *s) {
+    fwm__cluster_node *n = s->cluster;
+    if (!n) return;
+    pthread_mutex_lock(&n->mutex);
+    if (!n->lost && fwm__now_ns() >= n->valid_until_ns) n->lost = true; /* no renewal confirmed in time */
+    bool lost = n->lost;
+    pthread_mutex_unlock(&n->mutex);
+    if (lost) lease_lost(s, false); /* joining again is the housekeeping's: this request waits for no Redis call */
 }
 
 static void fail_moved(fwm__rpc_failure *failure, const char *hex, const char *owner) {
@@ -232,7 +280,7 @@ bool fwm__cluster_node_claim(fwm__server *s, const uint8_t *id, fwm__rpc_failure
             pthread_mutex_lock(&n->mutex);
             n->lost = true;
             pthread_mutex_unlock(&n->mutex);
-            lease_lost(s);
+            lease_lost(s, true);
             continue;
         case FWM_CLAIM_ERROR:
             fwm__rpc_fail(failure, FWM_RPC_STORAGE, "cannot ask the store who owns session %s: %s", hex, error.message);

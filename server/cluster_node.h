@@ -25,6 +25,12 @@ void fwm__cluster_node_leave(fwm__server *server);
 /* Handle a lost lease if the renewal thread saw one (called on every wake and housekeeping tick). */
 void fwm__cluster_node_poll(fwm__server *server);
 
+/* Before serving a resident session: when no renewal has confirmed the lease up to now (Redis slow
+ * or unreachable, the node paused), the lease is taken as lost here and then, so a node never
+ * answers from a session another node may own by now; what is resident is dropped and the request
+ * goes on as for a stored session (claimed anew, or refused). */
+void fwm__cluster_node_check_lease(fwm__server *server);
+
 /* Before loading stored session `id`: true when this node owns it now (it may have taken it over);
  * false with `failure` filled (moved, unknown_session, storage). */
 bool fwm__cluster_node_claim(fwm__server *server, const uint8_t *id, fwm__rpc_failure *failure);

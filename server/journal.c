@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fwm_alloc.h"
+#include "timed_wait.h"
 
 #define PROBE_INTERVAL_NS 1000000000ull
 #define PROBE_BYTES (1u << 20)
@@ -345,13 +346,6 @@ static void probe(fwm__journal *j) {
     }
 }
 
-static void deadline_in(struct timespec *ts, uint64_t ns) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    uint64_t total = (uint64_t)ts->tv_nsec + ns;
-    ts->tv_sec += (time_t)(total / 1000000000u);
-    ts->tv_nsec = (long)(total % 1000000000u);
-}
-
 static void *journal_main(void *arg) {
     fwm__journal *j = arg;
     pthread_mutex_lock(&j->mutex);
@@ -365,7 +359,7 @@ static void *journal_main(void *arg) {
             }
             if (due <= now) break;
             struct timespec ts;
-            deadline_in(&ts, due - now);
+            fwm__deadline_in(&ts, due - now);
             if (pthread_cond_timedwait(&j->wake, &j->mutex, &ts) == ETIMEDOUT) break;
         }
         fwm__outbox *batch = j->head;
@@ -392,7 +386,7 @@ static void *syncer_main(void *arg) {
     pthread_mutex_lock(&j->mutex);
     while (!j->syncer_stopping) {
         struct timespec ts;
-        deadline_in(&ts, j->params.interval_ms * 1000000u);
+        fwm__deadline_in(&ts, j->params.interval_ms * 1000000u);
         pthread_cond_timedwait(&j->syncer_wake, &j->mutex, &ts);
         if (!j->unsynced || j->syncer_stopping) continue;
         pthread_mutex_unlock(&j->mutex);
@@ -410,8 +404,8 @@ fwm__journal *fwm__journal_start(const fwm__journal_params *params) {
     j->params = *params;
     if (j->params.interval_ms == 0) j->params.interval_ms = 100;
     pthread_mutex_init(&j->mutex, NULL);
-    pthread_cond_init(&j->wake, NULL);
-    pthread_cond_init(&j->syncer_wake, NULL);
+    fwm__cond_init_monotonic(&j->wake);
+    fwm__cond_init_monotonic(&j->syncer_wake);
     if (pthread_create(&j->thread, NULL, journal_main, j) != 0) {
         fwm__journal_stop(j);
         return NULL;

@@ -102,6 +102,7 @@ static fwm__session_entry *find_session(request *r) {
                       "argument 'session' must be 32 hex digits (as returned by open), found %zu bytes", length);
         return NULL;
     }
+    fwm__cluster_node_check_lease(r->s);
     fwm__session_entry *e = fwm__session_table_find(&r->s->sessions, id);
     if (!e && !(e = fwm__tiering_load(r->s, id, &r->failure))) return NULL; /* stored: loaded first */
     e->last_used_ms = now_ms();

@@ -20,7 +20,9 @@
 
 #include "store.h"
 
-/* Join (or join again after losing the lease): a new epoch, the lease key set with `ttl_ms`. */
+/* Join (or join again after losing the lease): a new epoch, the lease key set with `ttl_ms`.
+ * FWM_STORE_BUSY when another incarnation's token holds the lease of `address` (another node given
+ * the same --advertise, or a crashed run of this one whose lease has not expired yet). */
 fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint64_t ttl_ms, uint64_t *epoch,
                                     fwm__store_error *error);
 /* Extend the lease by `ttl_ms`; *lost when it had expired or another incarnation holds it. */

@@ -993,12 +993,26 @@ static redis_store *as_redis(fwm__store *store) {
     return store && store->backend == &fwm__store_redis ? (redis_store *)store : NULL;
 }
 
+/* Join: set the lease key to the new token unless another incarnation's token holds it (a live node
+ * with the same address, or a crashed one whose lease has not expired yet); the caller's previous
+ * token, after a loss, may be replaced. Returns 1, or the token that holds the key. */
+static const char JOIN_SCRIPT[] =
+    "local cur = redis.call('GET', KEYS[1])\n"
+    "if cur and cur ~= ARGV[2] then return cur end\n"
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])\n"
+    "redis.call('SADD', KEYS[2], ARGV[4])\n"
+    "return 1\n";
+
 fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint64_t ttl_ms, uint64_t *epoch,
                                     fwm__store_error *error) {
     redis_store *s = as_redis(store);
     if (!s) return fail(error, FWM_STORE_IO, "cluster mode needs a Redis store (--store redis://...)");
     if (strlen(address) >= sizeof s->address || strchr(address, '|'))
         return fail(error, FWM_STORE_IO, "--advertise %s: too long, or holds '|'", address);
+    char previous[sizeof s->token];
+    pthread_mutex_lock(&s->token_mutex);
+    memcpy(previous, s->token, sizeof previous);
+    pthread_mutex_unlock(&s->token_mutex);
     pthread_mutex_lock(&s->writer.mutex);
     const char *incr[2] = {"INCR", "fwm:epoch"};
     fwm__store_status status;
@@ -1013,16 +1027,17 @@ fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint
     snprintf(token, sizeof token, "%llu|%s", (unsigned long long)*epoch, address);
     snprintf(key, sizeof key, "fwm:node:%s", address);
     snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
-    const char *set[5] = {"SET", key, token, "PX", ttl};
-    r = command_strings(s, &s->writer, 5, set, &status, "cannot register this node", error);
-    if (r) {
-        freeReplyObject(r);
-        const char *add[3] = {"SADD", "fwm:nodes", address};
-        r = command_strings(s, &s->writer, 3, add, &status, "cannot register this node", error);
-        if (r) freeReplyObject(r);
-    }
+    const char *argv[9] = {"EVAL", JOIN_SCRIPT, "2", key, "fwm:nodes", token, previous, ttl, address};
+    r = command_strings(s, &s->writer, 9, argv, &status, "cannot register this node", error);
     pthread_mutex_unlock(&s->writer.mutex);
-    if (status != FWM_STORE_OK) return status;
+    if (!r) return status;
+    if (r->type == REDIS_REPLY_STRING) {
+        status = fail(error, FWM_STORE_BUSY, "the lease of %s is held by another fwm-serve (token %.*s)", address,
+                      (int)(r->len < 200 ? r->len : 200), r->str);
+        freeReplyObject(r);
+        return status;
+    }
+    freeReplyObject(r);
     pthread_mutex_lock(&s->token_mutex);
     memcpy(s->token, token, sizeof token);
     memcpy(s->node_key, key, sizeof key);

@@ -324,6 +324,78 @@ def case_leave(env):
     check_eq(b.stop(), 0, "clean exit")
 
 
+def case_duplicate_advertise(env):
+    """Two processes given the same --advertise: the second waits a whole lease for the first's to
+    expire, sees it renewed, and refuses to start, naming the address; the first keeps its lease and
+    its sessions. A run killed with SIGKILL is replaced at the same address once its lease expires."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    ttl = 1000
+    ref = Reference(env, model)
+    a = start_node(env, model, redis, ttl)
+    ca = Client(a.address)
+    s = ca.call("open")["session"]
+    tokens = [vocab[w] for w in "mary moved to the bathroom .".split()]
+    ca.call("feed", session=s, tokens=tokens, notify=False)
+    token = redis.command("GET", "fwm:node:" + a.address)
+    started = time.time()
+    twin = env.start([model], "--store", redis.location, "--advertise", a.address, "--lease-ttl-ms", str(ttl),
+                     "--listen", "tcp://127.0.0.1:0", wait=False)
+    check_eq(twin.wait(timeout=20), 1, "the second process exits 1")
+    waited = time.time() - started
+    check("another fwm-serve is running with --advertise " + a.address in twin.stderr(),
+          "and names the address it was given", twin.stderr())
+    check(waited >= ttl / 1000.0, "after waiting a whole lease for the first's to expire", waited)
+    check_eq(redis.command("GET", "fwm:node:" + a.address), token, "the first node's lease is untouched")
+    check_eq(state(ca, s), ref.predict([tokens]), "and it serves its session")
+    check_eq(ca.call("stats")["cluster"]["lease_losses"], 0, "without ever losing its lease")
+    a.kill()
+    started = time.time()
+    a2 = env.start([model], "--store", redis.location, "--advertise", a.address, "--lease-ttl-ms", str(ttl),
+                   "--workers", "1", listen=[a.address])
+    check(time.time() - started < ttl / 1000.0 + 3, "a killed node's successor starts once its lease expired",
+          time.time() - started)
+    check_eq(state(Client(a2.address), s), ref.predict([tokens]), "and serves its session")
+    check_eq(a2.stop(), 0, "clean exit")
+
+
+def case_stale_read(env):
+    """A node whose lease no renewal has confirmed for a whole TTL (Redis stopped) stops answering
+    from its resident sessions at once, instead of until a renewal call times out: another node may
+    own them by now. With Redis back, it joins again and serves them, unchanged."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    ttl = 1000
+    ref = Reference(env, model)
+    a = start_node(env, model, redis, ttl)
+    ca = Client(a.address)
+    s = ca.call("open")["session"]
+    tokens = [vocab[w] for w in "john went to the hallway .".split()]
+    ca.call("feed", session=s, tokens=tokens, notify=False)
+    check_eq(state(ca, s), ref.predict([tokens]), "served while the lease holds")
+    redis.proc.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(ttl / 1000.0 + 0.3)
+        e = expect_error("storage", ca.call, "predict", session=s, topk=TOPK)
+        check("owns session" in e.message, "the refusal says why", e.message)
+    finally:
+        redis.proc.send_signal(signal.SIGCONT)
+    deadline = time.time() + 15
+    while True:
+        try:
+            got = state(ca, s)
+            break
+        except RpcError as err:
+            if time.time() > deadline:
+                raise AssertionError("not served again after Redis came back: %s" % err)
+            time.sleep(0.2)
+    check_eq(got, ref.predict([tokens]), "served again, unchanged, once Redis answers")
+    check(ca.call("stats")["cluster"]["lease_losses"] >= 1, "counted as a lease loss")
+    check_eq(a.stop(), 0, "clean exit")
+
+
 def case_session_ttl(env):
     """--session-ttl in a cluster: each stored session is expired by its owner (or by a node that may
     take it over), never by a node that a live owner would fence; resident sessions are kept."""
