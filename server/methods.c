@@ -265,6 +265,29 @@ static uint32_t *token_array(request *r, const fwm__served_model *m, const msgpa
     return tokens;
 }
 
+/* The words a feed or a trace reads: one of 'text' and 'tokens', exactly one unless `optional` (then
+ * neither gives *tokens = NULL, *count = 0). false with r->failure filled. */
+static bool input_tokens(request *r, const fwm__served_model *m, const char *method, bool optional, uint32_t **tokens,
+                         size_t *count) {
+    const char *text;
+    size_t length = 0;
+    *tokens = NULL;
+    *count = 0;
+    int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
+    if (has_text < 0) return false;
+    const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
+    if (list && list->type == MSGPACK_OBJECT_NIL) list = NULL;
+    if (has_text == 1 && list)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "%s takes %s one of 'text' and 'tokens'", method,
+                             optional ? "at most" : "exactly");
+    if (has_text != 1 && !list) {
+        if (optional) return true;
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "%s takes exactly one of 'text' and 'tokens'", method);
+    }
+    *tokens = has_text == 1 ? tokenize(r, m, text, length, 0, count) : token_array(r, m, list, count);
+    return *tokens != NULL;
+}
+
 static bool not_overloaded(request *r, size_t count) {
     uint64_t queued = fwm__scheduler_tokens_queued(r->s->scheduler);
     if (queued + count <= r->s->config->max_queued_tokens) return true;
@@ -674,16 +697,9 @@ static bool m_feed(request *r) {
     if (!topk_arg(r, m, e->default_topk, &topk) ||
         fwm__rpc_arg_bool(&r->call, "notify", false, &notify, &r->failure) < 0)
         return false;
-    const char *text;
-    size_t length = 0, count = 0;
-    int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
-    if (has_text < 0) return false;
-    const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
-    if (list && list->type == MSGPACK_OBJECT_NIL) list = NULL;
-    if ((has_text == 1) == (list != NULL))
-        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "feed takes exactly one of 'text' and 'tokens'");
-    uint32_t *tokens = has_text ? tokenize(r, m, text, length, 0, &count) : token_array(r, m, list, &count);
-    if (!tokens) return false;
+    uint32_t *tokens;
+    size_t count;
+    if (!input_tokens(r, m, "feed", false, &tokens, &count)) return false;
     fwm__job *job = not_overloaded(r, count) ? new_job(r, FWM_JOB_FEED) : NULL;
     if (!job) {
         fwm__free(tokens);
@@ -753,19 +769,9 @@ static bool m_trace(request *r) {
     if (!topk_arg(r, m, e->default_topk, &topk) ||
         fwm__rpc_arg_bool(&r->call, "memory", false, &memory, &r->failure) < 0)
         return false;
-    const char *text;
-    size_t length = 0, count = 0;
-    int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
-    if (has_text < 0) return false;
-    const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
-    if (list && list->type == MSGPACK_OBJECT_NIL) list = NULL;
-    if (has_text == 1 && list)
-        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "trace takes at most one of 'text' and 'tokens'");
-    uint32_t *tokens = NULL;
-    if (has_text == 1 || list) {
-        tokens = has_text ? tokenize(r, m, text, length, 0, &count) : token_array(r, m, list, &count);
-        if (!tokens) return false;
-    }
+    uint32_t *tokens;
+    size_t count;
+    if (!input_tokens(r, m, "trace", true, &tokens, &count)) return false;
     if (count > FWM_TRACE_MAX_TOKENS) {
         fwm__free(tokens);
         return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "trace takes at most %d tokens, %zu given",
