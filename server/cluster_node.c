@@ -55,7 +55,7 @@ static void *renewal_main(void *arg) {
         uint64_t generation = n->generation;
         pthread_mutex_unlock(&n->mutex);
         bool lost = false;
-        fwm__store_error error = {"", ""};
+        fwm__store_error error = {0};
         uint64_t sent = fwm__now_ns();
         fwm__store_status st = fwm__cluster_renew(s->store, ttl_ms, &lost, &error);
         uint64_t now = fwm__now_ns();
@@ -96,7 +96,7 @@ int fwm__cluster_node_start(fwm__server *s) {
     pthread_mutex_init(&n->mutex, NULL);
     fwm__cond_init_monotonic(&n->wake);
     s->cluster = n;
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     /* A lease held under this address is a crashed run's until it expires, or another live node's. */
     uint64_t sent = fwm__now_ns(), give_up = sent + (cfg->lease_ttl_ms + JOIN_GRACE_MS) * 1000000u;
     fwm__store_status st;
@@ -171,7 +171,7 @@ void fwm__cluster_node_leave(fwm__server *s) {
     id_list l = {NULL, 0, s->sessions.count};
     l.ids = fwm__malloc((l.capacity ? l.capacity : 1) * FWM_SESSION_ID_BYTES);
     if (l.ids) fwm__session_table_each(&s->sessions, collect, &l);
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     if (fwm__cluster_leave(s->store, (const uint8_t(*)[FWM_STORE_ID_BYTES])l.ids, l.count, &error) != FWM_STORE_OK)
         fprintf(stderr, "fwm-serve: cluster: leaving: %s (the lease expires by itself)\n", error.message);
     else
@@ -210,7 +210,7 @@ static void lease_lost(fwm__server *s, bool rejoin) {
     if (!rejoin) return;
     dropped = n->dropped_since_loss;
     uint64_t old = n->epoch;
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     uint64_t sent = fwm__now_ns();
     if (n->join_tried_ns && sent - n->join_tried_ns < REJOIN_INTERVAL_NS) return; /* Redis just failed us */
     n->join_tried_ns = sent;
@@ -261,7 +261,7 @@ bool fwm__cluster_node_claim(fwm__server *s, const uint8_t *id, fwm__rpc_failure
     char hex[FWM_SESSION_HEX_SIZE], owner[256];
     fwm__session_id_to_hex(id, hex);
     for (int attempt = 0; attempt < 2; attempt++) {
-        fwm__store_error error = {"", ""};
+        fwm__store_error error = {0};
         switch (fwm__cluster_claim(s->store, id, owner, sizeof owner, &error)) {
         case FWM_CLAIM_MINE: return true;
         case FWM_CLAIM_TAKEN:

@@ -225,7 +225,7 @@ static bool load_failed(fwm__session_entry *e, char *why, size_t why_size, const
 
 bool fwm__durable_load(fwm__job_context *ctx, fwm__session_entry *e, char *why, size_t why_size) {
     fwm__store *store = ctx->store;
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     uint8_t raw[FWM_META_RECORD_BYTES];
     size_t length = 0;
     char message[600];

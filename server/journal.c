@@ -231,7 +231,7 @@ static void sync_now(fwm__journal *j) {
     pthread_mutex_lock(&j->mutex);
     j->unsynced = false;
     pthread_mutex_unlock(&j->mutex);
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     fwm__store_status status = j->params.store->backend->sync(j->params.store, &error);
     pthread_mutex_lock(&j->mutex);
     j->stats.fsyncs++;
@@ -268,8 +268,9 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
             else if (!passes_fences(j, o)) mark_fenced_behind(j, o);
             else if (has_writes(o)) writing[w++] = o;
         }
-        fwm__store_error error = {"", ""};
+        fwm__store_error error = {0};
         fwm__store_status status = w ? write_batch(j, writing, w, &error) : FWM_STORE_OK;
+        bool batch_maybe_applied = status != FWM_STORE_OK && error.maybe_applied;
         if (status == FWM_STORE_OK && w) {
             count_written(j, writing, w);
             set_health(j, true, NULL);
@@ -288,7 +289,7 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
                     continue;
                 }
                 if (!has_writes(o)) continue;
-                fwm__store_error one = {"", ""};
+                fwm__store_error one = {0};
                 fwm__store_status st = write_batch(j, &o, 1, &one);
                 if (st == FWM_STORE_FULL && only_deletes(o) &&
                     j->params.store->backend->free_reserve(j->params.store, NULL) == FWM_STORE_OK)
@@ -303,6 +304,8 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
                         if (writes(&o->ops[k])) moved_add(j, o->ops[k].id);
                 } else {
                     mark_failed(j, o, one.message);
+                    /* an outbox of a batch that may yet be applied may be applied too */
+                    if (one.maybe_applied || batch_maybe_applied) o->store_maybe_applied = true;
                     snprintf(why, sizeof why, "%.299s", one.message);
                     any_failed = true;
                 }
@@ -339,7 +342,7 @@ static void process(fwm__journal *j, fwm__outbox *batch) {
 /* While writes fail: try whether there is room again. */
 static void probe(fwm__journal *j) {
     j->last_probe_ns = fwm__now_ns();
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     if (j->params.store->backend->probe(j->params.store, PROBE_BYTES, &error) == FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: storage: writes succeed again\n");
         set_health(j, true, NULL);

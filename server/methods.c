@@ -426,7 +426,7 @@ static void pack_durability(msgpack_packer *pk, fwm__server *s) {
         return;
     }
     fwm__store_info info;
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     bool have_info = s->store->backend->info(s->store, &info, &error) == FWM_STORE_OK;
     if (!have_info) memset(&info, 0, sizeof info);
     fwm__journal_stats js;
@@ -615,7 +615,7 @@ static bool m_sessions(request *r) {
     msgpack_packer ipk;
     msgpack_packer_init(&ipk, &items, msgpack_sbuffer_write);
     listing l = {r, &ipk, (size_t)limit, 0, {0}, false};
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     bool ok = true;
     if (s->store) {
         ok = s->store->backend->list(s->store, has_after ? after : NULL, list_stored, &l, &error) == FWM_STORE_OK;

@@ -140,6 +140,7 @@ typedef struct fwm__outbox {
     size_t log_bytes;         /* of store_bytes, log records */
     bool store_failed;        /* set by the journal: nothing of `ops` was written */
     char store_error[256];
+    bool store_maybe_applied; /* ... as far as this node knows: the store may apply it yet (timeout) */
     bool fenced;              /* ... because this node no longer owns a session it wrote for (cluster) */
     char moved_to[256];       /* fenced: the owner's address, or "" when no live node owns it */
 } fwm__outbox;

@@ -92,8 +92,14 @@ static void refuse_unwritten(fwm__connection *c, const fwm__outbox *o, const fwm
         fwm__rpc_pack_error_response(&pk, r->msgid, &failure);
         return;
     }
-    fwm__rpc_fail(&failure, FWM_RPC_STORAGE, "the session store could not record this request, so it was not applied: %s",
-                  o->store_error);
+    if (o->store_maybe_applied)
+        fwm__rpc_fail(&failure, FWM_RPC_STORAGE,
+                      "the session store did not confirm this request, which it may still apply: read the session's "
+                      "pos (predict) before sending it again: %s",
+                      o->store_error);
+    else
+        fwm__rpc_fail(&failure, FWM_RPC_STORAGE,
+                      "the session store could not record this request, so it was not applied: %s", o->store_error);
     fwm__rpc_pack_error_response(&pk, r->msgid, &failure);
 }
 
@@ -427,7 +433,7 @@ static int open_store(fwm__server *s) {
     if (!cfg->data_dir) return 0;
     fwm__store_options options = {.map_bytes = cfg->store_max_bytes,
                                   .durable_writes = cfg->fsync_mode == FWM_FSYNC_ALWAYS};
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     fwm__store_status status = fwm__store_open(cfg->data_dir, &options, &s->store, &error);
     if (status != FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: cannot open the session store: %s\n", error.message);

@@ -67,7 +67,7 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
     if (!fwm__cluster_node_claim(s, id, failure)) return NULL; /* cluster: owned elsewhere, or not stored */
     uint8_t raw[FWM_META_RECORD_BYTES];
     size_t length = 0;
-    fwm__store_error error = {"", ""};
+    fwm__store_error error = {0};
     fwm__store_status st = s->store->backend->get_meta(s->store, id, raw, sizeof raw, &length, &error);
     if (st == FWM_STORE_NOT_FOUND) {
         fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, or never opened)", hex);

@@ -51,6 +51,8 @@ typedef enum fwm__store_status {
 typedef struct fwm__store_error {
     char message[512];
     char owner[256];      /* FWM_STORE_FENCED: the owner's advertised address, or "" */
+    bool maybe_applied;   /* the write reached the store, but no answer came back (a timeout, a
+                             connection lost): the store may still apply it */
 } fwm__store_error;
 
 typedef struct fwm__store fwm__store;

@@ -276,6 +276,7 @@ static redisContext *connection_get(redis_store *s, connection *c, fwm__store_er
 static redisReply *command(redis_store *s, connection *c, int argc, const char **argv, const size_t *lengths,
                            fwm__store_status *status, const char *doing, fwm__store_error *error) {
     redisReply *r = NULL;
+    bool maybe_sent = false; /* an attempt went out without an answer: Redis may run it yet */
     /* A connection that served before may have been cut meanwhile (Redis restarted): one new
      * connection and one more try, at once. Every command the store sends may be repeated (a batch
      * rewrites the same keys and log seqs), so a reply lost on the way does no harm. */
@@ -284,10 +285,12 @@ static redisReply *command(redis_store *s, connection *c, int argc, const char *
         redisContext *ctx = connection_get(s, c, error);
         if (!ctx) {
             *status = FWM_STORE_IO;
+            if (error && maybe_sent) error->maybe_applied = true;
             return NULL;
         }
         r = redisCommandArgv(ctx, argc, argv, lengths);
         if (r) break;
+        maybe_sent = true;
         char why[200];
         bool timed_out = ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
         snprintf(why, sizeof why, "%s", ctx->errstr[0] ? ctx->errstr : "connection lost");
@@ -299,6 +302,7 @@ static redisReply *command(redis_store *s, connection *c, int argc, const char *
         }
         *status = FWM_STORE_IO;
         fail(error, FWM_STORE_IO, "%s: %s: Redis is unreachable: %s", s->location, doing, why);
+        if (error) error->maybe_applied = true;
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -343,7 +347,7 @@ static redisReply *run_script(redis_store *s, connection *c, char *sha, const ch
         lengths[1] = 40;
         argv[2] = "0";
         lengths[2] = 1;
-        fwm__store_error local = {"", ""};
+        fwm__store_error local = {0};
         redisReply *r = command(s, c, argc, argv, lengths, status, doing, &local);
         if (r || *status != FWM_STORE_IO || strstr(local.message, "NOSCRIPT") == NULL) {
             if (!r && error) *error = local;

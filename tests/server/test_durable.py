@@ -403,6 +403,47 @@ def case_redis_unreachable(env):
     check("port" in bad.stderr(), "says what is wrong with it", bad.stderr())
 
 
+def case_redis_stall(env):
+    """Redis stalls (SIGSTOP) past the command timeout while a feed is being written: the feed is refused
+    with `storage` saying the store may still apply it, not that it was not applied; Redis goes on
+    (SIGCONT) and applies what it had received; the server recovers by itself and the session is
+    exactly its history with that feed, as the refusal warned, before and after a crash."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis(tcp=True)
+    flags = ["--store", redis.location, "--fsync", "always"]
+    ref = Reference(env, model)
+    server = env.start([model], *flags)
+    c = Client(server.address, timeout=60)
+    s = c.call("open")["session"]
+    ops = [("tokens", [vocab[w] for w in "mary moved to the bathroom .".split()])]
+    c.call("feed", session=s, tokens=ops[0][1], notify=False)
+    pos = c.call("predict", session=s)["pos"]
+    stalled = [vocab[w] for w in "john went to the hallway .".split()]
+    redis.proc.send_signal(signal.SIGSTOP)
+    try:
+        e = expect_error("storage", c.call, "feed", session=s, tokens=stalled, notify=False)
+    finally:
+        redis.proc.send_signal(signal.SIGCONT)
+    check("may still apply" in e.message and "read the session's pos" in e.message,
+          "the refusal says the outcome is unknown and how to find out", e.message)
+    check("not applied" not in e.message, "and does not claim it was not applied", e.message)
+    deadline = time.time() + 20
+    while time.time() < deadline and not c.call("stats")["durability"]["healthy"]:
+        time.sleep(0.2)
+    check(c.call("stats")["durability"]["healthy"], "recovered by itself")
+    got = c.call("predict", session=s, topk=TOPK)
+    check_eq(got["pos"], pos + len(stalled), "Redis applied the stalled feed after all (pos tells)")
+    ops.append(("tokens", stalled))
+    check_eq((got["pos"], got["topk"]), ref.predict(ops), "the session is its history with the stalled feed")
+    server.proc.kill()
+    server.proc.wait()
+    server = env.start([model], *flags)
+    p = Client(server.address).call("predict", session=s, topk=TOPK)
+    check_eq((p["pos"], p["topk"]), ref.predict(ops), "and so it stays after a crash")
+    check_eq(server.stop(), 0, "clean exit")
+
+
 def case_redis_listing(env):
     """The Redis store lists sessions in id order across its internal pages (256 ids a page); it
     refuses a store of another format, naming it; a closed session leaves no key behind."""
