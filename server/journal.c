@@ -455,7 +455,7 @@ void fwm__journal_stop(fwm__journal *j) {
 }
 
 bool fwm__journal_inline(const fwm__journal *j) {
-    return j->params.mode != FWM_FSYNC_ALWAYS;
+    return j->params.mode != FWM_FSYNC_ALWAYS && !j->params.remote_store;
 }
 
 void fwm__journal_write_inline(fwm__journal *j, fwm__outbox *batch) {

@@ -41,6 +41,7 @@ typedef struct fwm__journal_params {
     uint64_t interval_ms; /* FWM_FSYNC_INTERVAL */
     void (*post)(void *user, fwm__outbox *outbox); /* takes ownership */
     void *user;
+    bool remote_store; /* the store answers over a network (Redis): never written from the loop */
 } fwm__journal_params;
 
 typedef struct fwm__journal fwm__journal;
@@ -61,11 +62,13 @@ void fwm__journal_stop(fwm__journal *journal);
 
 void fwm__journal_submit(fwm__journal *journal, fwm__outbox *outbox);
 
-/* --fsync interval and never need no thread between the workers and the loop: the loop writes each
- * list of outboxes itself, in one batch, right before it delivers them (a commit without fsync takes
- * tens of microseconds; a thread hand-off more per batch cost more than that). The journal thread
- * then only probes a failing store; the syncer thread still forces commits to disk (interval).
- * With --fsync always the fsync must not stall the loop: outboxes go through the journal thread. */
+/* --fsync interval and never with a local store (LMDB) need no thread between the workers and the
+ * loop: the loop writes each list of outboxes itself, in one batch, right before it delivers them (a
+ * commit without fsync takes tens of microseconds; a thread hand-off more per batch cost more than
+ * that). The journal thread then only probes a failing store; the syncer thread still forces
+ * commits to disk (interval). With --fsync always the fsync must not stall the loop, nor, in every
+ * mode, a remote store's round trips (a Redis that stalls for its whole command timeout): outboxes
+ * go through the journal thread. */
 bool fwm__journal_inline(const fwm__journal *journal);
 /* Inline mode, loop thread only: write the operations of the outboxes of the list `batch`, marking
  * those that could not be written (store_failed); the caller then delivers them, in order. */

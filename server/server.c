@@ -440,7 +440,8 @@ static int open_store(fwm__server *s) {
         return 1;
     }
     fwm__journal_params jp = {.store = s->store, .mode = (fwm__fsync_mode)cfg->fsync_mode,
-                              .interval_ms = cfg->fsync_interval_ms, .post = post_outbox, .user = s};
+                              .interval_ms = cfg->fsync_interval_ms, .post = post_outbox, .user = s,
+                              .remote_store = s->store->backend == &fwm__store_redis};
     if (!(s->journal = fwm__journal_start(&jp))) {
         fprintf(stderr, "fwm-serve: cannot start the journal thread\n");
         return 1;
