@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 
 #define PROBE_INTERVAL_NS 1000000000ull
 #define PROBE_BYTES (1u << 20)
+#define FIGURES_INTERVAL_NS 1000000000ull /* a remote store's figures are read once a second */
 
 /* A fenced session: its writes made under `epoch` or before are refused (a copy claimed later, under
  * a newer cluster epoch, is another copy: its writes are judged by the store; 0 outside a cluster). */
@@ -42,6 +44,11 @@ struct fwm__journal {
     uint64_t last_probe_ns;
     /* guarded by mutex: */
     bool unsynced; /* committed since the last fsync */
+    fwm__store_info figures; /* remote store: its figures as of figures_ns (0: never read) */
+    bool figures_ok;
+    uint64_t figures_ns;
+    uint64_t figures_opens; /* recorded_opens as it was just before the figures were read */
+    _Atomic uint64_t recorded_opens; /* new sessions the store has recorded (counted by the loop) */
     /* --fsync interval: a thread of its own forces commits to disk, so the writes never wait for it */
     pthread_t syncer;
     bool syncer_started, syncer_stopping;
@@ -349,13 +356,30 @@ static void probe(fwm__journal *j) {
     }
 }
 
+/* Remote store: read its figures (sessions, bytes) for stats and /metrics, off the loop thread. */
+static void refresh_figures(fwm__journal *j) {
+    uint64_t opens = atomic_load(&j->recorded_opens); /* these are in the count read next */
+    fwm__store_info info;
+    bool ok = j->params.store->backend->info(j->params.store, &info, NULL) == FWM_STORE_OK;
+    pthread_mutex_lock(&j->mutex);
+    if (ok) {
+        j->figures = info;
+        j->figures_opens = opens;
+    }
+    j->figures_ok = ok;
+    j->figures_ns = fwm__now_ns();
+    pthread_mutex_unlock(&j->mutex);
+}
+
 static void *journal_main(void *arg) {
     fwm__journal *j = arg;
     pthread_mutex_lock(&j->mutex);
     for (;;) {
-        while (!j->head && !j->stopping) { /* sleep until work, a due fsync or a due probe */
+        while (!j->head && !j->stopping) { /* sleep until work, a due probe or due figures */
             uint64_t now = fwm__now_ns(), due = UINT64_MAX;
             if (j->degraded) due = j->last_probe_ns + PROBE_INTERVAL_NS;
+            if (j->params.remote_store && j->figures_ns + FIGURES_INTERVAL_NS < due)
+                due = j->figures_ns + FIGURES_INTERVAL_NS;
             if (due == UINT64_MAX) {
                 pthread_cond_wait(&j->wake, &j->mutex);
                 continue;
@@ -374,6 +398,7 @@ static void *journal_main(void *arg) {
         if (batch) process(j, batch);
         uint64_t now = fwm__now_ns();
         if (degraded && !batch && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
+        if (j->params.remote_store && !stopping && now - j->figures_ns >= FIGURES_INTERVAL_NS) refresh_figures(j);
         pthread_mutex_lock(&j->mutex);
         j->busy = false;
         pthread_cond_broadcast(&j->wake);
@@ -409,6 +434,7 @@ fwm__journal *fwm__journal_start(const fwm__journal_params *params) {
     pthread_mutex_init(&j->mutex, NULL);
     fwm__cond_init_monotonic(&j->wake);
     fwm__cond_init_monotonic(&j->syncer_wake);
+    if (j->params.remote_store) refresh_figures(j); /* before any request asks for them */
     if (pthread_create(&j->thread, NULL, journal_main, j) != 0) {
         fwm__journal_stop(j);
         return NULL;
@@ -452,6 +478,24 @@ void fwm__journal_stop(fwm__journal *j) {
     fwm__free(j->fenced);
     fwm__free(j->moved);
     fwm__free(j);
+}
+
+bool fwm__journal_store_info(fwm__journal *j, fwm__store_info *out) {
+    if (!j->params.remote_store) {
+        if (j->params.store->backend->info(j->params.store, out, NULL) == FWM_STORE_OK) return true;
+        memset(out, 0, sizeof *out);
+        return false;
+    }
+    pthread_mutex_lock(&j->mutex);
+    *out = j->figures;
+    out->sessions += atomic_load(&j->recorded_opens) - j->figures_opens; /* opened since: never too few */
+    bool ok = j->figures_ok;
+    pthread_mutex_unlock(&j->mutex);
+    return ok;
+}
+
+void fwm__journal_count_recorded_open(fwm__journal *j) {
+    atomic_fetch_add(&j->recorded_opens, 1);
 }
 
 bool fwm__journal_inline(const fwm__journal *j) {

@@ -70,6 +70,16 @@ void fwm__journal_submit(fwm__journal *journal, fwm__outbox *outbox);
  * mode, a remote store's round trips (a Redis that stalls for its whole command timeout): outboxes
  * go through the journal thread. */
 bool fwm__journal_inline(const fwm__journal *journal);
+
+/* The store's figures (sessions stored, bytes) for stats, /metrics and --max-sessions: asked of a
+ * local store there and then; a remote store's as the journal thread last read them (once a
+ * second), so the loop never waits for Redis to count. false (and zeros) when they could not be
+ * read. Loop thread. */
+bool fwm__journal_store_info(fwm__journal *journal, fwm__store_info *out);
+/* A new session's first records were committed (loop thread, as it delivers them): a remote
+ * store's count then includes it before the next reading, so --max-sessions never counts too few
+ * (it may count a closed session for up to a second). */
+void fwm__journal_count_recorded_open(fwm__journal *journal);
 /* Inline mode, loop thread only: write the operations of the outboxes of the list `batch`, marking
  * those that could not be written (store_failed); the caller then delivers them, in order. */
 void fwm__journal_write_inline(fwm__journal *journal, fwm__outbox *batch);

@@ -426,9 +426,7 @@ static void pack_durability(msgpack_packer *pk, fwm__server *s) {
         return;
     }
     fwm__store_info info;
-    fwm__store_error error = {0};
-    bool have_info = s->store->backend->info(s->store, &info, &error) == FWM_STORE_OK;
-    if (!have_info) memset(&info, 0, sizeof info);
+    fwm__journal_store_info(s->journal, &info);
     fwm__journal_stats js;
     fwm__journal_get_stats(s->journal, &js);
     char why[300] = "";

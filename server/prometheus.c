@@ -149,8 +149,7 @@ static void models(text *t, fwm__server *s) {
 static void durability(text *t, fwm__server *s) {
     if (!s->store) return;
     fwm__store_info info;
-    fwm__store_error error = {.message = ""};
-    if (s->store->backend->info(s->store, &info, &error) != FWM_STORE_OK) memset(&info, 0, sizeof info);
+    fwm__journal_store_info(s->journal, &info);
     fwm__journal_stats js;
     fwm__journal_get_stats(s->journal, &js);
     char why[300];

@@ -133,7 +133,10 @@ static void deliver(fwm__server *s, fwm__outbox *o) {
                 }
             }
         }
-        if (r->unreserve) s->reserved_sessions--;
+        if (r->unreserve) {
+            s->reserved_sessions--;
+            if (!o->store_failed && s->journal) fwm__journal_count_recorded_open(s->journal);
+        }
         if (r->evicted) fwm__tiering_evicted(s, r->session_id, o->store_failed);
         if (r->loaded) fwm__tiering_loaded(s, r->session_id, r->load_failed, r->load_us);
         if (!r->sink) continue;

@@ -34,7 +34,7 @@ void fwm__tiering_forget(fwm__server *s, fwm__session_entry *e) {
 uint64_t fwm__tiering_session_count(fwm__server *s) {
     if (!s->store) return s->sessions.count + s->reserved_sessions;
     fwm__store_info info;
-    if (s->store->backend->info(s->store, &info, NULL) != FWM_STORE_OK) return s->sessions.count + s->reserved_sessions;
+    if (!fwm__journal_store_info(s->journal, &info)) return s->sessions.count + s->reserved_sessions;
     return info.sessions + s->reserved_sessions;
 }
 

@@ -416,6 +416,17 @@ def expect_error(name, fn, *args, **kwargs):
     raise AssertionError("expected error %s, the call succeeded" % name)
 
 
+def stored_count(client, expected, within=3.0):
+    """stats.durability.sessions_stored once it equals `expected`, or as it is after `within` seconds: a
+    Redis store's figures are read once a second, off the event loop."""
+    deadline = time.time() + within
+    while True:
+        count = client.call("stats")["durability"]["sessions_stored"]
+        if count == expected or time.time() > deadline:
+            return count
+        time.sleep(0.1)
+
+
 def check(cond, what, *values):
     if not cond:
         raise AssertionError(what + ("" if not values else ": " + " | ".join(repr(v) for v in values)))
