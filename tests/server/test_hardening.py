@@ -612,7 +612,8 @@ def case_connection_timeouts(env):
     print("%d of %d dribbling connections closed, after %.1f..%.1f s (message-timeout 2 s)"
           % (len(results), len(dribblers), min(closed_after or [0]), max(closed_after or [0])))
     check_eq(len(results), len(dribblers), "every dribbling connection closed")
-    check(max(closed_after) < 6.0, "closed within 6 s of the first byte", max(closed_after))
+    # the bound is loose: this loop polls 100 sockets in turn, slowly on a loaded machine
+    check(max(closed_after) < 9.0, "closed within 9 s of the first byte (timeout 2 s)", max(closed_after))
     for i, (_, got) in results.items():
         check(got and got[-1][0] == 2 and got[-1][1] == "error" and got[-1][2][0]["code"] == 14 and
               "message-timeout" in got[-1][2][0]["message"], "a protocol error naming message-timeout", got)
