@@ -252,7 +252,7 @@ def lstm_fingerprint(hp, vocab, checksum):
 
 def write_lstm_model(path, hp, vocab, tensors, types="f32", order="reversed", checksum=True,
                      fingerprint=False, prime_tokens=None, extra_keys=True, decoy_keys=False,
-                     gaps=False, name=None, rng=None):
+                     gaps=False, name=None, rng=None, as_given=False):
     """Write an `lstm` model file.
 
     hp: dict V, E, H, L, residual (bool), forget_bias, pad, eos. vocab, tensors, types, order,
@@ -260,11 +260,16 @@ def write_lstm_model(path, hp, vocab, tensors, types="f32", order="reversed", ch
     fingerprint: write fwm.fingerprint (computed here). prime_tokens: None leaves
     fwm.session.prime_tokens out, else a list of ids (possibly empty). decoy_keys: add the FWM's
     hyperparameter keys with values that do not fit this model (an `lstm` reader must ignore them).
+    as_given: write the tensors of `tensors` with their own names and shapes (a reader's refusal of
+    a missing, extra or misshapen tensor is tested so).
     Returns the dict name -> stored bytes.
     """
     rng = rng if rng is not None else np.random.default_rng(12345)
     want = lstm_shapes(hp)
     canonical = lstm_tensor_names(hp["L"])
+    if as_given:
+        canonical = [n for n in canonical if n in tensors] + [n for n in tensors if n not in canonical]
+        want = {n: np.shape(tensors[n]) for n in canonical}
     if len(vocab) != hp["V"]:
         raise ValueError("vocab size")
     stored, type_of = _stored_tensors(canonical, want, tensors, types)
