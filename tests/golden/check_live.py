@@ -19,8 +19,9 @@ committed numbers:
       their checksum) and agree with fwm-run; one tiny model at the golden tolerance, and one of
       the paper's sizes (E = H = 256, S = R = T = 32, N_r = 3) at 1e-4: at those sizes float32
       rounding alone reaches about 1e-5 of the row's scale (three chained layer norms over F);
-      then `lstm` models written by fwm-init --arch lstm (two tiny ones at the golden tolerance,
-      the paper's LSTM sizes at 1e-4), whose checksum and FWMFP2 fingerprint the reference checks.
+      then `lstm` models written by fwm-init --arch lstm (two tiny ones and the paper's LSTM
+      sizes, all at the golden tolerance), whose checksum and FWMFP2 fingerprint the reference
+      checks.
 Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, and their
 session-start logits (primed=FILE) and fingerprint (fingerprint=0x...) are recomputed too.
 
@@ -325,9 +326,9 @@ def check_c_written(args):
     return 0
 
 
-# fwm-init --arch lstm cases: label, options, tolerance factor over make_golden.RTOL. The paper's
-# sizes (four residual layers of 512, embedding 256) are compared at 1e-4 like the FWM's: their
-# sums run over 512 to 768 terms.
+# fwm-init --arch lstm cases: label, options, tolerance factor over make_golden.RTOL. Without layer
+# norms the LSTM stays well-conditioned at the paper's sizes (four residual layers of 512, embedding
+# 256): float32 rounding uses about 0.04 of the golden tolerance there, so all are held to it.
 LSTM_C_CASES = [
     ("lstm tiny, 3 residual layers", ["--arch", "lstm", "--vocab-size", "21", "--embedding", "9",
                                       "--hidden", "11", "--layers", "3", "--residual",
@@ -335,7 +336,7 @@ LSTM_C_CASES = [
     ("lstm tiny, 2 layers, no residual, primed", ["--arch", "lstm", "--vocab-size", "15",
                                                   "--embedding", "4", "--hidden", "6", "--layers",
                                                   "2", "--no-residual", "--prime", "<eos> . ?"], 1),
-    ("lstm paper sizes", ["--arch", "lstm", "--vocab-size", "40"], 10),
+    ("lstm paper sizes", ["--arch", "lstm", "--vocab-size", "40"], 1),
 ]
 
 
