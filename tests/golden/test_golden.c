@@ -324,9 +324,11 @@ static void run_primed(const char *dir, const fwm_model *model, const entry *e, 
     if (!want) return;
     const float *start = fwm_model_start_logits(model);
     if (P == 0) {
-        CHECK(start == NULL, "%s: fwm_model_start_logits is not NULL without prime tokens", e->model);
+        CHECK(start == NULL, "%s: fwm_model_start_logits is not NULL without prime tokens",
+              e->model);
     } else {
-        CHECK(start != NULL, "%s: fwm_model_start_logits is NULL with %zu prime tokens", e->model, P);
+        CHECK(start != NULL, "%s: fwm_model_start_logits is NULL with %zu prime tokens", e->model,
+              P);
         if (start) compare_row(&cs, P - 1, start, want + (P - 1) * V, V);
     }
     fwm_error err = {0};
@@ -411,6 +413,14 @@ static void run_entry(const char *dir, const entry *e) {
         run_batch(model, e, want, V);
         if (e->primed[0]) run_primed(dir, model, e, V, all);
     }
+    const char *arch = e->arch[0] ? e->arch : "fwm";
+    CHECK(info.architecture && !strcmp(info.architecture, arch),
+          "%s: architecture \"%s\", expected \"%s\"", e->model,
+          info.architecture ? info.architecture : "(null)", arch);
+    if (!strcmp(arch, "lstm"))
+        CHECK(info.session_state_floats == 2 * (size_t)info.layer_count * info.hidden_size,
+              "%s: %zu state floats, expected 2 L H = 2 * %u * %u", e->model,
+              info.session_state_floats, info.layer_count, info.hidden_size);
     if (e->has_fingerprint)
         CHECK(info.fingerprint == e->fingerprint,
               "%s: fingerprint %#018llx, the reference computes %#018llx", e->model,

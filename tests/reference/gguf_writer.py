@@ -3,7 +3,8 @@
 
 What it is for: writing model files of the `fwm` and `lstm` architectures (schemas in
 tests/golden/README.md, docs/FORMAT.md and model_format/lstm/lstm_hparams.h) deliberately
-differently from fwm's own C writer, so the loader is tested against files it did not produce: tensors in a non-canonical order (reversed or shuffled), metadata keys shuffled and mixed
+differently from fwm's own C writer, so the loader is tested against files it did not produce:
+tensors in a non-canonical order (reversed or shuffled), metadata keys shuffled and mixed
 with unknown keys of many types, alignment 64 with non-zero padding bytes (and optional unused gaps)
 between tensors, F32, F16 or BF16 tensors (per tensor), and either no checksum key or one computed
 here (XXH64 seed 0 over the stored tensor bytes in canonical order, python3-xxhash); for `lstm`
