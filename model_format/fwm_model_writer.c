@@ -85,15 +85,12 @@ static fwm_status build_file(const fwm_write_spec *spec, uint8_t **file, size_t 
     return st;
 }
 
-/* Parse the assembled file back: anything the reader refuses is a bug or a bad spec. */
-static fwm_status self_check(const uint8_t *file, size_t size, fwm_error *err) {
+/* The self-check: parse the assembled file back and verify its checksum. */
+static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     fwm_schema schema;
-    fwm_error inner;
-    fwm_status st = fwm_schema_parse(file, size, &schema, &inner);
-    if (st == FWM_ERR_OUT_OF_MEMORY) return fwm__error(err, st, "%s", inner.message);
-    if (st) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
-    uint64_t checksum = fwm_schema_checksum(&schema);
-    st = schema.has_checksum && checksum == schema.checksum
+    fwm_status st = fwm_schema_parse(file, size, &schema, err);
+    if (st) return st;
+    st = schema.has_checksum && fwm_schema_checksum(&schema) == schema.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
     fwm_schema_release(&schema);
@@ -111,9 +108,9 @@ fwm_status fwm_model_write(const char *path, const fwm_write_spec *spec, fwm_err
     uint8_t *file = NULL;
     size_t size = 0;
     st = build_file(spec, &file, &size, err);
-    if (!st) st = self_check(file, size, err);
-    if (!st) st = fwm__write_atomically(path, file, size, err);
-    fwm__free(file);
-    if (!st) fwm__error_clear(err);
-    return st;
+    if (st) {
+        fwm__free(file);
+        return st;
+    }
+    return fwm__writer_finish(path, file, size, reread, err);
 }

@@ -61,6 +61,33 @@ fwm_status fwm__schema_read_prime_tokens(const fwm_gguf_file *f, uint32_t vocab_
 /* general.name (optional, no NUL byte) as an owned string, "" when absent. */
 fwm_status fwm__schema_read_name(const fwm_gguf_file *f, char **name, fwm_error *err);
 
+/* Where the keys every architecture shares go: pointers into a schema struct (fwm_schema,
+ * fwm_lstm_schema, ... all name these fields alike; FWM_SCHEMA_COMMON_OF builds it). */
+typedef struct fwm_schema_common {
+    char **name;
+    char ***tokens;
+    uint32_t **token_lengths;
+    int *has_prime_tokens;
+    uint32_t *prime_count;
+    uint32_t *prime_tokens;
+    int *has_checksum;
+    uint64_t *checksum;
+    int *has_fingerprint;
+    uint64_t *fingerprint;
+} fwm_schema_common;
+
+#define FWM_SCHEMA_COMMON_OF(s)                                                                  \
+    ((fwm_schema_common){&(s)->name, &(s)->tokens, &(s)->token_lengths, &(s)->has_prime_tokens, \
+                         &(s)->prime_count, (s)->prime_tokens, &(s)->has_checksum, &(s)->checksum, \
+                         &(s)->has_fingerprint, &(s)->fingerprint})
+
+/* The shared keys after an architecture's hyperparameters, in this order: tokenizer.ggml.model
+ * "word", the vocabulary (V tokens; `size_key` names the key holding V), the prime tokens (default
+ * `eos`), general.name, fwm.checksum and fwm.fingerprint. */
+fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
+                                   const char *size_key, const fwm_schema_common *out,
+                                   fwm_error *err);
+
 /* The tensor `name` must exist with the row-major shape [rows, cols] (one GGUF dim when not
  * is_matrix) and type F32, F16 or BF16; *out points into the file's buffer. */
 fwm_status fwm__schema_read_tensor(const fwm_gguf_file *f, const char *name, uint64_t rows,

@@ -159,3 +159,18 @@ done:
     fwm__free(tmp);
     return st;
 }
+
+fwm_status fwm__writer_finish(const char *path, uint8_t *file, size_t size, fwm__writer_reread_fn reread,
+                              fwm_error *err) {
+    fwm_error inner;
+    fwm_status st = reread(file, size, &inner);
+    if (st == FWM_ERR_OUT_OF_MEMORY)
+        st = fwm__error(err, st, "%s", inner.message);
+    else if (st)
+        st = fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
+    else
+        st = fwm__write_atomically(path, file, size, err);
+    fwm__free(file);
+    if (!st) fwm__error_clear(err);
+    return st;
+}

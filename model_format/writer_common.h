@@ -55,6 +55,16 @@ void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_
 /* Byte lengths of V NUL-terminated tokens (owned, fwm__free), NULL when out of memory. */
 uint32_t *fwm__writer_token_lengths(const char *const *tokens, uint32_t vocab_size);
 
+/* Parse an assembled file back with the architecture's reader and check its stored checksum:
+ * FWM_OK, the reader's status, or FWM_ERR_INVALID_ARGUMENT when the checksum does not verify. */
+typedef fwm_status (*fwm__writer_reread_fn)(const uint8_t *file, size_t size, fwm_error *err);
+
+/* The end of every writer: the self-check (anything the reader refuses is a bad spec or a bug:
+ * FWM_ERR_INVALID_ARGUMENT "the file would not load: ...", out of memory passed on), then the
+ * atomic write; frees `file`. */
+fwm_status fwm__writer_finish(const char *path, uint8_t *file, size_t size, fwm__writer_reread_fn reread,
+                              fwm_error *err);
+
 /* Write file[0..size) to `path` atomically. FWM_ERR_IO, FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__write_atomically(const char *path, const uint8_t *file, size_t size, fwm_error *err);
 

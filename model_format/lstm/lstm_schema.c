@@ -37,6 +37,7 @@ static fwm_status read_tensors(const fwm_gguf_file *f, fwm_lstm_schema *out, fwm
 fwm_status fwm_lstm_schema_parse(const void *buf, size_t size, fwm_lstm_schema *out, fwm_error *err) {
     if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_lstm_schema_parse: out is NULL");
     memset(out, 0, sizeof *out);
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(out);
     fwm_gguf_file f;
     fwm_status st = fwm__gguf_parse(buf, size, &f, err);
     if (st) return st;
@@ -44,19 +45,8 @@ fwm_status fwm_lstm_schema_parse(const void *buf, size_t size, fwm_lstm_schema *
     if ((st = fwm__schema_expect_string(&f, "general.architecture", "lstm", err))) goto fail;
     if ((st = read_hparams(&f, &out->hp, err))) goto fail;
     if ((st = fwm__lstm_hparams_check(&out->hp, FWM_ERR_FORMAT, err))) goto fail;
-    if ((st = fwm__schema_expect_string(&f, "tokenizer.ggml.model", "word", err))) goto fail;
-    if ((st = fwm__schema_read_vocabulary(&f, out->hp.vocab_size, "lstm.vocab_size", &out->tokens,
-                                          &out->token_lengths, err)))
-        goto fail;
-    if ((st = fwm__schema_read_prime_tokens(&f, out->hp.vocab_size, out->hp.eos_token_id,
-                                            &out->has_prime_tokens, &out->prime_count,
-                                            out->prime_tokens, err)))
-        goto fail;
-    if ((st = fwm__schema_read_name(&f, &out->name, err))) goto fail;
-    if ((st = fwm__schema_get_optional_u64(&f, FWM_KEY_CHECKSUM, &out->has_checksum, &out->checksum,
-                                           err)) ||
-        (st = fwm__schema_get_optional_u64(&f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
-                                           &out->fingerprint, err)))
+    if ((st = fwm__schema_read_common(&f, out->hp.vocab_size, out->hp.eos_token_id, "lstm.vocab_size",
+                                      &common, err)))
         goto fail;
     if ((st = read_tensors(&f, out, err))) goto fail;
     fwm__gguf_release(&f);

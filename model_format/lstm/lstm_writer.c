@@ -85,14 +85,12 @@ static fwm_status build_file(const fwm_lstm_write_spec *spec, uint8_t **file, si
     return st;
 }
 
-static fwm_status self_check(const uint8_t *file, size_t size, fwm_error *err) {
+/* The self-check: parse the assembled file back and verify its checksum. */
+static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     fwm_lstm_schema schema;
-    fwm_error inner;
-    fwm_status st = fwm_lstm_schema_parse(file, size, &schema, &inner);
-    if (st == FWM_ERR_OUT_OF_MEMORY) return fwm__error(err, st, "%s", inner.message);
-    if (st) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
-    uint64_t checksum = fwm_lstm_schema_checksum(&schema);
-    st = schema.has_checksum && checksum == schema.checksum
+    fwm_status st = fwm_lstm_schema_parse(file, size, &schema, err);
+    if (st) return st;
+    st = schema.has_checksum && fwm_lstm_schema_checksum(&schema) == schema.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
     fwm_lstm_schema_release(&schema);
@@ -109,9 +107,9 @@ fwm_status fwm_lstm_model_write(const char *path, const fwm_lstm_write_spec *spe
     uint8_t *file = NULL;
     size_t size = 0;
     st = build_file(spec, &file, &size, err);
-    if (!st) st = self_check(file, size, err);
-    if (!st) st = fwm__write_atomically(path, file, size, err);
-    fwm__free(file);
-    if (!st) fwm__error_clear(err);
-    return st;
+    if (st) {
+        fwm__free(file);
+        return st;
+    }
+    return fwm__writer_finish(path, file, size, reread, err);
 }
