@@ -160,16 +160,23 @@ done:
     return st;
 }
 
-fwm_status fwm__writer_finish(const char *path, uint8_t *file, size_t size, fwm__writer_reread_fn reread,
-                              fwm_error *err) {
+fwm_status fwm__writer_write(const char *path, const void *spec, const fwm_writer_kind *kind,
+                             fwm_error *err) {
+    if (!path || !path[0] || !spec)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "%s: %s is NULL or empty", kind->who,
+                          !spec ? "spec" : "path");
+    fwm_status st = fwm__writer_check_host(kind->who, err);
+    if (st) return st;
+    if ((st = kind->check(spec, err))) return st;
+    uint8_t *file = NULL;
+    size_t size = 0;
+    st = kind->build(spec, &file, &size, err);
     fwm_error inner;
-    fwm_status st = reread(file, size, &inner);
-    if (st == FWM_ERR_OUT_OF_MEMORY)
-        st = fwm__error(err, st, "%s", inner.message);
-    else if (st)
-        st = fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
-    else
-        st = fwm__write_atomically(path, file, size, err);
+    if (!st && (st = kind->reread(file, size, &inner)))
+        st = st == FWM_ERR_OUT_OF_MEMORY
+                 ? fwm__error(err, st, "%s", inner.message)
+                 : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
+    if (!st) st = fwm__write_atomically(path, file, size, err);
     fwm__free(file);
     if (!st) fwm__error_clear(err);
     return st;
