@@ -15,6 +15,7 @@
 #include "arch_ops.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "fwm_ops.h"
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
 #include "model_internal.h"
