@@ -446,22 +446,55 @@ static void allocation_failures(void) {
     free(f.data);
     int failures_seen = 0;
     for (long n = 1; n < 10000; n++) {
-        fwm_model *m = NULL;
-        fwm_error err;
+        fwm_model *lm = NULL;
+        fwm_error lerr;
         fwm__alloc_fail_after(n);
-        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err);
+        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &lm, &lerr);
         long calls = fwm__alloc_calls();
         fwm__alloc_fail_reset();
         if (s == FWM_OK) {
             CHECK(calls < n);
-            fwm_model_free(m);
+            fwm_model_free(lm);
             break;
         }
         failures_seen++;
         CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
-        CHECK(m == NULL);
+        CHECK(lm == NULL);
     }
     CHECK(failures_seen >= 5);
+    /* sessions: create, fork, a batch step large enough to need heap scratch */
+    fwm_model *m = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err), err);
+    for (long n = 1; m && n < 100; n++) {
+        fwm_session *s = NULL, *fork = NULL;
+        fwm__alloc_fail_after(n);
+        fwm_status st = fwm_session_create(m, &s, &err);
+        fwm_status ft = st == FWM_OK ? fwm_session_fork(s, &fork, &err) : FWM_ERR_OUT_OF_MEMORY;
+        fwm__alloc_fail_reset();
+        CHECK(st == FWM_OK || (st == FWM_ERR_OUT_OF_MEMORY && s == NULL));
+        CHECK(ft == FWM_OK || (ft == FWM_ERR_OUT_OF_MEMORY && fork == NULL));
+        fwm_session_free(fork);
+        fwm_session_free(s);
+        if (ft == FWM_OK) break;
+    }
+    fwm_model_free(m);
+    lstm_file big;
+    m = write_lstm("allocb.gguf", 1, 4, 32, false, 52, false, &big); /* H = 32: heap scratch */
+    free(big.data);
+    fwm_session *batch[40] = {0};
+    uint32_t tokens[40];
+    random_tokens(tokens, 40, 8);
+    for (size_t j = 0; m && j < 40; j++) CHECK_OK(fwm_session_create(m, &batch[j], &err), err);
+    if (m && batch[39]) {
+        fwm__alloc_fail_after(1);
+        CHECK_STATUS(fwm_batch_step(batch, tokens, 40, NULL, &err), FWM_ERR_OUT_OF_MEMORY, &err);
+        fwm__alloc_fail_reset();
+        for (size_t j = 0; j < 40; j++) CHECK_INT(fwm_session_position(batch[j]), 0);
+        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
+    }
+    for (size_t j = 0; j < 40; j++) fwm_session_free(batch[j]);
+    fwm_model_free(m);
     /* writing */
     fwm_lstm_hparams hp;
     fwm_lstm_hparams_defaults(&hp);
@@ -471,7 +504,6 @@ static void allocation_failures(void) {
     for (size_t i = 0; i < fwm_lstm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
     failures_seen = 0;
     for (long n = 1; n < 1000; n++) {
-        fwm_error err;
         fwm__alloc_fail_after(n);
         fwm_status s = fwm_lstm_model_write(path_in_dir("w.gguf"), &spec, &err);
         fwm__alloc_fail_reset();
@@ -499,7 +531,7 @@ int main(void) {
     };
     int status = check_run_cases("test_lstm_runtime", cases, sizeof cases / sizeof cases[0]);
     static const char *const files[] = {"ref.gguf", "eq.gguf", "prime.gguf", "fwm.gguf", "blob.gguf",
-                                        "blob2.gguf", "blobfwm.gguf", "alloc.gguf"};
+                                        "blob2.gguf", "blobfwm.gguf", "alloc.gguf", "allocb.gguf"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_in_dir(files[i]));
     rmdir(dir);
     return status;
