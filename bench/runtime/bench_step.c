@@ -4,7 +4,8 @@
  * without logits), and tokens per second for batched steps of 1, 8, 64 and 256 sessions on one
  * thread and on two (each thread steps its half of the batch with fwm_batch_step). The model has the
  * paper's sizes (V=180, E=H=256, S=R=T=32, N_r=3) with random weights from a fixed seed, built in
- * memory, or is loaded from the file named on the command line. Where /usr/bin/python3 has torch,
+ * memory, or is loaded from the file named on the command line (of any architecture; the parts
+ * and the torch comparison are the FWM's, made for FWM models only). Where /usr/bin/python3 has torch,
  * it also runs torch_step.py (the same step in PyTorch on the CPU) and prints the ratios.
  * A benchmark prints figures; it never fails on time.
  *
@@ -288,13 +289,22 @@ int main(int argc, char **argv) {
         model = built;
     }
     const fwm_hparams *hp = &((const struct fwm_model *)model)->hp;
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    bool is_fwm = strcmp(info.architecture, "fwm") == 0; /* the parts and torch are the FWM's */
     print_machine();
-    printf("model: %s, V=%u E=%u H=%u S=%u R=%u T=%u N_r=%u residual=%d read_policy=%s, input-gate table %s\n",
-           path ? path : "in-memory random (seed 2021)", hp->vocab_size, hp->embedding_length,
-           hp->hidden_size, hp->memory_s, hp->memory_r, hp->memory_t, hp->read_count, hp->residual,
-           hp->read_policy ? "token" : "always",
-           ((const struct fwm_model *)model)->input_gates ? "on" : "off");
-    print_parts(model);
+    if (is_fwm) {
+        printf("model: %s, V=%u E=%u H=%u S=%u R=%u T=%u N_r=%u residual=%d read_policy=%s, input-gate table %s\n",
+               path ? path : "in-memory random (seed 2021)", hp->vocab_size, hp->embedding_length,
+               hp->hidden_size, hp->memory_s, hp->memory_r, hp->memory_t, hp->read_count, hp->residual,
+               hp->read_policy ? "token" : "always",
+               ((const struct fwm_model *)model)->input_gates ? "on" : "off");
+        print_parts(model);
+    } else {
+        printf("model: %s, architecture %s, V=%u E=%u H=%u layers=%u residual=%d, %zu state floats\n", path,
+               info.architecture, info.vocab_size, info.embedding_length, info.hidden_size, info.layer_count,
+               info.residual, info.session_state_floats);
+    }
     printf("medians of %d repetitions of about %.2f s each\n", repetitions, target_seconds);
 
     figure single = single_step_us(model, true);
@@ -318,7 +328,9 @@ int main(int argc, char **argv) {
         if (batches[b] == 64) rate64[2] = r2;
     }
     double t_b1 = 0, t_b64 = 0, t_b64_2 = 0;
-    if (run_torch(hp, &t_b1, &t_b64, &t_b64_2)) {
+    if (!is_fwm) {
+        printf("torch: the comparison is made for the FWM only\n");
+    } else if (run_torch(hp, &t_b1, &t_b64, &t_b64_2)) {
         printf("ratios of medians (fwm / torch): single step %.1fx faster; batch 64 %.1fx the tokens/s on "
                "1 thread, %.1fx on 2 threads\n",
                t_b1 / single.median, rate64[1].median / t_b64, rate64[2].median / t_b64_2);
