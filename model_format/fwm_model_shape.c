@@ -9,7 +9,7 @@
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 
-static fwm_status check_range(const char *key, uint32_t value, uint32_t low, uint32_t high,
+fwm_status fwm__check_range(const char *key, uint32_t value, uint32_t low, uint32_t high,
                               fwm_status failure, fwm_error *err) {
     if (value < low || value > high)
         return fwm__error(err, failure, "key '%s': expected %" PRIu32 " to %" PRIu32 ", found %" PRIu32,
@@ -17,17 +17,16 @@ static fwm_status check_range(const char *key, uint32_t value, uint32_t low, uin
     return FWM_OK;
 }
 
-static fwm_status check_token_id(const char *key, uint32_t id, uint32_t vocab_size,
-                                 fwm_status failure, fwm_error *err) {
+fwm_status fwm__check_token_id(const char *key, uint32_t id, const char *size_key,
+                               uint32_t vocab_size, fwm_status failure, fwm_error *err) {
     if (id >= vocab_size)
         return fwm__error(err, failure,
-                          "key '%s': expected a token id below fwm.vocab_size = %" PRIu32
-                          ", found %" PRIu32,
-                          key, vocab_size, id);
+                          "key '%s': expected a token id below %s = %" PRIu32 ", found %" PRIu32,
+                          key, size_key, vocab_size, id);
     return FWM_OK;
 }
 
-static fwm_status check_finite(const char *key, float value, fwm_status failure, fwm_error *err) {
+fwm_status fwm__check_finite(const char *key, float value, fwm_status failure, fwm_error *err) {
     if (!isfinite(value))
         return fwm__error(err, failure, "key '%s': expected a finite number, found %g", key,
                           (double)value);
@@ -35,7 +34,7 @@ static fwm_status check_finite(const char *key, float value, fwm_status failure,
 }
 
 static fwm_status check_positive(const char *key, float value, fwm_status failure, fwm_error *err) {
-    fwm_status st = check_finite(key, value, failure, err);
+    fwm_status st = fwm__check_finite(key, value, failure, err);
     if (st) return st;
     if (!(value > 0))
         return fwm__error(err, failure, "key '%s': expected > 0, found %g", key, (double)value);
@@ -51,11 +50,12 @@ static fwm_status check_policy(const char *key, uint32_t value, fwm_status failu
 }
 
 /* One check per kind of FWM_HPARAM_LIST. */
-#define CHECK_U32(key, value, low, high) check_range(key, value, low, high, failure, err)
+#define CHECK_U32(key, value, low, high) fwm__check_range(key, value, low, high, failure, err)
 #define CHECK_BOOL(key, value, low, high) FWM_OK
 #define CHECK_POLICY(key, value, low, high) check_policy(key, value, failure, err)
-#define CHECK_TOKEN(key, value, low, high) check_token_id(key, value, hp->vocab_size, failure, err)
-#define CHECK_F32(key, value, low, high) check_finite(key, value, failure, err)
+#define CHECK_TOKEN(key, value, low, high) \
+    fwm__check_token_id(key, value, "fwm.vocab_size", hp->vocab_size, failure, err)
+#define CHECK_F32(key, value, low, high) fwm__check_finite(key, value, failure, err)
 #define CHECK_F32_POS(key, value, low, high) check_positive(key, value, failure, err)
 
 fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure, fwm_error *err) {

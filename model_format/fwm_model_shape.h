@@ -22,6 +22,15 @@
  * `failure_status` (FWM_ERR_FORMAT for the reader, FWM_ERR_INVALID_ARGUMENT for the writer). */
 fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure_status, fwm_error *err);
 
+/* The per-kind checks behind fwm__hparams_check, for every architecture's list (messages name
+ * `key`; `size_key` is the key holding V): low <= value <= high; a token id below V; a finite
+ * float. */
+fwm_status fwm__check_range(const char *key, uint32_t value, uint32_t low, uint32_t high,
+                            fwm_status failure, fwm_error *err);
+fwm_status fwm__check_token_id(const char *key, uint32_t id, const char *size_key,
+                               uint32_t vocab_size, fwm_status failure, fwm_error *err);
+fwm_status fwm__check_finite(const char *key, float value, fwm_status failure, fwm_error *err);
+
 /* Every field at its default of FWM_HPARAM_LIST: the paper's catbAbI sizes and constants
  * (docs/MODEL.md), V = 180, write_scale = 1/T, token ids 0 (read), 0 (padding), 1 (eos). The one
  * definition that fwm-init, fwm-train and the benchmarks start from. */

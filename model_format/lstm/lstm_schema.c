@@ -1,0 +1,115 @@
+/* lstm_schema.c - the `lstm` schema: keys, vocabulary, prime tokens, tensors, checksum and the
+ * FWMFP2 fingerprint (lstm_schema.h), written with the parts every architecture shares. */
+#include "lstm/lstm_schema.h"
+
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "schema_common.h"
+#include "xxhash64.h"
+
+static fwm_status read_hparams(const fwm_gguf_file *f, fwm_lstm_hparams *hp, fwm_error *err) {
+    fwm_status st;
+#define FWM_LSTM_GET_(field, key, kind, def, low, high) \
+    if ((st = FWM_SCHEMA_GET_##kind(f, key, &hp->field))) return st;
+    FWM_LSTM_HPARAM_LIST(FWM_LSTM_GET_)
+#undef FWM_LSTM_GET_
+    return FWM_OK;
+}
+
+static fwm_status read_tensors(const fwm_gguf_file *f, fwm_lstm_schema *out, fwm_error *err) {
+    char names[FWM_LSTM_MAX_TENSORS][48];
+    const char *list[FWM_LSTM_MAX_TENSORS];
+    out->tensor_count = fwm_lstm_tensor_count(&out->hp);
+    for (size_t i = 0; i < out->tensor_count; i++) {
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(&out->hp, i, names[i], &rows, &cols);
+        list[i] = names[i];
+        fwm_status st = fwm__schema_read_tensor(f, names[i], rows, cols,
+                                                fwm__lstm_tensor_is_matrix(&out->hp, i),
+                                                &out->tensors[i], err);
+        if (st) return st;
+    }
+    return fwm__schema_no_other_tensors(f, list, out->tensor_count, "lstm", err);
+}
+
+fwm_status fwm_lstm_schema_parse(const void *buf, size_t size, fwm_lstm_schema *out, fwm_error *err) {
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_lstm_schema_parse: out is NULL");
+    memset(out, 0, sizeof *out);
+    fwm_gguf_file f;
+    fwm_status st = fwm__gguf_parse(buf, size, &f, err);
+    if (st) return st;
+
+    if ((st = fwm__schema_expect_string(&f, "general.architecture", "lstm", err))) goto fail;
+    if ((st = read_hparams(&f, &out->hp, err))) goto fail;
+    if ((st = fwm__lstm_hparams_check(&out->hp, FWM_ERR_FORMAT, err))) goto fail;
+    if ((st = fwm__schema_expect_string(&f, "tokenizer.ggml.model", "word", err))) goto fail;
+    if ((st = fwm__schema_read_vocabulary(&f, out->hp.vocab_size, "lstm.vocab_size", &out->tokens,
+                                          &out->token_lengths, err)))
+        goto fail;
+    if ((st = fwm__schema_read_prime_tokens(&f, out->hp.vocab_size, out->hp.eos_token_id,
+                                            &out->has_prime_tokens, &out->prime_count,
+                                            out->prime_tokens, err)))
+        goto fail;
+    if ((st = fwm__schema_read_name(&f, &out->name, err))) goto fail;
+    if ((st = fwm__schema_get_optional_u64(&f, FWM_KEY_CHECKSUM, &out->has_checksum, &out->checksum,
+                                           err)) ||
+        (st = fwm__schema_get_optional_u64(&f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
+                                           &out->fingerprint, err)))
+        goto fail;
+    if ((st = read_tensors(&f, out, err))) goto fail;
+    fwm__gguf_release(&f);
+    fwm__error_clear(err);
+    return FWM_OK;
+fail:
+    fwm__gguf_release(&f);
+    fwm_lstm_schema_release(out);
+    return st;
+}
+
+void fwm_lstm_schema_release(fwm_lstm_schema *schema) {
+    if (!schema) return;
+    if (schema->tokens)
+        for (uint32_t i = 0; i < schema->hp.vocab_size; i++) fwm__free(schema->tokens[i]);
+    fwm__free(schema->tokens);
+    fwm__free(schema->token_lengths);
+    fwm__free(schema->name);
+    memset(schema, 0, sizeof *schema);
+}
+
+uint64_t fwm_lstm_schema_checksum(const fwm_lstm_schema *schema) {
+    fwm__xxh64_state state;
+    fwm__xxh64_init(&state, 0);
+    for (size_t i = 0; i < schema->tensor_count; i++)
+        fwm__xxh64_update(&state, schema->tensors[i].data, (size_t)schema->tensors[i].n_bytes);
+    return fwm__xxh64_digest(&state);
+}
+
+int fwm__lstm_tensor_is_matrix(const fwm_lstm_hparams *hp, size_t i) {
+    size_t blocks_end = 1 + (size_t)FWM_LSTM_BLOCK_TENSORS * hp->layer_count;
+    if (i == 0 || i == blocks_end) return 1; /* token_embd.weight, output.weight */
+    if (i > blocks_end) return 0;            /* output.bias */
+    return (i - 1) % FWM_LSTM_BLOCK_TENSORS != 2; /* weight_ih, weight_hh; not bias */
+}
+
+/* The list's kinds as fingerprint bytes: 4 little-endian bytes each. */
+#define FP_U32(state, value) fwm__fp_u32(state, value)
+#define FP_TOKEN(state, value) fwm__fp_u32(state, value)
+#define FP_BOOL(state, value) fwm__fp_u32(state, (value) ? 1u : 0u)
+#define FP_F32(state, value) fwm__fp_f32(state, value)
+
+uint64_t fwm_lstm_fingerprint(const fwm_lstm_hparams *hp, const char *const *tokens,
+                              const uint32_t *token_lengths, uint64_t checksum) {
+    fwm__xxh64_state state;
+    fwm__xxh64_init(&state, 0);
+    fwm__xxh64_update(&state, "FWMFP2", 6);
+    fwm__fp_u32(&state, 4);
+    fwm__xxh64_update(&state, "lstm", 4);
+#define FWM_LSTM_FP_(field, key, kind, def, low, high) FP_##kind(&state, hp->field);
+    FWM_LSTM_HPARAM_LIST(FWM_LSTM_FP_)
+#undef FWM_LSTM_FP_
+    fwm__fp_vocabulary(&state, hp->vocab_size, tokens, token_lengths);
+    fwm__fp_u64(&state, checksum);
+    return fwm__xxh64_digest(&state);
+}

@@ -1,0 +1,117 @@
+/* lstm_writer.c - fwm_lstm_model_write: a complete `lstm` model file from hyperparameters, a
+ * vocabulary and F32 tensors, written atomically; checked with the reader's rules first, assembled
+ * in memory, parsed back as a self-check (writer_common.h does what the FWM's writer does too). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "gguf_writer.h"
+#include "lstm/lstm_schema.h"
+#include "writer_common.h"
+#include "xxhash64.h"
+
+static const char *const written_keys[] = {
+    "general.architecture", "general.alignment", "general.name",
+#define FWM_LSTM_KEY_(field, key, kind, def, low, high) key,
+    FWM_LSTM_HPARAM_LIST(FWM_LSTM_KEY_)
+#undef FWM_LSTM_KEY_
+    "tokenizer.ggml.model", "tokenizer.ggml.tokens", FWM_KEY_PRIME_TOKENS, FWM_KEY_CHECKSUM,
+    FWM_KEY_FINGERPRINT};
+
+static fwm_status check_spec(const fwm_lstm_write_spec *spec, fwm_error *err) {
+    fwm_status st = fwm__lstm_hparams_check(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
+    if (st) return st;
+    if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
+    size_t n = fwm_lstm_tensor_count(&spec->hp);
+    for (size_t i = 0; i < n; i++) {
+        if (!spec->tensors[i]) {
+            char name[48];
+            uint64_t rows, cols;
+            fwm_lstm_tensor_at(&spec->hp, i, name, &rows, &cols);
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data", name);
+        }
+    }
+    if ((st = fwm__writer_check_prime(spec->has_prime_tokens, spec->prime_tokens, spec->prime_count,
+                                      spec->hp.vocab_size, err)))
+        return st;
+    return fwm__writer_check_extra(spec->extra, spec->extra_count, written_keys,
+                                   sizeof written_keys / sizeof written_keys[0],
+                                   "fwm_lstm_model_write", err);
+}
+
+static fwm_status build_file(const fwm_lstm_write_spec *spec, uint8_t **file, size_t *size,
+                             fwm_error *err) {
+    const fwm_lstm_hparams *hp = &spec->hp;
+    uint32_t v = hp->vocab_size;
+    size_t n = fwm_lstm_tensor_count(hp);
+    uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
+    if (!lengths) return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %" PRIu32 " tokens", v);
+
+    uint64_t n_bytes[FWM_LSTM_MAX_TENSORS];
+    fwm__xxh64_state state;
+    fwm__xxh64_init(&state, 0);
+    for (size_t i = 0; i < n; i++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(hp, i, name, &rows, &cols);
+        n_bytes[i] = rows * cols * sizeof(float);
+        fwm__xxh64_update(&state, spec->tensors[i], (size_t)n_bytes[i]);
+    }
+    uint64_t checksum = fwm__xxh64_digest(&state);
+    uint64_t fingerprint = fwm_lstm_fingerprint(hp, spec->tokens, lengths, checksum);
+    fwm__free(lengths);
+
+    fwm_gguf_writer w;
+    fwm__gguf_writer_init(&w, FWM_WRITER_ALIGNMENT);
+    fwm__writer_add_general(&w, "lstm", spec->name);
+#define FWM_LSTM_PUT_(field, key, kind, def, low, high) FWM_WRITER_PUT_##kind(&w, key, hp->field);
+    FWM_LSTM_HPARAM_LIST(FWM_LSTM_PUT_)
+#undef FWM_LSTM_PUT_
+    fwm__writer_add_vocabulary(&w, spec->tokens, v, spec->has_prime_tokens, spec->prime_tokens,
+                               spec->prime_count);
+    fwm__writer_add_trailer_keys(&w, checksum, fingerprint, spec->extra, spec->extra_count);
+    for (size_t i = 0; i < n; i++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(hp, i, name, &rows, &cols);
+        int is_matrix = fwm__lstm_tensor_is_matrix(hp, i);
+        uint64_t dims[2] = {is_matrix ? cols : rows, rows};
+        fwm__gguf_writer_add_tensor(&w, name, is_matrix ? 2 : 1, dims, FWM_GGML_TYPE_F32,
+                                    spec->tensors[i], n_bytes[i], 0);
+    }
+    fwm_status st = fwm__gguf_writer_finish(&w, file, size, NULL, err);
+    fwm__gguf_writer_release(&w);
+    return st;
+}
+
+static fwm_status self_check(const uint8_t *file, size_t size, fwm_error *err) {
+    fwm_lstm_schema schema;
+    fwm_error inner;
+    fwm_status st = fwm_lstm_schema_parse(file, size, &schema, &inner);
+    if (st == FWM_ERR_OUT_OF_MEMORY) return fwm__error(err, st, "%s", inner.message);
+    if (st) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
+    uint64_t checksum = fwm_lstm_schema_checksum(&schema);
+    st = schema.has_checksum && checksum == schema.checksum
+             ? FWM_OK
+             : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
+    fwm_lstm_schema_release(&schema);
+    return st;
+}
+
+fwm_status fwm_lstm_model_write(const char *path, const fwm_lstm_write_spec *spec, fwm_error *err) {
+    if (!path || !path[0] || !spec)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_lstm_model_write: %s is NULL or empty",
+                          !spec ? "spec" : "path");
+    fwm_status st = fwm__writer_check_host("fwm_lstm_model_write", err);
+    if (st) return st;
+    if ((st = check_spec(spec, err))) return st;
+    uint8_t *file = NULL;
+    size_t size = 0;
+    st = build_file(spec, &file, &size, err);
+    if (!st) st = self_check(file, size, err);
+    if (!st) st = fwm__write_atomically(path, file, size, err);
+    fwm__free(file);
+    if (!st) fwm__error_clear(err);
+    return st;
+}

@@ -1,0 +1,83 @@
+/* schema_common.h - the parts of a model file's schema every architecture shares: typed key reads
+ * with their messages, the vocabulary, the prime tokens, general.name, the checksum and fingerprint
+ * keys, one tensor's type and shape check, the refusal of tensors outside a schema, and the bytes a
+ * fingerprint hashes. The `fwm` schema (fwm_schema.c) and every other architecture's schema
+ * (model_format/<arch>/) are written with these, so their messages and rules are one.
+ * Internal to libfwm and its tools.
+ */
+#ifndef FWM_MODEL_FORMAT_SCHEMA_COMMON_H
+#define FWM_MODEL_FORMAT_SCHEMA_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm_schema.h"
+#include "gguf_reader.h"
+#include "xxhash64.h"
+
+/* The pair `key` with GGUF type `type`; missing (when required) or another type is FWM_ERR_FORMAT
+ * ("missing key 'k' (u32)", "key 'k': expected type u32, found i32"). *out is NULL when an optional
+ * key is absent. */
+fwm_status fwm__schema_find_typed(const fwm_gguf_file *f, const char *key, uint32_t type,
+                                  int required, const fwm_gguf_kv **out, fwm_error *err);
+
+/* Required scalars of one type. */
+fwm_status fwm__schema_get_u32(const fwm_gguf_file *f, const char *key, uint32_t *value, fwm_error *err);
+fwm_status fwm__schema_get_f32(const fwm_gguf_file *f, const char *key, float *value, fwm_error *err);
+fwm_status fwm__schema_get_bool(const fwm_gguf_file *f, const char *key, bool *value, fwm_error *err);
+/* A string key, required or not (*present says which when not). */
+fwm_status fwm__schema_get_string(const fwm_gguf_file *f, const char *key, int required,
+                                  fwm_gguf_string *value, int *present, fwm_error *err);
+/* An optional u64 key. */
+fwm_status fwm__schema_get_optional_u64(const fwm_gguf_file *f, const char *key, int *present,
+                                        uint64_t *value, fwm_error *err);
+/* A required string key that must equal `expected`. */
+fwm_status fwm__schema_expect_string(const fwm_gguf_file *f, const char *key, const char *expected,
+                                     fwm_error *err);
+
+/* One read per hyperparameter kind (FWM_HPARAM_LIST's kinds; POLICY is the FWM's own). `err` is
+ * taken from the caller's scope. */
+#define FWM_SCHEMA_GET_U32(f, key, field) fwm__schema_get_u32(f, key, field, err)
+#define FWM_SCHEMA_GET_TOKEN(f, key, field) fwm__schema_get_u32(f, key, field, err)
+#define FWM_SCHEMA_GET_BOOL(f, key, field) fwm__schema_get_bool(f, key, field, err)
+#define FWM_SCHEMA_GET_F32(f, key, field) fwm__schema_get_f32(f, key, field, err)
+#define FWM_SCHEMA_GET_F32_POS(f, key, field) fwm__schema_get_f32(f, key, field, err)
+
+/* tokenizer.ggml.tokens: an array of exactly `vocab_size` strings (`size_key` names the key that
+ * says V in the message) following the vocabulary rules (fwm__vocab_check); on success *tokens and
+ * *lengths are owned copies (fwm__free each token, then the arrays), else both stay NULL or partly
+ * filled for the caller's release. */
+fwm_status fwm__schema_read_vocabulary(const fwm_gguf_file *f, uint32_t vocab_size,
+                                       const char *size_key, char ***tokens, uint32_t **lengths,
+                                       fwm_error *err);
+
+/* FWM_KEY_PRIME_TOKENS: optional array of u32 ids below V, at most FWM_MAX_PRIME_TOKENS; absent
+ * means one token, `eos`. */
+fwm_status fwm__schema_read_prime_tokens(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
+                                         int *has, uint32_t *count,
+                                         uint32_t tokens[FWM_MAX_PRIME_TOKENS], fwm_error *err);
+
+/* general.name (optional, no NUL byte) as an owned string, "" when absent. */
+fwm_status fwm__schema_read_name(const fwm_gguf_file *f, char **name, fwm_error *err);
+
+/* The tensor `name` must exist with the row-major shape [rows, cols] (one GGUF dim when not
+ * is_matrix) and type F32, F16 or BF16; *out points into the file's buffer. */
+fwm_status fwm__schema_read_tensor(const fwm_gguf_file *f, const char *name, uint64_t rows,
+                                   uint64_t cols, int is_matrix, fwm_schema_tensor *out,
+                                   fwm_error *err);
+
+/* Refuse a tensor whose name is none of names[0..count) ("unexpected tensor 'x': not part of the
+ * <arch> schema"); to be called once every listed tensor has been found. */
+fwm_status fwm__schema_no_other_tensors(const fwm_gguf_file *f, const char *const *names,
+                                        size_t count, const char *arch, fwm_error *err);
+
+/* Fingerprint bytes: a u32, a float's bit pattern (4 little-endian bytes each), a u64 (8). */
+void fwm__fp_u32(fwm__xxh64_state *state, uint32_t value);
+void fwm__fp_f32(fwm__xxh64_state *state, float value);
+void fwm__fp_u64(fwm__xxh64_state *state, uint64_t value);
+/* u32 V, then each token's u32 byte length and its bytes. */
+void fwm__fp_vocabulary(fwm__xxh64_state *state, uint32_t vocab_size, const char *const *tokens,
+                        const uint32_t *token_lengths);
+
+#endif

@@ -1,0 +1,61 @@
+/* writer_common.h - the parts of a model writer every architecture shares: the checks of the
+ * vocabulary, the prime tokens and the extra (provenance) keys a spec carries, the common keys
+ * (architecture, alignment, name, tokenizer, prime tokens, checksum, fingerprint), and the atomic
+ * write of the assembled file (temporary file in the target's folder, fsync, rename).
+ * fwm_model_writer.c (`fwm`) and model_format/<arch>/ writers are built on it.
+ * Internal to libfwm and its tools.
+ */
+#ifndef FWM_MODEL_FORMAT_WRITER_COMMON_H
+#define FWM_MODEL_FORMAT_WRITER_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm_schema.h"
+#include "gguf_writer.h"
+
+/* Every model file's alignment as fwm's writers write it. */
+#define FWM_WRITER_ALIGNMENT 64u
+
+/* One write per hyperparameter kind (FWM_HPARAM_LIST's kinds), with the kind's GGUF type. */
+#define FWM_WRITER_PUT_U32(w, key, value) fwm__gguf_writer_add_u32(w, key, value)
+#define FWM_WRITER_PUT_TOKEN(w, key, value) fwm__gguf_writer_add_u32(w, key, value)
+#define FWM_WRITER_PUT_BOOL(w, key, value) fwm__gguf_writer_add_bool(w, key, value)
+#define FWM_WRITER_PUT_F32(w, key, value) fwm__gguf_writer_add_f32(w, key, value)
+#define FWM_WRITER_PUT_F32_POS(w, key, value) fwm__gguf_writer_add_f32(w, key, value)
+
+/* FWM_ERR_INVALID_ARGUMENT on a big-endian host (the writers copy floats as they are). */
+fwm_status fwm__writer_check_host(const char *who, fwm_error *err);
+
+/* tokens[0..V) non-NULL and following the vocabulary rules. */
+fwm_status fwm__writer_check_tokens(const char *const *tokens, uint32_t vocab_size, fwm_error *err);
+
+/* The prime tokens of a spec (only when `has`): at most FWM_MAX_PRIME_TOKENS, each below V. */
+fwm_status fwm__writer_check_prime(bool has, const uint32_t *tokens, size_t count,
+                                   uint32_t vocab_size, fwm_error *err);
+
+/* Extra keys: named, distinct, none of written[0..n_written), a known kind, strings non-NULL;
+ * `who` names the writer in the message. */
+fwm_status fwm__writer_check_extra(const fwm_write_kv *extra, size_t count,
+                                   const char *const *written, size_t n_written, const char *who,
+                                   fwm_error *err);
+
+/* general.architecture, general.alignment and general.name (when not NULL). */
+void fwm__writer_add_general(fwm_gguf_writer *w, const char *arch, const char *name);
+
+/* tokenizer.ggml.model "word", tokenizer.ggml.tokens, and the prime tokens when `has`. */
+void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const char *const *tokens, uint32_t vocab_size,
+                                bool has_prime, const uint32_t *prime, size_t prime_count);
+
+/* fwm.checksum, fwm.fingerprint, then the extra keys. */
+void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_t fingerprint,
+                                  const fwm_write_kv *extra, size_t extra_count);
+
+/* Byte lengths of V NUL-terminated tokens (owned, fwm__free), NULL when out of memory. */
+uint32_t *fwm__writer_token_lengths(const char *const *tokens, uint32_t vocab_size);
+
+/* Write file[0..size) to `path` atomically. FWM_ERR_IO, FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__write_atomically(const char *path, const uint8_t *file, size_t size, fwm_error *err);
+
+#endif

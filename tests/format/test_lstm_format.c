@@ -1,0 +1,392 @@
+/* test_lstm_format.c - the `lstm` architecture in the model format: fwm_lstm_model_write round
+ * trip (hyperparameters, vocabulary, prime tokens, tensors bit-exact, checksum), the FWMFP2
+ * fingerprint recomputed here from its definition in docs/FORMAT.md, the hyperparameter checks,
+ * F16/BF16 tensors, the registry's refusal of an unknown architecture, and the schema's refusals by
+ * name (missing keys, wrong key types, wrong shapes, wrong tensor types, extra tensors). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "arch_list.h"
+#include "check.h"
+#include "fwm_alloc.h"
+#include "gguf_writer.h"
+#include "lstm/lstm_schema.h"
+#include "xxhash64.h"
+
+static char dir[256];
+static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "garden", "n,w"};
+
+static fwm_lstm_hparams small_hparams(void) {
+    fwm_lstm_hparams hp;
+    fwm_lstm_hparams_defaults(&hp);
+    hp.vocab_size = 7;
+    hp.embedding_length = 5;
+    hp.hidden_size = 3;
+    hp.layer_count = 2;
+    hp.forget_bias = 0.5f;
+    return hp;
+}
+
+/* Tensors filled with distinct values (owned by the caller: free data). */
+static float *fill_tensors(const fwm_lstm_hparams *hp, fwm_lstm_write_spec *spec) {
+    size_t total = 0, n = fwm_lstm_tensor_count(hp);
+    uint64_t rows, cols;
+    char name[48];
+    for (size_t i = 0; i < n; i++) {
+        fwm_lstm_tensor_at(hp, i, name, &rows, &cols);
+        total += rows * cols;
+    }
+    float *data = malloc(total * sizeof *data);
+    for (size_t k = 0; k < total; k++) data[k] = (float)k * 0.01f - 1.0f;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        fwm_lstm_tensor_at(hp, i, name, &rows, &cols);
+        spec->tensors[i] = data + at;
+        at += rows * cols;
+    }
+    return data;
+}
+
+static const char *path_in_dir(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+static uint8_t *read_whole(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+static void le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* FWMFP2 written out from docs/FORMAT.md, byte by byte. */
+static uint64_t expected_fingerprint(const fwm_lstm_hparams *hp, uint64_t checksum) {
+    uint8_t buf[4096];
+    size_t n = 0;
+    memcpy(buf, "FWMFP2", 6), n += 6;
+    le32(buf + n, 4), n += 4;
+    memcpy(buf + n, "lstm", 4), n += 4;
+    uint32_t fb;
+    memcpy(&fb, &hp->forget_bias, 4);
+    uint32_t fields[8] = {hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->layer_count,
+                          hp->residual ? 1u : 0u, fb, hp->padding_token_id, hp->eos_token_id};
+    for (int i = 0; i < 8; i++) le32(buf + n, fields[i]), n += 4;
+    le32(buf + n, hp->vocab_size), n += 4;
+    for (uint32_t i = 0; i < hp->vocab_size; i++) {
+        uint32_t len = (uint32_t)strlen(vocabulary[i]);
+        le32(buf + n, len), n += 4;
+        memcpy(buf + n, vocabulary[i], len), n += len;
+    }
+    for (int i = 0; i < 8; i++) buf[n++] = (uint8_t)(checksum >> (8 * i));
+    return fwm__xxh64(buf, n, 0);
+}
+
+static void round_trip(void) {
+    fwm_lstm_hparams hp = small_hparams();
+    fwm_lstm_write_spec spec = {.hp = hp, .name = "tiny lstm", .tokens = vocabulary};
+    float *data = fill_tensors(&hp, &spec);
+    const uint32_t prime[2] = {1, 4};
+    spec.has_prime_tokens = true, spec.prime_tokens = prime, spec.prime_count = 2;
+    const fwm_write_kv extra[1] = {{.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U32, .value.u32 = 9}};
+    spec.extra = extra, spec.extra_count = 1;
+    fwm_error err;
+    CHECK_OK(fwm_lstm_model_write(path_in_dir("a.gguf"), &spec, &err), err);
+    size_t size = 0;
+    uint8_t *file = read_whole(path_in_dir("a.gguf"), &size);
+    CHECK(file != NULL);
+    fwm_arch arch = FWM_ARCH_COUNT;
+    CHECK_OK(fwm__arch_detect(file, size, &arch, &err), err);
+    CHECK_INT(arch, FWM_ARCH_LSTM);
+    fwm_lstm_schema s;
+    CHECK_OK(fwm_lstm_schema_parse(file, size, &s, &err), err);
+    CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
+    CHECK_STR(s.name, "tiny lstm");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
+    CHECK_INT(s.prime_count, 2);
+    CHECK_INT(s.prime_tokens[1], 4);
+    CHECK_INT(s.tensor_count, 9);
+    for (size_t i = 0; i < s.tensor_count; i++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(&hp, i, name, &rows, &cols);
+        CHECK_U64(s.tensors[i].rows, rows);
+        CHECK_U64(s.tensors[i].cols, cols);
+        CHECK(s.tensors[i].type == FWM_GGML_TYPE_F32);
+        CHECK(s.tensors[i].file_offset % 64 == 0);
+        CHECK(memcmp(s.tensors[i].data, spec.tensors[i], rows * cols * 4) == 0);
+    }
+    /* layer 1 reads H inputs, layer 0 E */
+    CHECK_U64(s.tensors[1].cols, 5);
+    CHECK_U64(s.tensors[4].cols, 3);
+    CHECK(s.has_checksum && s.checksum == fwm_lstm_schema_checksum(&s));
+    CHECK(s.has_fingerprint);
+    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
+    CHECK_U64(fwm_lstm_fingerprint(&hp, (const char *const *)s.tokens, s.token_lengths, s.checksum),
+              s.fingerprint);
+    /* a changed hyperparameter changes the fingerprint */
+    fwm_lstm_hparams other = hp;
+    other.residual = !hp.residual;
+    CHECK(fwm_lstm_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
+          s.fingerprint);
+    /* the FWM's schema refuses it by its architecture, as before */
+    fwm_schema fs;
+    CHECK_STATUS(fwm_schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
+    CHECK_CONTAINS(err.message, "key 'general.architecture': expected \"fwm\", found \"lstm\"");
+    fwm_lstm_schema_release(&s);
+    free(file);
+    free(data);
+    unlink(path_in_dir("a.gguf"));
+}
+
+static void hparams_checks(void) {
+    fwm_lstm_hparams hp;
+    fwm_lstm_hparams_defaults(&hp);
+    CHECK_INT(hp.vocab_size, 180);
+    CHECK_INT(hp.embedding_length, 256);
+    CHECK_INT(hp.hidden_size, 512);
+    CHECK_INT(hp.layer_count, 4);
+    CHECK(hp.residual);
+    CHECK(hp.forget_bias == 1.0f);
+    fwm_error err;
+    CHECK_OK(fwm_lstm_hparams_check(&hp, &err), err);
+    fwm_lstm_hparams bad = hp;
+    bad.layer_count = 0;
+    CHECK_STATUS(fwm_lstm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'lstm.block_count': expected 1 to 16, found 0");
+    bad = hp, bad.layer_count = 17;
+    CHECK_STATUS(fwm_lstm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    bad = hp, bad.hidden_size = 0;
+    CHECK_STATUS(fwm_lstm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "lstm.hidden_size");
+    bad = hp, bad.eos_token_id = 180;
+    CHECK_STATUS(fwm_lstm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message,
+                   "key 'tokenizer.ggml.eos_token_id': expected a token id below lstm.vocab_size = 180");
+    bad = hp, bad.forget_bias = NAN;
+    CHECK_STATUS(fwm_lstm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "lstm.forget_bias");
+}
+
+static void writer_refusals(void) {
+    fwm_lstm_hparams hp = small_hparams();
+    fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    float *data = fill_tensors(&hp, &spec);
+    fwm_error err;
+    fwm_lstm_write_spec bad = spec;
+    bad.tensors[4] = NULL;
+    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "tensor 'blk.1.lstm.weight_ih' has no data");
+    bad = spec;
+    const char *dup[7] = {"<pad>", "<eos>", ".", "?", "john", "john", "n,w"};
+    bad.tokens = dup;
+    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "duplicate token 'john'");
+    bad = spec;
+    const fwm_write_kv extra[1] = {{.key = "lstm.hidden_size", .kind = FWM_WRITE_KV_U32}};
+    bad.extra = extra, bad.extra_count = 1;
+    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "extra key 'lstm.hidden_size' is written by fwm_lstm_model_write itself");
+    bad = spec;
+    const uint32_t prime[1] = {7};
+    bad.has_prime_tokens = true, bad.prime_tokens = prime, bad.prime_count = 1;
+    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "prime token 0 is 7");
+    CHECK(access(path_in_dir("b.gguf"), F_OK) != 0);
+    free(data);
+}
+
+/* ---- hand-built files for the schema's refusals ------------------------------------------------ */
+
+typedef struct variant {
+    const char *architecture;  /* general.architecture's value */
+    const char *omit_key;      /* a key left out */
+    const char *retype_key;    /* a key written as an i32 (or u32 for strings) instead */
+    const char *omit_tensor;   /* a tensor left out */
+    const char *reshape_tensor; /* a tensor written with one more row */
+    const char *f16_tensor;    /* a tensor stored as F16 (halves of the same values) */
+    uint32_t tensor_type;      /* with type_tensor: that tensor's GGML type as stored */
+    const char *type_tensor;
+    bool extra_tensor;         /* one more tensor, "blk.9.lstm.bias" */
+} variant;
+
+static void put_key(fwm_gguf_writer *w, const variant *v, const char *key, uint32_t type,
+                    uint32_t u, float f, const char *s) {
+    if (v->omit_key && strcmp(v->omit_key, key) == 0) return;
+    if (v->retype_key && strcmp(v->retype_key, key) == 0) {
+        if (type == FWM_GGUF_TYPE_STRING)
+            fwm__gguf_writer_add_u32(w, key, 1);
+        else
+            fwm__gguf_writer_add_i32(w, key, 1);
+        return;
+    }
+    switch (type) {
+    case FWM_GGUF_TYPE_UINT32: fwm__gguf_writer_add_u32(w, key, u); break;
+    case FWM_GGUF_TYPE_BOOL: fwm__gguf_writer_add_bool(w, key, u != 0); break;
+    case FWM_GGUF_TYPE_FLOAT32: fwm__gguf_writer_add_f32(w, key, f); break;
+    default: fwm__gguf_writer_add_string(w, key, s); break;
+    }
+}
+
+/* A small LSTM file built key by key (not by fwm_lstm_model_write), with `v`'s damage. */
+static uint8_t *build(const variant *v, size_t *size) {
+    fwm_lstm_hparams hp = small_hparams();
+    fwm_gguf_writer w;
+    fwm__gguf_writer_init(&w, 32);
+    put_key(&w, v, "general.architecture", FWM_GGUF_TYPE_STRING, 0, 0, v->architecture ? v->architecture : "lstm");
+    put_key(&w, v, "lstm.vocab_size", FWM_GGUF_TYPE_UINT32, hp.vocab_size, 0, NULL);
+    put_key(&w, v, "lstm.embedding_length", FWM_GGUF_TYPE_UINT32, hp.embedding_length, 0, NULL);
+    put_key(&w, v, "lstm.hidden_size", FWM_GGUF_TYPE_UINT32, hp.hidden_size, 0, NULL);
+    put_key(&w, v, "lstm.block_count", FWM_GGUF_TYPE_UINT32, hp.layer_count, 0, NULL);
+    put_key(&w, v, "lstm.residual", FWM_GGUF_TYPE_BOOL, 1, 0, NULL);
+    put_key(&w, v, "lstm.forget_bias", FWM_GGUF_TYPE_FLOAT32, 0, 1.0f, NULL);
+    put_key(&w, v, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0, NULL);
+    put_key(&w, v, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, 1, 0, NULL);
+    put_key(&w, v, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
+    if (!(v->omit_key && strcmp(v->omit_key, "tokenizer.ggml.tokens") == 0))
+        fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 7);
+    static float values[4096];
+    static uint16_t halves[4096];
+    for (size_t i = 0; i < 4096; i++) values[i] = 0.25f, halves[i] = 0x3400; /* 0.25 in F16 */
+    size_t n = fwm_lstm_tensor_count(&hp);
+    for (size_t i = 0; i < n + (v->extra_tensor ? 1 : 0); i++) {
+        char name[48];
+        uint64_t rows, cols;
+        int matrix;
+        if (i < n) {
+            fwm_lstm_tensor_at(&hp, i, name, &rows, &cols);
+            matrix = fwm__lstm_tensor_is_matrix(&hp, i);
+        } else {
+            snprintf(name, sizeof name, "blk.9.lstm.bias"), rows = 12, cols = 1, matrix = 0;
+        }
+        if (v->omit_tensor && strcmp(v->omit_tensor, name) == 0) continue;
+        if (v->reshape_tensor && strcmp(v->reshape_tensor, name) == 0) rows++;
+        uint64_t dims[2] = {matrix ? cols : rows, rows};
+        uint32_t type = FWM_GGML_TYPE_F32;
+        const void *data = values;
+        uint64_t bytes = rows * cols * 4;
+        if (v->f16_tensor && strcmp(v->f16_tensor, name) == 0)
+            type = FWM_GGML_TYPE_F16, data = halves, bytes = rows * cols * 2;
+        if (v->type_tensor && strcmp(v->type_tensor, name) == 0) type = v->tensor_type;
+        fwm__gguf_writer_add_tensor(&w, name, matrix ? 2 : 1, dims, type, data, bytes, 0);
+    }
+    uint8_t *file = NULL;
+    fwm_error err;
+    CHECK_OK(fwm__gguf_writer_finish(&w, &file, size, NULL, &err), err);
+    fwm__gguf_writer_release(&w);
+    return file;
+}
+
+/* Parse `v`'s file: expect `status` and `needle` in the message (FWM_OK: expect success). */
+static void expect(const variant *v, fwm_status status, const char *needle) {
+    size_t size = 0;
+    uint8_t *file = build(v, &size);
+    fwm_lstm_schema s;
+    fwm_error err;
+    fwm_status st = fwm_lstm_schema_parse(file, size, &s, &err);
+    if (st != status || (needle && !strstr(err.message, needle))) {
+        fprintf(stderr, "expected %s '%s', got %s '%s'\n", fwm_status_str(status), needle ? needle : "",
+                fwm_status_str(st), st ? err.message : "");
+        check_failures++;
+    }
+    if (!st) fwm_lstm_schema_release(&s);
+    fwm__free(file);
+}
+
+static void schema_refusals(void) {
+    variant ok = {0};
+    expect(&ok, FWM_OK, NULL);
+    static const char *const keys[] = {
+        "general.architecture", "lstm.vocab_size", "lstm.embedding_length", "lstm.hidden_size",
+        "lstm.block_count", "lstm.residual", "lstm.forget_bias", "tokenizer.ggml.padding_token_id",
+        "tokenizer.ggml.eos_token_id", "tokenizer.ggml.model", "tokenizer.ggml.tokens"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        variant v = {.omit_key = keys[k]};
+        char needle[96];
+        snprintf(needle, sizeof needle, "missing key '%s'", keys[k]);
+        expect(&v, FWM_ERR_FORMAT, needle);
+    }
+    static const struct {
+        const char *key, *found;
+    } retyped[] = {
+        {"lstm.vocab_size", "expected type u32, found i32"},
+        {"lstm.block_count", "expected type u32, found i32"},
+        {"lstm.residual", "expected type bool, found i32"},
+        {"lstm.forget_bias", "expected type f32, found i32"},
+        {"tokenizer.ggml.eos_token_id", "expected type u32, found i32"},
+        {"tokenizer.ggml.model", "expected type string, found u32"},
+        {"general.architecture", "expected type string, found u32"},
+    };
+    for (size_t k = 0; k < sizeof retyped / sizeof retyped[0]; k++) {
+        variant v = {.retype_key = retyped[k].key};
+        char needle[160];
+        snprintf(needle, sizeof needle, "key '%s': %s", retyped[k].key, retyped[k].found);
+        expect(&v, FWM_ERR_FORMAT, needle);
+    }
+    variant v = {.architecture = "fwm"};
+    expect(&v, FWM_ERR_FORMAT, "key 'general.architecture': expected \"lstm\", found \"fwm\"");
+    v = (variant){.omit_tensor = "blk.1.lstm.weight_hh"};
+    expect(&v, FWM_ERR_FORMAT, "missing tensor 'blk.1.lstm.weight_hh'");
+    v = (variant){.omit_tensor = "output.bias"};
+    expect(&v, FWM_ERR_FORMAT, "missing tensor 'output.bias'");
+    v = (variant){.reshape_tensor = "blk.0.lstm.weight_ih"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'blk.0.lstm.weight_ih': expected shape [12, 5], found [13, 5]");
+    v = (variant){.reshape_tensor = "blk.1.lstm.weight_ih"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'blk.1.lstm.weight_ih': expected shape [12, 3], found [13, 3]");
+    v = (variant){.reshape_tensor = "blk.1.lstm.bias"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'blk.1.lstm.bias': expected shape [12], found [13]");
+    v = (variant){.reshape_tensor = "output.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'output.weight': expected shape [7, 3], found [8, 3]");
+    v = (variant){.extra_tensor = true};
+    expect(&v, FWM_ERR_FORMAT, "unexpected tensor 'blk.9.lstm.bias': not part of the lstm schema");
+    v = (variant){.f16_tensor = "blk.1.lstm.weight_hh"};
+    expect(&v, FWM_OK, NULL);
+    v = (variant){.type_tensor = "blk.0.lstm.bias", .tensor_type = FWM_GGML_TYPE_BF16};
+    v.f16_tensor = "blk.0.lstm.bias"; /* 2 bytes an element */
+    expect(&v, FWM_OK, NULL);
+    /* the registry: unknown architectures by name, with the known ones */
+    v = (variant){.architecture = "mnm"};
+    size_t size = 0;
+    uint8_t *file = build(&v, &size);
+    fwm_arch arch;
+    fwm_error err;
+    CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "key 'general.architecture': unknown architecture \"mnm\" (known: fwm, lstm)");
+    fwm__free(file);
+    CHECK_STR(fwm__arch_name(FWM_ARCH_FWM), "fwm");
+    CHECK_STR(fwm__arch_name(FWM_ARCH_LSTM), "lstm");
+    CHECK(fwm__arch_name(FWM_ARCH_COUNT) == NULL);
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fwm-test-lstm-format-XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    static const check_case cases[] = {
+        {"round_trip", round_trip},
+        {"hparams_checks", hparams_checks},
+        {"writer_refusals", writer_refusals},
+        {"schema_refusals", schema_refusals},
+    };
+    int status = check_run_cases("test_lstm_format", cases, sizeof cases / sizeof cases[0]);
+    rmdir(dir);
+    return status;
+}
