@@ -3,7 +3,7 @@
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
  * for distribution, which is what model files are for), version 2:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
- *   (fwm__arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
+ *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
  *   token, embedding, recurrent, layer;
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
@@ -107,7 +107,7 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
     h->version = CHECKPOINT_VERSION;
     h->hparams_size = sizeof(checkpoint_model);
     h->model.arch = (uint32_t)tr->spec.arch;
-    if (tr->spec.arch == FWM__ARCH_LSTM) { /* field by field: the padding stays zero */
+    if (tr->spec.arch == FWM_ARCH_LSTM) { /* field by field: the padding stays zero */
         const fwm_lstm_hparams *l = &tr->spec.lstm;
         h->model.lstm.vocab_size = l->vocab_size;
         h->model.lstm.embedding_length = l->embedding_length;
@@ -243,7 +243,7 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         }
         memset(&h, 0, sizeof h);
         memcpy(&h, &start, sizeof start);
-        h.model.arch = FWM__ARCH_FWM;
+        h.model.arch = FWM_ARCH_FWM;
         h.model.fwm = old.hp;
         h.mode = old.mode;
         h.lanes = old.lanes;
@@ -271,8 +271,8 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: the checkpoint is of architecture %s, this run's is %s (resume "
                             "with the --arch it was made with)",
-                            path, fwm__arch_name((fwm__arch)h.model.arch),
-                            fwm__arch_name((fwm__arch)want.model.arch));
+                            path, fwm__arch_name((fwm_arch)h.model.arch),
+                            fwm__arch_name((fwm_arch)want.model.arch));
         goto done;
     }
 #define SAME_(field, what)                                                                       \

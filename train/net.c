@@ -90,7 +90,7 @@ static void fwm_init_weights(const fwm__model_spec *spec, uint64_t seed, float *
 }
 
 static const fwm__net_ops fwm__net_ops_fwm = {
-    FWM__ARCH_FWM, fwm_create,     fwm_destroy, fwm_forward,     fwm_backward,
+    FWM_ARCH_FWM, fwm_create,     fwm_destroy, fwm_forward,     fwm_backward,
     fwm_zero_grads, fwm_reset_state, NULL,      fwm_init_weights,
 };
 

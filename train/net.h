@@ -33,7 +33,7 @@ typedef struct fwm__net_config {
 typedef struct fwm__net fwm__net;
 
 typedef struct fwm__net_ops {
-    fwm__arch arch;
+    fwm_arch arch;
     /* Create net->impl for net->config and set net's buffer pointers, sizes and view. */
     fwm_status (*create)(fwm__net *net, fwm__pool *pool, fwm_error *err);
     void (*destroy)(void *impl);

@@ -1,4 +1,4 @@
-/* param_layout.c - offsets of the weight tensors in the trainer's flat buffers; architecture names
+/* param_layout.c - offsets of the weight tensors in the trainer's flat buffers; architectures by name
  * (see param_layout.h). */
 #include "param_layout.h"
 
@@ -29,17 +29,12 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp)
     layout->parameter_count = count;
 }
 
-const char *fwm__arch_name(fwm__arch arch)
-{
-    return arch == FWM__ARCH_LSTM ? "lstm" : "fwm";
-}
-
-int fwm__arch_parse(const char *name, fwm__arch *out)
+int fwm__train_arch_parse(const char *name, fwm_arch *out)
 {
     if (strcmp(name, "fwm") == 0)
-        *out = FWM__ARCH_FWM;
+        *out = FWM_ARCH_FWM;
     else if (strcmp(name, "lstm") == 0)
-        *out = FWM__ARCH_LSTM;
+        *out = FWM_ARCH_LSTM;
     else
         return -1;
     return 0;
@@ -47,24 +42,24 @@ int fwm__arch_parse(const char *name, fwm__arch *out)
 
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM__ARCH_LSTM ? spec->lstm.vocab_size : spec->fwm.vocab_size;
+    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.vocab_size : spec->fwm.vocab_size;
 }
 
 uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM__ARCH_LSTM ? spec->lstm.padding_token_id
+    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.padding_token_id
                                         : spec->fwm.padding_token_id;
 }
 
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM__ARCH_LSTM ? spec->lstm.eos_token_id : spec->fwm.eos_token_id;
+    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.eos_token_id : spec->fwm.eos_token_id;
 }
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
     memset(layout, 0, sizeof *layout);
-    if (spec->arch == FWM__ARCH_LSTM) {
+    if (spec->arch == FWM_ARCH_LSTM) {
         layout->count = fwm_lstm_tensor_count(&spec->lstm);
         for (size_t i = 0; i < layout->count; i++) {
             uint64_t rows, cols;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch_list.h"
 #include "fwm_hparams.h"
 #include "lstm/lstm_hparams.h"
 
@@ -33,22 +34,15 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp);
 
 /* ---- architectures ------------------------------------------------------------------------- */
 
-/* The architectures the trainer trains (general.architecture of the files it writes). The values
- * are stored in checkpoints: never renumber. */
-typedef enum fwm__arch {
-    FWM__ARCH_FWM = 0, /* "fwm": the Fast Weight Memory (docs/MODEL.md) */
-    FWM__ARCH_LSTM = 1 /* "lstm": the paper's LSTM baseline (model_format/lstm/lstm_hparams.h) */
-} fwm__arch;
-
-/* "fwm", "lstm". */
-const char *fwm__arch_name(fwm__arch arch);
-/* 0 and *out set when `name` is an architecture's name, else -1. */
-int fwm__arch_parse(const char *name, fwm__arch *out);
+/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1: the registry of
+ * model_format/arch_list.h, whose values checkpoints store) by name: 0 and *out set when `name`
+ * is one the trainer trains, else -1. */
+int fwm__train_arch_parse(const char *name, fwm_arch *out);
 
 /* A model as the trainer sees it: its architecture and that architecture's hyperparameters (the
  * other member is unused and should be zero). */
 typedef struct fwm__model_spec {
-    fwm__arch arch;
+    fwm_arch arch;
     fwm_hparams fwm;        /* arch FWM */
     fwm_lstm_hparams lstm;  /* arch LSTM */
 } fwm__model_spec;

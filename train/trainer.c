@@ -165,7 +165,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->eos_id = eos_id;
     tr->data_hash = hash_split(train);
     tr->spec.arch = options->arch;
-    if (options->arch == FWM__ARCH_LSTM)
+    if (options->arch == FWM_ARCH_LSTM)
         tr->spec.lstm = options->lstm;
     else
         tr->spec.fwm = options->hp;
@@ -214,7 +214,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
             goto fail;
     }
     tr->net = tr->group_net[0];
-    tr->tm = options->arch == FWM__ARCH_FWM ? tr->net->impl : NULL;
+    tr->tm = options->arch == FWM_ARCH_FWM ? tr->net->impl : NULL;
     size_t n = tr->net->layout.total, cells = (size_t)options->lanes * (size_t)options->window;
     if (G > 1) {
         tr->group_grads = malloc((size_t)G * n * sizeof(float));

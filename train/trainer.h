@@ -32,7 +32,7 @@
 #include "net.h"
 
 typedef struct fwm__train_options {
-    fwm__arch arch;          /* FWM__ARCH_FWM (0, the default) or FWM__ARCH_LSTM */
+    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default) or FWM_ARCH_LSTM */
     fwm_hparams hp;          /* arch fwm, complete: sizes, vocabulary size, ids, read policy,
                                 constants */
     fwm_lstm_hparams lstm;   /* arch lstm, complete */

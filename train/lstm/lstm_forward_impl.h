@@ -92,7 +92,7 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     tm->pool = pool;
     fwm__model_spec spec;
     memset(&spec, 0, sizeof spec);
-    spec.arch = FWM__ARCH_LSTM;
+    spec.arch = FWM_ARCH_LSTM;
     spec.lstm = *hp;
     fwm__tensor_layout_init(&tm->layout, &spec);
     size_t V = hp->vocab_size, E = hp->embedding_length, H = hp->hidden_size,

@@ -86,6 +86,6 @@ static void lstm_init_weights(const fwm__model_spec *spec, uint64_t seed, float 
 }
 
 const fwm__net_ops fwm__net_ops_lstm = {
-    FWM__ARCH_LSTM,  lstm_create,      lstm_destroy,      lstm_forward,     lstm_backward,
+    FWM_ARCH_LSTM,  lstm_create,      lstm_destroy,      lstm_forward,     lstm_backward,
     lstm_zero_grads, lstm_reset_state, lstm_set_dropout, lstm_init_weights,
 };
