@@ -1,7 +1,9 @@
-/* model.c - loading a model file into a ready-to-step fwm_model: map or read the file, validate it
- * through the schema (model_format/), verify checksum and fingerprint, use aligned F32 tensors in
- * place and widen the rest once, build the vocabulary index, and let the kernels derive their tables.
- * Also the model's read-only queries (info, token text and lookup). */
+/* model.c - loading a model file into a ready-to-step fwm_model: map or read the file, find its
+ * architecture (model_format/arch_list.h) and let its ops load it (arch_ops.h; the FWM's load is
+ * here: validate through the schema, verify checksum and fingerprint, use aligned F32 tensors in
+ * place and widen the rest once, let the kernels derive their tables), then build the vocabulary
+ * index and the start state, which every architecture shares. Also the model's read-only queries
+ * (info, token text and lookup). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch_ops.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 #include "fwm_model_shape.h"
@@ -75,11 +78,11 @@ static void widen(const fwm_schema_tensor *t, float *dst) {
     }
 }
 
-/* Point model->w at every tensor: in place where possible, else into one `converted` block. */
-static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
+fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *tensors, size_t n,
+                             const float **pointers, fwm_error *err) {
     uint64_t converted_floats = 0;
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
-        const fwm_schema_tensor *t = &schema->tensors[i];
+    for (size_t i = 0; i < n; i++) {
+        const fwm_schema_tensor *t = &tensors[i];
         if (!usable_in_place(t)) converted_floats += t->rows * t->cols;
     }
     if (converted_floats > 0) {
@@ -91,10 +94,9 @@ static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema
             return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                               "out of memory widening %" PRIu64 " weights to F32", converted_floats);
     }
-    const float *pointers[FWM_TENSOR_COUNT];
     float *next = model->converted;
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
-        const fwm_schema_tensor *t = &schema->tensors[i];
+    for (size_t i = 0; i < n; i++) {
+        const fwm_schema_tensor *t = &tensors[i];
         if (usable_in_place(t)) {
             pointers[i] = t->data;
         } else {
@@ -103,33 +105,48 @@ static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema
             next += t->rows * t->cols;
         }
     }
+    return FWM_OK;
+}
+
+/* Point model->w at every tensor of the FWM. */
+static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
+    const float *pointers[FWM_TENSOR_COUNT];
+    fwm_status status = fwm__bind_tensors(model, schema->tensors, FWM_TENSOR_COUNT, pointers, err);
+    if (status != FWM_OK) return status;
 #define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
     FWM_TENSOR_LIST(FWM_BIND_)
 #undef FWM_BIND_
     return FWM_OK;
 }
 
-static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
-                                  const fwm_model_params *params, fwm_error *err) {
-    uint64_t checksum = fwm_schema_checksum(schema);
-    model->has_checksum = schema->has_checksum;
-    if (schema->has_checksum && params->verify_checksum) {
-        if (checksum != schema->checksum)
+fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint64_t stored_checksum,
+                                uint64_t checksum, int has_fingerprint, uint64_t stored_fingerprint,
+                                uint64_t computed, const fwm_model_params *params, fwm_error *err) {
+    model->has_checksum = has_checksum;
+    if (has_checksum && params->verify_checksum) {
+        if (checksum != stored_checksum)
             return fwm__error(err, FWM_ERR_CHECKSUM,
                               "tensor data checksum mismatch: key '" FWM_KEY_CHECKSUM
                               "' says 0x%016" PRIx64 ", the data hashes to 0x%016" PRIx64,
-                              schema->checksum, checksum);
+                              stored_checksum, checksum);
         model->checksum_verified = true;
     }
-    model->fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)schema->tokens,
-                                                schema->token_lengths, checksum);
-    if (schema->has_fingerprint && params->verify_checksum &&
-        schema->fingerprint != model->fingerprint)
+    model->fingerprint = computed;
+    if (has_fingerprint && params->verify_checksum && stored_fingerprint != computed)
         return fwm__error(err, FWM_ERR_CHECKSUM,
                           "model fingerprint mismatch: key '" FWM_KEY_FINGERPRINT
                           "' says 0x%016" PRIx64 ", the model computes to 0x%016" PRIx64,
-                          schema->fingerprint, model->fingerprint);
+                          stored_fingerprint, computed);
     return FWM_OK;
+}
+
+static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
+                                  const fwm_model_params *params, fwm_error *err) {
+    uint64_t checksum = fwm_schema_checksum(schema);
+    uint64_t fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)schema->tokens,
+                                                  schema->token_lengths, checksum);
+    return fwm__check_integrity(model, schema->has_checksum, schema->checksum, checksum,
+                                schema->has_fingerprint, schema->fingerprint, fingerprint, params, err);
 }
 
 /* Build a model over buf[0..size), which the caller keeps alive (mapping or copy owned by model). */
@@ -151,8 +168,9 @@ fwm_status fwm__model_build_start(struct fwm_model *model, fwm_error *err) {
     return fwm_session_step(model->start, model->prime_tokens[n - 1], model->start_logits, err);
 }
 
-static fwm_status build_model(struct fwm_model *model, const void *buf, size_t size,
-                              const fwm_model_params *params, fwm_error *err) {
+/* The FWM's load (its ops' `load`). */
+fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
+                         const fwm_model_params *params, fwm_error *err) {
     fwm_schema schema;
     memset(&schema, 0, sizeof schema);
     fwm_status status = fwm_schema_parse(buf, size, &schema, err);
@@ -170,16 +188,25 @@ static fwm_status build_model(struct fwm_model *model, const void *buf, size_t s
     schema.tokens = NULL;
     schema.token_lengths = NULL;
     schema.name = NULL;
-    status = fwm__vocab_index_build(model, err);
-    if (status != FWM_OK) goto done;
-    status = fwm__model_prepare(model, err);
-    if (status != FWM_OK) goto done;
     model->prime_count = schema.prime_count;
     memcpy(model->prime_tokens, schema.prime_tokens, sizeof model->prime_tokens);
-    status = fwm__model_build_start(model, err);
+    status = fwm__model_prepare(model, err);
 done:
     fwm_schema_release(&schema);
     return status;
+}
+
+static fwm_status build_model(struct fwm_model *model, const void *buf, size_t size,
+                              const fwm_model_params *params, fwm_error *err) {
+    fwm_arch arch;
+    fwm_status status = fwm__arch_detect(buf, size, &arch, err);
+    if (status != FWM_OK) return status;
+    model->arch = arch;
+    status = fwm__arch_ops(arch)->load(model, buf, size, params, err);
+    if (status != FWM_OK) return status;
+    status = fwm__vocab_index_build(model, err);
+    if (status != FWM_OK) return status;
+    return fwm__model_build_start(model, err);
 }
 
 static struct fwm_model *model_new(fwm_error *err) {
@@ -290,7 +317,7 @@ void fwm_model_free(fwm_model *model) {
     if (!model) return;
     fwm_session_free(model->start);
     fwm__free(model->start_logits);
-    fwm__model_unprepare(model);
+    fwm__arch_ops(model->arch)->unload(model);
     if (model->tokens) {
         for (uint32_t i = 0; i < model->hp.vocab_size; i++) fwm__free(model->tokens[i]);
         fwm__free(model->tokens);
@@ -308,25 +335,18 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     if (!info) return;
     memset(info, 0, sizeof *info);
     if (!model) return;
+    const fwm_arch_ops *ops = fwm__arch_ops(model->arch);
     const fwm_hparams *hp = &model->hp;
+    info->architecture = ops->name;
     info->vocab_size = hp->vocab_size;
     info->embedding_length = hp->embedding_length;
     info->hidden_size = hp->hidden_size;
-    info->memory_s = hp->memory_s;
-    info->memory_r = hp->memory_r;
-    info->memory_t = hp->memory_t;
-    info->read_count = hp->read_count;
     info->residual = hp->residual;
-    info->read_policy = hp->read_policy == 1 ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
-    info->read_token_id = hp->read_token_id;
     info->forget_bias = hp->forget_bias;
-    info->beta_bias = hp->beta_bias;
-    info->write_scale = hp->write_scale;
-    info->layer_norm_eps = hp->layer_norm_eps;
     info->padding_token_id = hp->padding_token_id;
     info->eos_token_id = hp->eos_token_id;
     info->parameter_count = model->parameter_count;
-    info->session_state_floats = (size_t)fwm__session_state_floats(hp);
+    info->session_state_floats = ops->state_floats(model);
     info->session_state_bytes = fwm__session_bytes(model);
     info->state_blob_bytes = fwm__state_blob_size(model);
     info->fingerprint = model->fingerprint;
@@ -335,6 +355,22 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     info->name = model->name ? model->name : "";
     info->prime_token_count = model->prime_count;
     info->prime_tokens = model->prime_tokens;
+    ops->fill_info(model, info);
+}
+
+/* The FWM's fields of fwm_model_info (its ops' `fill_info`). */
+void fwm__fwm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
+    const fwm_hparams *hp = &model->hp;
+    info->layer_count = 1;
+    info->memory_s = hp->memory_s;
+    info->memory_r = hp->memory_r;
+    info->memory_t = hp->memory_t;
+    info->read_count = hp->read_count;
+    info->read_policy = hp->read_policy == 1 ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
+    info->read_token_id = hp->read_token_id;
+    info->beta_bias = hp->beta_bias;
+    info->write_scale = hp->write_scale;
+    info->layer_norm_eps = hp->layer_norm_eps;
 }
 
 const float *fwm_model_start_logits(const fwm_model *model) {

@@ -6,11 +6,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch_list.h"
 #include "fwm/fwm.h"
 #include "fwm_hparams.h"
 #include "fwm_schema.h" /* FWM_MAX_PRIME_TOKENS */
 
 struct fwm_model {
+    /* The architecture (arch_ops.h dispatches on it); 0, the FWM, for a model built by calloc. */
+    fwm_arch arch;
+    /* The FWM's hyperparameters. Other architectures fill the fields every architecture has
+     * (vocab_size, embedding_length, hidden_size, residual, forget_bias, padding_token_id,
+     * eos_token_id) and leave the rest zero; their own are in arch_data. */
     fwm_hparams hp;
     fwm_weights w; /* F32 row-major weights: in place in the mapping, or in `converted` */
 
@@ -38,6 +44,10 @@ struct fwm_model {
     bool has_checksum;
     bool checksum_verified;
 
+    /* An architecture's own data (hyperparameters, weight pointers, tables), owned through its
+     * ops' unload; NULL for the FWM. */
+    void *arch_data;
+
     /* Storage behind the weights: */
     void *mapping;            /* mmap of the file, or NULL */
     size_t mapping_size;
@@ -55,5 +65,24 @@ fwm_status fwm__model_build_start(struct fwm_model *model, fwm_error *err);
 
 /* Release what fwm__model_prepare allocated. */
 void fwm__model_unprepare(struct fwm_model *model);
+
+/* ---- shared by every architecture's loader (model.c) ---- */
+
+/* F32 pointers to n checked tensors: in place where the data is aligned F32, else widened into
+ * model->converted (one allocation). FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *tensors, size_t n,
+                             const float **pointers, fwm_error *err);
+
+/* Set has_checksum, checksum_verified and the fingerprint (`computed`) from a parsed file's
+ * stored keys and the checksum of its data: FWM_ERR_CHECKSUM on a mismatch when params ask to
+ * verify. */
+fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint64_t stored_checksum,
+                                uint64_t checksum, int has_fingerprint, uint64_t stored_fingerprint,
+                                uint64_t computed, const fwm_model_params *params, fwm_error *err);
+
+/* input gates [V, 4H]: table[x] = W_ih Emb[x] + b for every token x with the step's kernel, or
+ * NULL (FWM_OK) when larger than the step's table limit. FWM_ERR_OUT_OF_MEMORY. */
+fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const float *bias, size_t V,
+                                 size_t E, size_t H, float **table, fwm_error *err);
 
 #endif

@@ -1,21 +1,20 @@
-/* session.c - session lifetime: create, free, reset, fork and the two accessors.
+/* session.c - session lifetime: create, free, reset, fork and the two accessors, for every
+ * architecture; and the FWM's layout of the state block.
  *
- * A session's bookkeeping and its state (h, c, F, the pending write) live in one 64-byte-aligned
- * allocation (session_internal.h), so a fork is one allocation and one copy and a reset is one
- * memset. Stepping is in step.c, state
- * blobs in state_blob.c.
+ * A session's bookkeeping and its state (for the FWM: h, c, F, the pending write) live in one
+ * 64-byte-aligned allocation (session_internal.h), so a fork is one allocation and one copy and a
+ * reset is one memset; the architecture's ops (arch_ops.h) say how large the state block is and
+ * where its arrays are. Stepping is in step.c, state blobs in state_blob.c (for the FWM; other
+ * architectures' in runtime/<arch>/).
  */
 #include <string.h>
 
+#include "arch_ops.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 #include "session_internal.h"
 
-/* Floats rounded up so the next array starts on an FWM_SESSION_ALIGNMENT boundary. */
-static size_t aligned_floats(size_t n) {
-    const size_t per = FWM_SESSION_ALIGNMENT / sizeof(float);
-    return (n + per - 1) / per * per;
-}
+#define aligned_floats fwm__aligned_floats
 
 static size_t header_bytes(void) {
     return (sizeof(struct fwm_session) + FWM_SESSION_ALIGNMENT - 1) / FWM_SESSION_ALIGNMENT *
@@ -24,7 +23,7 @@ static size_t header_bytes(void) {
 
 /* The loader bounds every size (FWM_MAX_DIM, FWM_MAX_MEMORY_ELEMENTS), so none of this can
  * overflow a 64-bit size_t. */
-static size_t state_floats(const struct fwm_model *model) {
+size_t fwm__fwm_block_floats(const struct fwm_model *model) {
     const fwm_hparams *hp = &model->hp;
     return 2 * aligned_floats(hp->hidden_size) +
            aligned_floats((size_t)hp->memory_s * hp->memory_r * hp->memory_t) +
@@ -32,13 +31,12 @@ static size_t state_floats(const struct fwm_model *model) {
 }
 
 size_t fwm__session_bytes(const struct fwm_model *model) {
-    return header_bytes() + state_floats(model) * sizeof(float);
+    return header_bytes() + fwm__arch_ops(model->arch)->block_floats(model) * sizeof(float);
 }
 
-/* Point h, c, F into the block that starts at `session`. */
-static void lay_out(struct fwm_session *session, const struct fwm_model *model) {
-    float *base = (float *)((unsigned char *)session + header_bytes());
-    session->model = model;
+/* The FWM's arrays: h, c, F and the pending write, in this order. */
+void fwm__fwm_lay_out(struct fwm_session *session, float *base) {
+    const struct fwm_model *model = session->model;
     session->h = base;
     session->c = base + aligned_floats(model->hp.hidden_size);
     session->F = session->c + aligned_floats(model->hp.hidden_size);
@@ -46,9 +44,18 @@ static void lay_out(struct fwm_session *session, const struct fwm_model *model) 
         session->F + aligned_floats((size_t)model->hp.memory_s * model->hp.memory_r * model->hp.memory_t);
     session->pending_k2 = session->pending_k1 + aligned_floats(model->hp.memory_s);
     session->pending_d = session->pending_k2 + aligned_floats(model->hp.memory_r);
+}
+
+/* Point the state arrays into the block that starts at `session`. */
+static void lay_out(struct fwm_session *session, const struct fwm_model *model) {
+    float *base = (float *)((unsigned char *)session + header_bytes());
+    const fwm_arch_ops *ops = fwm__arch_ops(model->arch);
+    memset(session, 0, sizeof *session);
+    session->model = model;
     session->pending_s = 1.0f;
     session->has_pending = false;
-    session->state_bytes = state_floats(model) * sizeof(float);
+    ops->lay_out(session, base);
+    session->state_bytes = ops->block_floats(model) * sizeof(float);
 }
 
 static fwm_status allocate(const struct fwm_model *model, struct fwm_session **out, fwm_error *err) {

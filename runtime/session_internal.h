@@ -13,9 +13,10 @@
 /* Alignment of the session block and of each state array inside it (bytes). */
 #define FWM_SESSION_ALIGNMENT 64
 
-/* A session is one FWM_SESSION_ALIGNMENT-aligned allocation: this struct, then h[H], c[H],
+/* A session is one FWM_SESSION_ALIGNMENT-aligned allocation: this struct, then its architecture's
+ * state block (arch_ops.h), zeroed by a reset and copied by a fork. For the FWM: h[H], c[H],
  * F[S*R*T] (T fastest) and the pending write's k1[S], k2[R], d[T], each starting on an aligned
- * boundary.
+ * boundary. For the LSTM: h[L][H] and c[L][H] (runtime/lstm/), F and the pending write NULL.
  *
  * The fast weights the model means are F with the last write applied: each step's write (a rank-1
  * update and a normalisation, see step.c) is kept pending and applied by the next step's one pass
@@ -23,8 +24,8 @@
 struct fwm_session {
     const struct fwm_model *model; /* borrowed */
     uint64_t position;             /* tokens stepped since creation or the last reset */
-    float *h;                      /* [H] LSTM hidden state */
-    float *c;                      /* [H] LSTM cell state */
+    float *h;                      /* [H] LSTM hidden state ([L*H] for the LSTM architecture) */
+    float *c;                      /* [H] LSTM cell state ([L*H] likewise) */
     float *F;                      /* [S*R*T] fast weights before the pending write */
     float *pending_k1;             /* [S] the pending write's key k1 */
     float *pending_k2;             /* [R] its key k2 */
@@ -33,6 +34,12 @@ struct fwm_session {
     bool has_pending;              /* false after create, reset and import */
     size_t state_bytes;            /* bytes from h to the end of the block (zeroed on reset) */
 };
+
+/* Floats rounded up so the next array starts on an FWM_SESSION_ALIGNMENT boundary. */
+static inline size_t fwm__aligned_floats(size_t n) {
+    const size_t per = FWM_SESSION_ALIGNMENT / sizeof(float);
+    return (n + per - 1) / per * per;
+}
 
 /* Bytes one session of `model` occupies (the whole aligned block). */
 size_t fwm__session_bytes(const struct fwm_model *model);

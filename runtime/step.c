@@ -1,7 +1,8 @@
 /* step.c - the FWM step: one session, a token sequence, or a batch of sessions; and the derived
  * input-gate table computed when a model is prepared.
  *
- * Every entry point validates everything first, then runs the same chunk routine (step_chunk) on
+ * The entry points are the FWM's ops (fwm_ops.c; the public functions in dispatch.c call them).
+ * Every entry point validates everything first (step_checks.h), then runs the same chunk routine (step_chunk) on
  * up to CHUNK_SESSIONS sessions at a time: the weight matrix-vector products are batched across the
  * chunk (fwm__matvec_batch, whose per-element arithmetic does not depend on the batch), the
  * fast-weight passes run per session. So a single step is a chunk of one, a sequence is a run of
@@ -21,6 +22,7 @@
 #include "fwm_error.h"
 #include "kernels.h"
 #include "session_internal.h"
+#include "step_checks.h"
 
 /* Sessions stepped together: bounds the scratch memory of a large batch; the step results do not
  * depend on it. */
@@ -315,22 +317,10 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
 
 /* ---- entry points ------------------------------------------------------------------------------ */
 
-/* FWM_ERR_TOKEN_OUT_OF_RANGE naming the token, where it was (`where`, e.g. " at sequence position
- * 4", may be "") and V. */
-static fwm_status check_token(const struct fwm_model *model, uint32_t token, const char *where,
-                              size_t index, fwm_error *err) {
-    if (token < model->hp.vocab_size) return FWM_OK;
-    char place[64] = "";
-    if (*where) snprintf(place, sizeof place, " %s %zu", where, index);
-    return fwm__error(err, FWM_ERR_TOKEN_OUT_OF_RANGE,
-                      "token %u%s is out of range: the vocabulary has V = %u tokens (ids 0 to %u)",
-                      token, place, model->hp.vocab_size, model->hp.vocab_size - 1);
-}
-
-fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
+fwm_status fwm__fwm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
     fwm__error_clear(err);
     if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
-    fwm_status status = check_token(session->model, token, "", 0, err);
+    fwm_status status = fwm__check_token(session->model, token, "", 0, err);
     if (status != FWM_OK) return status;
     _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
     scratch s;
@@ -341,8 +331,8 @@ fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits,
     return FWM_OK;
 }
 
-fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                     float *logits, fwm_error *err) {
+fwm_status fwm__fwm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
+                                  float *logits, fwm_error *err) {
     fwm__error_clear(err);
     if (!session)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
@@ -351,7 +341,7 @@ fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *token
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
     const struct fwm_model *model = session->model;
     for (size_t i = 0; i < count; i++) {
-        fwm_status status = check_token(model, tokens[i], "at sequence position", i, err);
+        fwm_status status = fwm__check_token(model, tokens[i], "at sequence position", i, err);
         if (status != FWM_OK) return status;
     }
     _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
@@ -365,67 +355,13 @@ fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_t *token
     return FWM_OK;
 }
 
-typedef struct indexed_session {
-    const fwm_session *session;
-    size_t index;
-} indexed_session;
-
-static int compare_indexed(const void *a, const void *b) {
-    const indexed_session *x = a, *y = b;
-    if (x->session != y->session) return (uintptr_t)x->session < (uintptr_t)y->session ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* FWM_ERR_INVALID_ARGUMENT naming the first repeated session's two indices, if any. */
-static fwm_status check_distinct(fwm_session *const *sessions, size_t count, fwm_error *err) {
-    if (count <= 64) {
-        for (size_t i = 1; i < count; i++)
-            for (size_t k = 0; k < i; k++)
-                if (sessions[i] == sessions[k])
-                    return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
-                                      "fwm_batch_step: sessions %zu and %zu are the same session", k, i);
-        return FWM_OK;
-    }
-    indexed_session *sorted = fwm__calloc(count, sizeof *sorted);
-    if (!sorted)
-        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
-                          "out of memory checking %zu batch sessions for repeats", count);
-    for (size_t i = 0; i < count; i++) sorted[i] = (indexed_session){sessions[i], i};
-    qsort(sorted, count, sizeof *sorted, compare_indexed);
-    fwm_status status = FWM_OK;
-    for (size_t i = 1; i < count; i++) {
-        if (sorted[i].session == sorted[i - 1].session) {
-            status = fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
-                                "fwm_batch_step: sessions %zu and %zu are the same session",
-                                sorted[i - 1].index, sorted[i].index);
-            break;
-        }
-    }
-    fwm__free(sorted);
-    return status;
-}
-
-fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                          float *logits, fwm_error *err) {
+fwm_status fwm__fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
+                               float *logits, fwm_error *err) {
     fwm__error_clear(err);
     if (count == 0) return FWM_OK;
-    if (!sessions) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_batch_step: sessions is NULL");
-    if (!tokens) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_batch_step: tokens is NULL");
-    for (size_t i = 0; i < count; i++)
-        if (!sessions[i])
-            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_batch_step: session %zu is NULL", i);
-    const struct fwm_model *model = sessions[0]->model;
-    for (size_t i = 1; i < count; i++)
-        if (sessions[i]->model != model)
-            return fwm__error(err, FWM_ERR_MODEL_MISMATCH,
-                              "fwm_batch_step: session %zu belongs to a different model than session 0",
-                              i);
-    for (size_t i = 0; i < count; i++) {
-        fwm_status status = check_token(model, tokens[i], "for batch session", i, err);
-        if (status != FWM_OK) return status;
-    }
-    fwm_status status = check_distinct(sessions, count, err);
+    fwm_status status = fwm__check_batch(sessions, tokens, count, err);
     if (status != FWM_OK) return status;
+    const struct fwm_model *model = sessions[0]->model;
 
     size_t capacity = count < CHUNK_SESSIONS ? count : CHUNK_SESSIONS;
     _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
@@ -443,12 +379,11 @@ fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, 
 
 /* ---- model preparation --------------------------------------------------------------------------- */
 
-/* input_gates[x] = W_ih Emb[x] + b for every token, with the same kernel (and so the same bits) as
- * the step-time path that models without the table take. */
-fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
-    dims d = dims_of(model);
-    model->input_gates = NULL;
-    uint64_t bytes = (uint64_t)d.V * d.gates * sizeof(float);
+fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const float *bias, size_t V,
+                                 size_t E, size_t H, float **out, fwm_error *err) {
+    size_t gates = 4 * H;
+    *out = NULL;
+    uint64_t bytes = (uint64_t)V * gates * sizeof(float);
     if (bytes > INPUT_GATES_MAX_BYTES) return FWM_OK;
     float *table = fwm__aligned_alloc(64, (size_t)bytes);
     const float **px = fwm__calloc(CHUNK_SESSIONS, sizeof *px);
@@ -462,20 +397,29 @@ fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "out of memory allocating the input-gate table (%zu bytes)", (size_t)bytes);
     }
-    for (size_t x0 = 0; x0 < d.V; x0 += CHUNK_SESSIONS) {
-        size_t n = d.V - x0 < CHUNK_SESSIONS ? d.V - x0 : CHUNK_SESSIONS;
+    for (size_t x0 = 0; x0 < V; x0 += CHUNK_SESSIONS) {
+        size_t n = V - x0 < CHUNK_SESSIONS ? V - x0 : CHUNK_SESSIONS;
         for (size_t j = 0; j < n; j++) {
-            px[j] = model->w.token_embd + (x0 + j) * d.E;
-            pb[j] = model->w.lstm_bias;
-            py[j] = table + (x0 + j) * d.gates;
+            px[j] = emb + (x0 + j) * E;
+            pb[j] = bias;
+            py[j] = table + (x0 + j) * gates;
         }
-        fwm__matvec_batch(model->w.lstm_weight_ih, d.gates, d.E, n, px, pb, py);
+        fwm__matvec_batch(w_ih, gates, E, n, px, pb, py);
     }
     fwm__free(px);
     fwm__free(pb);
     fwm__free(py);
-    model->input_gates = table;
+    *out = table;
     return FWM_OK;
+}
+
+/* input_gates[x] = W_ih Emb[x] + b for every token, with the same kernel (and so the same bits) as
+ * the step-time path that models without the table take. */
+fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
+    const fwm_hparams *hp = &model->hp;
+    return fwm__input_gate_table(model->w.token_embd, model->w.lstm_weight_ih, model->w.lstm_bias,
+                                 hp->vocab_size, hp->embedding_length, hp->hidden_size,
+                                 &model->input_gates, err);
 }
 
 void fwm__model_unprepare(struct fwm_model *model) {

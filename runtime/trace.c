@@ -5,13 +5,22 @@
  * write applied) by docs/MODEL.md's steps 3-5 written out plainly; nothing here is on the stepping
  * path and nothing changes the session. The write keys and the read queries use the step's own
  * matrix-vector kernel, so they are the step's values; the reads are summed in a plain order, so they
- * match the step's fused pass up to float rounding. */
+ * match the step's fused pass up to float rounding. FWM models only: other architectures are
+ * refused with FWM_ERR_UNSUPPORTED. */
 #include <string.h>
 
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 #include "kernels.h"
 #include "session_internal.h"
+
+/* FWM_ERR_UNSUPPORTED for a model of another architecture: it has no fast-weight memory. */
+static fwm_status fwm_only(const struct fwm_session *s, const char *what, fwm_error *err) {
+    return fwm__error(err, FWM_ERR_UNSUPPORTED,
+                      "%s: the model's architecture is '%s', which has no fast-weight memory to inspect "
+                      "(only 'fwm' models do)",
+                      what, fwm__arch_name(s->model->arch));
+}
 
 /* F as the model means it: the pending write applied (what an export stores). */
 static void effective_memory(const struct fwm_session *s, float *out) {
@@ -33,6 +42,7 @@ static void effective_memory(const struct fwm_session *s, float *out) {
 fwm_status fwm_session_memory(const fwm_session *session, float *out, size_t capacity, fwm_error *err) {
     fwm__error_clear(err);
     if (!session || !out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_memory: NULL argument");
+    if (session->model->arch != FWM_ARCH_FWM) return fwm_only(session, "fwm_session_memory", err);
     const fwm_hparams *hp = &session->model->hp;
     size_t n = (size_t)hp->memory_s * hp->memory_r * hp->memory_t;
     if (capacity < n)
@@ -55,6 +65,7 @@ fwm_status fwm_session_trace(const fwm_session *session, fwm_trace *trace, fwm_e
     if (!session || !trace || !trace->k1 || !trace->k2 || !trace->v || !trace->read_queries ||
         !trace->read_keys || !trace->read_values)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_trace: NULL argument");
+    if (session->model->arch != FWM_ARCH_FWM) return fwm_only(session, "fwm_session_trace", err);
     const struct fwm_model *model = session->model;
     const fwm_hparams *hp = &model->hp;
     const fwm_weights *w = &model->w;

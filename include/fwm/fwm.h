@@ -1,8 +1,10 @@
 /* fwm.h - the public C API of libfwm, the Fast Weight Memory inference runtime.
  *
- * What it is for: load an FWM model file (GGUF v3, architecture "fwm"), keep per-session state
- * (LSTM h, c and the fast-weight tensor F) resident, and step one session, a token sequence, or a
- * batch of sessions token by token. Also: the word-level tokenizer, top-k over logits, and export /
+ * What it is for: load a model file (GGUF v3) of a registered architecture: "fwm", the Fast Weight
+ * Memory, or "lstm", the paper's LSTM baseline (fwm_model_info.architecture says which); keep
+ * per-session state (for the FWM: LSTM h, c and the fast-weight tensor F; for the LSTM: h and c of
+ * every layer) resident, and step one session, a token sequence, or a batch of sessions token by
+ * token. Every function works on every architecture unless it says otherwise. Also: the word-level tokenizer, top-k over logits, and export /
  * import of a session's state as a versioned blob tied to the model's fingerprint.
  *
  * What it is not for: sockets, training, printing. The library never prints, never exits, never
@@ -104,6 +106,8 @@ FWM_API fwm_status fwm_model_load_from_buffer(const void *data, size_t size, con
 
 FWM_API void fwm_model_free(fwm_model *model);
 
+/* The FWM-only fields (memory_*, read_*, beta_bias, write_scale, layer_norm_eps) are 0 for other
+ * architectures. */
 typedef struct fwm_model_info {
     uint32_t vocab_size;       /* V */
     uint32_t embedding_length; /* E */
@@ -118,7 +122,7 @@ typedef struct fwm_model_info {
     float forget_bias, beta_bias, write_scale, layer_norm_eps;
     uint32_t padding_token_id, eos_token_id;
     uint64_t parameter_count;     /* total number of weights */
-    size_t session_state_floats;  /* floats of per-session state: 2H + S*R*T */
+    size_t session_state_floats;  /* floats of per-session state: 2H + S*R*T (FWM), 2LH (LSTM) */
     size_t session_state_bytes;   /* bytes a session holds (state plus bookkeeping) */
     size_t state_blob_bytes;      /* exact size of an exported state blob */
     uint64_t fingerprint;         /* identifies the model (hyperparameters, vocabulary, weights) */
@@ -129,6 +133,8 @@ typedef struct fwm_model_info {
      * fwm.session.prime_tokens, or one token, eos_token_id, for a file without that key. */
     uint32_t prime_token_count;
     const uint32_t *prime_tokens; /* owned by the model */
+    const char *architecture;     /* general.architecture: "fwm" or "lstm" (static) */
+    uint32_t layer_count;         /* stacked recurrent layers: 1 for the FWM, L for the LSTM */
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */
@@ -220,11 +226,12 @@ FWM_API fwm_status fwm_session_export(const fwm_session *session, void *buffer, 
                                       size_t *written, fwm_error *err);
 
 /* Replace `session`'s state with a blob's. Refuses, leaving the session untouched:
- * FWM_ERR_STATE_MODEL_MISMATCH (another model's blob), FWM_ERR_STATE_CORRUPT (bad magic, version,
- * size or checksum). */
+ * FWM_ERR_STATE_MODEL_MISMATCH (another model's blob, or another architecture's: the message names
+ * both), FWM_ERR_STATE_CORRUPT (bad magic, version, size or checksum). */
 FWM_API fwm_status fwm_session_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
 
 /* ---- inspection ----------------------------------------------------------------------------------
+ * FWM models only: for other architectures both functions return FWM_ERR_UNSUPPORTED.
  * What the memory holds and what a read retrieves (the paper's figure 3), computed from the state
  * after the session's last step; nothing here changes the session or runs on the stepping path.
  * The caller provides every array (sizes from fwm_model_info; S == T whenever N_r > 1). */

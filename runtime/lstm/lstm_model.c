@@ -1,0 +1,99 @@
+/* lstm_model.c - loading an `lstm` model file into a ready-to-step fwm_model (through the LSTM
+ * schema, model_format/lstm/), its model info, and the layout of its sessions' state. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "lstm/lstm_schema.h"
+#include "lstm_runtime.h"
+
+static void bind(fwm_lstm_model *lm, const float *const *pointers) {
+    size_t L = lm->hp.layer_count;
+    lm->token_embd = pointers[0];
+    for (size_t l = 0; l < L; l++) {
+        lm->weight_ih[l] = pointers[1 + FWM_LSTM_BLOCK_TENSORS * l];
+        lm->weight_hh[l] = pointers[2 + FWM_LSTM_BLOCK_TENSORS * l];
+        lm->bias[l] = pointers[3 + FWM_LSTM_BLOCK_TENSORS * l];
+    }
+    lm->output_weight = pointers[1 + FWM_LSTM_BLOCK_TENSORS * L];
+    lm->output_bias = pointers[2 + FWM_LSTM_BLOCK_TENSORS * L];
+}
+
+fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
+                          const fwm_model_params *params, fwm_error *err) {
+    fwm_lstm_schema schema;
+    fwm_status status = fwm_lstm_schema_parse(buf, size, &schema, err);
+    if (status != FWM_OK) return status;
+    fwm_lstm_model *lm = fwm__calloc(1, sizeof *lm);
+    if (!lm) {
+        status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory allocating an LSTM model");
+        goto done;
+    }
+    model->arch_data = lm;
+    lm->hp = schema.hp;
+    model->hp.vocab_size = schema.hp.vocab_size;
+    model->hp.embedding_length = schema.hp.embedding_length;
+    model->hp.hidden_size = schema.hp.hidden_size;
+    model->hp.residual = schema.hp.residual;
+    model->hp.forget_bias = schema.hp.forget_bias;
+    model->hp.padding_token_id = schema.hp.padding_token_id;
+    model->hp.eos_token_id = schema.hp.eos_token_id;
+
+    uint64_t checksum = fwm_lstm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm_lstm_fingerprint(&schema.hp, (const char *const *)schema.tokens,
+                                                schema.token_lengths, checksum);
+    status = fwm__check_integrity(model, schema.has_checksum, schema.checksum, checksum,
+                                  schema.has_fingerprint, schema.fingerprint, fingerprint, params, err);
+    if (status != FWM_OK) goto done;
+    model->parameter_count = 0;
+    for (size_t i = 0; i < schema.tensor_count; i++)
+        model->parameter_count += schema.tensors[i].rows * schema.tensors[i].cols;
+    const float *pointers[FWM_LSTM_MAX_TENSORS];
+    status = fwm__bind_tensors(model, schema.tensors, schema.tensor_count, pointers, err);
+    if (status != FWM_OK) goto done;
+    bind(lm, pointers);
+    model->tokens = schema.tokens;
+    model->token_lengths = schema.token_lengths;
+    model->name = schema.name;
+    schema.tokens = NULL;
+    schema.token_lengths = NULL;
+    schema.name = NULL;
+    model->prime_count = schema.prime_count;
+    memcpy(model->prime_tokens, schema.prime_tokens, sizeof model->prime_tokens);
+    status = fwm__input_gate_table(lm->token_embd, lm->weight_ih[0], lm->bias[0], lm->hp.vocab_size,
+                                   lm->hp.embedding_length, lm->hp.hidden_size, &lm->input_gates, err);
+done:
+    fwm_lstm_schema_release(&schema);
+    return status;
+}
+
+void fwm__lstm_unload(struct fwm_model *model) {
+    fwm_lstm_model *lm = model->arch_data;
+    if (!lm) return;
+    fwm__free(lm->input_gates);
+    fwm__free(lm);
+    model->arch_data = NULL;
+}
+
+void fwm__lstm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
+    info->layer_count = fwm__lstm_of(model)->hp.layer_count;
+}
+
+/* L*H floats, padded (the loader bounds L and H, so this cannot overflow). */
+static size_t layer_block(const struct fwm_model *model) {
+    const fwm_lstm_hparams *hp = &fwm__lstm_of(model)->hp;
+    return fwm__aligned_floats((size_t)hp->layer_count * hp->hidden_size);
+}
+
+size_t fwm__lstm_block_floats(const struct fwm_model *model) { return 2 * layer_block(model); }
+
+void fwm__lstm_lay_out(struct fwm_session *session, float *base) {
+    session->h = base;
+    session->c = base + layer_block(session->model);
+}
+
+size_t fwm__lstm_state_floats(const struct fwm_model *model) {
+    const fwm_lstm_hparams *hp = &fwm__lstm_of(model)->hp;
+    return 2 * (size_t)hp->layer_count * hp->hidden_size;
+}
