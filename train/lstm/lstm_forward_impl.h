@@ -234,10 +234,11 @@ static void TM(lstm_layer_forward_worker)(void *ctx_pointer, int index, int thre
     real *hs = tm->hs + l * (W + 1) * B * H, *cs = tm->cs + l * (W + 1) * B * H;
     real *tanh_cs = tm->tanh_cs + l * rows_all * H;
     int table = l == 0 && tm->use_table;
+    size_t c_at = (size_t)tm->hp.layer_count * H; /* the state: h of every layer, then c */
     for (size_t b = b0; b < b1; b++) { /* h, c before step 0 from the carried state */
-        const real *s = tm->state + b * tm->state_size + 2 * l * H;
+        const real *s = tm->state + b * tm->state_size + l * H;
         memcpy(hs + b * H, s, H * sizeof(real));
-        memcpy(cs + b * H, s + H, H * sizeof(real));
+        memcpy(cs + b * H, s + c_at, H * sizeof(real));
     }
     for (int t = 0; t < ctx->len; t++) {
         size_t r0 = (size_t)t * B + b0;
@@ -255,9 +256,9 @@ static void TM(lstm_layer_forward_worker)(void *ctx_pointer, int index, int thre
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
         size_t last = (size_t)ctx->len * B + b;
-        real *s = tm->state + b * tm->state_size + 2 * l * H;
+        real *s = tm->state + b * tm->state_size + l * H;
         memcpy(s, hs + last * H, H * sizeof(real));
-        memcpy(s + H, cs + last * H, H * sizeof(real));
+        memcpy(s + c_at, cs + last * H, H * sizeof(real));
     }
 }
 
