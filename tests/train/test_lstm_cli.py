@@ -4,10 +4,13 @@ with every dropout on writes an `lstm` model file that fwm-inspect verifies, fwm
 fwm-eval evaluates; a run stopped at a checkpoint and resumed writes the same model file, byte for
 byte, and the same checkpoint (but its training-time field) as an uninterrupted run; the
 architecture's flags are refused for the other architecture, and an LSTM checkpoint is refused by an
-FWM run, naming the architectures.
+FWM run, naming the architectures. With MPI in the build and mpirun installed: `mpirun -np 2`
+trains the same model, bit for bit, as one process with two lane groups (the dropout masks are
+per lane of the run, whoever trains it).
 
-usage: test_lstm_cli.py FWM_TRAIN FWM_EVAL FWM_INSPECT FWM_RUN
+usage: test_lstm_cli.py FWM_TRAIN FWM_EVAL FWM_INSPECT FWM_RUN HAVE_MPI(0|1)
 """
+import shutil
 import os
 import struct
 import subprocess
@@ -16,6 +19,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_cli import make_data  # noqa: E402  (the same tiny bAbI folder)
+from test_mpi import mpi_env, mpirun_command  # noqa: E402
 
 failures = 0
 
@@ -54,7 +58,7 @@ def checkpoint_without_seconds(path):
 
 
 def main():
-    train, evaluate, inspect, fwm_run = sys.argv[1:5]
+    train, evaluate, inspect, fwm_run, have_mpi = sys.argv[1:6]
     tmp = tempfile.mkdtemp(prefix="fwm-test-lstm-cli-")
     data = os.path.join(tmp, "babi")
     make_data(data)
@@ -119,6 +123,17 @@ def main():
              "--run-dir", a, "--steps", "6", "--resume"], expect_rc=1)
     check("architecture lstm" in p.stderr and "fwm" in p.stderr,
           "an FWM run refuses the LSTM checkpoint, naming both (got %r)" % p.stderr[-300:])
+    if have_mpi == "1" and shutil.which("mpirun"):
+        one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
+        run(command(one, 4, "--lane-groups", "2", "--lanes", "4", "--no-test"))
+        p = subprocess.run(mpirun_command(2) + command(two, 4, "--lanes", "4", "--no-test"),
+                           capture_output=True, text=True, env=mpi_env(), timeout=300)
+        check(p.returncode == 0, "mpirun -np 2 fwm-train --arch lstm (got %r)" % p.stderr[-500:])
+        with open(os.path.join(one, "model.gguf"), "rb") as f1, \
+                open(os.path.join(two, "model.gguf"), "rb") as f2:
+            check(f1.read() == f2.read(), "mpirun -np 2 trains one process's model (2 groups)")
+    else:
+        print("(no MPI: the mpirun comparison is skipped)")
     help_text = run([train, "--help"]).stdout
     for flag in ("--arch fwm|lstm", "--layers L", "--dropout-token P", "--dropout-embedding P",
                  "--dropout-recurrent P", "--dropout-layer P"):
