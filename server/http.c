@@ -274,9 +274,10 @@ static int models(struct lws *wsi, http_session *hs, fwm__server *s) {
         json_string(model->name, name, sizeof name);
         used += (size_t)snprintf(out + used, capacity - used,
                                  "%s{\"id\":%s,\"object\":\"model\",\"owned_by\":\"fwm\",\"default\":%s,"
-                                 "\"fingerprint\":\"%s\",\"vocab_size\":%u,\"embedding\":%u,\"hidden\":%u,"
+                                 "\"architecture\":\"%s\",\"fingerprint\":\"%s\",\"vocab_size\":%u,\"embedding\":%u,\"hidden\":%u,"
                                  "\"memory\":[%u,%u,%u],\"reads\":%u,\"parameters\":%llu,\"session_bytes\":%zu}",
-                                 m ? "," : "", name, m == 0 ? "true" : "false", model->fingerprint, i->vocab_size,
+                                 m ? "," : "", name, m == 0 ? "true" : "false", i->architecture, model->fingerprint,
+                                 i->vocab_size,
                                  i->embedding_length, i->hidden_size, i->memory_s, i->memory_r, i->memory_t,
                                  i->read_count, (unsigned long long)i->parameter_count, model->session_bytes);
     }

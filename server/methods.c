@@ -276,8 +276,10 @@ static bool not_overloaded(request *r, size_t count) {
 
 static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_default) {
     const fwm_model_info *i = &m->info;
-    msgpack_pack_map(pk, 15);
+    msgpack_pack_map(pk, 17); /* count the keys below when adding one */
     key_str(pk, "name", m->name);
+    key_str(pk, "architecture", i->architecture); /* "fwm" or "lstm" */
+    key_u64(pk, "layers", i->layer_count);
     key_str(pk, "fingerprint", m->fingerprint);
     key_u64(pk, "vocab_size", i->vocab_size);
     key_u64(pk, "embedding", i->embedding_length);
@@ -747,6 +749,11 @@ static bool m_trace(request *r) {
     fwm__session_entry *e = find_session(r);
     if (!e) return false;
     const fwm__served_model *m = &r->s->models[e->model_index];
+    if (strcmp(m->info.architecture, "fwm") != 0) /* only the FWM has a memory to trace */
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS,
+                             "trace is not supported for this session: its model '%s' is of architecture '%s', "
+                             "which has no fast-weight memory (only 'fwm' models can be traced)",
+                             m->name, m->info.architecture);
     uint32_t topk;
     bool memory = false;
     if (!topk_arg(r, m, e->default_topk, &topk) ||

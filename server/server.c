@@ -387,9 +387,9 @@ static int load_models(fwm__server *s) {
             size_t length = strlen(fwm_model_token_text(m->model, t));
             if (length > m->max_word) m->max_word = length;
         }
-        fwm__server_log(s, "model '%s' from %s: V=%u H=%u S,R,T=%u,%u,%u, %zu bytes per session", m->name, m->path,
-                        m->info.vocab_size, m->info.hidden_size, m->info.memory_s, m->info.memory_r, m->info.memory_t,
-                        m->session_bytes);
+        fwm__server_log(s, "model '%s' from %s: %s, V=%u H=%u L=%u S,R,T=%u,%u,%u, %zu bytes per session", m->name,
+                        m->path, m->info.architecture, m->info.vocab_size, m->info.hidden_size, m->info.layer_count,
+                        m->info.memory_s, m->info.memory_r, m->info.memory_t, m->session_bytes);
     }
     return 0;
 }

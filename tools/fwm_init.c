@@ -1,7 +1,8 @@
-/* fwm_init.c - fwm-init: write a randomly initialised fwm model file of any sizes, with the
- * released code's initialisation (model_format/fwm_model_init.h), a vocabulary read from a file
- * (one token per line) or generated, and a seed. Exit status 0 on success, 1 when the model cannot
- * be written, 2 for a usage error (the reason on stderr). */
+/* fwm_init.c - fwm-init: write a randomly initialised model file of any sizes, of the FWM (with the
+ * released code's initialisation, model_format/fwm_model_init.h) or, with --arch lstm, of the LSTM
+ * baseline (model_format/lstm/lstm_init.h), with a vocabulary read from a file (one token per line)
+ * or generated, and a seed. Exit status 0 on success, 1 when the model cannot be written, 2 for a
+ * usage error (the reason on stderr). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -12,15 +13,20 @@
 #include "fwm_model_init.h"
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
+#include "lstm/lstm_init.h"
 
 static void usage(FILE *out) {
     fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
     fwm__hparams_defaults(&d);
+    fwm_lstm_hparams l;
+    fwm_lstm_hparams_defaults(&l);
     fprintf(out,
-            "usage: fwm-init --out PATH [options]\n"
-            "Write a randomly initialised fwm model (GGUF) with the released FWM code's init.\n"
+            "usage: fwm-init --out PATH [--arch fwm|lstm] [options]\n"
+            "Write a randomly initialised model (GGUF): the FWM with the released FWM code's init,\n"
+            "or with --arch lstm the LSTM baseline (docs/MODEL.md, \"The LSTM baseline\").\n"
             "\n"
             "  --out PATH            model file to write (required; written atomically)\n"
+            "  --arch A              fwm (default) or lstm\n"
             "  --vocab FILE          vocabulary, one token per line (ids in line order)\n"
             "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %" PRIu32 ")\n"
             "  --embedding E         token embedding size (default %" PRIu32 ")\n"
@@ -44,10 +50,18 @@ static void usage(FILE *out) {
             "  --layer-norm-eps X    (default %g)\n"
             "  --seed N              random seed (default 1)\n"
             "  --name NAME           general.name (default none)\n"
-            "  --help                this text\n",
+            "  --help                this text\n"
+            "\n"
+            "With --arch lstm: --memory-*, --reads, --read-*, --beta-bias, --write-scale and\n"
+            "--layer-norm-eps do not apply, and these do (defaults: the paper's catbAbI LSTM):\n"
+            "  --layers L            stacked LSTM layers (default %" PRIu32 ")\n"
+            "  --embedding E         (default %" PRIu32 ")   --hidden H (default %" PRIu32 ")\n"
+            "  --residual, --no-residual  layers 2.. add their input to their output (default %s)\n"
+            "  --forget-bias X       (default %g)\n",
             d.vocab_size, d.embedding_length, d.hidden_size, d.memory_s, d.memory_r, d.memory_t,
             d.read_count, d.residual ? " (default)" : "", d.residual ? "" : " (default)",
-            (double)d.forget_bias, (double)d.beta_bias, (double)d.layer_norm_eps);
+            (double)d.forget_bias, (double)d.beta_bias, (double)d.layer_norm_eps, l.layer_count,
+            l.embedding_length, l.hidden_size, l.residual ? "on" : "off", (double)l.forget_bias);
 }
 
 static int parse_u64(const char *flag, const char *text, uint64_t low, uint64_t high,
@@ -233,6 +247,65 @@ static int resolve_token(const vocabulary *v, const char *flag, const char *word
     return 1;
 }
 
+/* The provenance keys of a freshly initialised model. */
+#define INIT_EXTRA_KEYS(seed)                                                                     \
+    {                                                                                             \
+        {.key = "fwm.training.mode", .kind = FWM_WRITE_KV_STRING, .value.string = "init"},        \
+            {.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U64, .value.u64 = 0},             \
+            {.key = "fwm.training.seed", .kind = FWM_WRITE_KV_U64, .value.u64 = (seed)},         \
+    }
+
+/* --arch lstm: check, initialise and write; returns the exit status. */
+static int write_lstm(const char *out, const fwm_lstm_hparams *hp, const vocabulary *vocab,
+                      const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
+                      size_t prime_count) {
+    fwm_error err;
+    if (fwm_lstm_hparams_check(hp, &err) ||
+        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
+                         FWM_ERR_INVALID_ARGUMENT, &err)) {
+        fprintf(stderr, "fwm-init: %s\n", err.message);
+        return 2;
+    }
+    size_t n = fwm_lstm_tensor_count(hp);
+    uint64_t parameters = 0, counts[FWM_LSTM_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) {
+        char tensor[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(hp, i, tensor, &rows, &cols);
+        counts[i] = rows * cols;
+        parameters += counts[i];
+    }
+    float *weights = NULL;
+    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
+        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
+        return 1;
+    }
+    float *tensors[FWM_LSTM_MAX_TENSORS];
+    fwm_lstm_write_spec spec = {.hp = *hp,
+                                .name = name,
+                                .tokens = (const char *const *)vocab->tokens,
+                                .has_prime_tokens = has_prime,
+                                .prime_tokens = prime_ids,
+                                .prime_count = prime_count};
+    float *next = weights;
+    for (size_t i = 0; i < n; i++) tensors[i] = next, spec.tensors[i] = next, next += counts[i];
+    fwm__lstm_init_weights(hp, seed, tensors);
+    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
+    spec.extra = extra;
+    spec.extra_count = 3;
+    fwm_status st = fwm_lstm_model_write(out, &spec, &err);
+    free(weights);
+    if (st) {
+        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
+        return 1;
+    }
+    printf("wrote %s: lstm V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 " L=%" PRIu32
+           " residual=%s, %" PRIu64 " parameters, seed %" PRIu64 "\n",
+           out, hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->layer_count,
+           hp->residual ? "on" : "off", parameters, seed);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     fwm_hparams hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
     fwm__hparams_defaults(&hp);
@@ -242,6 +315,11 @@ int main(int argc, char **argv) {
     int read_token_given = 0, pad_given = 0, eos_given = 0, write_scale_given = 0;
     uint32_t vocab_size = 0;
     uint64_t seed = 1;
+    int lstm = 0;                  /* --arch lstm */
+    fwm_lstm_hparams lhp;          /* its sizes: the defaults, then the flags that apply */
+    fwm_lstm_hparams_defaults(&lhp);
+    const char *fwm_only = NULL;   /* the first flag given that only the FWM has */
+    int layers_given = 0;          /* --layers, which only the LSTM has */
 
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
@@ -250,11 +328,11 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (strcmp(flag, "--residual") == 0) {
-            hp.residual = true;
+            hp.residual = lhp.residual = true;
             continue;
         }
         if (strcmp(flag, "--no-residual") == 0) {
-            hp.residual = false;
+            hp.residual = lhp.residual = false;
             continue;
         }
         if (i + 1 >= argc) {
@@ -264,16 +342,33 @@ int main(int argc, char **argv) {
         }
         const char *value = argv[++i];
         int ok = 1;
+        static const char *const fwm_flags[] = {"--memory-s", "--memory-r", "--memory-t", "--reads",
+                                                "--read-policy", "--read-token", "--beta-bias",
+                                                "--write-scale", "--layer-norm-eps"};
+        for (size_t k = 0; k < sizeof fwm_flags / sizeof fwm_flags[0] && !fwm_only; k++)
+            if (strcmp(flag, fwm_flags[k]) == 0) fwm_only = fwm_flags[k];
         if (strcmp(flag, "--out") == 0)
             out = value;
+        else if (strcmp(flag, "--arch") == 0) {
+            if (strcmp(value, "lstm") == 0)
+                lstm = 1;
+            else if (strcmp(value, "fwm") == 0)
+                lstm = 0;
+            else {
+                fprintf(stderr, "fwm-init: --arch: expected 'fwm' or 'lstm', found '%s'\n", value);
+                ok = 0;
+            }
+        } else if (strcmp(flag, "--layers") == 0)
+            ok = parse_u32(flag, value, 1, FWM_LSTM_MAX_LAYERS, &lhp.layer_count), layers_given = 1;
         else if (strcmp(flag, "--vocab") == 0)
             vocab_path = value;
         else if (strcmp(flag, "--vocab-size") == 0)
             ok = parse_u32(flag, value, 2, FWM_MAX_VOCAB_SIZE, &vocab_size);
         else if (strcmp(flag, "--embedding") == 0)
-            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.embedding_length);
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.embedding_length),
+            lhp.embedding_length = hp.embedding_length;
         else if (strcmp(flag, "--hidden") == 0)
-            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size);
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size), lhp.hidden_size = hp.hidden_size;
         else if (strcmp(flag, "--memory-s") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.memory_s);
         else if (strcmp(flag, "--memory-r") == 0)
@@ -299,7 +394,7 @@ int main(int argc, char **argv) {
         else if (strcmp(flag, "--eos-token") == 0)
             eos_token = value, eos_given = 1;
         else if (strcmp(flag, "--forget-bias") == 0)
-            ok = parse_float(flag, value, &hp.forget_bias);
+            ok = parse_float(flag, value, &hp.forget_bias), lhp.forget_bias = hp.forget_bias;
         else if (strcmp(flag, "--beta-bias") == 0)
             ok = parse_float(flag, value, &hp.beta_bias);
         else if (strcmp(flag, "--write-scale") == 0)
@@ -320,6 +415,14 @@ int main(int argc, char **argv) {
     }
     if (!out) {
         fprintf(stderr, "fwm-init: --out PATH is required (see --help)\n");
+        return 2;
+    }
+    if (lstm && fwm_only) {
+        fprintf(stderr, "fwm-init: %s applies to --arch fwm only\n", fwm_only);
+        return 2;
+    }
+    if (!lstm && layers_given) {
+        fprintf(stderr, "fwm-init: --layers applies to --arch lstm only\n");
         return 2;
     }
     if (vocab_path && vocab_size) {
@@ -348,6 +451,13 @@ int main(int argc, char **argv) {
     size_t prime_count = 0;
     if (prime && !resolve_prime(&vocab, prime, prime_ids, &prime_count)) goto done;
     fwm_error err;
+    if (lstm) {
+        lhp.vocab_size = hp.vocab_size;
+        lhp.padding_token_id = hp.padding_token_id;
+        lhp.eos_token_id = hp.eos_token_id;
+        status = write_lstm(out, &lhp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        goto done;
+    }
     if (fwm__hparams_check(&hp, FWM_ERR_INVALID_ARGUMENT, &err) ||
         fwm__vocab_check((const char *const *)vocab.tokens, NULL, vocab.count,
                          FWM_ERR_INVALID_ARGUMENT, &err)) {
@@ -367,11 +477,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) tensors[i] = weights + offsets[i];
     fwm__model_init_weights(&hp, seed, tensors);
 
-    fwm_write_kv extra[3] = {
-        {.key = "fwm.training.mode", .kind = FWM_WRITE_KV_STRING, .value.string = "init"},
-        {.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U64, .value.u64 = 0},
-        {.key = "fwm.training.seed", .kind = FWM_WRITE_KV_U64, .value.u64 = seed},
-    };
+    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
     fwm_write_spec spec = {.hp = hp,
                            .name = name,
                            .tokens = (const char *const *)vocab.tokens,

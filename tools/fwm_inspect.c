@@ -1,17 +1,20 @@
-/* fwm_inspect.c - fwm-inspect MODEL: print a model file's metadata, tensors, parameter count and
- * per-session state size; verify its checksum and fingerprint. Exits 0 when the file is a valid
- * fwm model whose checksum (if present) and fingerprint (if present) match; 1 with the reason on
- * stderr for a bad file or a mismatch; 2 for a usage error. Works on the format layer alone
- * (model_format/), without loading the runtime. */
+/* fwm_inspect.c - fwm-inspect MODEL: print a model file's metadata, tensors, architecture,
+ * parameter count and per-session state size; verify its checksum and fingerprint. Exits 0 when
+ * the file is a valid model of a registered architecture ("fwm", "lstm") whose checksum (if
+ * present) and fingerprint (if present) match; 1 with the reason on stderr for a bad file or a
+ * mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without loading
+ * the runtime. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch_list.h"
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
 #include "gguf_reader.h"
+#include "lstm/lstm_schema.h"
 
 #define SHOWN_ELEMENTS 8     /* array elements printed before "... N more" */
 #define SHOWN_STRING_BYTES 120
@@ -19,8 +22,8 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: fwm-inspect MODEL\n"
-            "Print an fwm model file's metadata, tensors, parameter count and per-session state\n"
-            "size, and verify its tensor-data checksum and fingerprint.\n"
+            "Print a model file's metadata, tensors, architecture, parameter count and per-session\n"
+            "state size, and verify its tensor-data checksum and fingerprint.\n"
             "Exit status: 0 valid, 1 bad file or mismatch (reason on stderr), 2 usage error.\n");
 }
 
@@ -153,8 +156,47 @@ static void print_tensors(const fwm_gguf_file *f) {
     }
 }
 
-/* Schema-level summary and verification; returns the exit status. */
-static int print_model(const char *path, const uint8_t *data, size_t size) {
+/* The start words: the prime tokens, or the default. */
+static void print_start(uint32_t count, const uint32_t *prime, char *const *tokens, int has) {
+    printf("session start: %" PRIu32 " prime token%s [", count, count == 1 ? "" : "s");
+    for (uint32_t i = 0; i < count; i++) printf("%s\"%s\"", i ? ", " : "", tokens[prime[i]]);
+    printf("]%s\n", has ? "" : " (the default: the file has no " FWM_KEY_PRIME_TOKENS " key)");
+}
+
+/* The checksum and fingerprint lines; returns the exit status. */
+static int verify(const char *path, int has_checksum, uint64_t stored_checksum, uint64_t checksum,
+                  int has_fingerprint, uint64_t stored_fingerprint, uint64_t fingerprint) {
+    int status = 0;
+    if (!has_checksum)
+        printf("checksum: absent (the file has no %s key; data hashes to 0x%016" PRIx64 ")\n",
+               FWM_KEY_CHECKSUM, checksum);
+    else if (stored_checksum == checksum)
+        printf("checksum: verified (0x%016" PRIx64 ")\n", checksum);
+    else {
+        printf("checksum: MISMATCH\n");
+        fprintf(stderr,
+                "fwm-inspect: %s: checksum mismatch: %s is 0x%016" PRIx64
+                " but the tensor data hashes to 0x%016" PRIx64 "\n",
+                path, FWM_KEY_CHECKSUM, stored_checksum, checksum);
+        status = 1;
+    }
+    if (!has_fingerprint)
+        printf("fingerprint: 0x%016" PRIx64 " (computed; the file stores none)\n", fingerprint);
+    else if (stored_fingerprint == fingerprint)
+        printf("fingerprint: 0x%016" PRIx64 " (stored, matches)\n", fingerprint);
+    else {
+        printf("fingerprint: MISMATCH\n");
+        fprintf(stderr,
+                "fwm-inspect: %s: fingerprint mismatch: %s is 0x%016" PRIx64
+                " but the model computes to 0x%016" PRIx64 "\n",
+                path, FWM_KEY_FINGERPRINT, stored_fingerprint, fingerprint);
+        status = 1;
+    }
+    return status;
+}
+
+/* Schema-level summary and verification of an `fwm` file; returns the exit status. */
+static int print_fwm(const char *path, const uint8_t *data, size_t size) {
     fwm_schema schema;
     fwm_error err;
     fwm_status st = fwm_schema_parse(data, size, &schema, &err);
@@ -166,46 +208,53 @@ static int print_model(const char *path, const uint8_t *data, size_t size) {
     const fwm_hparams *hp = &schema.hp;
     uint64_t state_floats = fwm__session_state_floats(hp);
     printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("architecture: fwm (Fast Weight Memory)\n");
     printf("parameters: %" PRIu64 "\n", fwm__parameter_count(hp));
     printf("session state: %" PRIu64 " floats, %" PRIu64
            " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 ")\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
            hp->memory_t);
-    printf("session start: %" PRIu32 " prime token%s [", schema.prime_count, schema.prime_count == 1 ? "" : "s");
-    for (uint32_t i = 0; i < schema.prime_count; i++)
-        printf("%s\"%s\"", i ? ", " : "", schema.tokens[schema.prime_tokens[i]]);
-    printf("]%s\n", schema.has_prime_tokens ? "" : " (the default: the file has no " FWM_KEY_PRIME_TOKENS " key)");
-
-    int status = 0;
+    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
     uint64_t checksum = fwm_schema_checksum(&schema);
-    if (!schema.has_checksum)
-        printf("checksum: absent (the file has no %s key; data hashes to 0x%016" PRIx64 ")\n",
-               FWM_KEY_CHECKSUM, checksum);
-    else if (schema.checksum == checksum)
-        printf("checksum: verified (0x%016" PRIx64 ")\n", checksum);
-    else {
-        printf("checksum: MISMATCH\n");
-        fprintf(stderr,
-                "fwm-inspect: %s: checksum mismatch: %s is 0x%016" PRIx64
-                " but the tensor data hashes to 0x%016" PRIx64 "\n",
-                path, FWM_KEY_CHECKSUM, schema.checksum, checksum);
-        status = 1;
-    }
-    uint64_t fingerprint = fwm_schema_fingerprint(
-        hp, (const char *const *)schema.tokens, schema.token_lengths, checksum);
-    if (!schema.has_fingerprint)
-        printf("fingerprint: 0x%016" PRIx64 " (computed; the file stores none)\n", fingerprint);
-    else if (schema.fingerprint == fingerprint)
-        printf("fingerprint: 0x%016" PRIx64 " (stored, matches)\n", fingerprint);
-    else {
-        printf("fingerprint: MISMATCH\n");
-        fprintf(stderr,
-                "fwm-inspect: %s: fingerprint mismatch: %s is 0x%016" PRIx64
-                " but the model computes to 0x%016" PRIx64 "\n",
-                path, FWM_KEY_FINGERPRINT, schema.fingerprint, fingerprint);
-        status = 1;
-    }
+    uint64_t fingerprint = fwm_schema_fingerprint(hp, (const char *const *)schema.tokens,
+                                                  schema.token_lengths, checksum);
+    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
+                        schema.fingerprint, fingerprint);
     fwm_schema_release(&schema);
+    return status;
+}
+
+/* The same for an `lstm` file. */
+static int print_lstm(const char *path, const uint8_t *data, size_t size) {
+    fwm_lstm_schema schema;
+    fwm_error err;
+    fwm_status st = fwm_lstm_schema_parse(data, size, &schema, &err);
+    if (st) {
+        fprintf(stderr, "fwm-inspect: %s: not a valid lstm model (%s): %s\n", path,
+                fwm_status_str(st), err.message);
+        return 1;
+    }
+    const fwm_lstm_hparams *hp = &schema.hp;
+    uint64_t parameters = 0;
+    for (size_t i = 0; i < schema.tensor_count; i++)
+        parameters += schema.tensors[i].rows * schema.tensors[i].cols;
+    uint64_t state_floats = 2 * (uint64_t)hp->layer_count * hp->hidden_size;
+    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("architecture: lstm (LSTM baseline: %" PRIu32 " layer%s of %" PRIu32 ", embedding %" PRIu32
+           ", residual %s, forget bias %g, vocabulary %" PRIu32 ")\n",
+           hp->layer_count, hp->layer_count == 1 ? "" : "s", hp->hidden_size, hp->embedding_length,
+           hp->residual ? "on" : "off", (double)hp->forget_bias, hp->vocab_size);
+    printf("parameters: %" PRIu64 "\n", parameters);
+    printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h, c: 2 x %" PRIu32
+           " layers x %" PRIu32 ")\n",
+           state_floats, state_floats * 4, hp->layer_count, hp->hidden_size);
+    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    uint64_t checksum = fwm_lstm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm_lstm_fingerprint(hp, (const char *const *)schema.tokens,
+                                                schema.token_lengths, checksum);
+    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
+                        schema.fingerprint, fingerprint);
+    fwm_lstm_schema_release(&schema);
     return status;
 }
 
@@ -235,8 +284,17 @@ int main(int argc, char **argv) {
     printf("file: %s (%zu bytes, GGUF version %" PRIu32 ")\n", path, size, file.version);
     print_metadata(&file);
     print_tensors(&file);
+    fwm_arch arch = FWM_ARCH_FWM;
+    st = fwm__arch_of_file(&file, &arch, &err);
     fwm__gguf_release(&file);
-    int status = print_model(path, data, size);
+    int status = 1;
+    if (st)
+        fprintf(stderr, "fwm-inspect: %s: not a model fwm knows (%s): %s\n", path, fwm_status_str(st),
+                err.message);
+    else if (arch == FWM_ARCH_LSTM)
+        status = print_lstm(path, data, size);
+    else
+        status = print_fwm(path, data, size);
     free(data);
     fflush(stdout);
     return status;

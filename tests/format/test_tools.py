@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """test_tools.py FWM_INIT FWM_INSPECT - fwm-init and fwm-inspect as programs.
 
+Both architectures: `fwm`, and `lstm` (fwm-init --arch lstm) whose files are checked here against
+docs/FORMAT.md's LSTM keys, tensor list, checksum and FWMFP2 fingerprint and docs/MODEL.md's
+initialisation, written out independently.
+
 fwm-init writes small models; an independent GGUF reader written here checks each file against
 docs/FORMAT.md (header, key types, alignment, tensor dims and offsets, checksum = XXH64 of the
 tensor data in list order, fingerprint from its canonical serialisation) and the parameter count
@@ -168,6 +172,84 @@ def verify_file(path, sizes, what):
     return kv, data
 
 
+def lstm_list(L):
+    names = ["token_embd.weight"]
+    for l in range(L):
+        names += [f"blk.{l}.lstm.weight_ih", f"blk.{l}.lstm.weight_hh", f"blk.{l}.lstm.bias"]
+    return names + ["output.weight", "output.bias"]
+
+
+def lstm_shapes(V, E, H, L):
+    shapes = {"token_embd.weight": (V, E), "output.weight": (V, H), "output.bias": (V,)}
+    for l in range(L):
+        shapes[f"blk.{l}.lstm.weight_ih"] = (4 * H, E if l == 0 else H)
+        shapes[f"blk.{l}.lstm.weight_hh"] = (4 * H, H)
+        shapes[f"blk.{l}.lstm.bias"] = (4 * H,)
+    return shapes
+
+
+def lstm_fingerprint(kv, checksum):
+    """docs/FORMAT.md, FWMFP2: "FWMFP2", u32 length + the architecture name, the LSTM's hparams
+    in list order (4 bytes each), V, each token as u32 length + bytes, the checksum as u64."""
+    b = bytearray(b"FWMFP2")
+    u32 = lambda v: b.extend(struct.pack("<I", v))
+    u32(4)
+    b.extend(b"lstm")
+    for k in ["lstm.vocab_size", "lstm.embedding_length", "lstm.hidden_size", "lstm.block_count"]:
+        u32(kv[k])
+    u32(1 if kv["lstm.residual"] else 0)
+    b.extend(struct.pack("<f", kv["lstm.forget_bias"]))
+    u32(kv["tokenizer.ggml.padding_token_id"])
+    u32(kv["tokenizer.ggml.eos_token_id"])
+    u32(kv["lstm.vocab_size"])
+    for t in kv["tokenizer.ggml.tokens"]:
+        e = t.encode()
+        u32(len(e))
+        b.extend(e)
+    b.extend(struct.pack("<Q", checksum))
+    return xxhash.xxh64(bytes(b)).intdigest()
+
+
+def verify_lstm(path, V, E, H, L, what):
+    data = open(path, "rb").read()
+    version, kv, types, tensors, data_start = parse(data)
+    check(kv["general.architecture"] == "lstm", f"{what}: architecture lstm")
+    for k in ["lstm.vocab_size", "lstm.embedding_length", "lstm.hidden_size", "lstm.block_count"]:
+        check(types[k] == 4, f"{what}: {k} is u32")
+    check(types["lstm.residual"] == 7 and types["lstm.forget_bias"] == 6, f"{what}: bool and f32 keys")
+    check([kv["lstm.vocab_size"], kv["lstm.embedding_length"], kv["lstm.hidden_size"],
+           kv["lstm.block_count"]] == [V, E, H, L], f"{what}: sizes")
+    names = lstm_list(L)
+    check(sorted(tensors) == sorted(names), f"{what}: tensor names")
+    shapes = lstm_shapes(V, E, H, L)
+    blob, values = bytearray(), {}
+    for name in names:
+        dims, ttype, offset = tensors[name]
+        check(dims == list(reversed(shapes[name])), f"{what}: {name} dims {dims}")
+        check(ttype == 0 and offset % 64 == 0, f"{what}: {name} F32 at an aligned offset")
+        n = 4
+        for d in dims:
+            n *= d
+        raw = data[data_start + offset:data_start + offset + n]
+        values[name] = struct.unpack(f"<{n // 4}f", raw)
+        blob.extend(raw)
+    params = V * E + 4 * H * E + 4 * H * H + 4 * H + (L - 1) * (8 * H * H + 4 * H) + V * H + V
+    check(len(blob) // 4 == params, f"{what}: parameters {len(blob) // 4} == formula {params}")
+    # docs/MODEL.md: Emb, output.weight U(-0.1, 0.1); W_ih, W_hh, b U(-1/sqrt(H), 1/sqrt(H)); output.bias 0
+    k = 1 / H ** 0.5
+    check(max(abs(x) for x in values["token_embd.weight"]) <= 0.1, f"{what}: Emb within 0.1")
+    check(max(abs(x) for x in values["output.weight"]) <= 0.1, f"{what}: W_s within 0.1")
+    check(all(x == 0 for x in values["output.bias"]), f"{what}: output bias 0")
+    w = values["blk.0.lstm.weight_hh"]
+    check(max(abs(x) for x in w) <= k and max(abs(x) for x in w) > 0.8 * k, f"{what}: W_hh U(-1/sqrt(H), 1/sqrt(H))")
+    check(any(x != 0 for x in values["blk.0.lstm.bias"]), f"{what}: LSTM biases drawn")
+    if xxhash:
+        checksum = xxhash.xxh64(bytes(blob)).intdigest()
+        check(kv["fwm.checksum"] == checksum, f"{what}: checksum is XXH64 of the data")
+        check(kv["fwm.fingerprint"] == lstm_fingerprint(kv, checksum), f"{what}: FWMFP2 fingerprint")
+    return kv, data, params
+
+
 def inspect_ok(path, parameters, state_floats, what):
     r = run(FWM_INSPECT, path)
     check(r.returncode == 0, f"{what}: fwm-inspect exits 0 (got {r.returncode}: {r.stderr})")
@@ -240,6 +322,39 @@ def main():
         check(kv["fwm.read_token_id"] == 179, "read token id of '?'")
         inspect_ok(c, 683745, 2 * 256 + 32 ** 3, "paper")
 
+        # ---- the LSTM baseline (--arch lstm) ----
+        d = os.path.join(tmp, "lstm.gguf")
+        r = run(FWM_INIT, "--arch", "lstm", "--out", d, "--vocab-size", "20", "--embedding", "8",
+                "--hidden", "12", "--layers", "3", "--seed", "5", "--prime", "<eos> .")
+        check(r.returncode == 0, f"fwm-init --arch lstm: exit 0 ({r.stderr})")
+        kv, lstm_data, p = verify_lstm(d, 20, 8, 12, 3, "lstm")
+        check(kv["lstm.residual"] is True and kv["lstm.forget_bias"] == 1.0, "lstm: the paper's defaults")
+        check(kv["fwm.session.prime_tokens"] == [1, 2], "lstm: --prime")
+        r = inspect_ok(d, p, 2 * 3 * 12, "lstm")
+        check("architecture: lstm (LSTM baseline: 3 layers of 12, embedding 8, residual on" in r.stdout,
+              f"inspect: the architecture and sizes ({r.stdout[-600:]})")
+        check("blk.2.lstm.weight_hh" in r.stdout and "checksum: verified" in r.stdout
+              and "(stored, matches)" in r.stdout, "inspect: LSTM tensors listed, file verified")
+        run(FWM_INIT, "--arch", "lstm", "--out", b, "--vocab-size", "20", "--embedding", "8",
+            "--hidden", "12", "--layers", "3", "--seed", "5", "--prime", "<eos> .")
+        check(open(b, "rb").read() == lstm_data, "lstm: same seed, identical file")
+        run(FWM_INIT, "--arch", "lstm", "--out", b, "--vocab-size", "20", "--embedding", "8",
+            "--hidden", "12", "--layers", "1", "--no-residual", "--forget-bias", "0.5")
+        kv, _, p = verify_lstm(b, 20, 8, 12, 1, "lstm one layer")
+        check(kv["lstm.residual"] is False and kv["lstm.forget_bias"] == 0.5, "lstm: flags recorded")
+        damaged = bytearray(lstm_data)
+        damaged[-5] ^= 0x01
+        open(b, "wb").write(damaged)
+        r = run(FWM_INSPECT, b)
+        check(r.returncode == 1 and "checksum mismatch" in r.stderr, f"lstm: damaged data refused ({r.stderr})")
+        changed = bytearray(lstm_data)
+        at = changed.find(b"general.architecture") + len("general.architecture") + 4 + 8
+        changed[at:at + 4] = b"mnmx"
+        open(b, "wb").write(changed)
+        r = run(FWM_INSPECT, b)
+        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm)' in r.stderr,
+              f"unknown architecture named with the known ones ({r.stderr})")
+
         # ---- damaged files ----
         bad = os.path.join(tmp, "bad.gguf")
         damaged = bytearray(data)
@@ -290,6 +405,11 @@ def main():
         open(dup, "w").write("<pad>\n<eos>\n\nmary\n")
         init_refused(["--out", out, "--vocab", dup], "line 3: empty token")
         init_refused(["--out", out, "--vocab", os.path.join(tmp, "none.txt")], "cannot open")
+        init_refused(["--out", out, "--arch", "mnm"], "--arch: expected 'fwm' or 'lstm', found 'mnm'")
+        init_refused(["--out", out, "--arch", "lstm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
+        init_refused(["--out", out, "--arch", "lstm", "--layers", "17"], "--layers: expected an integer from 1 to 16")
+        init_refused(["--out", out, "--layers", "0"], "--layers: expected an integer from 1 to 16, found '0'")
+        init_refused(["--out", out, "--layers", "2"], "--layers applies to --arch lstm only")
         check(not os.path.exists(out), "no file written by a refused fwm-init")
         r = run(FWM_INIT, "--help")
         check(r.returncode == 0 and "usage: fwm-init" in r.stdout, "fwm-init --help")

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""check_live.py - compare the C runtime (through fwm-run) with the numpy reference, live.
+"""check_live.py - compare the C runtime (through fwm-run) with the numpy references, live.
 
-What it is for: two meson tests of suite 'golden' that recompute expected logits with
-tests/reference/fwm_reference.py at test time instead of trusting committed numbers:
+What it is for: three meson tests of suite 'golden' that recompute expected logits with
+tests/reference/fwm_reference.py (and lstm_reference.py) at test time instead of trusting
+committed numbers:
 
   check_live.py committed --fwm-run EXE --data DIR
       for every model of DIR/manifest.txt: the reference's logits now must equal the committed
@@ -11,12 +12,18 @@ tests/reference/fwm_reference.py at test time instead of trusting committed numb
   check_live.py random --fwm-run EXE [--seed N]
       writes a fresh random tiny model with tests/reference/gguf_writer.py (random sizes, variant,
       tensor types, order, checksum or not; the seed is drawn at random unless given, and printed)
-      and compares fwm-run with the reference on a random token sequence.
+      and compares fwm-run with the reference on a random token sequence; then the same for a
+      random tiny `lstm` model (lstm_reference.py) drawn from the same seed.
   check_live.py c-written --fwm-run EXE --fwm-init EXE
       models written by fwm's own C writer (fwm-init): the reference must read them (and verify
       their checksum) and agree with fwm-run; one tiny model at the golden tolerance, and one of
       the paper's sizes (E = H = 256, S = R = T = 32, N_r = 3) at 1e-4: at those sizes float32
-      rounding alone reaches about 1e-5 of the row's scale (three chained layer norms over F).
+      rounding alone reaches about 1e-5 of the row's scale (three chained layer norms over F);
+      then `lstm` models written by fwm-init --arch lstm (two tiny ones and the paper's LSTM
+      sizes, all at the golden tolerance), whose checksum and FWMFP2 fingerprint the reference
+      checks.
+Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, and their
+session-start logits (primed=FILE) and fingerprint (fingerprint=0x...) are recomputed too.
 
 Exits 0 on agreement, 1 on a mismatch (printing model, token position, logit index, got, want),
 77 (meson's "skipped") when numpy is not available.
@@ -39,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 import fwm_reference  # noqa: E402
 import gguf_writer  # noqa: E402
+import lstm_reference  # noqa: E402
 import make_golden  # noqa: E402
 
 try:
@@ -94,10 +102,16 @@ def check_committed(args):
             lines = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
         for fields in lines:
             model_file, expected_file = fields[0], fields[1]
-            tokens = fwm_reference.parse_tokens(fields[3][len("tokens="):])
+            opts = dict(f.split("=", 1) for f in fields[2:])
+            tokens = fwm_reference.parse_tokens(opts["tokens"])
             path = os.path.join(args.data, model_file)
-            model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
-            live, _ = fwm_reference.compute_logits(model, tokens)
+            lstm = opts.get("arch", "fwm") == "lstm"
+            if lstm:
+                model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+                live, _ = lstm_reference.compute_logits(model, tokens)
+            else:
+                model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+                live, _ = fwm_reference.compute_logits(model, tokens)
             V = model.hp["vocab_size"]
             committed = np.fromfile(os.path.join(args.data, expected_file), dtype="<f4")
             tol = make_golden.tolerance(live)
@@ -106,10 +120,25 @@ def check_committed(args):
             failures += compare(f"{model_file}: committed {expected_file} vs live reference",
                                 committed.reshape(-1, V) if committed.size % V == 0 else committed,
                                 live, tol / 50)
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
+            if "primed" in opts:
+                whole, _ = lstm_reference.compute_logits(model, model.prime_tokens + tokens)
+                committed = np.fromfile(os.path.join(args.data, opts["primed"]), dtype="<f4")
+                failures += compare(f"{model_file}: committed {opts['primed']} vs live reference",
+                                    committed.reshape(-1, V) if committed.size % V == 0
+                                    else committed, whole, make_golden.tolerance(whole) / 50)
+            if "fingerprint" in opts and HAVE_XXHASH and int(opts["fingerprint"], 16) != model.fingerprint:
+                print(f"MISMATCH {model_file}: manifest fingerprint {opts['fingerprint']}, "
+                      f"the reference computes {model.fingerprint:#018x}")
+                failures += 1
+            models += 1
+            try:
+                got = run_fwm(args.fwm_run, path, tokens, workdir)
+            except RuntimeError as exc:
+                print(f"MISMATCH {model_file}: {exc}")
+                failures += 1
+                continue
             failures += compare(f"{model_file}: fwm-run vs live reference",
                                 got.reshape(-1, V) if got.size % V == 0 else got, live, tol)
-            models += 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if models < 6:
@@ -183,6 +212,60 @@ def check_random(args):
         print(f"check_live random: FAILED; model kept in {workdir}")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
+    return check_random_lstm(args, seed)
+
+
+def random_lstm_spec(rng):
+    """A random tiny LSTM spec in make_golden.py's form."""
+    L = int(rng.integers(1, 5))
+    type_names = ["f32", "f16", "bf16"]
+    return dict(name="random-lstm", V=int(rng.integers(2, len(make_golden.WORDS) + 1)),
+                E=int(rng.integers(1, 17)), H=int(rng.integers(1, 17)), L=L,
+                residual=bool(rng.integers(0, 2)), forget_bias=float(rng.uniform(-1, 3)),
+                types={n: type_names[int(rng.integers(0, 3))]
+                       for n in gguf_writer.lstm_tensor_names(L)},
+                order=["reversed", "shuffled", "canonical"][int(rng.integers(0, 3))],
+                checksum=HAVE_XXHASH and bool(rng.integers(0, 2)),
+                fingerprint=HAVE_XXHASH and bool(rng.integers(0, 2)),
+                prime=None, gaps=bool(rng.integers(0, 2)), decoys=bool(rng.integers(0, 2)),
+                n_tokens=int(rng.integers(20, 61)))
+
+
+def check_random_lstm(args, seed):
+    """A random `lstm` model from the same seed (its own draws), compared the same way."""
+    workdir = tempfile.mkdtemp(prefix="fwm-golden-random-lstm-")
+    path = os.path.join(workdir, "random-lstm.gguf")
+    for attempt in range(50):
+        rng = np.random.default_rng([seed, 1000 + attempt])
+        spec = random_lstm_spec(rng)
+        hp = make_golden.write_lstm(spec, path, rng, gain=float(rng.uniform(0.5, 3)))
+        model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+        tokens = make_golden.make_lstm_tokens(hp, rng, spec["n_tokens"])
+        want, facts = make_golden.analyse_lstm(model, tokens, rng)
+        if facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION:
+            break
+    else:
+        print("check_live random: no well-conditioned lstm model in 50 draws")
+        return 1
+    desc = {k: spec[k] for k in ("V", "E", "H", "L", "residual", "forget_bias", "order",
+                                 "checksum", "fingerprint", "gaps", "decoys")}
+    print(f"  lstm draw {attempt}: {desc}")
+    print(f"  types: {spec['types']}")
+    print(f"  tokens: {','.join(map(str, tokens))}")
+    print(f"  {make_golden.describe_lstm('random lstm', facts, seed)}")
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live random: {exc}\n  model kept in {workdir}")
+        return 1
+    V = spec["V"]
+    failures = compare("random lstm model: fwm-run vs reference",
+                       got.reshape(-1, V) if got.size % V == 0 else got, want,
+                       make_golden.tolerance(want))
+    if failures:
+        print(f"check_live random: FAILED; model kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
     print("check_live random: passed")
     return 0
 
@@ -234,12 +317,69 @@ def check_c_written(args):
     except (RuntimeError, fwm_reference.FormatError) as exc:
         print(f"check_live c-written: {exc}")
         failures += 1
+    failures += check_c_written_lstm(args, workdir)
     if failures:
         print(f"check_live c-written: FAILED; files kept in {workdir}")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
     print("check_live c-written: passed")
     return 0
+
+
+# fwm-init --arch lstm cases: label, options, tolerance factor over make_golden.RTOL. Without layer
+# norms the LSTM stays well-conditioned at the paper's sizes (four residual layers of 512, embedding
+# 256): float32 rounding uses about 0.04 of the golden tolerance there, so all are held to it.
+LSTM_C_CASES = [
+    ("lstm tiny, 3 residual layers", ["--arch", "lstm", "--vocab-size", "21", "--embedding", "9",
+                                      "--hidden", "11", "--layers", "3", "--residual",
+                                      "--forget-bias", "0.75"], 1),
+    ("lstm tiny, 2 layers, no residual, primed", ["--arch", "lstm", "--vocab-size", "15",
+                                                  "--embedding", "4", "--hidden", "6", "--layers",
+                                                  "2", "--no-residual", "--prime", "<eos> . ?"], 1),
+    ("lstm paper sizes", ["--arch", "lstm", "--vocab-size", "40"], 1),
+]
+
+
+def check_c_written_lstm(args, workdir):
+    """`lstm` models written by fwm's C writer (fwm-init --arch lstm): the reference reads them,
+    verifies their checksum and FWMFP2 fingerprint (the C writer stores both), and agrees with
+    fwm-run, from zero; returns the number of failures."""
+    path = os.path.join(workdir, "c-written-lstm.gguf")
+    failures = 0
+    for label, options, factor in LSTM_C_CASES:
+        try:
+            fwm_init(args.fwm_init, path, options + ["--seed", "3"])
+            model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
+        except (RuntimeError, fwm_reference.FormatError) as exc:
+            print(f"check_live c-written: {label}: {exc}")
+            failures += 1
+            continue
+        if HAVE_XXHASH and (model.stored_checksum is None or model.stored_fingerprint is None):
+            print(f"check_live c-written: {label}: fwm-init wrote no fwm.checksum or fwm.fingerprint")
+            failures += 1
+        rng = np.random.default_rng(3)
+        hp = dict(V=model.hp["vocab_size"], eos=model.hp["eos_token_id"])
+        tokens = make_golden.make_lstm_tokens(hp, rng, 40)
+        want, facts = make_golden.analyse_lstm(model, tokens, rng)
+        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
+              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
+              f"{model.prime_tokens}")
+        print(f"  {make_golden.describe_lstm(label, facts, 3)}")
+        if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
+            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
+            failures += 1
+            continue
+        try:
+            got = run_fwm(args.fwm_run, path, tokens, workdir)
+        except RuntimeError as exc:
+            print(f"check_live c-written: {exc}")
+            failures += 1
+            continue
+        V = model.hp["vocab_size"]
+        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
+                            got.reshape(-1, V) if got.size % V == 0 else got, want,
+                            make_golden.tolerance(want) * factor)
+    return failures
 
 
 def main(argv):

@@ -6,7 +6,9 @@
  * pieces (the first piece without logits, which skips the read but must not change the state), a
  * fork in the middle, batches of sessions at different positions, and loads without mmap and from
  * a misaligned buffer. Also checks the checksum reporting (present and verified, or absent) and
- * that a damaged tensor byte is caught by the checksum.
+ * that a damaged tensor byte is caught by the checksum (or the stored fingerprint). Lines with the
+ * optional fields (the lstm models' lines) also check the fingerprint the loader computes and the
+ * logits from the session start (fwm_session_prime, fwm_model_start_logits).
  *
  * Tolerance (the same rule as make_golden.py and check_live.py): a relative error of 1e-5 of the
  * row's scale, |got - want| <= 1e-5 * max(max_j |want_j|, 1e-3). A logit near zero is a sum of
@@ -56,6 +58,12 @@ typedef struct entry {
     int checksum_present;
     uint32_t *tokens;
     size_t n_tokens;
+    /* optional fields (the lstm lines have them) */
+    char arch[32];          /* arch=NAME */
+    int has_fingerprint;    /* fingerprint=0x...: the value the loader must compute */
+    uint64_t fingerprint;
+    int fingerprint_key;    /* fingerprint_key=present: the file stores fwm.fingerprint */
+    char primed[256];       /* primed=FILE: logits from the session start, prime rows first */
 } entry;
 
 /* ---- reading the manifest and the expected logits ---- */
@@ -105,17 +113,39 @@ static int parse_tokens(const char *text, entry *e) {
     return 0;
 }
 
-/* One line: MODEL EXPECTED checksum=present|absent tokens=a,b,c */
+/* One line: MODEL EXPECTED checksum=present|absent tokens=a,b,c, then optional fields arch=NAME,
+ * fingerprint=0xHEX, fingerprint_key=present|absent, primed=FILE in any order. */
 static int parse_line(char *line, entry *e) {
     memset(e, 0, sizeof *e);
     char checksum[32];
-    static char tokens[65536];
-    if (sscanf(line, "%255s %255s %31s %65535s", e->model, e->expected, checksum, tokens) != 4)
-        return -1;
+    static char field[65536];
+    int used = 0;
+    if (sscanf(line, "%255s %255s %31s%n", e->model, e->expected, checksum, &used) != 3) return -1;
     if (!strcmp(checksum, "checksum=present")) e->checksum_present = 1;
     else if (strcmp(checksum, "checksum=absent")) return -1;
-    if (strncmp(tokens, "tokens=", 7)) return -1;
-    return parse_tokens(tokens + 7, e);
+    int have_tokens = 0;
+    for (const char *p = line + used; sscanf(p, "%65535s%n", field, &used) == 1; p += used) {
+        if (!strncmp(field, "tokens=", 7)) {
+            if (have_tokens++ || parse_tokens(field + 7, e)) return -1;
+        } else if (!strncmp(field, "arch=", 5) && strlen(field + 5) < sizeof e->arch) {
+            strcpy(e->arch, field + 5);
+        } else if (!strncmp(field, "fingerprint=0x", 14)) {
+            char *end;
+            errno = 0;
+            e->fingerprint = strtoull(field + 14, &end, 16);
+            if (errno || *end != '\0' || end == field + 14) return -1;
+            e->has_fingerprint = 1;
+        } else if (!strcmp(field, "fingerprint_key=present")) {
+            e->fingerprint_key = 1;
+        } else if (!strcmp(field, "fingerprint_key=absent")) {
+            e->fingerprint_key = 0;
+        } else if (!strncmp(field, "primed=", 7) && strlen(field + 7) < sizeof e->primed) {
+            strcpy(e->primed, field + 7);
+        } else {
+            return -1;
+        }
+    }
+    return have_tokens ? 0 : -1;
 }
 
 static float *read_expected(const char *path, size_t n_floats) {
@@ -277,6 +307,47 @@ static void run_batch(const fwm_model *model, const entry *e, const float *want,
     finish_mode(&c);
 }
 
+/* From the session start: fwm_session_prime, then the tokens. The expected file holds one row per
+ * prime token (the last one is fwm_model_start_logits) and then one per token. */
+static void run_primed(const char *dir, const fwm_model *model, const entry *e, uint32_t V,
+                       float *all) {
+    comparison c = {e->model, "primed, then step_sequence", 0, 0};
+    comparison cs = {e->model, "fwm_model_start_logits", 0, 0};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, e->primed);
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    size_t P = info.prime_token_count;
+    float *want = read_expected(path, (P + e->n_tokens) * (size_t)V);
+    CHECK(want, "%s: %s unreadable, or not (%zu prime tokens + %zu tokens) rows of V", e->model,
+          e->primed, P, e->n_tokens);
+    if (!want) return;
+    const float *start = fwm_model_start_logits(model);
+    if (P == 0) {
+        CHECK(start == NULL, "%s: fwm_model_start_logits is not NULL without prime tokens",
+              e->model);
+    } else {
+        CHECK(start != NULL, "%s: fwm_model_start_logits is NULL with %zu prime tokens", e->model,
+              P);
+        if (start) compare_row(&cs, P - 1, start, want + (P - 1) * V, V);
+    }
+    fwm_error err = {0};
+    fwm_session *s = NULL;
+    CHECK_STATUS(fwm_session_create(model, &s, &err), FWM_OK, err);
+    if (s) {
+        fwm_session_prime(s);
+        CHECK(fwm_session_position(s) == P, "%s: position %llu after priming, expected %zu",
+              e->model, (unsigned long long)fwm_session_position(s), P);
+        CHECK_STATUS(fwm_session_step_sequence(s, e->tokens, e->n_tokens, all, &err), FWM_OK, err);
+        for (size_t t = 0; t < e->n_tokens; t++)
+            compare_row(&c, P + t, all + t * V, want + (P + t) * V, V);
+    }
+    fwm_session_free(s);
+    free(want);
+    finish_mode(&c);
+    if (P) finish_mode(&cs);
+}
+
 /* ---- loading ---- */
 
 static void check_info(const fwm_model *model, const entry *e, const fwm_model_params *params,
@@ -300,7 +371,8 @@ static void check_info(const fwm_model *model, const entry *e, const fwm_model_p
 }
 
 /* Flip a bit of the file's last byte (tensor data: the independent writer puts a tensor last) and
- * load it from a buffer: with a checksum the loader must refuse it. */
+ * load it from a buffer: with a checksum, or a fingerprint (which covers the computed checksum),
+ * the loader must refuse it. */
 static void check_damaged(const unsigned char *file, size_t size, const entry *e) {
     unsigned char *copy = malloc(size);
     if (!copy) return;
@@ -339,7 +411,20 @@ static void run_entry(const char *dir, const entry *e) {
         run_sequence(model, e, want, V, all, "fwm_session_step_sequence");
         run_pieces_and_fork(model, e, want, V, all);
         run_batch(model, e, want, V);
+        if (e->primed[0]) run_primed(dir, model, e, V, all);
     }
+    const char *arch = e->arch[0] ? e->arch : "fwm";
+    CHECK(info.architecture && !strcmp(info.architecture, arch),
+          "%s: architecture \"%s\", expected \"%s\"", e->model,
+          info.architecture ? info.architecture : "(null)", arch);
+    if (!strcmp(arch, "lstm"))
+        CHECK(info.session_state_floats == 2 * (size_t)info.layer_count * info.hidden_size,
+              "%s: %zu state floats, expected 2 L H = 2 * %u * %u", e->model,
+              info.session_state_floats, info.layer_count, info.hidden_size);
+    if (e->has_fingerprint)
+        CHECK(info.fingerprint == e->fingerprint,
+              "%s: fingerprint %#018llx, the reference computes %#018llx", e->model,
+              (unsigned long long)info.fingerprint, (unsigned long long)e->fingerprint);
     fwm_model_free(model);
     model = NULL;
 
@@ -369,7 +454,7 @@ static void run_entry(const char *dir, const entry *e) {
             if (want && all) run_sequence(model, e, want, V, all, "from a misaligned buffer");
         }
         fwm_model_free(model);
-        if (e->checksum_present) check_damaged(file, size, e);
+        if (e->checksum_present || e->fingerprint_key) check_damaged(file, size, e);
     }
     free(odd);
     free(file);

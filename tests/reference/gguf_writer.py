@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """gguf_writer.py - an independent GGUF v3 writer for fwm model files, for tests.
 
-What it is for: writing fwm model files (schema in tests/golden/README.md and docs/FORMAT.md)
-deliberately differently from fwm's own C writer, so the loader is tested against files it did not
-produce: tensors in a non-canonical order (reversed or shuffled), metadata keys shuffled and mixed
+What it is for: writing model files of the `fwm` and `lstm` architectures (schemas in
+tests/golden/README.md, docs/FORMAT.md and model_format/lstm/lstm_hparams.h) deliberately
+differently from fwm's own C writer, so the loader is tested against files it did not produce:
+tensors in a non-canonical order (reversed or shuffled), metadata keys shuffled and mixed
 with unknown keys of many types, alignment 64 with non-zero padding bytes (and optional unused gaps)
 between tensors, F32, F16 or BF16 tensors (per tensor), and either no checksum key or one computed
-here (XXH64 seed 0 over the stored tensor bytes in canonical order, python3-xxhash).
+here (XXH64 seed 0 over the stored tensor bytes in canonical order, python3-xxhash); for `lstm`
+files also the FWMFP2 fingerprint, the session start key, and decoy `fwm.*` keys an `lstm` reader
+must ignore.
 
 What it is not for: anything outside tests. It shares no code with the C writer or with
 fwm_reference.py's reader.
@@ -85,6 +88,78 @@ def _xxh64(chunks):
     return h.intdigest()
 
 
+def _stored_tensors(canonical, want, tensors, types):
+    """Check shapes and encode every tensor: (name -> stored bytes, name -> type name)."""
+    stored, type_of = {}, {}
+    for tname in canonical:
+        arr = np.asarray(tensors[tname])
+        if arr.shape != want[tname]:
+            raise ValueError(f"{tname}: shape {arr.shape}, expected {want[tname]}")
+        type_of[tname] = types if isinstance(types, str) else types.get(tname, "f32")
+        stored[tname] = encode_tensor(arr, type_of[tname])
+    return stored, type_of
+
+
+def _extra_keys():
+    """Unknown keys of every GGUF type: a reader must skip them."""
+    return [
+        ("test.writer", GGUF_STRING, "tests/reference/gguf_writer.py"),
+        ("test.u8", GGUF_U8, 200), ("test.i8", GGUF_I8, -7), ("test.u16", GGUF_U16, 65000),
+        ("test.i16", GGUF_I16, -300), ("test.i32", GGUF_I32, -123456),
+        ("test.u64", GGUF_U64, 2 ** 63 + 5), ("test.i64", GGUF_I64, -2 ** 40),
+        ("test.f64", GGUF_F64, 3.25), ("test.bool", GGUF_BOOL, False),
+        ("test.array.u16", GGUF_ARRAY, (GGUF_U16, [1, 2, 3, 65535])),
+        ("test.array.f32", GGUF_ARRAY, (GGUF_F32, [0.5, -1.5])),
+        ("test.array.string", GGUF_ARRAY, (GGUF_STRING, ["", "fwm.vocab_size", "x y"])),
+        ("test.array.empty", GGUF_ARRAY, (GGUF_U64, [])),
+        ("fwm.training.note", GGUF_STRING, "unknown keys must be skipped"),
+    ]
+
+
+def _write_file(path, kv, canonical, want, stored, type_of, order, gaps, rng):
+    """Shuffle the keys (the architecture stays first), lay the tensors out in `order` with junk
+    padding, and write the file."""
+    # Keys in a shuffled order (the architecture first, as GGUF readers conventionally expect).
+    rest = kv[1:]
+    perm = rng.permutation(len(rest))
+    kv = [kv[0]] + [rest[k] for k in perm]
+
+    if order == "reversed":
+        write_order = list(reversed(canonical))
+    elif order == "shuffled":
+        write_order = [canonical[k] for k in rng.permutation(len(canonical))]
+    elif order == "canonical":
+        write_order = list(canonical)
+    else:
+        raise ValueError(f"order {order}")
+
+    # Data section layout: each tensor at an aligned offset, padding (and gaps) filled with junk.
+    offsets = {}
+    data = bytearray()
+    for k, tname in enumerate(write_order):
+        pad = -len(data) % ALIGNMENT
+        if gaps and k % 3 == 1:
+            pad += ALIGNMENT
+        data += _junk(rng, pad)
+        offsets[tname] = len(data)
+        data += stored[tname]
+
+    out = bytearray()
+    out += b"GGUF" + struct.pack("<IQQ", 3, len(write_order), len(kv))
+    for key, vtype, value in kv:
+        out += _string(key) + struct.pack("<I", vtype) + _value(vtype, value)
+    for tname in write_order:
+        dims = list(reversed(want[tname]))  # fastest dimension first
+        out += _string(tname) + struct.pack("<I", len(dims))
+        out += b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", TYPE_IDS[type_of[tname]], offsets[tname])
+    out += _junk(rng, -len(out) % ALIGNMENT)
+    out += data
+    with open(path, "wb") as f:
+        f.write(bytes(out))
+    return write_order
+
+
 def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksum=True,
                 extra_keys=True, gaps=False, name=None, rng=None):
     """Write an fwm model file.
@@ -102,14 +177,7 @@ def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksu
     want = shapes(hp)
     if len(vocab) != hp["V"]:
         raise ValueError("vocab size")
-    stored = {}
-    type_of = {}
-    for tname in CANONICAL_ORDER:
-        arr = np.asarray(tensors[tname])
-        if arr.shape != want[tname]:
-            raise ValueError(f"{tname}: shape {arr.shape}, expected {want[tname]}")
-        type_of[tname] = types if isinstance(types, str) else types.get(tname, "f32")
-        stored[tname] = encode_tensor(arr, type_of[tname])
+    stored, type_of = _stored_tensors(CANONICAL_ORDER, want, tensors, types)
 
     kv = [
         ("general.architecture", GGUF_STRING, "fwm"),
@@ -138,56 +206,107 @@ def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksu
     if checksum:
         kv.append(("fwm.checksum", GGUF_U64, _xxh64(stored[t] for t in CANONICAL_ORDER)))
     if extra_keys:
-        kv += [
-            ("test.writer", GGUF_STRING, "tests/reference/gguf_writer.py"),
-            ("test.u8", GGUF_U8, 200), ("test.i8", GGUF_I8, -7), ("test.u16", GGUF_U16, 65000),
-            ("test.i16", GGUF_I16, -300), ("test.i32", GGUF_I32, -123456),
-            ("test.u64", GGUF_U64, 2 ** 63 + 5), ("test.i64", GGUF_I64, -2 ** 40),
-            ("test.f64", GGUF_F64, 3.25), ("test.bool", GGUF_BOOL, False),
-            ("test.array.u16", GGUF_ARRAY, (GGUF_U16, [1, 2, 3, 65535])),
-            ("test.array.f32", GGUF_ARRAY, (GGUF_F32, [0.5, -1.5])),
-            ("test.array.string", GGUF_ARRAY, (GGUF_STRING, ["", "fwm.vocab_size", "x y"])),
-            ("test.array.empty", GGUF_ARRAY, (GGUF_U64, [])),
-            ("fwm.training.note", GGUF_STRING, "unknown keys must be skipped"),
+        kv += _extra_keys()
+    _write_file(path, kv, CANONICAL_ORDER, want, stored, type_of, order, gaps, rng)
+    return stored
+
+
+# ---- the `lstm` architecture (model_format/lstm/lstm_hparams.h, docs/FORMAT.md) ------------------
+
+def lstm_tensor_names(L):
+    """The LSTM's tensor list, in list (checksum) order."""
+    names = ["token_embd.weight"]
+    for layer in range(L):
+        names += [f"blk.{layer}.lstm.weight_ih", f"blk.{layer}.lstm.weight_hh",
+                  f"blk.{layer}.lstm.bias"]
+    return names + ["output.weight", "output.bias"]
+
+
+def lstm_shapes(hp):
+    """Row-major shapes of an LSTM model's tensors (hp keys V, E, H, L)."""
+    V, E, H, L = hp["V"], hp["E"], hp["H"], hp["L"]
+    out = {"token_embd.weight": (V, E), "output.weight": (V, H), "output.bias": (V,)}
+    for layer in range(L):
+        out[f"blk.{layer}.lstm.weight_ih"] = (4 * H, E if layer == 0 else H)
+        out[f"blk.{layer}.lstm.weight_hh"] = (4 * H, H)
+        out[f"blk.{layer}.lstm.bias"] = (4 * H,)
+    return out
+
+
+def lstm_fingerprint(hp, vocab, checksum):
+    """FWMFP2 (the contract's serialisation): "FWMFP2", u32 length + "lstm", the hyperparameters in
+    list order as 4 bytes each (u32, bool as u32 0/1, f32 bits), u32 V, each token as u32 length +
+    bytes, the u64 checksum; XXH64 seed 0."""
+    b = bytearray(b"FWMFP2")
+    b += struct.pack("<I", 4) + b"lstm"
+    b += struct.pack("<IIII", hp["V"], hp["E"], hp["H"], hp["L"])
+    b += struct.pack("<I", 1 if hp["residual"] else 0)
+    b += struct.pack("<f", hp["forget_bias"])
+    b += struct.pack("<II", hp["pad"], hp["eos"])
+    b += struct.pack("<I", len(vocab))
+    for word in vocab:
+        w = word.encode("utf-8")
+        b += struct.pack("<I", len(w)) + w
+    b += struct.pack("<Q", checksum)
+    return _xxh64([bytes(b)])
+
+
+def write_lstm_model(path, hp, vocab, tensors, types="f32", order="reversed", checksum=True,
+                     fingerprint=False, prime_tokens=None, extra_keys=True, decoy_keys=False,
+                     gaps=False, name=None, rng=None, as_given=False):
+    """Write an `lstm` model file.
+
+    hp: dict V, E, H, L, residual (bool), forget_bias, pad, eos. vocab, tensors, types, order,
+    checksum, extra_keys, gaps, name, rng: as write_model (tensor names of lstm_tensor_names).
+    fingerprint: write fwm.fingerprint (computed here). prime_tokens: None leaves
+    fwm.session.prime_tokens out, else a list of ids (possibly empty). decoy_keys: add the FWM's
+    hyperparameter keys with values that do not fit this model (an `lstm` reader must ignore them).
+    as_given: write the tensors of `tensors` with their own names and shapes (a reader's refusal of
+    a missing, extra or misshapen tensor is tested so).
+    Returns the dict name -> stored bytes.
+    """
+    rng = rng if rng is not None else np.random.default_rng(12345)
+    want = lstm_shapes(hp)
+    canonical = lstm_tensor_names(hp["L"])
+    if as_given:
+        canonical = [n for n in canonical if n in tensors] + [n for n in tensors if n not in canonical]
+        want = {n: np.shape(tensors[n]) for n in canonical}
+    if len(vocab) != hp["V"]:
+        raise ValueError("vocab size")
+    stored, type_of = _stored_tensors(canonical, want, tensors, types)
+    computed = _xxh64(stored[t] for t in canonical) if (checksum or fingerprint) else None
+    kv = [
+        ("general.architecture", GGUF_STRING, "lstm"),
+        ("general.alignment", GGUF_U32, ALIGNMENT),
+        ("lstm.vocab_size", GGUF_U32, hp["V"]),
+        ("lstm.embedding_length", GGUF_U32, hp["E"]),
+        ("lstm.hidden_size", GGUF_U32, hp["H"]),
+        ("lstm.block_count", GGUF_U32, hp["L"]),
+        ("lstm.residual", GGUF_BOOL, bool(hp["residual"])),
+        ("lstm.forget_bias", GGUF_F32, hp["forget_bias"]),
+        ("tokenizer.ggml.model", GGUF_STRING, "word"),
+        ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, list(vocab))),
+        ("tokenizer.ggml.padding_token_id", GGUF_U32, hp["pad"]),
+        ("tokenizer.ggml.eos_token_id", GGUF_U32, hp["eos"]),
+    ]
+    if name is not None:
+        kv.append(("general.name", GGUF_STRING, name))
+    if checksum:
+        kv.append(("fwm.checksum", GGUF_U64, computed))
+    if fingerprint:
+        kv.append(("fwm.fingerprint", GGUF_U64, lstm_fingerprint(hp, vocab, computed)))
+    if prime_tokens is not None:
+        kv.append(("fwm.session.prime_tokens", GGUF_ARRAY, (GGUF_U32, list(prime_tokens))))
+    if extra_keys:
+        kv += _extra_keys() + [
+            ("fwm.training.mode", GGUF_STRING, "lm"), ("fwm.training.steps", GGUF_U64, 1234),
+            ("lstm.unknown_future_key", GGUF_F64, -0.5),
         ]
-    # Keys in a shuffled order (the architecture first, as GGUF readers conventionally expect).
-    rest = kv[1:]
-    perm = rng.permutation(len(rest))
-    kv = [kv[0]] + [rest[k] for k in perm]
-
-    if order == "reversed":
-        write_order = list(reversed(CANONICAL_ORDER))
-    elif order == "shuffled":
-        write_order = [CANONICAL_ORDER[k] for k in rng.permutation(len(CANONICAL_ORDER))]
-    elif order == "canonical":
-        write_order = list(CANONICAL_ORDER)
-    else:
-        raise ValueError(f"order {order}")
-
-    # Data section layout: each tensor at an aligned offset, padding (and gaps) filled with junk.
-    offsets = {}
-    data = bytearray()
-    for k, tname in enumerate(write_order):
-        pad = -len(data) % ALIGNMENT
-        if gaps and k % 3 == 1:
-            pad += ALIGNMENT
-        data += _junk(rng, pad)
-        offsets[tname] = len(data)
-        data += stored[tname]
-
-    out = bytearray()
-    out += b"GGUF" + struct.pack("<IQQ", 3, len(write_order), len(kv))
-    for key, vtype, value in kv:
-        out += _string(key) + struct.pack("<I", vtype) + _value(vtype, value)
-    for tname in write_order:
-        dims = list(reversed(want[tname]))  # fastest dimension first
-        out += _string(tname) + struct.pack("<I", len(dims))
-        out += b"".join(struct.pack("<Q", d) for d in dims)
-        out += struct.pack("<IQ", TYPE_IDS[type_of[tname]], offsets[tname])
-    out += _junk(rng, -len(out) % ALIGNMENT)
-    out += data
-    with open(path, "wb") as f:
-        f.write(bytes(out))
+    if decoy_keys:
+        kv += [("fwm.vocab_size", GGUF_U32, hp["V"] + 3), ("fwm.hidden_size", GGUF_U32, 1),
+               ("fwm.residual", GGUF_BOOL, not hp["residual"]),
+               ("fwm.forget_bias", GGUF_F32, 7.0), ("fwm.read_policy", GGUF_STRING, "never")]
+    _write_file(path, kv, canonical, want, stored, type_of, order, gaps, rng)
     return stored
 
 

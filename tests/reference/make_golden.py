@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make_golden.py - generate the committed tiny fwm models and their expected logits.
+"""make_golden.py - generate the committed tiny models (`fwm` and `lstm`) and their expected logits.
 
 What it is for: writing tests/golden/data/ (model files through gguf_writer.py, expected logits
 through fwm_reference.py in float64, stored as little-endian float32, and manifest.txt) from fixed
@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fwm_reference  # noqa: E402
 import gguf_writer  # noqa: E402
+import lstm_reference  # noqa: E402
 
 # The tests' tolerance (tests/golden/test_golden.c and check_live.py use the same rule): a relative
 # error of 1e-5 measured against the row's scale, the largest |logit| of the row,
@@ -212,6 +213,169 @@ def describe(name, n_tokens, facts, seed):
             + (f"; effect in tolerances of {effects}" if effects else ""))
 
 
+# ---- the `lstm` architecture ----------------------------------------------------------------------
+
+# The committed LSTM models (tests/golden/README.md): one, two and three layers, residual on and
+# off (on with E == H for one layer: layer 0 never adds its input), forget_bias other than 1, F32,
+# F16, BF16 and mixed tensors, checksum and fingerprint keys present or absent, decoy fwm.* keys,
+# and session starts: the default ([eos]), three tokens, none, seven.
+LSTM_MIXED = {"token_embd.weight": "bf16", "blk.0.lstm.weight_hh": "f16", "blk.1.lstm.weight_ih": "bf16",
+              "blk.1.lstm.bias": "f16", "blk.2.lstm.weight_hh": "bf16", "output.weight": "f16",
+              "output.bias": "bf16"}
+LSTM_GOLDEN = [
+    dict(name="lstm1_res_eqdim", V=12, E=6, H=6, L=1, residual=True, forget_bias=1.0, types="f32",
+         order="reversed", checksum=True, fingerprint=True, prime=None, gaps=False, n_tokens=40,
+         seed=701),
+    dict(name="lstm2_res_f16", V=13, E=7, H=8, L=2, residual=True, forget_bias=1.0, types="f16",
+         order="shuffled", checksum=True, fingerprint=False, prime=[1, 5, 3], gaps=True,
+         n_tokens=48, seed=702),
+    dict(name="lstm3_nores_bf16", V=12, E=5, H=4, L=3, residual=False, forget_bias=0.5,
+         types="bf16", order="reversed", checksum=False, fingerprint=False, prime=None, gaps=False,
+         n_tokens=44, seed=703),
+    dict(name="lstm3_res_mixed", V=14, E=8, H=7, L=3, residual=True, forget_bias=-0.75,
+         types=LSTM_MIXED, order="canonical", checksum=False, fingerprint=True, prime=[], gaps=True,
+         decoys=True, n_tokens=52, seed=704),
+    dict(name="lstm2_nores_f32", V=12, E=8, H=5, L=2, residual=False, forget_bias=2.0,
+         types="f32", order="shuffled", checksum=True, fingerprint=True,
+         prime=[1, 2, 3, 4, 5, 6, 7], gaps=True, n_tokens=36, seed=705),
+]
+
+
+def lstm_writer_hp(spec):
+    """The gguf_writer.py hyperparameter dict and the vocabulary of an LSTM model spec."""
+    return dict(V=spec["V"], E=spec["E"], H=spec["H"], L=spec["L"], residual=spec["residual"],
+                forget_bias=spec["forget_bias"], pad=0, eos=1), WORDS[:spec["V"]]
+
+
+def make_lstm_weights(hp, rng, gain=2.0):
+    """Embeddings N(0, 1), LSTM weights U(-gain/sqrt(H), gain/sqrt(H)) (PyTorch's default times a
+    gain, so that gates move over their whole range without saturating), non-zero biases
+    everywhere (a bias read with the wrong offset must show)."""
+    V, E, H, L = hp["V"], hp["E"], hp["H"], hp["L"]
+    k = gain / np.sqrt(H)
+    w = {"token_embd.weight": rng.normal(0, 1, size=(V, E))}
+    for layer in range(L):
+        w[f"blk.{layer}.lstm.weight_ih"] = rng.uniform(-k, k, size=(4 * H, E if layer == 0 else H))
+        w[f"blk.{layer}.lstm.weight_hh"] = rng.uniform(-k, k, size=(4 * H, H))
+        w[f"blk.{layer}.lstm.bias"] = rng.uniform(-0.5, 0.5, size=4 * H)
+    w["output.weight"] = rng.normal(0, np.sqrt(2 / (V + H)) * 2, size=(V, H))
+    w["output.bias"] = rng.uniform(-0.5, 0.5, size=V)
+    return w
+
+
+def make_lstm_tokens(hp, rng, n):
+    """<eos> first, then random tokens."""
+    return [hp["eos"]] + [int(t) for t in rng.integers(0, hp["V"], size=n - 1)]
+
+
+def analyse_lstm(model, tokens, rng):
+    """Reference logits (float64, from zero) plus the facts check_lstm_facts() judges."""
+    hp = model.hp
+    L = hp["layer_count"]
+    logits, run = lstm_reference.compute_logits(model, tokens)
+    errors = [_error_over_tol(lstm_reference.compute_logits(model, tokens, np.float32)[0], logits)]
+    for _ in range(4):
+        nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in model.w.items()}
+        errors.append(_error_over_tol(
+            lstm_reference.compute_logits(model, tokens, weights=nudged)[0], logits))
+    effects = {}
+    if abs(hp["forget_bias"] - 1.0) > 1e-6:
+        effects["forget_bias"] = _error_over_tol(lstm_reference.compute_logits(
+            model, tokens, hp_override={"forget_bias": 1.0})[0], logits)
+    if hp["residual"] and hp["embedding_length"] == hp["hidden_size"]:
+        # the data must catch a runtime that lets layer 0 add its input (the embedding) too
+        effects["a residual at layer 0"] = _error_over_tol(lstm_reference.compute_logits(
+            model, tokens, hp_override={"residual_first_layer": 0})[0], logits)
+    if L >= 2:
+        effects["residual"] = _error_over_tol(lstm_reference.compute_logits(
+            model, tokens, hp_override={"residual": not hp["residual"]})[0], logits)
+    for layer in range(L):  # every layer's recurrence carries information
+        w = dict(model.w)
+        w[f"blk.{layer}.lstm.weight_hh"] = np.zeros_like(w[f"blk.{layer}.lstm.weight_hh"])
+        effects[f"weight_hh of layer {layer}"] = _error_over_tol(
+            lstm_reference.compute_logits(model, tokens, weights=w)[0], logits)
+    if model.prime_tokens:
+        effects["the prime tokens"] = _error_over_tol(
+            lstm_reference.compute_logits(model, tokens, primed=True)[0], logits)
+    # gates in their sensitive range: sigmoid in (0.02, 0.98), tanh(g_z) in (-0.98, 0.98)
+    live = []
+    for layer in range(L):
+        acts = [np.concatenate([step[layer][g] for step in run.trace]) for g in "ifo"]
+        z = np.concatenate([step[layer]["z"] for step in run.trace])
+        fr = [float(((a > 0.02) & (a < 0.98)).mean()) for a in acts] + [float((np.abs(z) < 0.98).mean())]
+        live.append(min(fr))
+    facts = {
+        "f32_error_over_tol": max(errors),
+        "effect_over_tol": effects,
+        "live_gate_fraction": min(live),
+        "max_abs_logit": float(np.abs(logits).max()),
+    }
+    return logits, facts
+
+
+def check_lstm_facts(name, facts):
+    problems = []
+    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
+        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
+                        "the tolerance (ill-conditioned)")
+    for what, effect in facts["effect_over_tol"].items():
+        if effect < 100:
+            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    if facts["live_gate_fraction"] < 0.6:
+        problems.append(f"{name}: only {facts['live_gate_fraction']:.2f} of some gate's values are "
+                        "outside saturation")
+    if facts["max_abs_logit"] < 0.05:
+        problems.append(f"{name}: logits are all tiny")
+    return problems
+
+
+def write_lstm(spec, path, rng, gain=2.0):
+    """Write the LSTM model of `spec` with weights from rng; returns the writer's hp dict."""
+    hp, vocab = lstm_writer_hp(spec)
+    weights = make_lstm_weights(hp, rng, gain)
+    gguf_writer.write_lstm_model(path, hp, vocab, weights, types=spec["types"], order=spec["order"],
+                                 checksum=spec["checksum"], fingerprint=spec["fingerprint"],
+                                 prime_tokens=spec["prime"], decoy_keys=spec.get("decoys", False),
+                                 gaps=spec["gaps"], name=spec["name"], rng=rng)
+    return hp
+
+
+def build_lstm(spec, out_dir, attempts=50):
+    """Write one LSTM model, its expected logits from zero (NAME.f32) and from the session start
+    (NAME.primed.f32: the rows of the prime tokens, then those of the tokens). Returns (manifest
+    line, facts, seed used, problems)."""
+    model_file = spec["name"] + ".gguf"
+    path = os.path.join(out_dir, model_file)
+    for attempt in range(attempts):
+        seed = spec["seed"] * 1000 + attempt
+        rng = np.random.default_rng(seed)
+        hp = write_lstm(spec, path, rng)
+        model = lstm_reference.Model(path)  # re-read: verifies the hashes, uses the stored values
+        tokens = make_lstm_tokens(hp, rng, spec["n_tokens"])
+        logits, facts = analyse_lstm(model, tokens, rng)
+        problems = check_lstm_facts(spec["name"], facts)
+        if not problems:
+            break
+    expected_file = spec["name"] + ".f32"
+    logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
+    primed_file = spec["name"] + ".primed.f32"
+    primed, _ = lstm_reference.compute_logits(model, list(model.prime_tokens) + tokens)
+    primed.astype("<f4").tofile(os.path.join(out_dir, primed_file))
+    line = (f"{model_file} {expected_file} checksum={'present' if spec['checksum'] else 'absent'} "
+            f"tokens={','.join(map(str, tokens))} arch=lstm "
+            f"fingerprint={model.fingerprint:#018x} "
+            f"fingerprint_key={'present' if spec['fingerprint'] else 'absent'} "
+            f"primed={primed_file}")
+    return line, facts, seed, problems
+
+
+def describe_lstm(name, facts, seed):
+    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
+    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
+            f"tolerance; live gate fraction {facts['live_gate_fraction']:.2f}; max |logit| "
+            f"{facts['max_abs_logit']:.2f}; effect in tolerances of {effects}")
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="generate tests/golden/data")
@@ -226,6 +390,14 @@ def main(argv):
         line, facts, seed, problems = build(spec, args.out)
         lines.append(line)
         print(describe(spec["name"], spec["n_tokens"], facts, seed))
+        all_problems += problems
+    lines += ["# lstm models: arch=lstm; fingerprint= the FWMFP2 fingerprint the loader must compute;",
+              "# fingerprint_key=present|absent: fwm.fingerprint stored in the file; primed= the expected",
+              "# logits from the session start: one row per prime token, then one per token"]
+    for spec in LSTM_GOLDEN:
+        line, facts, seed, problems = build_lstm(spec, args.out)
+        lines.append(line)
+        print(describe_lstm(spec["name"], facts, seed))
         all_problems += problems
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -11,6 +11,7 @@ import os
 import random
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -646,6 +647,49 @@ def case_trace(env):
     e = expect_error("too_large", c.call, "trace", session=s, text="mary moved", memory=True)
     check("max-output-bytes 4096" in e.message, "names the output limit", e.message)
     check_eq(small.stop(), 0, "exit status")
+
+
+def case_lstm_beside_fwm(env):
+    """An LSTM baseline file (fwm-init --arch lstm) served beside an FWM file: hello names each
+    model's architecture, sessions choose the model by name, stream, fork, snapshot and restore as
+    for the FWM; another architecture's state is refused; `trace` on an LSTM session is refused."""
+    fwm_path = env.model("f", seed=3)
+    lstm_path = os.path.join(env.dir, "l.gguf")
+    subprocess.run([env.init, "--arch", "lstm", "--out", lstm_path, "--vocab", env.vocab(), "--embedding", "16",
+                    "--hidden", "24", "--layers", "2", "--seed", "9"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    server = env.start([fwm_path, lstm_path])
+    c = Client(server.address)
+    models = {m["name"]: m for m in c.call("hello")["models"]}
+    check_eq((models["f"]["architecture"], models["f"]["layers"]), ("fwm", 1), "the FWM's architecture")
+    m = models["l"]
+    check_eq((m["architecture"], m["layers"], m["hidden"], m["embedding"], m["default"]), ("lstm", 2, 24, 16, False),
+             "the LSTM's architecture and sizes")
+    check_eq(m["state_blob_bytes"], 48 + 8 * 2 * 24, "the LSTM's state blob size")
+    check(m["session_bytes"] >= 4 * 2 * 2 * 24, "session bytes cover h and c of both layers", m)
+    text = "Mary moved to the bathroom. Where is Mary?"
+    s = c.call("open", model="l", topk=2)["session"]
+    c.call("feed", session=s, text=text)
+    notes = c.take_tokens(s)
+    check_eq(len(notes), len(tokenize(text)), "one note per token")
+    check(all(len(n["topk"]) == 2 for n in notes), "top-k per token", notes[:1])
+    snap = c.call("snapshot", session=s)
+    check_eq(len(snap["state"]), m["state_blob_bytes"], "snapshot size")
+    f = c.call("fork", session=s)
+    c.call("feed", session=s, text="John went to the hallway.")
+    c.call("feed", session=f["session"], text="John went to the hallway.")
+    check_eq([dict(n, session=s) for n in c.take_tokens(f["session"])], c.take_tokens(s), "fork continues alike")
+    r = c.call("restore", state=snap["state"], model="l")
+    check_eq(r["pos"], PRIME + len(tokenize(text)), "restored position")
+    e = expect_error("model_mismatch", c.call, "restore", state=snap["state"], model="f")
+    check("architecture 'lstm'" in e.message and "architecture 'fwm'" in e.message, "names both architectures",
+          e.message)
+    sf = c.call("open", model="f")["session"]
+    fwm_state = c.call("snapshot", session=sf)["state"]
+    expect_error("model_mismatch", c.call, "restore", state=fwm_state, model="l")
+    e = expect_error("bad_params", c.call, "trace", session=s, text="mary")
+    check("architecture 'lstm'" in e.message and "only 'fwm' models" in e.message, "trace refused by name", e.message)
+    check(len(c.call("trace", session=sf, text="mary")["steps"]) == 1, "the FWM session still traces")
+    check_eq(server.stop(), 0, "exit status")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

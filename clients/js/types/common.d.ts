@@ -58,7 +58,7 @@ export interface AskResult { session: string; pos: number; answer: string; prob:
 export interface PredictResult { session: string; pos: number; topk: Prediction[] }
 export interface SessionInfo { session: string; model: string; pos: number | null; last_used_ms: number; resident: boolean }
 export interface ModelInfo {
-  name: string; fingerprint: string; vocab_size: number; embedding: number; hidden: number; memory: [number, number, number];
+  name: string; architecture: string; layers: number; fingerprint: string; vocab_size: number; embedding: number; hidden: number; memory: [number, number, number];
   reads: number; residual: boolean; read_policy: string; parameters: number; session_bytes: number;
   state_blob_bytes: number; checksum_verified: boolean; default: boolean;
 }

@@ -1,0 +1,499 @@
+/* test_lstm_runtime.c - the LSTM baseline in the runtime, through the public API on files written
+ * by fwm_lstm_model_write: loading and model info; the step against a double-precision evaluation
+ * of docs/MODEL.md's equations written out here; single, sequence and batched steps bit-identical
+ * (with and without the input-gate table, residual or not, one layer or several); reset, prime and
+ * the start scores; fork; export / import round trip, damaged blobs, another model's blob and the
+ * refusal of another architecture's blob both ways (the session untouched); FWM-only functions
+ * refused; mixed-architecture batches refused; allocation failures while loading and stepping. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "fwm/fwm.h"
+#include "fwm_alloc.h"
+#include "fwm_model_init.h"
+#include "fwm_model_shape.h"
+#include "fwm_rng.h"
+#include "lstm/lstm_init.h"
+#include "lstm/lstm_runtime.h"
+#include "lstm/lstm_schema.h"
+#include "xxhash64.h"
+
+static char dir[256];
+static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
+                                         "kitchen", "went", "to", "the", "where", "is"};
+#define V_TEST 13u
+
+static const char *path_in_dir(const char *name) {
+    static char path[4][512];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+typedef struct lstm_file {
+    fwm_lstm_hparams hp;
+    float *data;
+    const float *tensors[FWM_LSTM_MAX_TENSORS];
+} lstm_file;
+
+/* Write an LSTM model (the contract's initialisation, then every tensor nudged so biases are
+ * non-zero) to `name`; keeps the weights in *f for the reference. */
+static fwm_model *write_lstm(const char *name, uint32_t L, uint32_t E, uint32_t H, bool residual,
+                             uint64_t seed, bool prime, lstm_file *f) {
+    fwm_lstm_hparams hp;
+    fwm_lstm_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = E, hp.hidden_size = H, hp.layer_count = L;
+    hp.residual = residual, hp.forget_bias = 0.75f;
+    size_t n = fwm_lstm_tensor_count(&hp), total = 0, counts[FWM_LSTM_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) {
+        char tn[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(&hp, i, tn, &rows, &cols);
+        counts[i] = (size_t)(rows * cols);
+        total += counts[i];
+    }
+    f->hp = hp;
+    f->data = malloc(total * sizeof(float));
+    float *t[FWM_LSTM_MAX_TENSORS];
+    float *p = f->data;
+    for (size_t i = 0; i < n; i++) t[i] = p, f->tensors[i] = p, p += counts[i];
+    fwm__lstm_init_weights(&hp, seed, t);
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 99);
+    for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.3, 0.3);
+    fwm_lstm_write_spec spec = {.hp = hp, .name = "test lstm", .tokens = vocabulary};
+    for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
+    const uint32_t prime_tokens[3] = {1, 11, 12};
+    if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
+    fwm_error err;
+    CHECK_OK(fwm_lstm_model_write(path_in_dir(name), &spec, &err), err);
+    fwm_model *model = NULL;
+    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    return model;
+}
+
+static fwm_model *write_fwm(const char *name) {
+    fwm_hparams hp;
+    fwm__hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = 6, hp.hidden_size = 8;
+    hp.memory_s = hp.memory_r = hp.memory_t = 3;
+    hp.write_scale = 1.0f / 3;
+    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    fwm__tensor_offsets(&hp, offsets);
+    float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
+    float *t[FWM_TENSOR_COUNT];
+    fwm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
+    fwm__model_init_weights(&hp, 5, t);
+    fwm_error err;
+    CHECK_OK(fwm_model_write(path_in_dir(name), &spec, &err), err);
+    free(data);
+    fwm_model *model = NULL;
+    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    return model;
+}
+
+/* ---- the reference: docs/MODEL.md's equations in double precision ------------------------------ */
+
+typedef struct ref_state {
+    double h[4][16], c[4][16];
+} ref_state;
+
+static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static void ref_step(const lstm_file *f, ref_state *s, uint32_t x, double *logits) {
+    const fwm_lstm_hparams *hp = &f->hp;
+    size_t E = hp->embedding_length, H = hp->hidden_size, L = hp->layer_count;
+    double in[16], y[16], g[64];
+    for (size_t k = 0; k < E; k++) in[k] = f->tensors[0][x * E + k];
+    size_t in_len = E;
+    for (size_t l = 0; l < L; l++) {
+        const float *wih = f->tensors[1 + 3 * l], *whh = f->tensors[2 + 3 * l], *b = f->tensors[3 + 3 * l];
+        for (size_t r = 0; r < 4 * H; r++) {
+            double a = b[r];
+            for (size_t k = 0; k < in_len; k++) a += (double)wih[r * in_len + k] * in[k];
+            for (size_t k = 0; k < H; k++) a += (double)whh[r * H + k] * s->h[l][k];
+            g[r] = a;
+        }
+        for (size_t k = 0; k < H; k++) {
+            double i = sig(g[k]), fg = sig(g[H + k] + hp->forget_bias), z = tanh(g[2 * H + k]),
+                   o = sig(g[3 * H + k]);
+            s->c[l][k] = fg * s->c[l][k] + i * z;
+            s->h[l][k] = o * tanh(s->c[l][k]);
+        }
+        for (size_t k = 0; k < H; k++) y[k] = s->h[l][k] + (hp->residual && l >= 1 ? in[k] : 0.0);
+        memcpy(in, y, sizeof y);
+        in_len = H;
+    }
+    const float *ws = f->tensors[1 + 3 * L], *bs = f->tensors[2 + 3 * L];
+    for (size_t v = 0; v < hp->vocab_size; v++) {
+        double a = bs[v];
+        for (size_t k = 0; k < H; k++) a += (double)ws[v * H + k] * in[k];
+        logits[v] = a;
+    }
+}
+
+static void random_tokens(uint32_t *t, size_t n, uint64_t seed) {
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 7);
+    for (size_t i = 0; i < n; i++) t[i] = (uint32_t)fwm__rng_below(&rng, V_TEST);
+}
+
+static void info_and_reference(void) {
+    lstm_file f;
+    fwm_model *model = write_lstm("ref.gguf", 3, 5, 7, true, 11, false, &f);
+    if (!model) return;
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_STR(info.architecture, "lstm");
+    CHECK_INT(info.layer_count, 3);
+    CHECK_INT(info.vocab_size, V_TEST);
+    CHECK_INT(info.embedding_length, 5);
+    CHECK_INT(info.hidden_size, 7);
+    CHECK(info.residual);
+    CHECK(info.forget_bias == 0.75f);
+    CHECK_INT(info.memory_s, 0);
+    CHECK_INT(info.session_state_floats, 2 * 3 * 7);
+    CHECK_INT(info.state_blob_bytes, 48 + 8 * 3 * 7);
+    /* V E + (4H E + 4H H + 4H) + 2 (4H H + 4H H + 4H) + V H + V */
+    CHECK_U64(info.parameter_count, 13 * 5 + (28 * 5 + 28 * 7 + 28) + 2 * (28 * 7 + 28 * 7 + 28) + 13 * 7 + 13);
+    CHECK(info.has_checksum && info.checksum_verified);
+    CHECK_STR(info.name, "test lstm");
+    CHECK_INT(info.prime_token_count, 1); /* the default: <eos> */
+    CHECK_INT(info.prime_tokens[0], 1);
+    CHECK(info.session_state_bytes >= info.session_state_floats * sizeof(float));
+
+    fwm_session *s = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_session_create(model, &s, &err), err);
+    ref_state rs;
+    memset(&rs, 0, sizeof rs);
+    uint32_t tokens[40];
+    random_tokens(tokens, 40, 3);
+    double worst = 0;
+    for (size_t i = 0; i < 40; i++) {
+        float logits[V_TEST];
+        double want[V_TEST];
+        CHECK_OK(fwm_session_step(s, tokens[i], logits, &err), err);
+        ref_step(&f, &rs, tokens[i], want);
+        for (size_t v = 0; v < V_TEST; v++) {
+            double d = fabs(logits[v] - want[v]) / (1.0 + fabs(want[v]));
+            if (d > worst) worst = d;
+        }
+    }
+    CHECK_LE(worst, 2e-5);
+    CHECK_INT(fwm_session_position(s), 40);
+    /* reset: zero state, as a new session */
+    fwm_session_reset(s);
+    CHECK_INT(fwm_session_position(s), 0);
+    for (size_t k = 0; k < 21; k++) CHECK(s->h[k] == 0.0f && s->c[k] == 0.0f);
+    fwm_session_free(s);
+    fwm_model_free(model);
+    free(f.data);
+}
+
+/* Step `n_sessions` sessions over `steps` tokens each three ways; every logit and final state equal. */
+static void equivalence_on(fwm_model *model, size_t n_sessions, size_t steps) {
+    const size_t V = V_TEST;
+    uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
+    random_tokens(tokens, n_sessions * steps, n_sessions + steps);
+    float *a = malloc(n_sessions * steps * V * sizeof(float));
+    float *b = malloc(n_sessions * steps * V * sizeof(float));
+    float *c = malloc(n_sessions * steps * V * sizeof(float));
+    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
+                **batch = calloc(n_sessions, sizeof *batch);
+    fwm_error err;
+    for (size_t j = 0; j < n_sessions; j++) {
+        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
+    }
+    for (size_t j = 0; j < n_sessions; j++) {
+        for (size_t i = 0; i < steps; i++)
+            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
+        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
+    }
+    uint32_t *column = malloc(n_sessions * sizeof *column);
+    float *row = malloc(n_sessions * V * sizeof(float));
+    for (size_t i = 0; i < steps; i++) {
+        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
+        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
+        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
+    }
+    CHECK(memcmp(a, b, n_sessions * steps * V * sizeof(float)) == 0);
+    CHECK(memcmp(a, c, n_sessions * steps * V * sizeof(float)) == 0);
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    size_t LH = info.session_state_floats / 2;
+    for (size_t j = 0; j < n_sessions; j++) {
+        CHECK(memcmp(single[j]->h, seq[j]->h, LH * sizeof(float)) == 0);
+        CHECK(memcmp(single[j]->c, batch[j]->c, LH * sizeof(float)) == 0);
+        CHECK(memcmp(single[j]->h, batch[j]->h, LH * sizeof(float)) == 0);
+        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
+    }
+    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
+}
+
+static void step_modes_bit_identical(void) {
+    static const struct {
+        uint32_t L, E, H;
+        bool residual;
+    } shapes[] = {{1, 4, 5, false}, {3, 6, 9, true}, {2, 16, 16, false}, {4, 3, 12, true}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        lstm_file f;
+        fwm_model *model = write_lstm("eq.gguf", shapes[k].L, shapes[k].E, shapes[k].H,
+                                      shapes[k].residual, 20 + k, false, &f);
+        if (!model) continue;
+        equivalence_on(model, 40, 6); /* 40 > the 32-session chunk */
+        equivalence_on(model, 3, 25);
+        /* without the input-gate table the step computes W_ih Emb[x] + b itself: same bits */
+        float with[V_TEST], without[V_TEST];
+        uint32_t tokens[12];
+        random_tokens(tokens, 12, 77);
+        fwm_session *s = NULL;
+        fwm_error err;
+        CHECK_OK(fwm_session_create(model, &s, &err), err);
+        CHECK_OK(fwm_session_step_sequence(s, tokens, 12, NULL, &err), err);
+        CHECK_OK(fwm_session_step(s, 4, with, &err), err);
+        fwm_lstm_model *lm = model->arch_data;
+        float *table = lm->input_gates;
+        CHECK(table != NULL);
+        lm->input_gates = NULL;
+        fwm_session_reset(s);
+        CHECK_OK(fwm_session_step_sequence(s, tokens, 12, NULL, &err), err);
+        CHECK_OK(fwm_session_step(s, 4, without, &err), err);
+        lm->input_gates = table;
+        CHECK(memcmp(with, without, sizeof with) == 0);
+        fwm_session_free(s);
+        fwm_model_free(model);
+        free(f.data);
+    }
+}
+
+static void prime_fork_and_refusals(void) {
+    lstm_file f;
+    fwm_model *model = write_lstm("prime.gguf", 2, 5, 6, true, 31, true, &f);
+    if (!model) return;
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_INT(info.prime_token_count, 3);
+    fwm_session *primed = NULL, *by_hand = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_session_create(model, &primed, &err), err);
+    CHECK_OK(fwm_session_create(model, &by_hand, &err), err);
+    fwm_session_prime(primed);
+    const uint32_t prime[3] = {1, 11, 12};
+    float last[3 * V_TEST];
+    CHECK_OK(fwm_session_step_sequence(by_hand, prime, 3, last, &err), err);
+    CHECK_INT(fwm_session_position(primed), 3);
+    CHECK(memcmp(primed->h, by_hand->h, 12 * sizeof(float)) == 0);
+    CHECK(memcmp(primed->c, by_hand->c, 12 * sizeof(float)) == 0);
+    const float *start = fwm_model_start_logits(model);
+    CHECK(start && memcmp(start, last + 2 * V_TEST, V_TEST * sizeof(float)) == 0);
+
+    /* fork: the child continues as the parent would; the parent is untouched by the child */
+    fwm_session *child = NULL;
+    CHECK_OK(fwm_session_fork(primed, &child, &err), err);
+    float a[V_TEST], b[V_TEST];
+    CHECK_OK(fwm_session_step(primed, 4, a, &err), err);
+    CHECK_OK(fwm_session_step(child, 4, b, &err), err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    CHECK_OK(fwm_session_step(child, 5, b, &err), err);
+    CHECK(memcmp(primed->h, by_hand->h, 12 * sizeof(float)) != 0);
+    CHECK_INT(fwm_session_position(primed), 4);
+    CHECK_INT(fwm_session_position(child), 5);
+
+    /* FWM-only functions */
+    float memory[64];
+    CHECK_STATUS(fwm_session_memory(primed, memory, 64, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "architecture is 'lstm'");
+    float k1[4], k2[4], v[4], q[16], k[16], rv[16];
+    fwm_trace trace = {.k1 = k1, .k2 = k2, .v = v, .read_queries = q, .read_keys = k, .read_values = rv};
+    CHECK_STATUS(fwm_session_trace(primed, &trace, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "fwm_session_trace");
+
+    /* tokens out of range: nothing stepped */
+    uint64_t before = fwm_session_position(primed);
+    CHECK_STATUS(fwm_session_step(primed, V_TEST, a, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    const uint32_t bad[2] = {3, 99};
+    CHECK_STATUS(fwm_session_step_sequence(primed, bad, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    CHECK_CONTAINS(err.message, "token 99 at sequence position 1 is out of range");
+    CHECK_INT(fwm_session_position(primed), before);
+
+    /* a batch mixing architectures */
+    fwm_model *fwm = write_fwm("fwm.gguf");
+    fwm_session *other = NULL;
+    if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
+    if (other) {
+        fwm_session *mixed[2] = {primed, other};
+        const uint32_t t2[2] = {1, 1};
+        CHECK_STATUS(fwm_batch_step(mixed, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed2[2] = {other, primed};
+        CHECK_STATUS(fwm_batch_step(mixed2, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        CHECK_INT(fwm_session_position(primed), before);
+        CHECK_INT(fwm_session_position(other), 0);
+    }
+    fwm_session_free(other);
+    fwm_model_free(fwm);
+    fwm_session_free(child);
+    fwm_session_free(primed);
+    fwm_session_free(by_hand);
+    fwm_model_free(model);
+    free(f.data);
+}
+
+static unsigned char *export_of(const fwm_session *s, size_t *size) {
+    fwm_error err;
+    size_t need = 0;
+    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
+    unsigned char *blob = malloc(need);
+    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
+    CHECK_INT(*size, need);
+    return blob;
+}
+
+static void export_import(void) {
+    lstm_file f, g;
+    fwm_model *model = write_lstm("blob.gguf", 2, 4, 5, true, 41, false, &f);
+    fwm_model *sibling = write_lstm("blob2.gguf", 2, 4, 5, true, 42, false, &g);
+    fwm_model *fwm = write_fwm("blobfwm.gguf");
+    if (!model || !sibling || !fwm) return;
+    fwm_error err;
+    fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL;
+    CHECK_OK(fwm_session_create(model, &s, &err), err);
+    CHECK_OK(fwm_session_create(model, &t, &err), err);
+    CHECK_OK(fwm_session_create(sibling, &u, &err), err);
+    CHECK_OK(fwm_session_create(fwm, &w, &err), err);
+    uint32_t tokens[30];
+    random_tokens(tokens, 30, 5);
+    CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
+    size_t size = 0;
+    unsigned char *blob = export_of(s, &size);
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_INT(size, info.state_blob_bytes);
+    CHECK(memcmp(blob, "FWMS", 4) == 0);
+    CHECK(memcmp(blob + 16, "lstm\0\0\0\0", 8) == 0);
+    CHECK_OK(fwm_session_import(t, blob, size, &err), err);
+    CHECK_INT(fwm_session_position(t), 17);
+    float a[13 * V_TEST], b[13 * V_TEST];
+    CHECK_OK(fwm_session_step_sequence(s, tokens + 17, 13, a, &err), err);
+    CHECK_OK(fwm_session_step_sequence(t, tokens + 17, 13, b, &err), err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+
+    /* refusals leave the session as it was */
+    size_t t_size = 0;
+    unsigned char *t_before = export_of(t, &t_size);
+    unsigned char *copy = malloc(size);
+    memcpy(copy, blob, size);
+    copy[60] ^= 1;
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "checksum mismatch");
+    CHECK_STATUS(fwm_session_import(t, blob, size - 1, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
+    /* another LSTM model's blob */
+    size_t u_size = 0;
+    unsigned char *u_blob = export_of(u, &u_size);
+    CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "belongs to model");
+    /* an FWM blob into an LSTM session, and the other way */
+    size_t w_size = 0;
+    unsigned char *w_blob = export_of(w, &w_size);
+    CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "architecture 'fwm'");
+    CHECK_CONTAINS(err.message, "architecture 'lstm'");
+    size_t w_before_size = 0;
+    unsigned char *w_before = export_of(w, &w_before_size);
+    CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
+    /* a damaged cross-architecture blob is damaged, not another architecture's */
+    CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    size_t after_size = 0;
+    unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
+    CHECK(memcmp(t_before, t_after, t_size) == 0);
+    CHECK(memcmp(w_before, w_after, w_before_size) == 0);
+    /* a non-finite value */
+    memcpy(copy, blob, size);
+    const float inf = INFINITY;
+    memcpy(copy + 40 + 4 * 3, &inf, 4);
+    uint64_t sum = fwm__xxh64(copy, size - 8, 0);
+    for (int i = 0; i < 8; i++) copy[size - 8 + i] = (unsigned char)(sum >> (8 * i));
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "h[0][3] is not finite");
+
+    free(t_after), free(w_after), free(w_before), free(w_blob), free(u_blob), free(t_before), free(copy);
+    free(blob);
+    fwm_session_free(s), fwm_session_free(t), fwm_session_free(u), fwm_session_free(w);
+    fwm_model_free(model), fwm_model_free(sibling), fwm_model_free(fwm);
+    free(f.data), free(g.data);
+}
+
+static void allocation_failures(void) {
+    lstm_file f;
+    fwm_model *model = write_lstm("alloc.gguf", 2, 4, 5, true, 51, true, &f);
+    fwm_model_free(model);
+    free(f.data);
+    int failures_seen = 0;
+    for (long n = 1; n < 10000; n++) {
+        fwm_model *m = NULL;
+        fwm_error err;
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err);
+        long calls = fwm__alloc_calls();
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) {
+            CHECK(calls < n);
+            fwm_model_free(m);
+            break;
+        }
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+        CHECK(m == NULL);
+    }
+    CHECK(failures_seen >= 5);
+    /* writing */
+    fwm_lstm_hparams hp;
+    fwm_lstm_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = 3, hp.hidden_size = 2, hp.layer_count = 1;
+    float zeros[256] = {0};
+    fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    for (size_t i = 0; i < fwm_lstm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
+    failures_seen = 0;
+    for (long n = 1; n < 1000; n++) {
+        fwm_error err;
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_lstm_model_write(path_in_dir("w.gguf"), &spec, &err);
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) break;
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+    }
+    CHECK(failures_seen >= 3);
+    unlink(path_in_dir("w.gguf"));
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fwm-test-lstm-runtime-XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    static const check_case cases[] = {
+        {"info_and_reference", info_and_reference},
+        {"step_modes_bit_identical", step_modes_bit_identical},
+        {"prime_fork_and_refusals", prime_fork_and_refusals},
+        {"export_import", export_import},
+        {"allocation_failures", allocation_failures},
+    };
+    int status = check_run_cases("test_lstm_runtime", cases, sizeof cases / sizeof cases[0]);
+    static const char *const files[] = {"ref.gguf", "eq.gguf", "prime.gguf", "fwm.gguf", "blob.gguf",
+                                        "blob2.gguf", "blobfwm.gguf", "alloc.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_in_dir(files[i]));
+    rmdir(dir);
+    return status;
+}
