@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "fwm/fwm.h"
+#include "lstm/lstm_init.h" /* fwm__lstm_init_weights: the initial weights */
 #include "param_layout.h"
 #include "thread_pool.h"
 #include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
@@ -64,11 +65,6 @@ static inline uint64_t fwm__lstm_dropout_stream(unsigned kind, unsigned layer, u
     return (1ull << 63) | ((uint64_t)(kind & 7u) << 60) | ((uint64_t)(layer & 15u) << 56) |
            ((lane & 0xffffull) << 40) | (step & 0xffffffffffull);
 }
-
-/* The initial weights (fwm-init --arch lstm and fwm-train --arch lstm, docs/MODEL.md): Emb and
- * output.weight U(-0.1, 0.1), every W_ih, W_hh and b U(-1/sqrt(H), 1/sqrt(H)), output.bias 0.
- * Tensor i (fwm_lstm_tensor_at order) draws from fwm__rng_seed(seed, i) in row-major order. */
-void fwm__lstm_init_weights(const fwm_lstm_hparams *hp, uint64_t seed, float *const *tensors);
 
 #define FWM_REAL_DOUBLE 0
 #include "real_template.h"
