@@ -2,6 +2,7 @@
 #include "model_io.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,16 +58,44 @@ fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
     return fwm_lstm_model_write(path, &spec, err);
 }
 
-/* Tensor k's data as F32 into params, or FWM_ERR_UNSUPPORTED. */
+/* An IEEE half or a bfloat16 as float (both exact). */
+static float half_to_float(uint16_t h)
+{
+    int exponent = (h >> 10) & 31, mantissa = h & 1023;
+    float v = exponent == 0    ? ldexpf((float)mantissa, -24)
+              : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                               : ldexpf((float)(mantissa + 1024), exponent - 25);
+    return h & 0x8000u ? -v : v;
+}
+
+static float bfloat_to_float(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Tensor k's data (F32, F16 or BF16, little-endian) as F32 into params. */
 static fwm_status copy_tensor(const char *path, const fwm__tensor_layout *layout, size_t k,
                               const fwm_schema_tensor *t, float *params, fwm_error *err)
 {
-    if (t->type != FWM_GGML_TYPE_F32)
+    float *dst = params + layout->offset[k];
+    const unsigned char *src = t->data;
+    size_t n = layout->size[k];
+    if (t->type == FWM_GGML_TYPE_F32) {
+        memcpy(dst, src, n * sizeof(float));
+        return FWM_OK;
+    }
+    if (t->type != FWM_GGML_TYPE_F16 && t->type != FWM_GGML_TYPE_BF16)
         return fwm__error(err, FWM_ERR_UNSUPPORTED,
-                          "model %s: tensor '%s' has GGML type %u; the trainer reads F32 "
-                          "tensors only",
+                          "model %s: tensor '%s' has GGML type %u; the trainer reads F32, F16 and "
+                          "BF16 tensors",
                           path, layout->names[k], t->type);
-    memcpy(params + layout->offset[k], t->data, layout->size[k] * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        uint16_t v = (uint16_t)(src[2 * i] | (src[2 * i + 1] << 8));
+        dst[i] = t->type == FWM_GGML_TYPE_F16 ? half_to_float(v) : bfloat_to_float(v);
+    }
     return FWM_OK;
 }
 

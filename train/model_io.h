@@ -1,7 +1,7 @@
 /* model_io.h - between the trainer's flat parameters and model files, for every architecture:
  * write a trained model with its vocabulary and provenance keys (fwm_model_write for `fwm`,
  * fwm_lstm_model_write for `lstm`), and read a model file back into the flat layout for evaluation
- * or further training (its architecture's schema; F32 tensors). */
+ * or further training (its architecture's schema; F32, F16 or BF16 tensors, widened to F32). */
 #ifndef FWM_TRAIN_MODEL_IO_H
 #define FWM_TRAIN_MODEL_IO_H
 
@@ -30,7 +30,8 @@ typedef struct fwm__loaded_model {
     fwm__train_vocab vocab;  /* the model's words, ids as in the file */
 } fwm__loaded_model;
 
-/* FWM_ERR_IO, FWM_ERR_FORMAT, FWM_ERR_UNSUPPORTED (non-F32 tensors), FWM_ERR_OUT_OF_MEMORY. */
+/* FWM_ERR_IO, FWM_ERR_FORMAT, FWM_ERR_UNSUPPORTED (an architecture the trainer does not handle),
+ * FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *err);
 void fwm__loaded_model_release(fwm__loaded_model *model);
 
