@@ -1,8 +1,10 @@
 /* test_lstm_retrieval.c - the LSTM baseline learns end to end: a small two-layer residual LSTM
  * trained by the trainer (--arch lstm) on the synthetic associative-retrieval task of
  * synthetic_data.h (QM mode: loss at "?") must answer held-out queries far better than before
- * training, without and with every dropout on (evaluation never drops). Also: the training loss
- * falls. STEPS and THREADS (default 1) environment variables override the step count and
+ * training and than chance, without and with every dropout on (evaluation never drops), and its
+ * training loss must fall below a limit. (It reaches what answering with the last value stored
+ * gives, not what the FWM reaches on this task: remembering every pair is what the memory is
+ * for.) STEPS and THREADS (default 1) environment variables override the step count and
  * threads. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,10 +96,14 @@ int main(void)
     CHECK_LE(untrained, 0.40);
     CHECK_LE(end, 0.7 * start);
     if (both) {
-        CHECK_GE(plain, 0.45); /* 61% seen; chance is 1/6 */
+        /* 61% seen (also after 1,500 steps): the answer "the last value stored" is right for 60.5%
+         * of these queries (chance: 1/6) and the LSTM learns it and a little more */
+        CHECK_GE(plain, 0.55);
+        CHECK_LE(end, 1.0); /* 0.77 seen */
         double dropped = run("LSTM with dropout", 1, steps, &untrained, &start, &end);
-        CHECK_GE(dropped, 0.45);
+        CHECK_GE(dropped, 0.55);
         CHECK_LE(end, 0.8 * start);
+        CHECK_LE(end, 1.1); /* 0.85 seen */
     }
     return check_finish("test_lstm_retrieval");
 }
