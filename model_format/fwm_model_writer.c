@@ -27,7 +27,8 @@ static const char *const written_keys[] = {
 #define FWM_WRITER_PUT_POLICY(w, key, value) \
     fwm__gguf_writer_add_string(w, key, (value) == FWM_READ_ON_TOKEN ? "token" : "always")
 
-static fwm_status check_spec(const fwm_write_spec *spec, fwm_error *err) {
+static fwm_status check_spec(const void *raw, fwm_error *err) {
+    const fwm_write_spec *spec = raw;
     fwm_status st = fwm__hparams_check(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
     if (st) return st;
     if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
@@ -43,8 +44,8 @@ static fwm_status check_spec(const fwm_write_spec *spec, fwm_error *err) {
 }
 
 /* Assemble the whole file in memory. */
-static fwm_status build_file(const fwm_write_spec *spec, uint8_t **file, size_t *size,
-                             fwm_error *err) {
+static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_error *err) {
+    const fwm_write_spec *spec = raw;
     const fwm_hparams *hp = &spec->hp;
     uint32_t v = hp->vocab_size;
     uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
@@ -85,35 +86,20 @@ static fwm_status build_file(const fwm_write_spec *spec, uint8_t **file, size_t 
     return st;
 }
 
-/* Parse the assembled file back: anything the reader refuses is a bug or a bad spec. */
-static fwm_status self_check(const uint8_t *file, size_t size, fwm_error *err) {
+/* The self-check: parse the assembled file back and verify its checksum. */
+static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     fwm_schema schema;
-    fwm_error inner;
-    fwm_status st = fwm_schema_parse(file, size, &schema, &inner);
-    if (st == FWM_ERR_OUT_OF_MEMORY) return fwm__error(err, st, "%s", inner.message);
-    if (st) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
-    uint64_t checksum = fwm_schema_checksum(&schema);
-    st = schema.has_checksum && checksum == schema.checksum
+    fwm_status st = fwm_schema_parse(file, size, &schema, err);
+    if (st) return st;
+    st = schema.has_checksum && fwm_schema_checksum(&schema) == schema.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
     fwm_schema_release(&schema);
     return st;
 }
 
+static const fwm_writer_kind kind = {"fwm_model_write", check_spec, build_file, reread};
+
 fwm_status fwm_model_write(const char *path, const fwm_write_spec *spec, fwm_error *err) {
-    if (!path || !path[0] || !spec)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_model_write: %s is NULL or empty",
-                          !spec ? "spec" : "path");
-    fwm_status st = fwm__writer_check_host("fwm_model_write", err);
-    if (st) return st;
-    st = check_spec(spec, err);
-    if (st) return st;
-    uint8_t *file = NULL;
-    size_t size = 0;
-    st = build_file(spec, &file, &size, err);
-    if (!st) st = self_check(file, size, err);
-    if (!st) st = fwm__write_atomically(path, file, size, err);
-    fwm__free(file);
-    if (!st) fwm__error_clear(err);
-    return st;
+    return fwm__writer_write(path, spec, &kind, err);
 }

@@ -35,17 +35,23 @@ static fwm_status get_policy(const fwm_gguf_file *f, const char *key, uint32_t *
 
 #define FWM_SCHEMA_GET_POLICY(f, key, field) get_policy(f, key, field, err)
 
-/* Every key of FWM_HPARAM_LIST, in list order; ranges are fwm__hparams_check's. */
-static fwm_status read_hparams(const fwm_gguf_file *f, fwm_hparams *hp, fwm_error *err) {
+/* Every key of FWM_HPARAM_LIST, in list order, then the ranges. */
+static fwm_status read_hparams(const fwm_gguf_file *f, void *schema, uint32_t *vocab_size, uint32_t *eos,
+                               fwm_error *err) {
+    fwm_hparams *hp = &((fwm_schema *)schema)->hp;
     fwm_status st;
-#define FWM_HPARAM_GET_(field, key, kind, def, low, high) \
+#define HPARAM_GET_(field, key, kind, def, low, high) \
     if ((st = FWM_SCHEMA_GET_##kind(f, key, &hp->field))) return st;
-    FWM_HPARAM_LIST(FWM_HPARAM_GET_)
-#undef FWM_HPARAM_GET_
+    FWM_HPARAM_LIST(HPARAM_GET_)
+#undef HPARAM_GET_
+    if ((st = fwm__hparams_check(hp, FWM_ERR_FORMAT, err))) return st;
+    *vocab_size = hp->vocab_size;
+    *eos = hp->eos_token_id;
     return FWM_OK;
 }
 
-static fwm_status read_tensors(const fwm_gguf_file *f, fwm_schema *out, fwm_error *err) {
+static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *err) {
+    fwm_schema *out = schema;
     const char *names[FWM_TENSOR_COUNT];
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
         names[i] = fwm__tensor_name(i);
@@ -58,47 +64,21 @@ static fwm_status read_tensors(const fwm_gguf_file *f, fwm_schema *out, fwm_erro
     return fwm__schema_no_other_tensors(f, names, FWM_TENSOR_COUNT, "fwm", err);
 }
 
+static const fwm_schema_kind kind = {"fwm", "fwm.vocab_size", read_hparams, read_tensors};
+
 fwm_status fwm_schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err) {
     if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_schema_parse: out is NULL");
     memset(out, 0, sizeof *out);
-    fwm_gguf_file f;
-    fwm_status st = fwm__gguf_parse(buf, size, &f, err);
-    if (st) return st;
-
-    if ((st = fwm__schema_expect_string(&f, "general.architecture", "fwm", err))) goto fail;
-    if ((st = read_hparams(&f, &out->hp, err))) goto fail;
-    if ((st = fwm__hparams_check(&out->hp, FWM_ERR_FORMAT, err))) goto fail;
-    if ((st = fwm__schema_expect_string(&f, "tokenizer.ggml.model", "word", err))) goto fail;
-    if ((st = fwm__schema_read_vocabulary(&f, out->hp.vocab_size, "fwm.vocab_size", &out->tokens,
-                                          &out->token_lengths, err)))
-        goto fail;
-    if ((st = fwm__schema_read_prime_tokens(&f, out->hp.vocab_size, out->hp.eos_token_id,
-                                            &out->has_prime_tokens, &out->prime_count,
-                                            out->prime_tokens, err)))
-        goto fail;
-    if ((st = fwm__schema_read_name(&f, &out->name, err))) goto fail;
-    if ((st = fwm__schema_get_optional_u64(&f, FWM_KEY_CHECKSUM, &out->has_checksum, &out->checksum,
-                                           err)) ||
-        (st = fwm__schema_get_optional_u64(&f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
-                                           &out->fingerprint, err)))
-        goto fail;
-    if ((st = read_tensors(&f, out, err))) goto fail;
-    fwm__gguf_release(&f);
-    fwm__error_clear(err);
-    return FWM_OK;
-fail:
-    fwm__gguf_release(&f);
-    fwm_schema_release(out);
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(out);
+    fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &common, err);
+    if (st) fwm_schema_release(out);
     return st;
 }
 
 void fwm_schema_release(fwm_schema *schema) {
     if (!schema) return;
-    if (schema->tokens)
-        for (uint32_t i = 0; i < schema->hp.vocab_size; i++) fwm__free(schema->tokens[i]);
-    fwm__free(schema->tokens);
-    fwm__free(schema->token_lengths);
-    fwm__free(schema->name);
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(schema);
+    fwm__schema_release_common(&common, schema->hp.vocab_size);
     memset(schema, 0, sizeof *schema);
 }
 

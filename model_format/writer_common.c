@@ -159,3 +159,25 @@ done:
     fwm__free(tmp);
     return st;
 }
+
+fwm_status fwm__writer_write(const char *path, const void *spec, const fwm_writer_kind *kind,
+                             fwm_error *err) {
+    if (!path || !path[0] || !spec)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "%s: %s is NULL or empty", kind->who,
+                          !spec ? "spec" : "path");
+    fwm_status st = fwm__writer_check_host(kind->who, err);
+    if (st) return st;
+    if ((st = kind->check(spec, err))) return st;
+    uint8_t *file = NULL;
+    size_t size = 0;
+    st = kind->build(spec, &file, &size, err);
+    fwm_error inner;
+    if (!st && (st = kind->reread(file, size, &inner)))
+        st = st == FWM_ERR_OUT_OF_MEMORY
+                 ? fwm__error(err, st, "%s", inner.message)
+                 : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "the file would not load: %s", inner.message);
+    if (!st) st = fwm__write_atomically(path, file, size, err);
+    fwm__free(file);
+    if (!st) fwm__error_clear(err);
+    return st;
+}

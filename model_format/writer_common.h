@@ -55,6 +55,26 @@ void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_
 /* Byte lengths of V NUL-terminated tokens (owned, fwm__free), NULL when out of memory. */
 uint32_t *fwm__writer_token_lengths(const char *const *tokens, uint32_t vocab_size);
 
+/* Parse an assembled file back with the architecture's reader and check its stored checksum:
+ * FWM_OK, the reader's status, or FWM_ERR_INVALID_ARGUMENT when the checksum does not verify. */
+typedef fwm_status (*fwm__writer_reread_fn)(const uint8_t *file, size_t size, fwm_error *err);
+
+/* What an architecture's writer adds to the shared steps (fwm__writer_write). */
+typedef struct fwm_writer_kind {
+    const char *who; /* the public function, for messages: "fwm_lstm_model_write" */
+    /* Check the spec with the reader's rules (FWM_ERR_INVALID_ARGUMENT). */
+    fwm_status (*check)(const void *spec, fwm_error *err);
+    /* Assemble the whole file in memory (*file owned by the caller, fwm__free). */
+    fwm_status (*build)(const void *spec, uint8_t **file, size_t *size, fwm_error *err);
+    fwm__writer_reread_fn reread;
+} fwm_writer_kind;
+
+/* Every writer's steps: the arguments and the host, the spec, the assembled file, the self-check
+ * (anything the reader refuses is a bad spec or a bug: FWM_ERR_INVALID_ARGUMENT "the file would not
+ * load: ...", out of memory passed on), then the atomic write. */
+fwm_status fwm__writer_write(const char *path, const void *spec, const fwm_writer_kind *kind,
+                             fwm_error *err);
+
 /* Write file[0..size) to `path` atomically. FWM_ERR_IO, FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__write_atomically(const char *path, const uint8_t *file, size_t size, fwm_error *err);
 

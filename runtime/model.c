@@ -15,6 +15,7 @@
 #include "arch_ops.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "fwm_ops.h"
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
 #include "model_internal.h"
@@ -168,6 +169,18 @@ fwm_status fwm__model_build_start(struct fwm_model *model, fwm_error *err) {
     return fwm_session_step(model->start, model->prime_tokens[n - 1], model->start_logits, err);
 }
 
+void fwm__model_take_strings(struct fwm_model *model, char ***tokens, uint32_t **token_lengths,
+                             char **name, uint32_t prime_count, const uint32_t *prime_tokens) {
+    model->tokens = *tokens;
+    model->token_lengths = *token_lengths;
+    model->name = *name;
+    *tokens = NULL;
+    *token_lengths = NULL;
+    *name = NULL;
+    model->prime_count = prime_count;
+    memcpy(model->prime_tokens, prime_tokens, sizeof model->prime_tokens);
+}
+
 /* The FWM's load (its ops' `load`). */
 fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
                          const fwm_model_params *params, fwm_error *err) {
@@ -181,15 +194,8 @@ fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
     model->parameter_count = fwm__parameter_count(&model->hp);
     status = bind_weights(model, &schema, err);
     if (status != FWM_OK) goto done;
-    /* take ownership of the strings */
-    model->tokens = schema.tokens;
-    model->token_lengths = schema.token_lengths;
-    model->name = schema.name;
-    schema.tokens = NULL;
-    schema.token_lengths = NULL;
-    schema.name = NULL;
-    model->prime_count = schema.prime_count;
-    memcpy(model->prime_tokens, schema.prime_tokens, sizeof model->prime_tokens);
+    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
+                            schema.prime_count, schema.prime_tokens);
     status = fwm__model_prepare(model, err);
 done:
     fwm_schema_release(&schema);

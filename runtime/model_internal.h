@@ -80,6 +80,11 @@ fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint6
                                 uint64_t checksum, int has_fingerprint, uint64_t stored_fingerprint,
                                 uint64_t computed, const fwm_model_params *params, fwm_error *err);
 
+/* Take a parsed schema's strings (tokens, their lengths, the name: the pointers are cleared) and
+ * its prime tokens into the model. */
+void fwm__model_take_strings(struct fwm_model *model, char ***tokens, uint32_t **token_lengths,
+                             char **name, uint32_t prime_count, const uint32_t *prime_tokens);
+
 /* input gates [V, 4H]: table[x] = W_ih Emb[x] + b for every token x with the step's kernel, or
  * NULL (FWM_OK) when larger than the step's table limit. FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const float *bias, size_t V,

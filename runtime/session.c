@@ -12,6 +12,7 @@
 #include "arch_ops.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "fwm_ops.h"
 #include "session_internal.h"
 
 #define aligned_floats fwm__aligned_floats

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "fwm_error.h"
+#include "fwm_ops.h"
 #include "kernels.h"
 #include "session_internal.h"
 #include "state_blob_common.h"

@@ -20,6 +20,7 @@
 
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "fwm_ops.h"
 #include "kernels.h"
 #include "session_internal.h"
 #include "step_checks.h"

@@ -9,16 +9,23 @@
 #include "schema_common.h"
 #include "xxhash64.h"
 
-static fwm_status read_hparams(const fwm_gguf_file *f, fwm_lstm_hparams *hp, fwm_error *err) {
+/* Every key of FWM_LSTM_HPARAM_LIST, in list order, then the ranges. */
+static fwm_status read_hparams(const fwm_gguf_file *f, void *schema, uint32_t *vocab_size, uint32_t *eos,
+                               fwm_error *err) {
+    fwm_lstm_hparams *hp = &((fwm_lstm_schema *)schema)->hp;
     fwm_status st;
-#define FWM_LSTM_GET_(field, key, kind, def, low, high) \
+#define HPARAM_GET_(field, key, kind, def, low, high) \
     if ((st = FWM_SCHEMA_GET_##kind(f, key, &hp->field))) return st;
-    FWM_LSTM_HPARAM_LIST(FWM_LSTM_GET_)
-#undef FWM_LSTM_GET_
+    FWM_LSTM_HPARAM_LIST(HPARAM_GET_)
+#undef HPARAM_GET_
+    if ((st = fwm__lstm_hparams_check(hp, FWM_ERR_FORMAT, err))) return st;
+    *vocab_size = hp->vocab_size;
+    *eos = hp->eos_token_id;
     return FWM_OK;
 }
 
-static fwm_status read_tensors(const fwm_gguf_file *f, fwm_lstm_schema *out, fwm_error *err) {
+static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *err) {
+    fwm_lstm_schema *out = schema;
     char names[FWM_LSTM_MAX_TENSORS][48];
     const char *list[FWM_LSTM_MAX_TENSORS];
     out->tensor_count = fwm_lstm_tensor_count(&out->hp);
@@ -34,47 +41,21 @@ static fwm_status read_tensors(const fwm_gguf_file *f, fwm_lstm_schema *out, fwm
     return fwm__schema_no_other_tensors(f, list, out->tensor_count, "lstm", err);
 }
 
+static const fwm_schema_kind kind = {"lstm", "lstm.vocab_size", read_hparams, read_tensors};
+
 fwm_status fwm_lstm_schema_parse(const void *buf, size_t size, fwm_lstm_schema *out, fwm_error *err) {
     if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_lstm_schema_parse: out is NULL");
     memset(out, 0, sizeof *out);
-    fwm_gguf_file f;
-    fwm_status st = fwm__gguf_parse(buf, size, &f, err);
-    if (st) return st;
-
-    if ((st = fwm__schema_expect_string(&f, "general.architecture", "lstm", err))) goto fail;
-    if ((st = read_hparams(&f, &out->hp, err))) goto fail;
-    if ((st = fwm__lstm_hparams_check(&out->hp, FWM_ERR_FORMAT, err))) goto fail;
-    if ((st = fwm__schema_expect_string(&f, "tokenizer.ggml.model", "word", err))) goto fail;
-    if ((st = fwm__schema_read_vocabulary(&f, out->hp.vocab_size, "lstm.vocab_size", &out->tokens,
-                                          &out->token_lengths, err)))
-        goto fail;
-    if ((st = fwm__schema_read_prime_tokens(&f, out->hp.vocab_size, out->hp.eos_token_id,
-                                            &out->has_prime_tokens, &out->prime_count,
-                                            out->prime_tokens, err)))
-        goto fail;
-    if ((st = fwm__schema_read_name(&f, &out->name, err))) goto fail;
-    if ((st = fwm__schema_get_optional_u64(&f, FWM_KEY_CHECKSUM, &out->has_checksum, &out->checksum,
-                                           err)) ||
-        (st = fwm__schema_get_optional_u64(&f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
-                                           &out->fingerprint, err)))
-        goto fail;
-    if ((st = read_tensors(&f, out, err))) goto fail;
-    fwm__gguf_release(&f);
-    fwm__error_clear(err);
-    return FWM_OK;
-fail:
-    fwm__gguf_release(&f);
-    fwm_lstm_schema_release(out);
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(out);
+    fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &common, err);
+    if (st) fwm_lstm_schema_release(out);
     return st;
 }
 
 void fwm_lstm_schema_release(fwm_lstm_schema *schema) {
     if (!schema) return;
-    if (schema->tokens)
-        for (uint32_t i = 0; i < schema->hp.vocab_size; i++) fwm__free(schema->tokens[i]);
-    fwm__free(schema->tokens);
-    fwm__free(schema->token_lengths);
-    fwm__free(schema->name);
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(schema);
+    fwm__schema_release_common(&common, schema->hp.vocab_size);
     memset(schema, 0, sizeof *schema);
 }
 

@@ -53,14 +53,8 @@ fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
     status = fwm__bind_tensors(model, schema.tensors, schema.tensor_count, pointers, err);
     if (status != FWM_OK) goto done;
     bind(lm, pointers);
-    model->tokens = schema.tokens;
-    model->token_lengths = schema.token_lengths;
-    model->name = schema.name;
-    schema.tokens = NULL;
-    schema.token_lengths = NULL;
-    schema.name = NULL;
-    model->prime_count = schema.prime_count;
-    memcpy(model->prime_tokens, schema.prime_tokens, sizeof model->prime_tokens);
+    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
+                            schema.prime_count, schema.prime_tokens);
     status = fwm__input_gate_table(lm->token_embd, lm->weight_ih[0], lm->bias[0], lm->hp.vocab_size,
                                    lm->hp.embedding_length, lm->hp.hidden_size, &lm->input_gates, err);
 done:

@@ -73,9 +73,11 @@ fwm_status fwm__lstm_import(fwm_session *session, const void *blob, size_t size,
     if (memcmp(p + 16, arch, FWM_BLOB_ARCH_BYTES) != 0)
         return fwm__error(err, FWM_ERR_STATE_CORRUPT, "state blob architecture is not \"lstm\"");
     uint32_t L = fwm__get_u32(p + 32), H = fwm__get_u32(p + 36);
-    uint64_t floats = 2 * (uint64_t)L * H; /* < 2^65 cannot happen: each < 2^32, so < 2^65 / 2 */
-    uint64_t expected = BODY_OFFSET + 4 * floats + FWM_BLOB_TRAILER_BYTES;
-    if (floats > (UINT64_MAX - 64) / 4 || expected != (uint64_t)size)
+    /* 2 L H floats, checked against overflow (L H alone fits: each factor < 2^32) */
+    uint64_t lh = (uint64_t)L * H;
+    int overflow = lh > (UINT64_MAX - 64) / 8;
+    uint64_t expected = overflow ? 0 : BODY_OFFSET + 8 * lh + FWM_BLOB_TRAILER_BYTES;
+    if (overflow || expected != (uint64_t)size)
         return fwm__error(err, FWM_ERR_STATE_CORRUPT,
                           "state blob is %zu bytes, its header (L=%" PRIu32 " H=%" PRIu32
                           ") implies %" PRIu64 " bytes",

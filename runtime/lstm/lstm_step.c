@@ -113,9 +113,27 @@ static void step_chunk(const fwm_lstm_model *lm, workspace *ws, fwm_session *con
     fwm__matvec_batch(lm->output_weight, V, H, n, ws->in, ws->pb, ws->py);
 }
 
+/* One session over `count` checked tokens. */
+static fwm_status run_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
+                               float *logits, fwm_error *err) {
+    const fwm_lstm_model *lm = fwm__lstm_of(session->model);
+    _Alignas(64) float stack[STACK_SCRATCH_FLOATS];
+    workspace ws;
+    fwm_status status = workspace_init(&ws, lm->hp.hidden_size, 1, stack, err);
+    if (status != FWM_OK) return status;
+    size_t V = lm->hp.vocab_size;
+    for (size_t i = 0; i < count; i++)
+        step_chunk(lm, &ws, &session, &tokens[i], 1, logits ? logits + i * V : NULL);
+    fwm__free(ws.heap);
+    return FWM_OK;
+}
+
 fwm_status fwm__lstm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
+    fwm__error_clear(err);
     if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
-    return fwm__lstm_step_sequence(session, &token, 1, logits, err);
+    fwm_status status = fwm__check_token(session->model, token, "", 0, err);
+    if (status != FWM_OK) return status;
+    return run_sequence(session, &token, 1, logits, err);
 }
 
 fwm_status fwm__lstm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
@@ -126,22 +144,11 @@ fwm_status fwm__lstm_step_sequence(fwm_session *session, const uint32_t *tokens,
     if (count == 0) return FWM_OK;
     if (!tokens)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
-    const struct fwm_model *model = session->model;
     for (size_t i = 0; i < count; i++) {
-        fwm_status status =
-            fwm__check_token(model, tokens[i], count == 1 ? "" : "at sequence position", i, err);
+        fwm_status status = fwm__check_token(session->model, tokens[i], "at sequence position", i, err);
         if (status != FWM_OK) return status;
     }
-    const fwm_lstm_model *lm = fwm__lstm_of(model);
-    _Alignas(64) float stack[STACK_SCRATCH_FLOATS];
-    workspace ws;
-    fwm_status status = workspace_init(&ws, lm->hp.hidden_size, 1, stack, err);
-    if (status != FWM_OK) return status;
-    size_t V = lm->hp.vocab_size;
-    for (size_t i = 0; i < count; i++)
-        step_chunk(lm, &ws, &session, &tokens[i], 1, logits ? logits + i * V : NULL);
-    fwm__free(ws.heap);
-    return FWM_OK;
+    return run_sequence(session, tokens, count, logits, err);
 }
 
 fwm_status fwm__lstm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,

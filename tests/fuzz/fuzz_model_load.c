@@ -8,6 +8,7 @@
  * a time (which must agree), top-k, fork, state export and import (which must round-trip), reset,
  * the primed start (the prime tokens stepped from zero give the model's start scores);
  * finally the same bytes are loaded again as a copy with the checksum (and fingerprint) verified.
+ * Any registered architecture (the corpus has FWM and LSTM files).
  *
  * Sessions are skipped for models whose state exceeds FUZZ_MAX_STATE_FLOATS: the loader allows up
  * to 2^26 fast weights, which is correct but would make each execution take seconds.
@@ -196,9 +197,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fwm_model_info info;
     fwm_model_get_info(model, &info);
     FUZZ_CHECK(info.vocab_size >= 2 && info.hidden_size >= 1 && info.name != NULL);
-    FUZZ_CHECK(info.session_state_floats ==
-               2 * (size_t)info.hidden_size +
-                   (size_t)info.memory_s * info.memory_r * info.memory_t);
+    FUZZ_CHECK(info.architecture != NULL && info.layer_count >= 1);
+    if (info.architecture && strcmp(info.architecture, "lstm") == 0) /* h and c of every layer */
+        FUZZ_CHECK(info.session_state_floats == 2 * (size_t)info.layer_count * info.hidden_size);
+    else
+        FUZZ_CHECK(info.session_state_floats ==
+                   2 * (size_t)info.hidden_size +
+                       (size_t)info.memory_s * info.memory_r * info.memory_t);
     check_vocabulary(model, &info);
     if (info.session_state_floats <= FUZZ_MAX_STATE_FLOATS) exercise_sessions(model, &info, data, size);
 

@@ -7,10 +7,11 @@ inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, a
 
   model_load/    small valid model files (F32 / F16 / BF16, both read policies, other layouts and
                  alignments, optional keys present or not) and damaged ones (truncated, bad header,
-                 impossible counts and lengths, wrong types, shapes, checksums, bit flips).
+                 impossible counts and lengths, wrong types, shapes, checksums, bit flips); the
+                 same for the LSTM baseline (`lstm-*`, docs/FORMAT.md section 7).
   state_import/  state blobs for the fixture model of fuzz_fixture.c (valid ones, whose fingerprint
                  this script recomputes from the same hyperparameters, vocabulary and weight
-                 formula, and damaged ones).
+                 formula, and damaged ones), and LSTM (version-2) blobs it must refuse.
   tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
 
 GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
@@ -174,6 +175,81 @@ def model(hp=None, tokens=None, values=None, types=None, name=None, alignment=No
     return gguf_file(kvs, tensors, file_alignment or alignment or 32, junk)
 
 
+# ---- the lstm schema (docs/FORMAT.md section 7) -------------------------------------------------
+def lstm_tensor_list(hp):
+    V, E, H, L = hp["V"], hp["E"], hp["H"], hp["L"]
+    out = [("token_embd.weight", V, E)]
+    for l in range(L):
+        out += [(f"blk.{l}.lstm.weight_ih", 4 * H, E if l == 0 else H),
+                (f"blk.{l}.lstm.weight_hh", 4 * H, H), (f"blk.{l}.lstm.bias", 4 * H, None)]
+    return out + [("output.weight", V, H), ("output.bias", V, None)]
+
+
+def lstm_fingerprint(hp, tokens, checksum):
+    b = bytearray(b"FWMFP2") + struct.pack("<I", 4) + b"lstm"
+    b += struct.pack("<IIIII", hp["V"], hp["E"], hp["H"], hp["L"], int(hp["residual"]))
+    b += struct.pack("<f", hp["forget_bias"]) + struct.pack("<III", hp["pad"], hp["eos"], hp["V"])
+    for t in tokens:
+        e = t.encode()
+        b += struct.pack("<I", len(e)) + e
+    b += struct.pack("<Q", checksum)
+    return xxhash.xxh64(bytes(b)).intdigest()
+
+
+def lstm_model(L=2, residual=True, V=8, E=3, H=4, types=None, change=None, drop=(), extra=(),
+               tensor_change=None, drop_tensors=(), fingerprint_key=True):
+    hp = dict(V=V, E=E, H=H, L=L, residual=residual, forget_bias=1.0, pad=0, eos=1)
+    tokens = vocabulary(V)
+    shapes = lstm_tensor_list(hp)
+    rng = random.Random(V * 100 + H * 10 + L)
+    values = [[round(rng.uniform(-1, 1), 3) for _ in range(r * (c or 1))] for _, r, c in shapes]
+    types = types or [GGML_F32] * len(shapes)
+    datas = [encode(v, t) for v, t in zip(values, types)]
+    tensors = []
+    for (tname, rows, cols), t, data in zip(shapes, types, datas):
+        dims, ggml_type = ([cols, rows] if cols is not None else [rows]), t
+        if tensor_change and tname in tensor_change:
+            dims, ggml_type = tensor_change[tname]
+        tensors.append((tname, dims, ggml_type, data))
+    sum_ = xxhash.xxh64(b"".join(datas)).intdigest()
+    kvs = [("general.architecture", STRING, "lstm"), ("general.alignment", U32, 64),
+           ("lstm.vocab_size", U32, V), ("lstm.embedding_length", U32, E), ("lstm.hidden_size", U32, H),
+           ("lstm.block_count", U32, L), ("lstm.residual", BOOL, int(residual)),
+           ("lstm.forget_bias", F32, 1.0), ("tokenizer.ggml.padding_token_id", U32, 0),
+           ("tokenizer.ggml.eos_token_id", U32, 1), ("tokenizer.ggml.model", STRING, "word"),
+           ("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)), ("fwm.checksum", U64, sum_)]
+    if fingerprint_key:
+        kvs.append(("fwm.fingerprint", U64, lstm_fingerprint(hp, tokens, sum_)))
+    kvs += list(extra)
+    if change:
+        kvs = [(k, *change[k]) if k in change else (k, t, v) for k, t, v in kvs]
+    kvs = [kv for kv in kvs if kv[0] not in drop]
+    tensors = [t for t in tensors if t[0] not in drop_tensors]
+    return gguf_file(kvs, tensors, 64)
+
+
+def lstm_corpus():
+    files = {}
+    base = lstm_model()
+    files["lstm-valid-two-layers-residual"] = base
+    files["lstm-valid-one-layer"] = lstm_model(L=1, residual=False, V=5, E=2, H=3)
+    files["lstm-valid-three-layers-f16-bf16"] = lstm_model(
+        L=3, V=6, types=[GGML_F16, GGML_BF16, GGML_F32] * 4,
+        extra=[("fwm.session.prime_tokens", ARRAY, (U32, [1, 2]))])
+    files["lstm-bad-architecture-mnm"] = lstm_model(change={"general.architecture": (STRING, "mnm")})
+    files["lstm-bad-block-count-0"] = lstm_model(change={"lstm.block_count": (U32, 0)})
+    files["lstm-bad-block-count-3"] = lstm_model(change={"lstm.block_count": (U32, 3)})
+    files["lstm-bad-residual-u32"] = lstm_model(change={"lstm.residual": (U32, 1)})
+    files["lstm-bad-missing-forget-bias"] = lstm_model(drop=("lstm.forget_bias",))
+    files["lstm-bad-shape-layer-1"] = lstm_model(
+        tensor_change={"blk.1.lstm.weight_ih": ([3, 16], GGML_F32)})
+    files["lstm-bad-missing-output-bias"] = lstm_model(drop_tensors=("output.bias",))
+    files["lstm-bad-fingerprint"] = lstm_model(change={"fwm.fingerprint": (U64, 99)})
+    for seed in range(2):
+        files[f"lstm-bad-bitflips-{seed}"] = flip_bits(base, 10 + seed, 2 + seed)
+    return files
+
+
 def flip_bits(data, seed, count):
     rng = random.Random(seed)
     b = bytearray(data)
@@ -260,6 +336,7 @@ def model_load_corpus():
     files["bad-fingerprint"] = model(change={"fwm.fingerprint": (U64, 12345)})
     for seed in range(4):
         files[f"bad-bitflips-{seed}"] = flip_bits(base, seed, 1 + seed)
+    files.update(lstm_corpus())
     return files
 
 
@@ -317,6 +394,11 @@ def state_import_corpus():
     inf_f = list(state)
     inf_f[-1] = float("-inf")
     files["bad-inf-in-F"] = blob(inf_f)
+    # an LSTM session's blob (version 2, runtime/state_blob_common.h): another architecture's
+    lstm = b"FWMS" + struct.pack("<IQ", 2, fixture_fingerprint()) + b"lstm\0\0\0\0" + struct.pack("<QII", 5, 2, 4)
+    lstm += struct.pack("<16f", *[0.25] * 16)
+    files["bad-lstm-blob"] = lstm + struct.pack("<Q", xxhash.xxh64(lstm).intdigest())
+    files["bad-lstm-blob-checksum"] = lstm + struct.pack("<Q", 7)
     return files
 
 

@@ -416,6 +416,13 @@ static void export_import(void) {
     unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
     CHECK(memcmp(t_before, t_after, t_size) == 0);
     CHECK(memcmp(w_before, w_after, w_before_size) == 0);
+    /* dims whose size overflows, with a checksum that holds */
+    memcpy(copy, blob, size);
+    for (int i = 32; i < 40; i++) copy[i] = 0xff;
+    uint64_t sum0 = fwm__xxh64(copy, size - 8, 0);
+    for (int i = 0; i < 8; i++) copy[size - 8 + i] = (unsigned char)(sum0 >> (8 * i));
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "L=4294967295 H=4294967295");
     /* a non-finite value */
     memcpy(copy, blob, size);
     const float inf = INFINITY;
