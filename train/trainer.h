@@ -125,10 +125,11 @@ fwm_status fwm__trainer_load_checkpoint(fwm__trainer *trainer, const char *path,
 /* Whether this process is rank 0 (the one that evaluates, prints and writes files). */
 int fwm__trainer_is_root(const fwm__trainer *trainer);
 
-/* Collective: the h, c, F of every lane ([lanes][state_size]) into all_state, on rank 0 (other
+/* Collective: the state of every lane (the FWM's h, c, F; the LSTM's h, c of every layer;
+ * [lanes][state_size]) into all_state, on rank 0 (other
  * ranks' buffers get only their own lanes). */
 void fwm__trainer_gather_state(const fwm__trainer *trainer, float *all_state);
-/* Set this process's lanes' h, c, F from all_state ([lanes][state_size]). */
+/* Set this process's lanes' state from all_state ([lanes][state_size]). */
 void fwm__trainer_set_state(fwm__trainer *trainer, const float *all_state);
 /* Copy net's parameters into the other groups' models (after net->params changed). */
 void fwm__trainer_sync_params(fwm__trainer *trainer);
