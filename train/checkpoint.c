@@ -1,13 +1,19 @@
 /* checkpoint.c - save and restore everything a training run's next step depends on.
  *
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
- * for distribution, which is what model files are for):
- *   "FWMTRCK1", u32 version, u32 sizeof(fwm_hparams), fwm_hparams,
+ * for distribution, which is what model files are for), version 2:
+ *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
+ *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
+ *   token, embedding, recurrent, layer;
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
  *   u64 FNV-1a hash of every byte before it.
- * The epoch's sample order is not stored: it is a function of (seed, epoch). Written to a
+ * The model arrays are the architecture's flat layout (fwm__tensor_layout) and its lane state.
+ * Version 1 (before there were architectures) is the same with fwm_hparams in place of the model
+ * block; it still loads, as an FWM without dropout.
+ * The epoch's sample order is not stored: it is a function of (seed, epoch), and neither are the
+ * dropout masks: functions of (seed, step, lane). Written to a
  * temporary file and renamed, so a crash never leaves a half-written checkpoint.
  * Under mpirun (distributed.h) rank 0 gathers every lane's state and writes the file, or reads it
  * and sends what it holds to the other ranks; the file is the same whatever the number of ranks.
@@ -21,7 +27,7 @@
 #include "trainer.h"
 
 #define CHECKPOINT_MAGIC "FWMTRCK1"
-#define CHECKPOINT_VERSION 1u
+#define CHECKPOINT_VERSION 2u
 
 typedef struct hashed_file {
     FILE *f;
@@ -57,10 +63,33 @@ static int get(hashed_file *hf, void *data, size_t n)
     return 0;
 }
 
-typedef struct checkpoint_header {
+/* What is trained (version 2): every member 4-byte aligned, no padding. */
+typedef struct checkpoint_model {
+    uint32_t arch;
+    fwm_hparams fwm;
+    fwm_lstm_hparams lstm;
+    fwm__dropout dropout;
+} checkpoint_model;
+
+/* Version 1's header. */
+typedef struct checkpoint_header_v1 {
     char magic[8];
     uint32_t version, hparams_size;
     fwm_hparams hp;
+    int32_t mode, lanes, window, segment;
+    uint32_t qmark;
+    uint64_t seed, data_hash;
+    int64_t step, epoch, window_index, tokens;
+    double seconds;
+    fwm__qa_metrics running;
+    double running_loss;
+    int64_t running_steps;
+} checkpoint_header_v1;
+
+typedef struct checkpoint_header {
+    char magic[8];
+    uint32_t version, hparams_size;
+    checkpoint_model model;
     int32_t mode, lanes, window, segment;
     uint32_t qmark;
     uint64_t seed, data_hash;
@@ -76,12 +105,26 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
     memset(h, 0, sizeof *h);
     memcpy(h->magic, CHECKPOINT_MAGIC, 8);
     h->version = CHECKPOINT_VERSION;
-    h->hparams_size = sizeof(fwm_hparams);
-    h->hp = tr->opt.hp;
+    h->hparams_size = sizeof(checkpoint_model);
+    h->model.arch = (uint32_t)tr->spec.arch;
+    if (tr->spec.arch == FWM_ARCH_LSTM) { /* field by field: the padding stays zero */
+        const fwm_lstm_hparams *l = &tr->spec.lstm;
+        h->model.lstm.vocab_size = l->vocab_size;
+        h->model.lstm.embedding_length = l->embedding_length;
+        h->model.lstm.hidden_size = l->hidden_size;
+        h->model.lstm.layer_count = l->layer_count;
+        h->model.lstm.residual = l->residual;
+        h->model.lstm.forget_bias = l->forget_bias;
+        h->model.lstm.padding_token_id = l->padding_token_id;
+        h->model.lstm.eos_token_id = l->eos_token_id;
+        h->model.dropout = tr->opt.dropout;
+    } else {
+        h->model.fwm = tr->opt.hp;
+    }
     h->mode = tr->opt.mode;
     h->lanes = tr->opt.lanes;
     h->window = tr->opt.window;
-    h->segment = tr->tm->config.segment;
+    h->segment = tr->net->segment;
     h->qmark = tr->opt.qmark_id;
     h->seed = tr->opt.seed;
     h->data_hash = tr->data_hash;
@@ -106,12 +149,12 @@ static fwm_status write_file(const fwm__trainer *tr, const float *all_state, con
     checkpoint_header h;
     fill_header(tr, &h);
     put(&hf, &h, sizeof h);
-    uint64_t n = tr->tm->layout.total;
+    uint64_t n = tr->net->layout.total;
     put(&hf, &n, sizeof n);
-    put(&hf, tr->tm->params, n * sizeof(float));
+    put(&hf, tr->net->params, n * sizeof(float));
     put(&hf, tr->adam_m, n * sizeof(float));
     put(&hf, tr->adam_v, n * sizeof(float));
-    uint64_t k = (uint64_t)tr->opt.lanes * tr->tm->state_size;
+    uint64_t k = (uint64_t)tr->opt.lanes * tr->net->state_size;
     put(&hf, &k, sizeof k);
     put(&hf, all_state, k * sizeof(float));
     uint64_t hash = hf.hash;
@@ -141,7 +184,7 @@ static fwm_status agree(const fwm__trainer *tr, fwm_status status, const char *w
 
 fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *tr, const char *path, fwm_error *err)
 {
-    size_t k = (size_t)tr->opt.lanes * tr->tm->state_size;
+    size_t k = (size_t)tr->opt.lanes * tr->net->state_size;
     float *all_state = malloc(k * sizeof *all_state);
     int failed = all_state == NULL;
     if (fwm__dist_any(tr->dist, failed)) {
@@ -175,15 +218,61 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     fwm_status status = FWM_OK;
     checkpoint_header h, want;
     fill_header(tr, &want);
-    if (get(&hf, &h, sizeof h)) {
+    struct {
+        char magic[8];
+        uint32_t version, hparams_size;
+    } start;
+    if (get(&hf, &start, sizeof start)) {
         status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
         goto done;
     }
-    if (memcmp(h.magic, CHECKPOINT_MAGIC, 8) != 0 || h.version != CHECKPOINT_VERSION ||
-        h.hparams_size != sizeof(fwm_hparams)) {
+    int v1 = start.version == 1 && start.hparams_size == sizeof(fwm_hparams);
+    int v2 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
+    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2)) {
         status = fwm__error(err, FWM_ERR_FORMAT,
-                            "%s: not an fwm-train checkpoint of version %u", path,
+                            "%s: not an fwm-train checkpoint of version 1 or %u", path,
                             CHECKPOINT_VERSION);
+        goto done;
+    }
+    if (v1) { /* an FWM without dropout, in the version-2 header */
+        checkpoint_header_v1 old;
+        memcpy(&old, &start, sizeof start);
+        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
+            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
+            goto done;
+        }
+        memset(&h, 0, sizeof h);
+        memcpy(&h, &start, sizeof start);
+        h.model.arch = FWM_ARCH_FWM;
+        h.model.fwm = old.hp;
+        h.mode = old.mode;
+        h.lanes = old.lanes;
+        h.window = old.window;
+        h.segment = old.segment;
+        h.qmark = old.qmark;
+        h.seed = old.seed;
+        h.data_hash = old.data_hash;
+        h.step = old.step;
+        h.epoch = old.epoch;
+        h.window_index = old.window_index;
+        h.tokens = old.tokens;
+        h.seconds = old.seconds;
+        h.running = old.running;
+        h.running_loss = old.running_loss;
+        h.running_steps = old.running_steps;
+    } else {
+        memcpy(&h, &start, sizeof start);
+        if (get(&hf, (char *)&h + sizeof start, sizeof h - sizeof start)) {
+            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
+            goto done;
+        }
+    }
+    if (h.model.arch != want.model.arch) {
+        status = fwm__error(err, FWM_ERR_FORMAT,
+                            "%s: the checkpoint is of architecture %s, this run's is %s (resume "
+                            "with the --arch it was made with)",
+                            path, fwm__arch_name((fwm_arch)h.model.arch),
+                            fwm__arch_name((fwm_arch)want.model.arch));
         goto done;
     }
 #define SAME_(field, what)                                                                       \
@@ -194,7 +283,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
                             path, what);                                                         \
         goto done;                                                                               \
     }
-    SAME_(hp, "model hyperparameters or vocabulary size");
+    SAME_(model.fwm, "model hyperparameters or vocabulary size");
+    SAME_(model.lstm, "model hyperparameters or vocabulary size");
+    SAME_(model.dropout, "dropout");
     SAME_(mode, "mode");
     SAME_(lanes, "batch (lanes)");
     SAME_(window, "window");
@@ -204,8 +295,8 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     SAME_(data_hash, "training data");
 #undef SAME_
     uint64_t n = 0, k = 0, stored = 0;
-    size_t total = tr->tm->layout.total;
-    size_t state_n = (size_t)tr->opt.lanes * tr->tm->state_size;
+    size_t total = tr->net->layout.total;
+    size_t state_n = (size_t)tr->opt.lanes * tr->net->state_size;
     if (get(&hf, &n, sizeof n) || n != total || get(&hf, p, total * sizeof *p) ||
         get(&hf, m, total * sizeof *m) || get(&hf, v, total * sizeof *v) ||
         get(&hf, &k, sizeof k) || k != state_n || get(&hf, state, state_n * sizeof *state)) {
@@ -236,8 +327,8 @@ done:
 
 fwm_status fwm__trainer_load_checkpoint(fwm__trainer *tr, const char *path, fwm_error *err)
 {
-    size_t total = tr->tm->layout.total;
-    size_t state_n = (size_t)tr->opt.lanes * tr->tm->state_size;
+    size_t total = tr->net->layout.total;
+    size_t state_n = (size_t)tr->opt.lanes * tr->net->state_size;
     float *p = malloc(total * sizeof *p), *m = malloc(total * sizeof *m),
           *v = malloc(total * sizeof *v), *state = malloc(state_n * sizeof *state);
     fwm_status status = FWM_OK;
@@ -257,7 +348,7 @@ fwm_status fwm__trainer_load_checkpoint(fwm__trainer *tr, const char *path, fwm_
     fwm__dist_bcast(tr->dist, v, total * sizeof *v);
     fwm__dist_bcast(tr->dist, state, state_n * sizeof *state);
     fwm__dist_bcast(tr->dist, &c, sizeof c);
-    memcpy(tr->tm->params, p, total * sizeof *p);
+    memcpy(tr->net->params, p, total * sizeof *p);
     fwm__trainer_sync_params(tr);
     memcpy(tr->adam_m, m, total * sizeof *m);
     memcpy(tr->adam_v, v, total * sizeof *v);

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     fwm__qa_metrics metrics;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (fwm__evaluate(&model.hp, model.params, &data.splits[split], data.pad_id, data.eos_id,
+    if (fwm__evaluate(&model.spec, model.params, &data.splits[split], data.pad_id, data.eos_id,
                       data.qmark_id, &options, pool, &metrics, &err) != FWM_OK)
         goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -6,24 +6,26 @@
 
 #include "fwm_error.h"
 
-fwm_status fwm__evaluate(const fwm_hparams *hp, const float *params, const fwm__catbabi_split *split,
+fwm_status fwm__evaluate(const fwm__model_spec *model, const float *params,
+                         const fwm__catbabi_split *split,
                          uint32_t pad_id, uint32_t eos_id, uint32_t qmark_id,
                          const fwm__eval_options *options, fwm__pool *pool,
                          fwm__qa_metrics *out, fwm_error *err)
 {
     memset(out, 0, sizeof *out);
-    fwm__tm_config config = {0};
-    config.hp = *hp;
+    fwm__net_config config;
+    memset(&config, 0, sizeof config);
+    config.model = *model;
     config.lanes = options->lanes;
     config.window = options->window;
     config.loss_mode = FWM__LOSS_QM;
     config.loss_token_id = qmark_id;
     config.forward_only = 1;
-    fwm__tm_f32 *tm = NULL;
+    fwm__net *tm = NULL;
     fwm__catbabi_stream stream = {0};
     uint32_t *order = NULL, *x = NULL, *y = NULL;
     uint8_t *tasks = NULL;
-    fwm_status status = fwm__tm_create_f32(&config, pool, &tm, err);
+    fwm_status status = fwm__net_create(&config, pool, &tm, err);
     if (status != FWM_OK)
         goto fail;
     memcpy(tm->params, params, tm->layout.total * sizeof(float));
@@ -48,7 +50,7 @@ fwm_status fwm__evaluate(const fwm_hparams *hp, const float *params, const fwm__
         size_t left = stream.lane_length - start;
         int len = left < (size_t)options->window ? (int)left : options->window;
         fwm__catbabi_window(&stream, start, len, pad_id, x, y, tasks);
-        fwm__tm_forward_f32(tm, x, y, len);
+        fwm__net_forward(tm, x, y, len);
         fwm__metrics_add(out, tm, qmark_id, tasks);
     }
 fail:
@@ -57,6 +59,6 @@ fail:
     free(x);
     free(y);
     free(tasks);
-    fwm__tm_free_f32(tm);
+    fwm__net_free(tm);
     return status;
 }

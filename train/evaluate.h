@@ -9,6 +9,7 @@
 
 #include "catbabi_stream.h"
 #include "metrics.h"
+#include "param_layout.h"
 #include "thread_pool.h"
 
 /* The fixed seed of the valid/test order (fwm__rng stream 0 of it). */
@@ -20,8 +21,10 @@ typedef struct fwm__eval_options {
     long max_windows; /* stop after this many windows; 0 = the whole split */
 } fwm__eval_options;
 
-/* params: a flat buffer in fwm__param_layout order for hp. ids: pad, eos, "?". */
-fwm_status fwm__evaluate(const fwm_hparams *hp, const float *params, const fwm__catbabi_split *split,
+/* params: a flat buffer in the layout of `model` (fwm__tensor_layout). ids: pad, eos, "?". Never
+ * drops (the model is created without dropout). */
+fwm_status fwm__evaluate(const fwm__model_spec *model, const float *params,
+                         const fwm__catbabi_split *split,
                          uint32_t pad_id, uint32_t eos_id, uint32_t qmark_id,
                          const fwm__eval_options *options, fwm__pool *pool,
                          fwm__qa_metrics *out, fwm_error *err);

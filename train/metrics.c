@@ -3,10 +3,10 @@
 
 #include <math.h>
 
-void fwm__metrics_add(fwm__qa_metrics *m, const fwm__tm_f32 *tm, uint32_t qmark_id,
+void fwm__metrics_add(fwm__qa_metrics *m, const fwm__net *tm, uint32_t qmark_id,
                       const uint8_t *tasks)
 {
-    size_t V = tm->hp.vocab_size, B = (size_t)tm->config.lanes;
+    size_t V = fwm__spec_vocab_size(&tm->config.model), B = (size_t)tm->config.lanes;
     for (int i = 0; i < tm->n_loss_rows; i++) {
         size_t row = (size_t)tm->loss_rows[i];
         if (tm->x[row] != qmark_id)

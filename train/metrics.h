@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "train_model.h"
+#include "net.h"
 
 #define FWM__METRIC_TASKS 21 /* index 0: data without a task; 1..20: bAbI tasks */
 
@@ -18,7 +18,7 @@ typedef struct fwm__qa_metrics {
 /* Add the loss rows of the last forward call whose input is `qmark_id` (read before the backward
  * pass, which overwrites the probabilities). tasks: [B][len] as given to the forward call, or
  * NULL. */
-void fwm__metrics_add(fwm__qa_metrics *metrics, const fwm__tm_f32 *tm, uint32_t qmark_id,
+void fwm__metrics_add(fwm__qa_metrics *metrics, const fwm__net *net, uint32_t qmark_id,
                       const uint8_t *tasks);
 
 double fwm__metrics_accuracy(const fwm__qa_metrics *metrics);   /* 0 when empty */

@@ -8,34 +8,6 @@
  * products and fixed-order column sums, so results do not depend on thread timing.
  */
 
-/* ---- column sums: out[j] += sum over rows i of A[i, j], columns split across threads -------- */
-typedef struct TM(colsum_job) {
-    const real *A;
-    size_t rows, cols, lda;
-    real *out;
-    const uint32_t *scatter; /* optional: out is [*, cols] and row i goes to out[scatter[i]] */
-} TM(colsum_job);
-
-static void TM(colsum_worker)(void *ctx, int index, int threads)
-{
-    const TM(colsum_job) *job = ctx;
-    size_t j0, j1;
-    fwm__pool_range(job->cols, index, threads, &j0, &j1);
-    for (size_t i = 0; i < job->rows; i++) {
-        const real *a = job->A + i * job->lda;
-        real *o = job->scatter ? job->out + (size_t)job->scatter[i] * job->cols : job->out;
-        for (size_t j = j0; j < j1; j++)
-            o[j] += a[j];
-    }
-}
-
-static void TM(par_colsum)(fwm__pool *pool, const real *A, size_t rows, size_t cols, size_t lda,
-                           real *out, const uint32_t *scatter)
-{
-    TM(colsum_job) job = {A, rows, cols, lda, out, scatter};
-    fwm__pool_run(pool, TM(colsum_worker), &job);
-}
-
 /* ---- stage 4 backward: the memory, lanes [b0, b1) ------------------------------------------- */
 static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads)
 {

@@ -12,6 +12,7 @@
 #define FWM_REAL_DOUBLE 0
 #include "real_template.h"
 #include "vector_ops_impl.h"
+#include "shared_kernels_impl.h"
 #include "model_kernels_impl.h"
 #include "model_forward_impl.h"
 #include "model_backward_impl.h"

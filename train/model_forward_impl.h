@@ -11,55 +11,6 @@
  *   5. read-out m = W_o q + b_o, y, logits of the loss rows and their softmax cross entropy.
  */
 
-/* ---- parallel matrix product: C[M,N] = alpha op(A) op(B) + beta C (row-major), M split ------- */
-typedef struct TM(gemm_job) {
-    int trans_a, trans_b;
-    size_t M, N, K;
-    real alpha;
-    const real *A;
-    size_t lda;
-    const real *B;
-    size_t ldb;
-    real beta;
-    real *C;
-    size_t ldc;
-    const real *bias; /* optional [N]: every row of C is set to it first (then beta must be 1) */
-} TM(gemm_job);
-
-static void TM(gemm_worker)(void *ctx, int index, int threads)
-{
-    const TM(gemm_job) *job = ctx;
-    size_t m0, m1;
-    fwm__pool_range(job->M, index, threads, &m0, &m1);
-    if (m1 <= m0)
-        return;
-    real *C = job->C + m0 * job->ldc;
-    if (job->bias)
-        for (size_t i = m0; i < m1; i++)
-            memcpy(job->C + i * job->ldc, job->bias, job->N * sizeof(real));
-    if (job->K == 0) {
-        if (!job->bias && job->beta != (real)1)
-            for (size_t i = m0; i < m1; i++)
-                for (size_t j = 0; j < job->N; j++)
-                    job->C[i * job->ldc + j] *= job->beta;
-        return;
-    }
-    const real *A = job->trans_a ? job->A + m0 : job->A + m0 * job->lda;
-    R_GEMM(CblasRowMajor, job->trans_a ? CblasTrans : CblasNoTrans,
-           job->trans_b ? CblasTrans : CblasNoTrans, (int)(m1 - m0), (int)job->N, (int)job->K,
-           job->alpha, A, (int)job->lda, job->B, (int)job->ldb, job->beta, C, (int)job->ldc);
-}
-
-static void TM(par_gemm)(fwm__pool *pool, int trans_a, int trans_b, size_t M, size_t N, size_t K,
-                         real alpha, const real *A, size_t lda, const real *B, size_t ldb,
-                         real beta, real *C, size_t ldc, const real *bias)
-{
-    if (M == 0 || N == 0)
-        return;
-    TM(gemm_job) job = {trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias};
-    fwm__pool_run(pool, TM(gemm_worker), &job);
-}
-
 #define TM_P(tm, field) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_##field])
 #define TM_G(tm, field) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_##field])
 

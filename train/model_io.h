@@ -1,6 +1,7 @@
-/* model_io.h - between the trainer's flat parameters and model files: write a trained model with
- * its vocabulary and provenance keys (fwm_model_write), and read a model file back into the flat
- * layout for evaluation or further training (fwm_schema_parse; F32 tensors). */
+/* model_io.h - between the trainer's flat parameters and model files, for every architecture:
+ * write a trained model with its vocabulary and provenance keys (fwm_model_write for `fwm`,
+ * fwm_lstm_model_write for `lstm`), and read a model file back into the flat layout for evaluation
+ * or further training (its architecture's schema; F32, F16 or BF16 tensors, widened to F32). */
 #ifndef FWM_TRAIN_MODEL_IO_H
 #define FWM_TRAIN_MODEL_IO_H
 
@@ -10,20 +11,27 @@
 #include "param_layout.h"
 #include "vocab.h"
 
-/* params: flat, in fwm__param_layout order for hp. tokens: V words. extra: provenance keys.
+/* An FWM: params flat, in fwm__param_layout order for hp. tokens: V words. extra: provenance
+ * keys. The file's session start is <eos> (every training story begins with it).
  * FWM_ERR_IO, FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float *params,
                            const char *const *tokens, const char *name,
                            const fwm_write_kv *extra, size_t extra_count, fwm_error *err);
 
+/* Any architecture: params flat in fwm__tensor_layout order for `model`; otherwise as above. */
+fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
+                                const float *params, const char *const *tokens, const char *name,
+                                const fwm_write_kv *extra, size_t extra_count, fwm_error *err);
+
 typedef struct fwm__loaded_model {
-    fwm_hparams hp;
-    fwm__param_layout layout;
+    fwm__model_spec spec;      /* the file's architecture and hyperparameters */
+    fwm__tensor_layout layout;
     float *params;     /* owned, flat */
     fwm__train_vocab vocab;  /* the model's words, ids as in the file */
 } fwm__loaded_model;
 
-/* FWM_ERR_IO, FWM_ERR_FORMAT, FWM_ERR_UNSUPPORTED (non-F32 tensors), FWM_ERR_OUT_OF_MEMORY. */
+/* FWM_ERR_IO, FWM_ERR_FORMAT, FWM_ERR_UNSUPPORTED (an architecture the trainer does not handle),
+ * FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *err);
 void fwm__loaded_model_release(fwm__loaded_model *model);
 

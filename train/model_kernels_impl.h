@@ -8,60 +8,6 @@
  * index s*R + r.
  */
 
-static inline real TM(sigmoid)(real x)
-{
-    return (real)1 / ((real)1 + R_EXP(-x));
-}
-
-/* ---- LSTM cell (step 2) ---------------------------------------------------------------------
- * gates[4H] holds the pre-activation g = W_ih e + W_hh h + b on entry, i, f, z, o on return. */
-static void TM(lstm_cell_forward)(real *gates, const real *c_prev, real *c, real *tanh_c, real *h,
-                                  size_t H, real forget_bias)
-{
-    real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
-#if FWM_REAL_DOUBLE
-    for (size_t j = 0; j < H; j++) {
-        gi[j] = TM(sigmoid)(gi[j]);
-        gf[j] = TM(sigmoid)(gf[j] + forget_bias);
-        gz[j] = R_TANH(gz[j]);
-        go[j] = TM(sigmoid)(go[j]);
-    }
-#else
-    fwm__sigmoid_array(gi, H, 0);
-    fwm__sigmoid_array(gf, H, forget_bias);
-    fwm__tanh_array(gz, gz, H);
-    fwm__sigmoid_array(go, H, 0);
-#endif
-    for (size_t j = 0; j < H; j++)
-        c[j] = gf[j] * c_prev[j] + gi[j] * gz[j];
-#if FWM_REAL_DOUBLE
-    for (size_t j = 0; j < H; j++)
-        tanh_c[j] = R_TANH(c[j]);
-#else
-    fwm__tanh_array(tanh_c, c, H);
-#endif
-    for (size_t j = 0; j < H; j++)
-        h[j] = go[j] * tanh_c[j];
-}
-
-/* d_h: gradient of h_t (all uses); d_c: on entry gradient of c_t from step t+1, on return the
- * gradient of c_{t-1}. Writes the gate pre-activation gradients to d_gates[4H]. */
-static void TM(lstm_cell_backward)(const real *gates, const real *c_prev, const real *tanh_c,
-                                   const real *d_h, real *d_c, real *d_gates, size_t H)
-{
-    const real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
-    for (size_t j = 0; j < H; j++) {
-        real i = gi[j], f = gf[j], z = gz[j], o = go[j], tc = tanh_c[j];
-        real d_o = d_h[j] * tc;
-        real dc = d_c[j] + d_h[j] * o * ((real)1 - tc * tc);
-        d_gates[j] = dc * z * i * ((real)1 - i);
-        d_gates[H + j] = dc * c_prev[j] * f * ((real)1 - f);
-        d_gates[2 * H + j] = dc * i * ((real)1 - z * z);
-        d_gates[3 * H + j] = d_o * o * ((real)1 - o);
-        d_c[j] = dc * f;
-    }
-}
-
 /* ---- write activations (step 3, first line) -------------------------------------------------
  * a[S+R+T+1] pre-activation in, k1, k2, v, beta out (in place). */
 static void TM(write_act_forward)(real *a, size_t S, size_t R, size_t T, real beta_bias)
@@ -422,33 +368,4 @@ static real TM(read_backward)(const real *F, const real *q_in, const real *r, co
         d_q_in[s] += acc;
     }
     return (real)dot;
-}
-
-/* ---- softmax cross entropy over one row of V logits (step 5) --------------------------------
- * logits in, probabilities out (in place); returns -log p[target]. */
-static double TM(softmax_ce_forward)(real *row, size_t V, uint32_t target)
-{
-    real max = row[0];
-    for (size_t j = 1; j < V; j++)
-        if (row[j] > max)
-            max = row[j];
-    double target_logit = (double)row[target];
-    double sum = 0;
-    for (size_t j = 0; j < V; j++) {
-        row[j] = R_EXP(row[j] - max);
-        sum += row[j];
-    }
-    real inv = (real)(1.0 / sum);
-    for (size_t j = 0; j < V; j++)
-        row[j] *= inv;
-    /* -log p from the log-sum-exp: stays finite when p underflows */
-    return log(sum) + (double)max - target_logit;
-}
-
-/* probabilities in, gradient of scale * (-log p[target]) with respect to the logits out. */
-static void TM(softmax_ce_backward)(real *row, size_t V, uint32_t target, real scale)
-{
-    row[target] -= (real)1;
-    for (size_t j = 0; j < V; j++)
-        row[j] *= scale;
 }

@@ -1,5 +1,9 @@
-/* param_layout.c - offsets of the weight tensors in the trainer's flat buffers. */
+/* param_layout.c - offsets of the weight tensors in the trainer's flat buffers; architectures by name
+ * (see param_layout.h). */
 #include "param_layout.h"
+
+#include <stdio.h>
+#include <string.h>
 
 const char *const fwm__tensor_names[FWM_TENSOR_COUNT] = {
 #define NAME_(field, name, rows, cols) name,
@@ -23,4 +27,62 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp)
 #undef SHAPE_
     layout->total = offset;
     layout->parameter_count = count;
+}
+
+int fwm__train_arch_parse(const char *name, fwm_arch *out)
+{
+    if (strcmp(name, "fwm") == 0)
+        *out = FWM_ARCH_FWM;
+    else if (strcmp(name, "lstm") == 0)
+        *out = FWM_ARCH_LSTM;
+    else
+        return -1;
+    return 0;
+}
+
+uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
+{
+    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.vocab_size : spec->fwm.vocab_size;
+}
+
+uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
+{
+    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.padding_token_id
+                                        : spec->fwm.padding_token_id;
+}
+
+uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
+{
+    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.eos_token_id : spec->fwm.eos_token_id;
+}
+
+void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
+{
+    memset(layout, 0, sizeof *layout);
+    if (spec->arch == FWM_ARCH_LSTM) {
+        layout->count = fwm_lstm_tensor_count(&spec->lstm);
+        for (size_t i = 0; i < layout->count; i++) {
+            uint64_t rows, cols;
+            fwm_lstm_tensor_at(&spec->lstm, i, layout->names[i], &rows, &cols);
+            layout->rows[i] = (size_t)rows;
+            layout->cols[i] = (size_t)cols;
+        }
+    } else {
+        fwm__param_layout fwm;
+        fwm__param_layout_init(&fwm, &spec->fwm);
+        layout->count = FWM_TENSOR_COUNT;
+        for (size_t i = 0; i < layout->count; i++) {
+            snprintf(layout->names[i], sizeof layout->names[i], "%s", fwm__tensor_names[i]);
+            layout->rows[i] = fwm.rows[i];
+            layout->cols[i] = fwm.cols[i];
+        }
+    }
+    size_t offset = 0;
+    for (size_t i = 0; i < layout->count; i++) { /* the rule of fwm__param_layout_init */
+        layout->size[i] = layout->rows[i] * layout->cols[i];
+        layout->offset[i] = offset;
+        offset += (layout->size[i] + 15) / 16 * 16;
+        layout->parameter_count += layout->size[i];
+    }
+    layout->total = offset;
 }

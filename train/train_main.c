@@ -1,4 +1,5 @@
-/* train_main.c - fwm-train: train an FWM on catbAbI and write a model file.
+/* train_main.c - fwm-train: train an FWM (or, with --arch lstm, the paper's LSTM baseline) on
+ * catbAbI and write a model file.
  *
  * Reads bAbI v1.2 (--data, --set), builds the vocabulary and the streams (catbabi_stream.h),
  * trains with truncated BPTT and Adam (trainer.h), evaluates on valid during training and on test
@@ -29,9 +30,12 @@ static void usage(FILE *out)
 {
     fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
     fwm__hparams_defaults(&d);
+    fwm_lstm_hparams ld; /* and FWM_LSTM_HPARAM_LIST's */
+    fwm_lstm_hparams_defaults(&ld);
     fprintf(out,
             "usage: fwm-train [options]\n"
-            "Train a Fast Weight Memory model on catbAbI and write a model file.\n\n"
+            "Train a Fast Weight Memory model (or the LSTM baseline) on catbAbI and write a model\n"
+            "file.\n\n"
             "data:\n"
             "  --data DIR            bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
@@ -53,19 +57,31 @@ static void usage(FILE *out)
             "  --lane-groups G       train the lanes as G groups whose gradients are added in\n"
             "                        group order (default: 1, or one per process under mpirun);\n"
             "                        results depend on G, not on the number of processes\n"
+            "architecture:\n"
+            "  --arch fwm|lstm       fwm: the Fast Weight Memory (default); lstm: the paper's\n"
+            "                        LSTM baseline (stacked layers, no memory)\n"
             "model (the paper's sizes by default, as fwm-init's):\n"
-            "  --embedding E         token embedding size (default %u)\n"
-            "  --hidden H            LSTM hidden size (default %u)\n"
+            "  --embedding E         token embedding size (default %u; lstm %u)\n"
+            "  --hidden H            LSTM hidden size (default %u; lstm %u)\n"
+            "  --layers L            lstm: stacked LSTM layers (default %u)\n"
             "  --memory-s S          fast-weight key 1 size (default %u)\n"
             "  --memory-r R          fast-weight key 2 size (default %u)\n"
             "  --memory-t T          fast-weight value size (default %u)\n"
             "  --reads N             chained reads per step; N > 1 needs S == T (default %u)\n"
-            "  --residual            add h to the read-out%s\n"
+            "  --residual            fwm: add h to the read-out%s;\n"
+            "                        lstm: layers >= 1 add their input to their output%s\n"
             "  --no-residual         no residual%s\n"
             "  --embed, --mem-s, --mem-r, --mem-t   deprecated aliases of --embedding, --memory-s,\n"
             "                        --memory-r, --memory-t (still accepted)\n"
+            "regularisation (lstm only; AWD-LSTM style, all 0 = off by default, never at\n"
+            "evaluation; masks drawn from --seed, the step and the lane):\n"
+            "  --dropout-token P     drop whole words of the input (every occurrence in a window)\n"
+            "  --dropout-embedding P drop embedding elements (one mask per lane per window)\n"
+            "  --dropout-recurrent P DropConnect on every layer's W_hh (one mask per window)\n"
+            "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
             "run:\n"
-            "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>)\n"
+            "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
+            "                        --arch lstm: runs/lstm-<mode>)\n"
             "  --resume              continue from <run-dir>/checkpoint.bin\n"
             "  --force               start over even though <run-dir>/checkpoint.bin exists\n"
             "                        (it is overwritten, log.csv restarts); without --resume or\n"
@@ -82,9 +98,10 @@ static void usage(FILE *out)
             "(continue with --resume); a second signal stops at once. Under mpirun, signal any\n"
             "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
             "mpirun -np N fwm-train ...: N processes share the lanes (this build: %s).\n",
-            fwm__default_data_dir(), d.embedding_length, d.hidden_size, d.memory_s, d.memory_r,
-            d.memory_t, d.read_count, d.residual ? " (default)" : " (off on catbAbI: default)",
-            d.residual ? "" : " (default)",
+            fwm__default_data_dir(), d.embedding_length, ld.embedding_length, d.hidden_size,
+            ld.hidden_size, ld.layer_count, d.memory_s, d.memory_r, d.memory_t, d.read_count,
+            d.residual ? " (default)" : " (off on catbAbI: default)",
+            ld.residual ? " (default)" : "", d.residual ? "" : " (default for fwm)",
             fwm__dist_available() ? "with MPI" : "without MPI, one process only");
 }
 
@@ -164,6 +181,20 @@ static int train_main(int argc, char **argv)
     o.progress_seconds = 10;
     fwm_hparams *hp = &o.hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
     fwm__hparams_defaults(hp);
+    fwm_lstm_hparams *lh = &o.lstm; /* the same for --arch lstm (FWM_LSTM_HPARAM_LIST) */
+    fwm_lstm_hparams_defaults(lh);
+    /* --arch first, wherever it is: the size flags below set that architecture's sizes */
+    const char *arch_name = "fwm";
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--arch") == 0)
+            arch_name = argv[i + 1];
+    if (fwm__train_arch_parse(arch_name, &o.arch) != 0) {
+        NOTE("error: --arch expects fwm or lstm, got '%s'\n", arch_name);
+        return 2;
+    }
+    int lstm = o.arch == FWM_ARCH_LSTM;
+    const char *wrong_flag = NULL; /* a size flag of the other architecture */
+    int dropout_given = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -180,11 +211,31 @@ static int train_main(int argc, char **argv)
             run_test = 0;
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
+            lh->residual = 1;
         } else if (strcmp(a, "--no-residual") == 0) {
             hp->residual = 0;
+            lh->residual = 0;
         } else if (!v) {
             NOTE("error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
+        } else if (OPT("--arch")) {
+            /* read above */
+        } else if (OPT("--layers")) {
+            lh->layer_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_LSTM_MAX_LAYERS);
+            if (!lstm)
+                wrong_flag = "--layers";
+        } else if (OPT("--dropout-token")) {
+            o.dropout.token = (float)fwm__parse_double(a, v, 0, 0.99);
+            dropout_given = 1;
+        } else if (OPT("--dropout-embedding")) {
+            o.dropout.embedding = (float)fwm__parse_double(a, v, 0, 0.99);
+            dropout_given = 1;
+        } else if (OPT("--dropout-recurrent")) {
+            o.dropout.recurrent = (float)fwm__parse_double(a, v, 0, 0.99);
+            dropout_given = 1;
+        } else if (OPT("--dropout-layer")) {
+            o.dropout.layer = (float)fwm__parse_double(a, v, 0, 0.99);
+            dropout_given = 1;
         } else if (OPT("--data")) {
             data_dir = v;
         } else if (OPT("--set")) {
@@ -222,19 +273,29 @@ static int train_main(int argc, char **argv)
         } else if (OPT("--embedding") || OPT("--embed")) {
             note_deprecated(a, "--embed", "--embedding");
             hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            lh->embedding_length = hp->embedding_length;
         } else if (OPT("--hidden")) {
             hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            lh->hidden_size = hp->hidden_size;
         } else if (OPT("--memory-s") || OPT("--mem-s")) {
             note_deprecated(a, "--mem-s", "--memory-s");
             hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (lstm)
+                wrong_flag = a;
         } else if (OPT("--memory-r") || OPT("--mem-r")) {
             note_deprecated(a, "--mem-r", "--memory-r");
             hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (lstm)
+                wrong_flag = a;
         } else if (OPT("--memory-t") || OPT("--mem-t")) {
             note_deprecated(a, "--mem-t", "--memory-t");
             hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (lstm)
+                wrong_flag = a;
         } else if (OPT("--reads")) {
             hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
+            if (lstm)
+                wrong_flag = a;
         } else if (OPT("--run-dir")) {
             run_dir = v;
         } else if (OPT("--checkpoint-every")) {
@@ -256,6 +317,14 @@ static int train_main(int argc, char **argv)
             return 2;
         }
 #undef OPT
+    }
+    if (wrong_flag) {
+        NOTE("error: %s does not apply to --arch %s\n", wrong_flag, arch_name);
+        return 2;
+    }
+    if (dropout_given && !lstm) {
+        NOTE("error: the --dropout-* options are for --arch lstm (the FWM has no dropout)\n");
+        return 2;
     }
     o.adam.decay_end = o.steps;
     if (o.adam.decay_start >= o.steps) {
@@ -285,7 +354,7 @@ static int train_main(int argc, char **argv)
         data_dir = fwm__default_data_dir();
     char default_run[64], default_out[4200];
     if (!run_dir) {
-        snprintf(default_run, sizeof default_run, "runs/%s", mode_name);
+        snprintf(default_run, sizeof default_run, lstm ? "runs/lstm-%s" : "runs/%s", mode_name);
         run_dir = default_run;
     }
     if (!out_path) {
@@ -336,12 +405,34 @@ static int train_main(int argc, char **argv)
     hp->read_policy = o.mode == FWM__LOSS_QM ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
     hp->read_token_id = o.mode == FWM__LOSS_QM ? data.qmark_id : 0;
     hp->write_scale = 1.0f / (float)hp->memory_t;
+    lh->vocab_size = data.vocab.count;
+    lh->padding_token_id = data.pad_id;
+    lh->eos_token_id = data.eos_id;
     o.qmark_id = data.qmark_id;
     o.run_dir = run_dir;
-    NOTE("vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
-         "%d thread(s)\n",
-         hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
-         hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
+    fwm__model_spec spec; /* what is trained, for evaluation and the model file */
+    memset(&spec, 0, sizeof spec);
+    spec.arch = o.arch;
+    if (lstm) {
+        spec.lstm = *lh;
+        NOTE("vocabulary %u words; LSTM E=%u H=%u L=%u%s; dropout token %g embedding %g "
+             "recurrent %g layer %g; mode %s; B=%d W=%d; %d thread(s)\n",
+             lh->vocab_size, lh->embedding_length, lh->hidden_size, lh->layer_count,
+             lh->residual ? " residual" : "", (double)o.dropout.token,
+             (double)o.dropout.embedding, (double)o.dropout.recurrent, (double)o.dropout.layer,
+             mode_name, o.lanes, o.window, o.threads);
+        if (fwm_lstm_hparams_check(lh, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            fwm__catbabi_release(&data);
+            return 2;
+        }
+    } else {
+        spec.fwm = *hp;
+        NOTE("vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
+             "%d thread(s)\n",
+             hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
+             hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
+    }
 
     o.stop_requested = &stop_signal;
     install_stop_handlers();
@@ -349,7 +440,7 @@ static int train_main(int argc, char **argv)
     if (fwm__trainer_create(&o, &data.splits[FWM__SPLIT_TRAIN], &data.splits[FWM__SPLIT_VALID],
                             data.pad_id, data.eos_id, NULL, &tr, &err) != FWM_OK)
         goto fail;
-    NOTE("%zu parameters; %zu windows per epoch\n", tr->tm->layout.parameter_count,
+    NOTE("%zu parameters; %zu windows per epoch\n", tr->net->layout.parameter_count,
          fwm__catbabi_window_count(&tr->stream, o.window));
     if (dist.size > 1) {
         /* every rank read its own copy of the data: it must be rank 0's */
@@ -368,7 +459,7 @@ static int train_main(int argc, char **argv)
         NOTE("%d processes: %d lane groups, %zu lanes on rank 0, %d thread(s) each; %zu bytes of "
              "gradients exchanged per step\n",
              dist.size, tr->n_groups, lanes_here, o.threads,
-             (size_t)tr->n_groups * tr->tm->layout.total * sizeof(float));
+             (size_t)tr->n_groups * tr->net->layout.total * sizeof(float));
     }
     if (resume) {
         if (!checkpoint_exists) {
@@ -410,14 +501,14 @@ static int train_main(int argc, char **argv)
     memset(&test, 0, sizeof test);
     fwm__eval_options full = o.eval;
     full.max_windows = 0;
-    if (fwm__evaluate(hp, tr->tm->params, &data.splits[FWM__SPLIT_VALID], data.pad_id, data.eos_id,
+    if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_VALID], data.pad_id, data.eos_id,
                       data.qmark_id, &full, tr->pool, &valid, &err) != FWM_OK)
         goto fail;
     fwm__print_task_table(stdout, "valid accuracy at \"?\" per task", &valid);
     if (run_test) {
         fwm__eval_options test_options = {test_lanes, 200, 0};
         fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
-        if (fwm__evaluate(hp, tr->tm->params, &data.splits[FWM__SPLIT_TEST], data.pad_id,
+        if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST], data.pad_id,
                           data.eos_id, data.qmark_id, &test_options, tr->pool, &test,
                           &err) != FWM_OK)
             goto fail;
@@ -446,9 +537,10 @@ static int train_main(int argc, char **argv)
         extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&test);
     }
     char name[64];
-    snprintf(name, sizeof name, "fwm-catbabi-%s-%s", set, mode_name);
-    if (fwm__model_save(out_path, hp, tr->tm->params, (const char *const *)data.vocab.words, name,
-                        extra, n_extra, &err) != FWM_OK)
+    snprintf(name, sizeof name, "%s-catbabi-%s-%s", lstm ? "lstm" : "fwm", set, mode_name);
+    if (fwm__model_save_spec(out_path, &spec, tr->net->params,
+                             (const char *const *)data.vocab.words, name, extra, n_extra,
+                             &err) != FWM_OK)
         goto fail;
     char took[32];
     fwm__format_duration(tr->seconds, took, sizeof took);

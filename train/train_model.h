@@ -38,11 +38,18 @@ typedef struct fwm__tm_config {
 } fwm__tm_config;
 
 /* Whether the target y of input x carries loss: y is not <pad> and, in QM mode, x is the loss
- * token. The one rule of the forward pass, also used to count a step's loss rows in advance. */
+ * token. The one rule of every architecture's forward pass, also used to count a step's loss rows
+ * in advance. */
+static inline int fwm__is_loss_position(fwm__loss_mode mode, uint32_t loss_token_id,
+                                        uint32_t padding_token_id, uint32_t x, uint32_t y)
+{
+    return y != padding_token_id && (mode == FWM__LOSS_LM || x == loss_token_id);
+}
+
 static inline int fwm__tm_is_loss_position(const fwm__tm_config *config, uint32_t x, uint32_t y)
 {
-    return y != config->hp.padding_token_id &&
-           (config->loss_mode == FWM__LOSS_LM || x == config->loss_token_id);
+    return fwm__is_loss_position(config->loss_mode, config->loss_token_id,
+                                 config->hp.padding_token_id, x, y);
 }
 
 #define FWM_REAL_DOUBLE 0

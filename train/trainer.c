@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include "fwm_error.h"
-#include "fwm_model_init.h"
 #include "progress.h"
 
 static double now_seconds(void)
@@ -75,9 +74,9 @@ static const int *identity_groups(const fwm__trainer *tr)
 
 void fwm__trainer_gather_state(const fwm__trainer *tr, float *all)
 {
-    size_t k = tr->tm->state_size;
+    size_t k = tr->net->state_size;
     for (int g = tr->group_begin; g < tr->group_end; g++) {
-        const fwm__tm_f32 *tm = tr->group_tm[g - tr->group_begin];
+        const fwm__net *tm = tr->group_net[g - tr->group_begin];
         memcpy(all + (size_t)tr->group_lane[g] * k, tm->state,
                (size_t)tm->config.lanes * k * sizeof(float));
     }
@@ -87,9 +86,9 @@ void fwm__trainer_gather_state(const fwm__trainer *tr, float *all)
 
 void fwm__trainer_set_state(fwm__trainer *tr, const float *all)
 {
-    size_t k = tr->tm->state_size;
+    size_t k = tr->net->state_size;
     for (int g = tr->group_begin; g < tr->group_end; g++) {
-        fwm__tm_f32 *tm = tr->group_tm[g - tr->group_begin];
+        fwm__net *tm = tr->group_net[g - tr->group_begin];
         memcpy(tm->state, all + (size_t)tr->group_lane[g] * k,
                (size_t)tm->config.lanes * k * sizeof(float));
     }
@@ -98,17 +97,17 @@ void fwm__trainer_set_state(fwm__trainer *tr, const float *all)
 void fwm__trainer_sync_params(fwm__trainer *tr)
 {
     for (int i = 1; i < tr->group_end - tr->group_begin; i++)
-        memcpy(tr->group_tm[i]->params, tr->tm->params, tr->tm->layout.total * sizeof(float));
+        memcpy(tr->group_net[i]->params, tr->net->params, tr->net->layout.total * sizeof(float));
 }
 
 void fwm__trainer_free(fwm__trainer *tr)
 {
     if (!tr)
         return;
-    if (tr->group_tm)
+    if (tr->group_net)
         for (int i = 0; i < tr->group_end - tr->group_begin; i++)
-            fwm__tm_free_f32(tr->group_tm[i]);
-    free(tr->group_tm);
+            fwm__net_free(tr->group_net[i]);
+    free(tr->group_net);
     free(tr->group_lane);
     free(tr->group_grads);
     free(tr->group_stats);
@@ -165,6 +164,11 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->pad_id = pad_id;
     tr->eos_id = eos_id;
     tr->data_hash = hash_split(train);
+    tr->spec.arch = options->arch;
+    if (options->arch == FWM_ARCH_LSTM)
+        tr->spec.lstm = options->lstm;
+    else
+        tr->spec.fwm = options->hp;
     fwm_status status = FWM_OK;
     if (options->threads > 1) {
         tr->pool = fwm__pool_create(options->threads);
@@ -190,25 +194,28 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     fwm__pool_range((size_t)G, tr->dist->rank, tr->dist->size, &first, &last);
     tr->group_begin = (int)first;
     tr->group_end = (int)last;
-    tr->group_tm = calloc(last - first, sizeof *tr->group_tm);
-    if (!tr->group_tm) {
+    tr->group_net = calloc(last - first, sizeof *tr->group_net);
+    if (!tr->group_net) {
         status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
         goto fail;
     }
     for (int g = tr->group_begin; g < tr->group_end; g++) {
-        fwm__tm_config config = {0};
-        config.hp = options->hp;
+        fwm__net_config config;
+        memset(&config, 0, sizeof config);
+        config.model = tr->spec;
         config.lanes = tr->group_lane[g + 1] - tr->group_lane[g];
         config.window = options->window;
         config.segment = options->segment;
         config.loss_mode = options->mode;
         config.loss_token_id = options->qmark_id;
-        status = fwm__tm_create_f32(&config, tr->pool, &tr->group_tm[g - tr->group_begin], err);
+        config.dropout = options->dropout;
+        status = fwm__net_create(&config, tr->pool, &tr->group_net[g - tr->group_begin], err);
         if (status != FWM_OK)
             goto fail;
     }
-    tr->tm = tr->group_tm[0];
-    size_t n = tr->tm->layout.total, cells = (size_t)options->lanes * (size_t)options->window;
+    tr->net = tr->group_net[0];
+    tr->tm = options->arch == FWM_ARCH_FWM ? tr->net->impl : NULL;
+    size_t n = tr->net->layout.total, cells = (size_t)options->lanes * (size_t)options->window;
     if (G > 1) {
         tr->group_grads = malloc((size_t)G * n * sizeof(float));
         tr->group_stats = calloc((size_t)G, sizeof *tr->group_stats);
@@ -228,14 +235,10 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
         goto fail;
     }
-    if (init_params) {
-        memcpy(tr->tm->params, init_params, n * sizeof(float));
-    } else {
-        float *tensors[FWM_TENSOR_COUNT];
-        for (int k = 0; k < FWM_TENSOR_COUNT; k++)
-            tensors[k] = tr->tm->params + tr->tm->layout.offset[k];
-        fwm__model_init_weights(&options->hp, options->seed, tensors);
-    }
+    if (init_params)
+        memcpy(tr->net->params, init_params, n * sizeof(float));
+    else
+        fwm__net_init_weights(tr->net, options->seed);
     fwm__trainer_sync_params(tr);
     status = fwm__trainer_start_epoch(tr, err);
     if (status != FWM_OK)
@@ -261,19 +264,20 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     size_t left = tr->stream.lane_length - start;
     int len = left < (size_t)tr->opt.window ? (int)left : tr->opt.window;
     fwm__catbabi_window(&tr->stream, start, len, tr->pad_id, tr->x, tr->y, tr->tasks);
-    fwm__tm_f32 *tm = tr->tm;
+    fwm__net *tm = tr->net;
     size_t n = tm->layout.total, cells = (size_t)len * (size_t)tr->opt.lanes;
     long loss_rows = 0; /* of all groups: the mean loss divides by it */
     for (size_t i = 0; i < cells; i++)
-        loss_rows += fwm__tm_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
+        loss_rows += fwm__net_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
     int G = tr->n_groups;
     for (int g = tr->group_begin; g < tr->group_end; g++) {
-        fwm__tm_f32 *gt = tr->group_tm[g - tr->group_begin];
+        fwm__net *gt = tr->group_net[g - tr->group_begin];
         size_t at = (size_t)tr->group_lane[g] * (size_t)len; /* lane-major: a group's lanes are
                                                                 contiguous */
-        fwm__tm_zero_grads_f32(gt);
-        gt->loss_denominator = loss_rows;
-        fwm__tm_forward_f32(gt, tr->x + at, tr->y + at, len);
+        fwm__net_zero_grads(gt);
+        /* masks of (seed, step, lane): the same whatever the groups and processes */
+        fwm__net_set_dropout(gt, tr->opt.seed, (uint64_t)tr->step, tr->group_lane[g]);
+        fwm__net_forward(gt, tr->x + at, tr->y + at, len);
         if (G == 1) {
             fwm__metrics_add(&tr->running, gt, tr->opt.qmark_id, tr->tasks);
         } else {
@@ -282,7 +286,7 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
             st->loss_sum = gt->loss_sum;
             fwm__metrics_add(&st->metrics, gt, tr->opt.qmark_id, tr->tasks + at);
         }
-        fwm__tm_backward_f32(gt);
+        fwm__net_backward(gt, loss_rows);
         if (G > 1)
             memcpy(tr->group_grads + (size_t)g * n, gt->grads, n * sizeof(float));
     }
@@ -323,7 +327,7 @@ fwm_status fwm__trainer_evaluate(fwm__trainer *tr, fwm__qa_metrics *out, fwm_err
 {
     if (!tr->valid)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "no validation split");
-    return fwm__evaluate(&tr->opt.hp, tr->tm->params, tr->valid, tr->pad_id, tr->eos_id,
+    return fwm__evaluate(&tr->spec, tr->net->params, tr->valid, tr->pad_id, tr->eos_id,
                          tr->opt.qmark_id, &tr->opt.eval, tr->pool, out, err);
 }
 

@@ -29,10 +29,14 @@
 #include "distributed.h"
 #include "evaluate.h"
 #include "metrics.h"
-#include "train_model.h"
+#include "net.h"
 
 typedef struct fwm__train_options {
-    fwm_hparams hp;          /* complete: sizes, vocabulary size, ids, read policy, constants */
+    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default) or FWM_ARCH_LSTM */
+    fwm_hparams hp;          /* arch fwm, complete: sizes, vocabulary size, ids, read policy,
+                                constants */
+    fwm_lstm_hparams lstm;   /* arch lstm, complete */
+    fwm__dropout dropout;    /* arch lstm: AWD-style dropout (lstm_model.h); 0 = none */
     fwm__loss_mode mode;     /* LM or QM */
     uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
     int lanes;               /* B, paper 32 */
@@ -40,7 +44,7 @@ typedef struct fwm__train_options {
     int segment;             /* F checkpoint interval in the backward pass; 0 = automatic */
     fwm__adam_params adam;
     long steps;              /* train until this many steps are done */
-    uint64_t seed;           /* initialisation (fwm__model_init_weights) and shuffling */
+    uint64_t seed;           /* initialisation (fwm__net_init_weights), shuffling, dropout */
     int threads;             /* >= 1, per process */
     int lane_groups;         /* G (see above); 0 = one group per process (1 without mpirun) */
     const fwm__dist *dist;   /* the run's processes (borrowed); NULL = one process */
@@ -60,13 +64,15 @@ typedef struct fwm__trainer {
     uint32_t pad_id, eos_id;
     uint64_t data_hash;       /* of the training split: a checkpoint must match it */
     fwm__pool *pool;
-    fwm__tm_f32 *tm;          /* = group_tm[0]: its parameters and gradients are the step's */
+    fwm__model_spec spec;     /* the architecture and hyperparameters trained */
+    fwm__net *net;            /* = group_net[0]: its parameters and gradients are the step's */
+    fwm__tm_f32 *tm;          /* arch fwm: net's FWM model (NULL for other architectures) */
     const fwm__dist *dist;    /* never NULL (single_process when opt.dist is) */
     fwm__dist single_process;
     int n_groups;             /* G */
     int *group_lane;          /* [G + 1]: first lane of each group, then B */
     int group_begin, group_end; /* the groups this process trains, [begin, end) */
-    fwm__tm_f32 **group_tm;   /* [end - begin]: one model per group (parameters copied from tm) */
+    fwm__net **group_net;     /* [end - begin]: one model per group (parameters copied from net) */
     float *group_grads;       /* [G][layout.total] when G > 1: every group's gradient */
     struct fwm__group_stats *group_stats; /* [G] when G > 1: loss and "?" metrics per group */
     float *adam_m, *adam_v;   /* [layout.total] */
@@ -89,7 +95,7 @@ typedef struct fwm__trainer {
 } fwm__trainer;
 
 /* Set up training from step 0: parameters from `init_params` (flat, layout order) or, when NULL,
- * fwm__model_init_weights(hp, seed). `valid` may be NULL (no evaluation). The splits are borrowed.
+ * the architecture's initialiser (fwm__net_init_weights) for `seed`. `valid` may be NULL (no evaluation). The splits are borrowed.
  * FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__catbabi_split *train,
                                const fwm__catbabi_split *valid, uint32_t pad_id, uint32_t eos_id,
@@ -119,12 +125,13 @@ fwm_status fwm__trainer_load_checkpoint(fwm__trainer *trainer, const char *path,
 /* Whether this process is rank 0 (the one that evaluates, prints and writes files). */
 int fwm__trainer_is_root(const fwm__trainer *trainer);
 
-/* Collective: the h, c, F of every lane ([lanes][state_size]) into all_state, on rank 0 (other
+/* Collective: the state of every lane (the FWM's h, c, F; the LSTM's h, c of every layer;
+ * [lanes][state_size]) into all_state, on rank 0 (other
  * ranks' buffers get only their own lanes). */
 void fwm__trainer_gather_state(const fwm__trainer *trainer, float *all_state);
-/* Set this process's lanes' h, c, F from all_state ([lanes][state_size]). */
+/* Set this process's lanes' state from all_state ([lanes][state_size]). */
 void fwm__trainer_set_state(fwm__trainer *trainer, const float *all_state);
-/* Copy tm's parameters into the other groups' models (after tm->params changed). */
+/* Copy net's parameters into the other groups' models (after net->params changed). */
 void fwm__trainer_sync_params(fwm__trainer *trainer);
 
 /* Build the lanes of the epoch trainer->epoch (internal to trainer.c and checkpoint.c). */

@@ -1,8 +1,10 @@
 /* bench_train.c - training throughput of the trainer's forward + backward + Adam at the paper's
  * sizes (V=180, E=H=256, S=R=T=32, N_r=3, batch 32, window 200) on random tokens, in tokens/s
  * (lane positions per second). Prints a figure, never fails on time.
- *   bench_train [--threads N] [--steps N] [--lanes B] [--window W] [--mode lm|qm] [--split]
- * --split prints the time of each stage of one step. */
+ *   bench_train [--threads N] [--steps N] [--lanes B] [--window W] [--mode lm|qm]
+ *               [--arch fwm|lstm] [--layers L] [--hidden H] [--embedding E] [--dropout P]
+ * --arch lstm measures the LSTM baseline instead, at the paper's sizes by default (E=256, H=512,
+ * L=4, residual; FWM_LSTM_HPARAM_LIST); --dropout P turns on all four of its dropouts at P. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "adam.h"
 #include "cli_common.h"
 #include "fwm_model_shape.h"
+#include "net.h"
 #include "train_model.h"
 
 static double now(void)
@@ -27,9 +30,89 @@ static double cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The LSTM baseline through the trainer's model handle (as fwm-train --arch lstm runs it). */
+static int bench_lstm(int threads, int steps, int lanes, int window, int qm, int layers,
+                      int hidden, int embedding, double dropout)
+{
+    fwm__net_config config;
+    memset(&config, 0, sizeof config);
+    config.model.arch = FWM_ARCH_LSTM;
+    fwm_lstm_hparams *hp = &config.model.lstm;
+    fwm_lstm_hparams_defaults(hp); /* the paper's sizes */
+    if (layers > 0)
+        hp->layer_count = (uint32_t)layers;
+    if (hidden > 0)
+        hp->hidden_size = (uint32_t)hidden;
+    if (embedding > 0)
+        hp->embedding_length = (uint32_t)embedding;
+    config.lanes = lanes;
+    config.window = window;
+    config.loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;
+    config.loss_token_id = 3;
+    config.dropout.token = config.dropout.embedding = config.dropout.recurrent =
+        config.dropout.layer = (float)dropout;
+    fwm__blas_use_one_thread();
+    fwm__pool *pool = threads > 1 ? fwm__pool_create(threads) : NULL;
+    fwm__net *net = NULL;
+    fwm_error err;
+    if (fwm__net_create(&config, pool, &net, &err) != FWM_OK) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return 1;
+    }
+    fwm__net_init_weights(net, 1);
+    size_t n = net->layout.total, cells = (size_t)lanes * (size_t)window;
+    float *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
+    uint32_t *x = malloc(cells * sizeof *x), *y = malloc(cells * sizeof *y);
+    uint64_t r = 88172645463325252ull;
+    for (size_t i = 0; i < cells; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        x[i] = 1 + (uint32_t)(r % 179);
+        y[i] = 1 + (uint32_t)((r >> 20) % 179);
+        if (r % 13 == 0)
+            x[i] = 3;
+    }
+    fwm__adam_params ap = fwm__adam_default_params();
+    double t_fwd = 0, t_bwd = 0, t_opt = 0, cpu = 0;
+    for (int s = -1; s < steps; s++) {
+        double c0 = cpu_now(), t0 = now();
+        fwm__net_zero_grads(net);
+        fwm__net_set_dropout(net, 1, (uint64_t)(s + 1), 0);
+        fwm__net_forward(net, x, y, window);
+        double t1 = now();
+        fwm__net_backward(net, 0);
+        double t2 = now();
+        fwm__adam_update(&ap, s + 2, 0, net->params, net->grads, m, v, n);
+        double t3 = now();
+        if (s >= 0) {
+            cpu += cpu_now() - c0;
+            t_fwd += t1 - t0;
+            t_bwd += t2 - t1;
+            t_opt += t3 - t2;
+        }
+    }
+    double total = t_fwd + t_bwd + t_opt;
+    printf("LSTM baseline step (E=%u H=%u L=%u%s, %zu parameters, dropout %g, %s mode, B=%d, W=%d, "
+           "%d thread(s)): %.3f steps/s, %.0f tokens/s (forward %.0f ms, backward %.0f ms, Adam "
+           "%.1f ms per step); CPU %.0f ms per step\n",
+           hp->embedding_length, hp->hidden_size, hp->layer_count, hp->residual ? " residual" : "",
+           net->layout.parameter_count, dropout, qm ? "QM" : "LM", lanes, window, threads,
+           steps / total, (double)steps * (double)cells / total, 1e3 * t_fwd / steps,
+           1e3 * t_bwd / steps, 1e3 * t_opt / steps, 1e3 * cpu / steps);
+    printf("tokens_per_second %.0f\n", (double)steps * (double)cells / total);
+    free(m);
+    free(v);
+    free(x);
+    free(y);
+    fwm__net_free(net);
+    fwm__pool_free(pool);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int threads = fwm__cpu_count(), steps = 10, lanes = 32, window = 200, qm = 0;
+    int lstm = 0, layers = 0, hidden = 0, embedding = 0;
+    double dropout = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--threads") == 0)
             threads = atoi(argv[i + 1]);
@@ -41,11 +124,23 @@ int main(int argc, char **argv)
             window = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--mode") == 0)
             qm = strcmp(argv[i + 1], "qm") == 0;
+        else if (strcmp(argv[i], "--arch") == 0)
+            lstm = strcmp(argv[i + 1], "lstm") == 0;
+        else if (strcmp(argv[i], "--layers") == 0)
+            layers = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--hidden") == 0)
+            hidden = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--embedding") == 0)
+            embedding = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--dropout") == 0)
+            dropout = atof(argv[i + 1]);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;
         }
     }
+    if (lstm)
+        return bench_lstm(threads, steps, lanes, window, qm, layers, hidden, embedding, dropout);
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;
     fwm__hparams_defaults(hp); /* the paper's sizes: the one definition (FWM_HPARAM_LIST) */

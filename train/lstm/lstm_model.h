@@ -1,0 +1,78 @@
+/* lstm_model.h - the LSTM baseline (`--arch lstm`) as the trainer sees it: flat parameters and
+ * gradients, B lanes of carried state (h and c of every layer), AWD-style dropout, and the forward
+ * and backward pass over one window of tokens.
+ *
+ * The model is model_format/lstm/lstm_hparams.h's (docs/MODEL.md, "The LSTM baseline"): e = Emb[x];
+ * L stacked LSTM layers (gate order i, f, z, o, forget_bias on f); y_l = h_l, plus the layer's
+ * input when residual and l >= 1; logits = W_s y_{L-1} + b_s. Declared in two precisions from one
+ * template (lstm_model_decl.h): fwm__lstm_tm_f32 (training, evaluation) and fwm__lstm_tm_f64 (the
+ * gradient check). Losses and loss positions as the FWM's (train_model.h).
+ *
+ * Dropout (training only; evaluation creates its model without it), after AWD-LSTM (Merity et al.
+ * 2018) as the FWM paper's appendix F.4 uses it, every mask scaled by 1/(1-p) where it keeps:
+ *   token      a word's whole embedding is zeroed, for every occurrence in the window (one mask over
+ *              the vocabulary per window, AWD's "embedding dropout");
+ *   embedding  elements of the embedding, one mask per lane per window (locked over time);
+ *   recurrent  DropConnect on every layer's W_hh, one mask per layer per window;
+ *   layer      between layers (on the input of layer l >= 1), one mask per lane per layer per window.
+ * The masks are a function of (seed, step, lane) only (fwm__lstm_tm_set_dropout), so lane groups,
+ * processes and a resumed run draw the same ones; the backward pass uses the masks of its forward
+ * pass.
+ * Not for: data, optimisation, files.
+ */
+#ifndef FWM_TRAIN_LSTM_MODEL_H
+#define FWM_TRAIN_LSTM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fwm/fwm.h"
+#include "lstm/lstm_init.h" /* fwm__lstm_init_weights: the initial weights */
+#include "param_layout.h"
+#include "thread_pool.h"
+#include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
+
+/* Dropout probabilities, each in [0, 1); 0 = off. */
+typedef struct fwm__dropout {
+    float token;     /* --dropout-token: whole words of the input */
+    float embedding; /* --dropout-embedding: embedding elements, locked per lane */
+    float recurrent; /* --dropout-recurrent: DropConnect on W_hh */
+    float layer;     /* --dropout-layer: between layers, locked per lane */
+} fwm__dropout;
+
+/* Whether any probability is nonzero. */
+static inline int fwm__dropout_any(const fwm__dropout *d)
+{
+    return d->token > 0 || d->embedding > 0 || d->recurrent > 0 || d->layer > 0;
+}
+
+typedef struct fwm__lstm_config {
+    fwm_lstm_hparams hp;
+    int lanes;              /* B >= 1 */
+    int window;             /* maximum tokens per lane per forward call */
+    fwm__loss_mode loss_mode;
+    uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
+    fwm__dropout dropout;   /* all 0 for evaluation */
+    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int forward_only;       /* no gradients and no backward buffers */
+} fwm__lstm_config;
+
+/* Random number stream of a dropout mask: (kind, layer, lane, step) packed into fwm__rng's
+ * stream number with the top bit set (the initialiser and the shuffling use small streams). */
+static inline uint64_t fwm__lstm_dropout_stream(unsigned kind, unsigned layer, uint64_t lane,
+                                                uint64_t step)
+{
+    return (1ull << 63) | ((uint64_t)(kind & 7u) << 60) | ((uint64_t)(layer & 15u) << 56) |
+           ((lane & 0xffffull) << 40) | (step & 0xffffffffffull);
+}
+
+#define FWM_REAL_DOUBLE 0
+#include "real_template.h"
+#include "lstm_model_decl.h"
+#undef FWM_REAL_DOUBLE
+#define FWM_REAL_DOUBLE 1
+#include "real_template.h"
+#include "lstm_model_decl.h"
+#undef FWM_REAL_DOUBLE
+
+#endif

@@ -1,0 +1,174 @@
+/* net.c - the architecture-independent model handle (see net.h) and the `fwm` architecture's
+ * operations; the registry of architectures. */
+#include "net.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwm_error.h"
+#include "fwm_model_init.h"
+
+extern const fwm__net_ops fwm__net_ops_lstm; /* lstm/lstm_net.c */
+
+/* ---- fwm ------------------------------------------------------------------------------------ */
+
+static void fwm_view(fwm__net *net)
+{
+    const fwm__tm_f32 *tm = net->impl;
+    net->len = tm->len;
+    net->n_loss_rows = tm->n_loss_rows;
+    net->loss_sum = tm->loss_sum;
+    net->loss = tm->loss;
+}
+
+static fwm_status fwm_create(fwm__net *net, fwm__pool *pool, fwm_error *err)
+{
+    const fwm__net_config *c = &net->config;
+    if (fwm__dropout_any(&c->dropout))
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "the dropout options are for --arch lstm; the FWM has none");
+    fwm__tm_config config = {0};
+    config.hp = c->model.fwm;
+    config.lanes = c->lanes;
+    config.window = c->window;
+    config.segment = c->segment;
+    config.loss_mode = c->loss_mode;
+    config.loss_token_id = c->loss_token_id;
+    config.keep_logits = c->keep_logits;
+    config.forward_only = c->forward_only;
+    fwm__tm_f32 *tm = NULL;
+    fwm_status status = fwm__tm_create_f32(&config, pool, &tm, err);
+    if (status != FWM_OK)
+        return status;
+    net->impl = tm;
+    net->params = tm->params;
+    net->grads = tm->grads;
+    net->state = tm->state;
+    net->state_size = tm->state_size;
+    net->segment = tm->config.segment;
+    net->x = tm->x;
+    net->y = tm->y;
+    net->loss_rows = tm->loss_rows;
+    net->probs = tm->probs;
+    net->logits = tm->logits;
+    fwm_view(net);
+    return FWM_OK;
+}
+
+static void fwm_destroy(void *impl)
+{
+    fwm__tm_free_f32(impl);
+}
+
+static double fwm_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len)
+{
+    double loss = fwm__tm_forward_f32(net->impl, x, y, len);
+    fwm_view(net);
+    return loss;
+}
+
+static void fwm_backward(fwm__net *net, long loss_denominator)
+{
+    fwm__tm_f32 *tm = net->impl;
+    tm->loss_denominator = loss_denominator;
+    fwm__tm_backward_f32(tm);
+}
+
+static void fwm_zero_grads(void *impl)
+{
+    fwm__tm_zero_grads_f32(impl);
+}
+
+static void fwm_reset_state(void *impl)
+{
+    fwm__tm_reset_state_f32(impl);
+}
+
+static void fwm_init_weights(const fwm__model_spec *spec, uint64_t seed, float *const *tensors)
+{
+    fwm__model_init_weights(&spec->fwm, seed, tensors);
+}
+
+static const fwm__net_ops fwm__net_ops_fwm = {
+    FWM_ARCH_FWM, fwm_create,     fwm_destroy, fwm_forward,     fwm_backward,
+    fwm_zero_grads, fwm_reset_state, NULL,      fwm_init_weights,
+};
+
+/* ---- the registry ----------------------------------------------------------------------------- */
+
+static const fwm__net_ops *const registry[] = {&fwm__net_ops_fwm, &fwm__net_ops_lstm};
+
+fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
+                           fwm_error *err)
+{
+    *out = NULL;
+    const fwm__net_ops *ops = NULL;
+    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
+        if (registry[i]->arch == config->model.arch)
+            ops = registry[i];
+    if (!ops)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "unknown architecture %d",
+                          (int)config->model.arch);
+    fwm__net *net = calloc(1, sizeof *net);
+    if (!net)
+        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer model: out of memory");
+    net->ops = ops;
+    net->config = *config;
+    fwm__tensor_layout_init(&net->layout, &config->model);
+    fwm_status status = ops->create(net, pool, err);
+    if (status != FWM_OK) {
+        free(net);
+        return status;
+    }
+    *out = net;
+    return FWM_OK;
+}
+
+void fwm__net_free(fwm__net *net)
+{
+    if (!net)
+        return;
+    if (net->impl)
+        net->ops->destroy(net->impl);
+    free(net);
+}
+
+double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len)
+{
+    return net->ops->forward(net, x, y, len);
+}
+
+void fwm__net_backward(fwm__net *net, long loss_denominator)
+{
+    net->ops->backward(net, loss_denominator);
+}
+
+void fwm__net_zero_grads(fwm__net *net)
+{
+    net->ops->zero_grads(net->impl);
+}
+
+void fwm__net_reset_state(fwm__net *net)
+{
+    net->ops->reset_state(net->impl);
+}
+
+void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_offset)
+{
+    if (net->ops->set_dropout && fwm__dropout_any(&net->config.dropout))
+        net->ops->set_dropout(net->impl, seed, step, lane_offset);
+}
+
+void fwm__net_init_weights(fwm__net *net, uint64_t seed)
+{
+    float *tensors[FWM__MAX_TENSORS];
+    for (size_t k = 0; k < net->layout.count; k++)
+        tensors[k] = net->params + net->layout.offset[k];
+    net->ops->init_weights(&net->config.model, seed, tensors);
+}
+
+int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y)
+{
+    return fwm__is_loss_position(config->loss_mode, config->loss_token_id,
+                                 fwm__spec_pad_id(&config->model), x, y);
+}

@@ -1,0 +1,90 @@
+/* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
+ * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`), in float, and the small table of
+ * operations that differ between architectures (fwm__net_ops, one per architecture, registered in
+ * net.c). The trainer, evaluation, checkpoints and model files work through this handle only, so
+ * they are written once for every architecture.
+ *
+ * Adding an architecture: its model in train/<arch>/ (both precisions, like the FWM's), an ops
+ * table beside it, a line in net.c's list, a case in fwm__tensor_layout_init (param_layout.c) and
+ * in model_io.c's writer and reader.
+ */
+#ifndef FWM_TRAIN_NET_H
+#define FWM_TRAIN_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lstm_model.h"
+#include "param_layout.h"
+#include "train_model.h"
+
+typedef struct fwm__net_config {
+    fwm__model_spec model;  /* architecture and its hyperparameters */
+    int lanes;              /* B >= 1 */
+    int window;             /* maximum tokens per lane per forward call */
+    int segment;            /* fwm: F checkpoint interval of the backward pass (0 = automatic) */
+    fwm__loss_mode loss_mode;
+    uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
+    fwm__dropout dropout;   /* lstm only (the FWM has none: must be 0); 0 for evaluation */
+    int keep_logits;        /* keep the loss rows' logits (tests) */
+    int forward_only;       /* evaluation: no gradients, no backward buffers */
+} fwm__net_config;
+
+typedef struct fwm__net fwm__net;
+
+typedef struct fwm__net_ops {
+    fwm_arch arch;
+    /* Create net->impl for net->config and set net's buffer pointers, sizes and view. */
+    fwm_status (*create)(fwm__net *net, fwm__pool *pool, fwm_error *err);
+    void (*destroy)(void *impl);
+    double (*forward)(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
+    void (*backward)(fwm__net *net, long loss_denominator);
+    void (*zero_grads)(void *impl);
+    void (*reset_state)(void *impl);
+    /* Draw the dropout masks of training step `step` (NULL: the architecture has no dropout). */
+    void (*set_dropout)(void *impl, uint64_t seed, uint64_t step, int lane_offset);
+    /* The initial weights into tensors (layout order). */
+    void (*init_weights)(const fwm__model_spec *spec, uint64_t seed, float *const *tensors);
+} fwm__net_ops;
+
+struct fwm__net {
+    const fwm__net_ops *ops;
+    fwm__net_config config;
+    void *impl;                  /* fwm__tm_f32 (fwm) or fwm__lstm_tm_f32 (lstm) */
+    fwm__tensor_layout layout;   /* the flat buffers' tensors */
+    float *params, *grads;       /* [layout.total] (grads NULL when forward_only) */
+    float *state;                /* [lanes][state_size]: carried across calls */
+    size_t state_size;           /* floats per lane (fwm: h, c, F; lstm: h, c of every layer) */
+    int segment;                 /* fwm: the F checkpoint interval in use; 0 for others */
+    /* the last forward call (rows r = t * lanes + b): */
+    int len;
+    const uint32_t *x, *y;       /* [len * lanes] */
+    int n_loss_rows;
+    const int *loss_rows;        /* [n_loss_rows], increasing */
+    const float *probs;          /* [n_loss_rows][V]: softmax of the loss rows (until backward) */
+    const float *logits;         /* the same before the softmax, with keep_logits; else NULL */
+    double loss_sum, loss;       /* sum and mean cross entropy over the loss rows */
+};
+
+/* FWM_ERR_INVALID_ARGUMENT (sizes, dropout for an architecture without it, an unknown
+ * architecture), FWM_ERR_OUT_OF_MEMORY. `pool` is borrowed. */
+fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
+                           fwm_error *err);
+void fwm__net_free(fwm__net *net);
+
+/* As fwm__tm_forward / fwm__tm_backward (train_model.h) for any architecture; backward takes the
+ * gradient of loss_sum / loss_denominator (0: n_loss_rows). */
+double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
+void fwm__net_backward(fwm__net *net, long loss_denominator);
+void fwm__net_zero_grads(fwm__net *net);
+void fwm__net_reset_state(fwm__net *net);
+/* The dropout masks of training step `step` of a run seeded `seed`; lane b of this model is lane
+ * lane_offset + b of the run. A no-op for architectures or configurations without dropout. */
+void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_offset);
+/* Initial weights for `seed` into net->params (fwm-init's for the same seed and sizes). */
+void fwm__net_init_weights(fwm__net *net, uint64_t seed);
+
+/* The loss rule (fwm__is_loss_position) for this configuration. */
+int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y);
+
+#endif
