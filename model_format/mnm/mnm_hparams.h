@@ -98,7 +98,8 @@ static inline void fwm_mnm_memory_shape(const fwm_mnm_hparams *hp, uint32_t l, u
 }
 
 /* Rows of the target (backward feedback prediction) projection: one target per memory layer's
- * output, (Lm - 1) D + d_v, in layer order. */
+ * output, (Lm - 1) D + d_v, in layer order. Like every helper here it assumes checked
+ * hyperparameters (memory_layers >= 1). */
 static inline uint64_t fwm_mnm_target_rows(const fwm_mnm_hparams *hp) {
     return (uint64_t)(hp->memory_layers - 1) * hp->memory_hidden + hp->value_length;
 }
