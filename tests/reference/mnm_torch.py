@@ -103,12 +103,56 @@ def objective(hp, P, tokens, targets, loss_mask, meta_weight=DEFAULT_META_WEIGHT
     return task + meta_weight * meta, task, meta, final
 
 
-def gradients(hp, params, tokens, targets, loss_mask, meta_weight=DEFAULT_META_WEIGHT):
-    """(total, task, meta, {name: gradient as numpy float64}) from the reset state. The fixed initial
-    memory gets a gradient too (the trainer does not apply it)."""
+def gradients(hp, params, tokens, targets, loss_mask, meta_weight=DEFAULT_META_WEIGHT, prefix=None):
+    """(total, task, meta, {name: gradient as numpy float64}). The window starts from the reset
+    state, or, with `prefix` (tokens [T0, B]), from the state after reading the prefix, detached as
+    at a truncated-backpropagation boundary. The fixed initial memory gets a gradient too (through
+    the reset state; the trainer does not apply it)."""
     P = to_torch(params, requires_grad=True)
-    total, task, meta, _ = objective(hp, P, tokens, targets, loss_mask, meta_weight)
+    state = None
+    if prefix is not None:
+        with torch.no_grad():
+            _, state, _ = forward(hp, P, prefix)
+        state = detach_state(state)
+    total, task, meta, _ = objective(hp, P, tokens, targets, loss_mask, meta_weight, state)
     total.backward()
-    grads = {k: (v.grad.numpy().copy() if v.grad is not None else np.zeros(v.shape))
+    grads = {k: (v.grad.numpy().copy() if v.grad is not None else np.zeros(tuple(v.shape)))
              for k, v in P.items()}
     return float(total), float(task), float(meta), grads
+
+
+def main(argv):
+    """grads MODEL --tokens T --targets T --mask 0,1,.. [--meta-weight L] --out FILE: one lane's
+    window from the reset state; writes the gradients as little-endian float64, tensors in file
+    order, each row-major, and prints total, task and meta loss."""
+    import argparse
+    from mnm_reference import read_model
+    ap = argparse.ArgumentParser(description="MNM objective gradients by autograd")
+    ap.add_argument("cmd", choices=["grads"])
+    ap.add_argument("model")
+    ap.add_argument("--tokens", required=True)
+    ap.add_argument("--targets", required=True)
+    ap.add_argument("--mask", required=True)
+    ap.add_argument("--meta-weight", type=float, default=DEFAULT_META_WEIGHT)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    hp, _, params = read_model(a.model)
+
+    def ints(text):
+        return [int(x) for x in text.split(",") if x != ""]
+
+    toks, tgts, mask = ints(a.tokens), ints(a.targets), [bool(x) for x in ints(a.mask)]
+    if not (len(toks) == len(tgts) == len(mask)):
+        raise SystemExit("tokens, targets and mask differ in length")
+    col = lambda v: np.array(v).reshape(-1, 1)  # noqa: E731
+    total, task, meta, g = gradients(hp, params, col(toks), col(tgts), col(mask), a.meta_weight)
+    with open(a.out, "wb") as f:
+        for name, _ in tensor_list(hp):
+            f.write(g[name].astype("<f8").tobytes())
+    print(f"total {total!r} task {task!r} meta {meta!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))

@@ -212,7 +212,7 @@ def test_objective_and_gradients():
     mask = (tgts != hp["padding_token_id"]) & (np.arange(T)[:, None] % 3 == 0)
     total, task, meta, grads = tref.gradients(hp, p, toks, tgts, mask, meta_weight=2.0)
     # the numpy objective over all lanes, normalised as the spec says
-    logps, metas, n_loss, n_real = [], [], 0, 0
+    logps, metas = [], []
     for b in range(B):
         logits, _, m = ref.forward(hp, p, toks[:, b])
         lp = logits - logits.max(1, keepdims=True)
@@ -253,6 +253,48 @@ def test_objective_and_gradients():
             an = grads[name][idx]
             worst = max(worst, abs(fd - an) / max(1e-5, abs(fd), abs(an)))
     check(worst < 1e-5, f"autograd vs finite differences: worst relative error {worst:.2e}")
+    # from a carried, detached state: the gradient differs from the reset-state one, and matches
+    # finite differences of the numpy objective run over prefix + window with the prefix fixed
+    prefix = rng.integers(1, hp["vocab_size"], size=(9, B))
+    _, _, _, gp = tref.gradients(hp, p, toks, tgts, mask, meta_weight=2.0, prefix=prefix)
+    check(np.abs(gp["mnm.interact.weight"] - grads["mnm.interact.weight"]).max() > 1e-8,
+          "a carried state changes the gradient")
+    name, idx = "mnm.target.weight", (1, 2)
+
+    carried = [ref.forward(hp, p, prefix[:, b])[1] for b in range(B)]  # prefix, weights fixed
+    vals = []
+    for sgn in (1, -1):
+        q = {k: v.copy() for k, v in p.items()}
+        q[name][idx] += sgn * 1e-6
+        lps, ms = [], []
+        for b in range(B):
+            logits, _, m = ref.forward(hp, q, toks[:, b], state=carried[b])
+            lp = logits - logits.max(1, keepdims=True)
+            lp = lp - np.log(np.exp(lp).sum(1, keepdims=True))
+            lps += list(lp[np.arange(T), tgts[:, b]][mask[:, b]])
+            ms += list(m[toks[:, b] != hp["padding_token_id"]])
+        vals.append(-np.mean(lps) + 2.0 * np.mean(ms))
+    fd = (vals[0] - vals[1]) / 2e-6
+    rel = abs(fd - gp[name][idx]) / max(1e-5, abs(fd))
+    check(rel < 1e-5, f"carried-state gradient vs numpy finite differences: {rel:.2e}")
+    # the CLI writes the same gradients for one lane
+    with tempfile.TemporaryDirectory() as d:
+        vocab = ["<pad>", "<eos>"] + [f"w{k}" for k in range(hp["vocab_size"] - 2)]
+        ref.write_model(os.path.join(d, "m.gguf"), hp, vocab, p)
+        p32 = {k: v.astype(np.float32).astype(np.float64) for k, v in p.items()}
+        _, _, _, g1 = tref.gradients(hp, p32, toks[:, :1], tgts[:, :1], mask[:, :1], meta_weight=2.0)
+        csv = lambda a: ",".join(str(int(x)) for x in a)  # noqa: E731
+        r = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                         "mnm_torch.py"), "grads", os.path.join(d, "m.gguf"),
+                            "--tokens", csv(toks[:, 0]), "--targets", csv(tgts[:, 0]),
+                            "--mask", csv(mask[:, 0]), "--meta-weight", "2", "--out",
+                            os.path.join(d, "g.bin")], capture_output=True, text=True)
+        check(r.returncode == 0, "mnm_torch.py grads runs: " + r.stderr[-1000:])
+        if r.returncode == 0:
+            flat = np.fromfile(os.path.join(d, "g.bin"), dtype="<f8")
+            want = np.concatenate([g1[n].reshape(-1) for n, _ in ref.tensor_list(hp)])
+            check(flat.shape == want.shape and np.abs(flat - want).max() < 1e-12,
+                  "CLI gradients equal the library's")
 
 
 def test_file_round_trip():
