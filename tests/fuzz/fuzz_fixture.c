@@ -1,6 +1,7 @@
-/* fuzz_fixture.c - builds the fixed small model of fuzz_fixture.h. Weights follow a formula with
- * exactly representable values, w(t, i) = ((7 i + 3 t) mod 13 - 6) / 32 for element i of tensor t
- * (FWM_TENSOR_LIST order), so make_corpus.py can recompute the checksum and fingerprint. */
+/* fuzz_fixture.c - builds the fixed small models of fuzz_fixture.h (the FWM's and the LSTM's).
+ * Weights follow a formula with exactly representable values, w(t, i) = ((7 i + 3 t) mod 13 - 6) / 32
+ * for element i of tensor t (tensor-list order), so make_corpus.py can recompute the FWM's checksum
+ * and fingerprint. */
 #include "fuzz_fixture.h"
 
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "fwm_hparams.h"
 #include "fwm_schema.h"
+#include "lstm/lstm_hparams.h"
 
 /* Lower-case and without white space, so that tokenizing the token texts joined by spaces gives
  * the same ids back (fuzz_tokenize.c relies on it). Ids are positions. */
@@ -46,7 +48,45 @@ static void fail(const char *what, const fwm_error *err) {
     abort();
 }
 
-/* Write the model into a fresh temporary directory, load it fully into memory, remove both. */
+/* w(t, i) of the header comment, for `count` elements of tensor t. */
+static float *formula_tensor(uint64_t count, uint64_t t) {
+    float *x = malloc((count ? count : 1) * sizeof(float));
+    if (!x) fail("out of memory", NULL);
+    for (uint64_t i = 0; i < count; i++) x[i] = (float)((int)((7 * i + 3 * t) % 13) - 6) / 32.0f;
+    return x;
+}
+
+typedef fwm_status (*writer)(const char *path, const void *spec, fwm_error *err);
+
+static fwm_status write_fwm(const char *path, const void *spec, fwm_error *err) {
+    return fwm_model_write(path, spec, err);
+}
+
+static fwm_status write_lstm(const char *path, const void *spec, fwm_error *err) {
+    return fwm_lstm_model_write(path, spec, err);
+}
+
+/* Write a model into a fresh temporary directory, load it fully into memory, remove both. */
+static fwm_model *write_and_load(writer write, const void *spec) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/fwm-fuzz-fixture-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(dir)) fail("cannot create a temporary directory", NULL);
+    snprintf(path, sizeof path, "%s/fixture.gguf", dir);
+    fwm_error err;
+    fwm_model *model = NULL;
+    fwm_status status = write(path, spec, &err);
+    if (status == FWM_OK) {
+        fwm_model_params params = fwm_model_default_params();
+        params.use_mmap = false;
+        status = fwm_model_load(path, &params, &model, &err);
+    }
+    unlink(path);
+    rmdir(dir);
+    if (status != FWM_OK) fail(path, &err);
+    return model;
+}
+
 static fwm_model *build(void) {
     fwm_hparams hparams = fixture_hparams();
     const fwm_hparams *hp = &hparams;
@@ -61,32 +101,41 @@ static fwm_model *build(void) {
     spec.name = "fuzz fixture";
     spec.tokens = fixture_vocabulary;
     float *tensors[FWM_TENSOR_COUNT] = {0};
-    for (int t = 0; t < FWM_TENSOR_COUNT; t++) {
-        tensors[t] = malloc(elements[t] * sizeof(float));
-        if (!tensors[t]) fail("out of memory", NULL);
-        for (uint64_t i = 0; i < elements[t]; i++)
-            tensors[t][i] = (float)((int)((7 * i + 3 * (uint64_t)t) % 13) - 6) / 32.0f;
-        spec.tensors[t] = tensors[t];
-    }
-
-    const char *tmp = getenv("TMPDIR");
-    char dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s/fwm-fuzz-fixture-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(dir)) fail("cannot create a temporary directory", NULL);
-    snprintf(path, sizeof path, "%s/fixture.gguf", dir);
-
-    fwm_error err;
-    fwm_model *model = NULL;
-    fwm_status status = fwm_model_write(path, &spec, &err);
-    if (status == FWM_OK) {
-        fwm_model_params params = fwm_model_default_params();
-        params.use_mmap = false;
-        status = fwm_model_load(path, &params, &model, &err);
-    }
-    unlink(path);
-    rmdir(dir);
+    for (int t = 0; t < FWM_TENSOR_COUNT; t++) spec.tensors[t] = tensors[t] = formula_tensor(elements[t], (uint64_t)t);
+    fwm_model *model = write_and_load(write_fwm, &spec);
     for (int t = 0; t < FWM_TENSOR_COUNT; t++) free(tensors[t]);
-    if (status != FWM_OK) fail(path, &err);
+    return model;
+}
+
+static fwm_model *build_lstm(void) {
+    fwm_lstm_write_spec spec;
+    memset(&spec, 0, sizeof spec);
+    fwm_lstm_hparams_defaults(&spec.hp);
+    spec.hp.vocab_size = (uint32_t)FIXTURE_V;
+    spec.hp.embedding_length = 5;
+    spec.hp.hidden_size = 4;
+    spec.hp.layer_count = 2;
+    spec.hp.residual = true;
+    spec.hp.padding_token_id = 0;
+    spec.hp.eos_token_id = 1;
+    spec.name = "fuzz fixture (lstm)";
+    spec.tokens = fixture_vocabulary;
+    size_t count = fwm_lstm_tensor_count(&spec.hp);
+    float *tensors[FWM_LSTM_MAX_TENSORS] = {0};
+    for (size_t t = 0; t < count; t++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(&spec.hp, t, name, &rows, &cols);
+        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
+    }
+    fwm_model *model = write_and_load(write_lstm, &spec);
+    for (size_t t = 0; t < count; t++) free(tensors[t]);
+    return model;
+}
+
+const fwm_model *fuzz_fixture_lstm_model(void) {
+    static fwm_model *model;
+    if (!model) model = build_lstm();
     return model;
 }
 

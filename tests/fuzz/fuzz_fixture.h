@@ -16,4 +16,9 @@
  * since nothing can be fuzzed without it. Not thread-safe (fuzz targets run on one thread). */
 const fwm_model *fuzz_fixture_model(void);
 
+/* The LSTM baseline's fixture (architecture `lstm`): the same vocabulary, E = 5, H = 4, two residual
+ * layers, weights by the same formula; built and kept the same way. Its session blobs are version 2
+ * with L = 2 and H = 4 (make_corpus.py writes such seeds). */
+const fwm_model *fuzz_fixture_lstm_model(void);
+
 #endif

@@ -1,6 +1,7 @@
 /* fuzz_state_import.c - fuzz target: any bytes as a session state blob for a valid model.
  *
- * The model is the fixed fixture (fuzz_fixture.h). Each input is imported twice into a session
+ * The models are the fixed fixtures (fuzz_fixture.h), the FWM's and the LSTM's: each input goes to
+ * a session of both (a client's `restore` may send any bytes to any model), twice into a session
  * that already holds some state:
  *   1. as it is;
  *   2. "repaired": the fingerprint field set to the model's and the trailing XXH64 recomputed, so
@@ -75,16 +76,14 @@ static int try_import(const fwm_model *model, const fwm_model_info *info, const 
     return accepted;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const fwm_model *model = fuzz_fixture_model();
+/* The input, as it is and repaired for `model`, into a session of `model`; 1 when accepted as it is. */
+static int import_both_ways(const fwm_model *model, const uint8_t *data, size_t size) {
     fwm_model_info info;
     fwm_model_get_info(model, &info);
-
     uint8_t *copy = malloc(size ? size : 1); /* exact size: overreads are caught */
     FUZZ_CHECK(copy != NULL);
     if (size) memcpy(copy, data, size);
-    if (try_import(model, &info, copy, size)) fuzz_inputs_accepted++;
-
+    int accepted = try_import(model, &info, copy, size);
     if (size >= BLOB_MIN_BYTES) {
         for (int i = 0; i < 8; i++) copy[8 + i] = (uint8_t)(info.fingerprint >> (8 * i));
         uint64_t sum = fwm__xxh64(copy, size - 8, 0);
@@ -92,5 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         try_import(model, &info, copy, size);
     }
     free(copy);
+    return accepted;
+}
+
+/* Every input goes to a session of each architecture: a client's `restore` may send any bytes to
+ * any model. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (import_both_ways(fuzz_fixture_model(), data, size)) fuzz_inputs_accepted++;
+    if (import_both_ways(fuzz_fixture_lstm_model(), data, size)) fuzz_inputs_accepted++;
     return 0;
 }

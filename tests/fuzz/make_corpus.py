@@ -11,7 +11,9 @@ inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, a
                  same for the LSTM baseline (`lstm-*`, docs/FORMAT.md section 7).
   state_import/  state blobs for the fixture model of fuzz_fixture.c (valid ones, whose fingerprint
                  this script recomputes from the same hyperparameters, vocabulary and weight
-                 formula, and damaged ones), and LSTM (version-2) blobs it must refuse.
+                 formula, and damaged ones), and LSTM (version-2) blobs, valid for the LSTM
+                 fixture (whose FWMFP2 fingerprint tests/reference/lstm_reference.py computes)
+                 and refused by the FWM's.
   tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
 
 GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
@@ -399,7 +401,27 @@ def state_import_corpus():
     lstm += struct.pack("<16f", *[0.25] * 16)
     files["bad-lstm-blob"] = lstm + struct.pack("<Q", xxhash.xxh64(lstm).intdigest())
     files["bad-lstm-blob-checksum"] = lstm + struct.pack("<Q", 7)
+    # blobs of the LSTM fixture (fuzz_fixture_lstm_model): accepted there, refused by the FWM's
+    rng = random.Random(7)
+    for name, position, values in (("valid-lstm-zero", 0, [0.0] * 16),
+                                   ("valid-lstm-random", 9, [round(rng.uniform(-2, 2), 4) for _ in range(16)])):
+        body = (b"FWMS" + struct.pack("<IQ", 2, lstm_fixture_fingerprint()) + b"lstm\0\0\0\0"
+                + struct.pack("<QII", position, 2, 4) + struct.pack("<16f", *values))
+        files[name] = body + struct.pack("<Q", xxhash.xxh64(body).intdigest())
     return files
+
+
+def lstm_fixture_fingerprint():
+    """FWMFP2 of fuzz_fixture.c's LSTM (E 5, H 4, two residual layers), by the independent reference."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+    import lstm_reference
+    hp = dict(vocab_size=len(FIXTURE_TOKENS), embedding_length=5, hidden_size=4, layer_count=2, residual=True,
+              forget_bias=1.0, padding_token_id=0, eos_token_id=1)
+    raw = []
+    for t, (_, shape) in enumerate(lstm_reference.tensor_list(hp)):
+        n = shape[0] * (shape[1] if len(shape) > 1 else 1)
+        raw.append(struct.pack(f"<{n}f", *[((7 * i + 3 * t) % 13 - 6) / 32 for i in range(n)]))
+    return lstm_reference.fingerprint_of(hp, FIXTURE_TOKENS, lstm_reference.checksum_of(raw))
 
 
 def tokenize_corpus():
