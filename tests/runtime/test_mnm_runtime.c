@@ -586,11 +586,10 @@ static void export_import(void) {
         CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
         CHECK_CONTAINS(err.message, "implies 0 bytes");
     }
-    /* dims of another model with the same size: d_k and D swapped gives [3, 4] + [2, 3]: not the
-     * same size; H 5 and d_v 2 swapped (H 2, d_v 5... ) would move floats: refused by the dims */
+    /* H 4 and d_v 4: the same 2 H + d_v, but a larger memory ([4, 3] and [4, 4]): refused by size */
     memcpy(copy, blob, size);
-    copy[32] = 4; /* H 4 */
-    copy[40] = 4; /* d_v 4: 2 H + d_v the same, the memory [4, 3] + [4, 4] larger */
+    copy[32] = 4;
+    copy[40] = 4;
     reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* non-finite values, named by where they are */
