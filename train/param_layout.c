@@ -56,6 +56,32 @@ uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
     return spec->arch == FWM_ARCH_LSTM ? spec->lstm.eos_token_id : spec->fwm.eos_token_id;
 }
 
+/* Offsets, sizes and totals from the rows and columns (the rule of fwm__param_layout_init). */
+static void layout_finish(fwm__tensor_layout *layout)
+{
+    size_t offset = 0;
+    for (size_t i = 0; i < layout->count; i++) {
+        layout->size[i] = layout->rows[i] * layout->cols[i];
+        layout->offset[i] = offset;
+        offset += (layout->size[i] + 15) / 16 * 16;
+        layout->parameter_count += layout->size[i];
+    }
+    layout->total = offset;
+}
+
+void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp)
+{
+    memset(layout, 0, sizeof *layout);
+    layout->count = fwm_mnm_tensor_count(hp);
+    for (size_t i = 0; i < layout->count; i++) {
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(hp, i, layout->names[i], &rows, &cols);
+        layout->rows[i] = (size_t)rows;
+        layout->cols[i] = (size_t)cols;
+    }
+    layout_finish(layout);
+}
+
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
     memset(layout, 0, sizeof *layout);
@@ -77,12 +103,5 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
             layout->cols[i] = fwm.cols[i];
         }
     }
-    size_t offset = 0;
-    for (size_t i = 0; i < layout->count; i++) { /* the rule of fwm__param_layout_init */
-        layout->size[i] = layout->rows[i] * layout->cols[i];
-        layout->offset[i] = offset;
-        offset += (layout->size[i] + 15) / 16 * 16;
-        layout->parameter_count += layout->size[i];
-    }
-    layout->total = offset;
+    layout_finish(layout);
 }

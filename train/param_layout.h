@@ -17,6 +17,7 @@
 #include "arch_list.h"
 #include "fwm_hparams.h"
 #include "lstm/lstm_hparams.h"
+#include "mnm/mnm_hparams.h"
 
 typedef struct fwm__param_layout {
     size_t rows[FWM_TENSOR_COUNT];   /* as FWM_TENSOR_LIST (cols = 1 for vectors) */
@@ -53,7 +54,8 @@ uint32_t fwm__spec_pad_id(const fwm__model_spec *spec);
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec);
 
 /* The most tensors any architecture has. */
-#define FWM__MAX_TENSORS (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
+#define FWM__MAX_TENSORS_2_ (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
+#define FWM__MAX_TENSORS (FWM_MNM_MAX_TENSORS > FWM__MAX_TENSORS_2_ ? FWM_MNM_MAX_TENSORS : FWM__MAX_TENSORS_2_)
 
 typedef struct fwm__tensor_layout {
     size_t count;                        /* tensors, in the architecture's file order */
@@ -67,5 +69,8 @@ typedef struct fwm__tensor_layout {
 } fwm__tensor_layout;
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec);
+
+/* The same for the MNM's tensor list (fwm_mnm_tensor_at order). */
+void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp);
 
 #endif
