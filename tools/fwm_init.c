@@ -1,6 +1,7 @@
 /* fwm_init.c - fwm-init: write a randomly initialised model file of any sizes, of the FWM (with the
- * released code's initialisation, model_format/fwm_model_init.h) or, with --arch lstm, of the LSTM
- * baseline (model_format/lstm/lstm_init.h), with a vocabulary read from a file (one token per line)
+ * released code's initialisation, model_format/fwm_model_init.h), with --arch lstm of the LSTM
+ * baseline (model_format/lstm/lstm_init.h) or with --arch mnm of the Metalearned Neural Memory
+ * baseline (model_format/mnm/mnm_init.h), with a vocabulary read from a file (one token per line)
  * or generated, and a seed. Exit status 0 on success, 1 when the model cannot be written, 2 for a
  * usage error (the reason on stderr). */
 #include <errno.h>
@@ -14,19 +15,23 @@
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
 #include "lstm/lstm_init.h"
+#include "mnm/mnm_init.h"
 
 static void usage(FILE *out) {
     fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
     fwm__hparams_defaults(&d);
     fwm_lstm_hparams l;
     fwm_lstm_hparams_defaults(&l);
+    fwm_mnm_hparams m;
+    fwm_mnm_hparams_defaults(&m);
     fprintf(out,
-            "usage: fwm-init --out PATH [--arch fwm|lstm] [options]\n"
+            "usage: fwm-init --out PATH [--arch fwm|lstm|mnm] [options]\n"
             "Write a randomly initialised model (GGUF): the FWM with the released FWM code's init,\n"
-            "or with --arch lstm the LSTM baseline (docs/MODEL.md, \"The LSTM baseline\").\n"
+            "with --arch lstm the LSTM baseline (docs/MODEL.md, \"The LSTM baseline\"), or with\n"
+            "--arch mnm the Metalearned Neural Memory baseline (docs/MODEL.md, same name).\n"
             "\n"
             "  --out PATH            model file to write (required; written atomically)\n"
-            "  --arch A              fwm (default) or lstm\n"
+            "  --arch A              fwm (default), lstm or mnm\n"
             "  --vocab FILE          vocabulary, one token per line (ids in line order)\n"
             "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %" PRIu32 ")\n"
             "  --embedding E         token embedding size (default %" PRIu32 ")\n"
@@ -57,11 +62,24 @@ static void usage(FILE *out) {
             "  --layers L            stacked LSTM layers (default %" PRIu32 ")\n"
             "  --embedding E         (default %" PRIu32 ")   --hidden H (default %" PRIu32 ")\n"
             "  --residual, --no-residual  layers 2.. add their input to their output (default %s)\n"
+            "  --forget-bias X       (default %g)\n"
+            "\n"
+            "With --arch mnm: the same FWM-only flags and --residual do not apply, and these do\n"
+            "(defaults: the FWM paper's catbAbI MNM-p):\n"
+            "  --embedding E         (default %" PRIu32 ")   --hidden H controller (default %" PRIu32 ")\n"
+            "  --heads N             read and write heads (default %" PRIu32 ")\n"
+            "  --key-length K        keys and the rate vector (default %" PRIu32 ")\n"
+            "  --value-length V      values and the read-out (default %" PRIu32 ")\n"
+            "  --memory-hidden D     the memory net's hidden layers (default %" PRIu32 ")\n"
+            "  --memory-layers L     the memory net's weight matrices (default %" PRIu32 ")\n"
+            "  --output-length O     the controller's output y (default %" PRIu32 ")\n"
             "  --forget-bias X       (default %g)\n",
             d.vocab_size, d.embedding_length, d.hidden_size, d.memory_s, d.memory_r, d.memory_t,
             d.read_count, d.residual ? " (default)" : "", d.residual ? "" : " (default)",
             (double)d.forget_bias, (double)d.beta_bias, (double)d.layer_norm_eps, l.layer_count,
-            l.embedding_length, l.hidden_size, l.residual ? "on" : "off", (double)l.forget_bias);
+            l.embedding_length, l.hidden_size, l.residual ? "on" : "off", (double)l.forget_bias,
+            m.embedding_length, m.hidden_size, m.head_count, m.key_length, m.value_length,
+            m.memory_hidden, m.memory_layers, m.output_length, (double)m.forget_bias);
 }
 
 static int parse_u64(const char *flag, const char *text, uint64_t low, uint64_t high,
@@ -306,6 +324,59 @@ static int write_lstm(const char *out, const fwm_lstm_hparams *hp, const vocabul
     return 0;
 }
 
+/* --arch mnm: check, initialise and write; returns the exit status. */
+static int write_mnm(const char *out, const fwm_mnm_hparams *hp, const vocabulary *vocab,
+                     const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
+                     size_t prime_count) {
+    fwm_error err;
+    if (fwm_mnm_hparams_check(hp, &err) ||
+        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
+                         FWM_ERR_INVALID_ARGUMENT, &err)) {
+        fprintf(stderr, "fwm-init: %s\n", err.message);
+        return 2;
+    }
+    size_t n = fwm_mnm_tensor_count(hp);
+    uint64_t parameters = 0, counts[FWM_MNM_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) {
+        char tensor[48];
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(hp, i, tensor, &rows, &cols);
+        counts[i] = rows * cols;
+        parameters += counts[i];
+    }
+    float *weights = NULL;
+    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
+        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
+        return 1;
+    }
+    float *tensors[FWM_MNM_MAX_TENSORS];
+    fwm_mnm_write_spec spec = {.hp = *hp,
+                               .name = name,
+                               .tokens = (const char *const *)vocab->tokens,
+                               .has_prime_tokens = has_prime,
+                               .prime_tokens = prime_ids,
+                               .prime_count = prime_count};
+    float *next = weights;
+    for (size_t i = 0; i < n; i++) tensors[i] = next, spec.tensors[i] = next, next += counts[i];
+    fwm__mnm_init_weights(hp, seed, tensors);
+    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
+    spec.extra = extra;
+    spec.extra_count = 3;
+    fwm_status st = fwm_mnm_model_write(out, &spec, &err);
+    free(weights);
+    if (st) {
+        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
+        return 1;
+    }
+    printf("wrote %s: mnm V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 " heads=%" PRIu32 " d_k=%" PRIu32
+           " d_v=%" PRIu32 " D=%" PRIu32 " L_m=%" PRIu32 " d_o=%" PRIu32 ", %" PRIu64
+           " floats (%" PRIu64 " in the fixed initial memory), seed %" PRIu64 "\n",
+           out, hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->head_count,
+           hp->key_length, hp->value_length, hp->memory_hidden, hp->memory_layers, hp->output_length,
+           parameters, fwm_mnm_memory_elements(hp), seed);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     fwm_hparams hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
     fwm__hparams_defaults(&hp);
@@ -320,6 +391,11 @@ int main(int argc, char **argv) {
     fwm_lstm_hparams_defaults(&lhp);
     const char *fwm_only = NULL;   /* the first flag given that only the FWM has */
     int layers_given = 0;          /* --layers, which only the LSTM has */
+    int mnm = 0;                   /* --arch mnm */
+    fwm_mnm_hparams mhp;           /* its sizes: the defaults, then the flags that apply */
+    fwm_mnm_hparams_defaults(&mhp);
+    const char *mnm_only = NULL;   /* the first flag given that only the MNM has */
+    int residual_given = 0;        /* --residual or --no-residual, which the MNM lacks */
 
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
@@ -328,11 +404,11 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (strcmp(flag, "--residual") == 0) {
-            hp.residual = lhp.residual = true;
+            hp.residual = lhp.residual = true, residual_given = 1;
             continue;
         }
         if (strcmp(flag, "--no-residual") == 0) {
-            hp.residual = lhp.residual = false;
+            hp.residual = lhp.residual = false, residual_given = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -347,28 +423,49 @@ int main(int argc, char **argv) {
                                                 "--write-scale", "--layer-norm-eps"};
         for (size_t k = 0; k < sizeof fwm_flags / sizeof fwm_flags[0] && !fwm_only; k++)
             if (strcmp(flag, fwm_flags[k]) == 0) fwm_only = fwm_flags[k];
+        static const char *const mnm_flags[] = {"--heads", "--key-length", "--value-length",
+                                                "--memory-hidden", "--memory-layers",
+                                                "--output-length"};
+        for (size_t k = 0; k < sizeof mnm_flags / sizeof mnm_flags[0] && !mnm_only; k++)
+            if (strcmp(flag, mnm_flags[k]) == 0) mnm_only = mnm_flags[k];
         if (strcmp(flag, "--out") == 0)
             out = value;
         else if (strcmp(flag, "--arch") == 0) {
             if (strcmp(value, "lstm") == 0)
-                lstm = 1;
+                lstm = 1, mnm = 0;
+            else if (strcmp(value, "mnm") == 0)
+                lstm = 0, mnm = 1;
             else if (strcmp(value, "fwm") == 0)
-                lstm = 0;
+                lstm = 0, mnm = 0;
             else {
-                fprintf(stderr, "fwm-init: --arch: expected 'fwm' or 'lstm', found '%s'\n", value);
+                fprintf(stderr, "fwm-init: --arch: expected 'fwm', 'lstm' or 'mnm', found '%s'\n",
+                        value);
                 ok = 0;
             }
         } else if (strcmp(flag, "--layers") == 0)
             ok = parse_u32(flag, value, 1, FWM_LSTM_MAX_LAYERS, &lhp.layer_count), layers_given = 1;
+        else if (strcmp(flag, "--heads") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MNM_MAX_HEADS, &mhp.head_count);
+        else if (strcmp(flag, "--key-length") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &mhp.key_length);
+        else if (strcmp(flag, "--value-length") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &mhp.value_length);
+        else if (strcmp(flag, "--memory-hidden") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &mhp.memory_hidden);
+        else if (strcmp(flag, "--memory-layers") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MNM_MAX_MEMORY_LAYERS, &mhp.memory_layers);
+        else if (strcmp(flag, "--output-length") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &mhp.output_length);
         else if (strcmp(flag, "--vocab") == 0)
             vocab_path = value;
         else if (strcmp(flag, "--vocab-size") == 0)
             ok = parse_u32(flag, value, 2, FWM_MAX_VOCAB_SIZE, &vocab_size);
         else if (strcmp(flag, "--embedding") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.embedding_length),
-            lhp.embedding_length = hp.embedding_length;
+            lhp.embedding_length = mhp.embedding_length = hp.embedding_length;
         else if (strcmp(flag, "--hidden") == 0)
-            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size), lhp.hidden_size = hp.hidden_size;
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size),
+            lhp.hidden_size = mhp.hidden_size = hp.hidden_size;
         else if (strcmp(flag, "--memory-s") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.memory_s);
         else if (strcmp(flag, "--memory-r") == 0)
@@ -394,7 +491,8 @@ int main(int argc, char **argv) {
         else if (strcmp(flag, "--eos-token") == 0)
             eos_token = value, eos_given = 1;
         else if (strcmp(flag, "--forget-bias") == 0)
-            ok = parse_float(flag, value, &hp.forget_bias), lhp.forget_bias = hp.forget_bias;
+            ok = parse_float(flag, value, &hp.forget_bias),
+            lhp.forget_bias = mhp.forget_bias = hp.forget_bias;
         else if (strcmp(flag, "--beta-bias") == 0)
             ok = parse_float(flag, value, &hp.beta_bias);
         else if (strcmp(flag, "--write-scale") == 0)
@@ -417,8 +515,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fwm-init: --out PATH is required (see --help)\n");
         return 2;
     }
-    if (lstm && fwm_only) {
+    if ((lstm || mnm) && fwm_only) {
         fprintf(stderr, "fwm-init: %s applies to --arch fwm only\n", fwm_only);
+        return 2;
+    }
+    if (!mnm && mnm_only) {
+        fprintf(stderr, "fwm-init: %s applies to --arch mnm only\n", mnm_only);
+        return 2;
+    }
+    if (mnm && residual_given) {
+        fprintf(stderr, "fwm-init: --residual and --no-residual do not apply to --arch mnm\n");
         return 2;
     }
     if (!lstm && layers_given) {
@@ -456,6 +562,13 @@ int main(int argc, char **argv) {
         lhp.padding_token_id = hp.padding_token_id;
         lhp.eos_token_id = hp.eos_token_id;
         status = write_lstm(out, &lhp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        goto done;
+    }
+    if (mnm) {
+        mhp.vocab_size = hp.vocab_size;
+        mhp.padding_token_id = hp.padding_token_id;
+        mhp.eos_token_id = hp.eos_token_id;
+        status = write_mnm(out, &mhp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
         goto done;
     }
     if (fwm__hparams_check(&hp, FWM_ERR_INVALID_ARGUMENT, &err) ||

@@ -405,7 +405,17 @@ def main():
         open(dup, "w").write("<pad>\n<eos>\n\nmary\n")
         init_refused(["--out", out, "--vocab", dup], "line 3: empty token")
         init_refused(["--out", out, "--vocab", os.path.join(tmp, "none.txt")], "cannot open")
-        init_refused(["--out", out, "--arch", "mnm"], "--arch: expected 'fwm' or 'lstm', found 'mnm'")
+        init_refused(["--out", out, "--arch", "ntm"], "--arch: expected 'fwm', 'lstm' or 'mnm', found 'ntm'")
+        init_refused(["--out", out, "--arch", "mnm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
+        init_refused(["--out", out, "--arch", "mnm", "--layers", "2"], "--layers applies to --arch lstm only")
+        init_refused(["--out", out, "--arch", "mnm", "--residual"],
+                     "--residual and --no-residual do not apply to --arch mnm")
+        init_refused(["--out", out, "--heads", "2"], "--heads applies to --arch mnm only")
+        init_refused(["--out", out, "--arch", "lstm", "--memory-layers", "2"],
+                     "--memory-layers applies to --arch mnm only")
+        init_refused(["--out", out, "--arch", "mnm", "--memory-layers", "17"],
+                     "--memory-layers: expected an integer from 1 to 16")
+        init_refused(["--out", out, "--arch", "mnm", "--heads", "0"], "--heads: expected an integer from 1 to 64")
         init_refused(["--out", out, "--arch", "lstm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
         init_refused(["--out", out, "--arch", "lstm", "--layers", "17"], "--layers: expected an integer from 1 to 16")
         init_refused(["--out", out, "--layers", "0"], "--layers: expected an integer from 1 to 16, found '0'")

@@ -1,0 +1,95 @@
+/* mnm_schema.c - the `mnm` schema: keys, vocabulary, prime tokens, tensors, checksum and the
+ * FWMFP2 fingerprint (mnm_schema.h), written with the parts every architecture shares. */
+#include "mnm/mnm_schema.h"
+
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "schema_common.h"
+#include "xxhash64.h"
+
+/* Every key of FWM_MNM_HPARAM_LIST, in list order, then the ranges. */
+static fwm_status read_hparams(const fwm_gguf_file *f, void *schema, uint32_t *vocab_size, uint32_t *eos,
+                               fwm_error *err) {
+    fwm_mnm_hparams *hp = &((fwm_mnm_schema *)schema)->hp;
+    fwm_status st;
+#define HPARAM_GET_(field, key, kind, def, low, high) \
+    if ((st = FWM_SCHEMA_GET_##kind(f, key, &hp->field))) return st;
+    FWM_MNM_HPARAM_LIST(HPARAM_GET_)
+#undef HPARAM_GET_
+    if ((st = fwm__mnm_hparams_check(hp, FWM_ERR_FORMAT, err))) return st;
+    *vocab_size = hp->vocab_size;
+    *eos = hp->eos_token_id;
+    return FWM_OK;
+}
+
+static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *err) {
+    fwm_mnm_schema *out = schema;
+    char names[FWM_MNM_MAX_TENSORS][48];
+    const char *list[FWM_MNM_MAX_TENSORS];
+    out->tensor_count = fwm_mnm_tensor_count(&out->hp);
+    for (size_t i = 0; i < out->tensor_count; i++) {
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(&out->hp, i, names[i], &rows, &cols);
+        list[i] = names[i];
+        fwm_status st = fwm__schema_read_tensor(f, names[i], rows, cols,
+                                                fwm__mnm_tensor_is_matrix(&out->hp, i),
+                                                &out->tensors[i], err);
+        if (st) return st;
+    }
+    return fwm__schema_no_other_tensors(f, list, out->tensor_count, "mnm", err);
+}
+
+static const fwm_schema_kind kind = {"mnm", "mnm.vocab_size", read_hparams, read_tensors};
+
+fwm_status fwm_mnm_schema_parse(const void *buf, size_t size, fwm_mnm_schema *out, fwm_error *err) {
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_mnm_schema_parse: out is NULL");
+    memset(out, 0, sizeof *out);
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(out);
+    fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &common, err);
+    if (st) fwm_mnm_schema_release(out);
+    return st;
+}
+
+void fwm_mnm_schema_release(fwm_mnm_schema *schema) {
+    if (!schema) return;
+    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(schema);
+    fwm__schema_release_common(&common, schema->hp.vocab_size);
+    memset(schema, 0, sizeof *schema);
+}
+
+uint64_t fwm_mnm_schema_checksum(const fwm_mnm_schema *schema) {
+    fwm__xxh64_state state;
+    fwm__xxh64_init(&state, 0);
+    for (size_t i = 0; i < schema->tensor_count; i++)
+        fwm__xxh64_update(&state, schema->tensors[i].data, (size_t)schema->tensors[i].n_bytes);
+    return fwm__xxh64_digest(&state);
+}
+
+int fwm__mnm_tensor_is_matrix(const fwm_mnm_hparams *hp, size_t i) {
+    size_t mem_end = FWM_MNM_HEAD_TENSORS + (size_t)hp->memory_layers;
+    if (i < FWM_MNM_HEAD_TENSORS) return i == 0 || i == 1 || i == 2 || i == 4 || i == 6 || i == 8;
+    if (i < mem_end) return 1;                 /* mnm.memory.N.init */
+    return i == mem_end || i == mem_end + 2; /* mnm.out.weight, output.weight; not their biases */
+}
+
+/* The list's kinds as fingerprint bytes: 4 little-endian bytes each. */
+#define FP_U32(state, value) fwm__fp_u32(state, value)
+#define FP_TOKEN(state, value) fwm__fp_u32(state, value)
+#define FP_F32(state, value) fwm__fp_f32(state, value)
+
+uint64_t fwm_mnm_fingerprint(const fwm_mnm_hparams *hp, const char *const *tokens,
+                              const uint32_t *token_lengths, uint64_t checksum) {
+    fwm__xxh64_state state;
+    fwm__xxh64_init(&state, 0);
+    fwm__xxh64_update(&state, "FWMFP2", 6);
+    fwm__fp_u32(&state, 3);
+    fwm__xxh64_update(&state, "mnm", 3);
+#define FWM_MNM_FP_(field, key, kind, def, low, high) FP_##kind(&state, hp->field);
+    FWM_MNM_HPARAM_LIST(FWM_MNM_FP_)
+#undef FWM_MNM_FP_
+    fwm__fp_vocabulary(&state, hp->vocab_size, tokens, token_lengths);
+    fwm__fp_u64(&state, checksum);
+    return fwm__xxh64_digest(&state);
+}

@@ -1,0 +1,483 @@
+/* test_mnm_format.c - the `mnm` architecture in the model format: fwm_mnm_model_write round
+ * trip (hyperparameters, vocabulary, prime tokens, tensors bit-exact, checksum, the fixed initial
+ * memory stored like any tensor), the FWMFP2 fingerprint recomputed here from its definition in
+ * docs/FORMAT.md, the hyperparameter checks, the initialisation's ranges, F16/BF16 tensors, and the
+ * schema's refusals by name (missing keys, wrong key types, wrong shapes, extra tensors). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "arch_list.h"
+#include "check.h"
+#include "fwm_alloc.h"
+#include "gguf_writer.h"
+#include "mnm/mnm_init.h"
+#include "mnm/mnm_schema.h"
+#include "xxhash64.h"
+
+static char dir[256];
+static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "garden", "n,w"};
+
+static fwm_mnm_hparams small_hparams(void) {
+    fwm_mnm_hparams hp;
+    fwm_mnm_hparams_defaults(&hp);
+    hp.vocab_size = 7;
+    hp.embedding_length = 5;
+    hp.hidden_size = 3;
+    hp.head_count = 2;
+    hp.key_length = 4;
+    hp.value_length = 2;
+    hp.memory_hidden = 6;
+    hp.memory_layers = 2;
+    hp.output_length = 3;
+    hp.forget_bias = 0.5f;
+    return hp;
+}
+
+/* Tensors filled with distinct values (owned by the caller: free data). */
+static float *fill_tensors(const fwm_mnm_hparams *hp, fwm_mnm_write_spec *spec) {
+    size_t total = 0, n = fwm_mnm_tensor_count(hp);
+    uint64_t rows, cols;
+    char name[48];
+    for (size_t i = 0; i < n; i++) {
+        fwm_mnm_tensor_at(hp, i, name, &rows, &cols);
+        total += rows * cols;
+    }
+    float *data = malloc(total * sizeof *data);
+    for (size_t k = 0; k < total; k++) data[k] = (float)k * 0.01f - 1.0f;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        fwm_mnm_tensor_at(hp, i, name, &rows, &cols);
+        spec->tensors[i] = data + at;
+        at += rows * cols;
+    }
+    return data;
+}
+
+static const char *path_in_dir(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+static uint8_t *read_whole(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+static void le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* FWMFP2 written out from docs/FORMAT.md, byte by byte. */
+static uint64_t expected_fingerprint(const fwm_mnm_hparams *hp, uint64_t checksum) {
+    uint8_t buf[4096];
+    size_t n = 0;
+    memcpy(buf, "FWMFP2", 6), n += 6;
+    le32(buf + n, 3), n += 4;
+    memcpy(buf + n, "mnm", 3), n += 3;
+    uint32_t fb;
+    memcpy(&fb, &hp->forget_bias, 4);
+    uint32_t fields[12] = {hp->vocab_size,    hp->embedding_length, hp->hidden_size,
+                           hp->head_count,    hp->key_length,       hp->value_length,
+                           hp->memory_hidden, hp->memory_layers,    hp->output_length,
+                           fb,                hp->padding_token_id, hp->eos_token_id};
+    for (int i = 0; i < 12; i++) le32(buf + n, fields[i]), n += 4;
+    le32(buf + n, hp->vocab_size), n += 4;
+    for (uint32_t i = 0; i < hp->vocab_size; i++) {
+        uint32_t len = (uint32_t)strlen(vocabulary[i]);
+        le32(buf + n, len), n += 4;
+        memcpy(buf + n, vocabulary[i], len), n += len;
+    }
+    for (int i = 0; i < 8; i++) buf[n++] = (uint8_t)(checksum >> (8 * i));
+    return fwm__xxh64(buf, n, 0);
+}
+
+static void round_trip(void) {
+    fwm_mnm_hparams hp = small_hparams();
+    fwm_mnm_write_spec spec = {.hp = hp, .name = "tiny mnm", .tokens = vocabulary};
+    float *data = fill_tensors(&hp, &spec);
+    const uint32_t prime[2] = {1, 4};
+    spec.has_prime_tokens = true, spec.prime_tokens = prime, spec.prime_count = 2;
+    const fwm_write_kv extra[1] = {{.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U32, .value.u32 = 9}};
+    spec.extra = extra, spec.extra_count = 1;
+    fwm_error err;
+    CHECK_OK(fwm_mnm_model_write(path_in_dir("a.gguf"), &spec, &err), err);
+    size_t size = 0;
+    uint8_t *file = read_whole(path_in_dir("a.gguf"), &size);
+    CHECK(file != NULL);
+    fwm_mnm_schema s;
+    CHECK_OK(fwm_mnm_schema_parse(file, size, &s, &err), err);
+    CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
+    CHECK_STR(s.name, "tiny mnm");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
+    CHECK_INT(s.prime_count, 2);
+    CHECK_INT(s.prime_tokens[1], 4);
+    CHECK_INT(s.tensor_count, 16);
+    for (size_t i = 0; i < s.tensor_count; i++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(&hp, i, name, &rows, &cols);
+        CHECK_U64(s.tensors[i].rows, rows);
+        CHECK_U64(s.tensors[i].cols, cols);
+        CHECK(s.tensors[i].type == FWM_GGML_TYPE_F32);
+        CHECK(s.tensors[i].file_offset % 64 == 0);
+        CHECK(memcmp(s.tensors[i].data, spec.tensors[i], rows * cols * 4) == 0);
+    }
+    /* W_ih reads [e; r] (E + d_v), W_u has Nh (2 d_k + d_v) + d_k rows, the targets (Lm-1) D + d_v;
+     * the memory is [D, d_k] then [d_v, D] */
+    CHECK_U64(s.tensors[1].cols, 7);
+    CHECK_U64(s.tensors[4].rows, 24);
+    CHECK_U64(s.tensors[8].rows, 8);
+    CHECK_U64(s.tensors[10].rows, 6);
+    CHECK_U64(s.tensors[10].cols, 4);
+    CHECK_U64(s.tensors[11].rows, 2);
+    CHECK_U64(s.tensors[11].cols, 6);
+    CHECK(!fwm_mnm_tensor_trained(&hp, 10) && !fwm_mnm_tensor_trained(&hp, 11));
+    CHECK(fwm_mnm_tensor_trained(&hp, 9) && fwm_mnm_tensor_trained(&hp, 12));
+    CHECK_U64(fwm_mnm_state_floats(&hp), 2 * 3 + 2 + 24 + 12);
+    CHECK(s.has_checksum && s.checksum == fwm_mnm_schema_checksum(&s));
+    CHECK(s.has_fingerprint);
+    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
+    CHECK_U64(fwm_mnm_fingerprint(&hp, (const char *const *)s.tokens, s.token_lengths, s.checksum),
+              s.fingerprint);
+    /* a changed hyperparameter changes the fingerprint */
+    fwm_mnm_hparams other = hp;
+    other.head_count = 3;
+    CHECK(fwm_mnm_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
+          s.fingerprint);
+    /* the FWM's schema refuses it by its architecture, as before */
+    fwm_schema fs;
+    CHECK_STATUS(fwm_schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
+    CHECK_CONTAINS(err.message, "key 'general.architecture': expected \"fwm\", found \"mnm\"");
+    fwm_mnm_schema_release(&s);
+    free(file);
+    free(data);
+    unlink(path_in_dir("a.gguf"));
+}
+
+static void hparams_checks(void) {
+    fwm_mnm_hparams hp;
+    fwm_mnm_hparams_defaults(&hp);
+    CHECK_INT(hp.vocab_size, 180);
+    CHECK_INT(hp.embedding_length, 256);
+    CHECK_INT(hp.hidden_size, 256);
+    CHECK_INT(hp.head_count, 3);
+    CHECK_INT(hp.key_length, 100);
+    CHECK_INT(hp.value_length, 100);
+    CHECK_INT(hp.memory_hidden, 100);
+    CHECK_INT(hp.memory_layers, 3);
+    CHECK_INT(hp.output_length, 256);
+    CHECK(hp.forget_bias == 0.0f);
+    /* docs/MODEL.md's counts at the defaults */
+    uint64_t trained = 0, total = 0;
+    for (size_t i = 0; i < fwm_mnm_tensor_count(&hp); i++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(&hp, i, name, &rows, &cols);
+        total += rows * cols;
+        if (fwm_mnm_tensor_trained(&hp, i)) trained += rows * cols;
+    }
+    CHECK_U64(trained, 1098845);
+    CHECK_U64(total, 1128845);
+    CHECK_U64(fwm_mnm_state_floats(&hp), 30612);
+    fwm_error err;
+    CHECK_OK(fwm_mnm_hparams_check(&hp, &err), err);
+    fwm_mnm_hparams bad = hp;
+    bad.memory_layers = 0;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'mnm.memory.block_count': expected 1 to 16, found 0");
+    bad = hp, bad.memory_layers = 17;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    bad = hp, bad.head_count = 65;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'mnm.head_count': expected 1 to 64, found 65");
+    /* the memory's bound: 16 layers of 65536 x 65536 */
+    bad = hp, bad.memory_layers = 16, bad.memory_hidden = 65536;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "the memory holds");
+    bad = hp, bad.hidden_size = 0;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "mnm.hidden_size");
+    bad = hp, bad.eos_token_id = 180;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message,
+                   "key 'tokenizer.ggml.eos_token_id': expected a token id below mnm.vocab_size = 180");
+    bad = hp, bad.forget_bias = NAN;
+    CHECK_STATUS(fwm_mnm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "mnm.forget_bias");
+}
+
+static void writer_refusals(void) {
+    fwm_mnm_hparams hp = small_hparams();
+    fwm_mnm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    float *data = fill_tensors(&hp, &spec);
+    fwm_error err;
+    fwm_mnm_write_spec bad = spec;
+    bad.tensors[4] = NULL;
+    CHECK_STATUS(fwm_mnm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "tensor 'mnm.interact.weight' has no data");
+    bad = spec;
+    const char *dup[7] = {"<pad>", "<eos>", ".", "?", "john", "john", "n,w"};
+    bad.tokens = dup;
+    CHECK_STATUS(fwm_mnm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "duplicate token 'john'");
+    bad = spec;
+    const fwm_write_kv extra[1] = {{.key = "mnm.hidden_size", .kind = FWM_WRITE_KV_U32}};
+    bad.extra = extra, bad.extra_count = 1;
+    CHECK_STATUS(fwm_mnm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "extra key 'mnm.hidden_size' is written by fwm_mnm_model_write itself");
+    bad = spec;
+    const uint32_t prime[1] = {7};
+    bad.has_prime_tokens = true, bad.prime_tokens = prime, bad.prime_count = 1;
+    CHECK_STATUS(fwm_mnm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "prime token 0 is 7");
+    CHECK(access(path_in_dir("b.gguf"), F_OK) != 0);
+    free(data);
+}
+
+/* ---- hand-built files for the schema's refusals ------------------------------------------------ */
+
+typedef struct variant {
+    const char *architecture;  /* general.architecture's value */
+    const char *omit_key;      /* a key left out */
+    const char *retype_key;    /* a key written as an i32 (or u32 for strings) instead */
+    const char *omit_tensor;   /* a tensor left out */
+    const char *reshape_tensor; /* a tensor written with one more row */
+    const char *f16_tensor;    /* a tensor stored as F16 (halves of the same values) */
+    uint32_t tensor_type;      /* with type_tensor: that tensor's GGML type as stored */
+    const char *type_tensor;
+    bool extra_tensor;         /* one more tensor, "mnm.memory.9.init" */
+} variant;
+
+static void put_key(fwm_gguf_writer *w, const variant *v, const char *key, uint32_t type,
+                    uint32_t u, float f, const char *s) {
+    if (v->omit_key && strcmp(v->omit_key, key) == 0) return;
+    if (v->retype_key && strcmp(v->retype_key, key) == 0) {
+        if (type == FWM_GGUF_TYPE_STRING)
+            fwm__gguf_writer_add_u32(w, key, 1);
+        else
+            fwm__gguf_writer_add_i32(w, key, 1);
+        return;
+    }
+    switch (type) {
+    case FWM_GGUF_TYPE_UINT32: fwm__gguf_writer_add_u32(w, key, u); break;
+    case FWM_GGUF_TYPE_BOOL: fwm__gguf_writer_add_bool(w, key, u != 0); break;
+    case FWM_GGUF_TYPE_FLOAT32: fwm__gguf_writer_add_f32(w, key, f); break;
+    default: fwm__gguf_writer_add_string(w, key, s); break;
+    }
+}
+
+/* A small MNM file built key by key (not by fwm_mnm_model_write), with `v`'s damage. */
+static uint8_t *build(const variant *v, size_t *size) {
+    fwm_mnm_hparams hp = small_hparams();
+    fwm_gguf_writer w;
+    fwm__gguf_writer_init(&w, 32);
+    put_key(&w, v, "general.architecture", FWM_GGUF_TYPE_STRING, 0, 0, v->architecture ? v->architecture : "mnm");
+    put_key(&w, v, "mnm.vocab_size", FWM_GGUF_TYPE_UINT32, hp.vocab_size, 0, NULL);
+    put_key(&w, v, "mnm.embedding_length", FWM_GGUF_TYPE_UINT32, hp.embedding_length, 0, NULL);
+    put_key(&w, v, "mnm.hidden_size", FWM_GGUF_TYPE_UINT32, hp.hidden_size, 0, NULL);
+    put_key(&w, v, "mnm.head_count", FWM_GGUF_TYPE_UINT32, hp.head_count, 0, NULL);
+    put_key(&w, v, "mnm.memory.key_length", FWM_GGUF_TYPE_UINT32, hp.key_length, 0, NULL);
+    put_key(&w, v, "mnm.memory.value_length", FWM_GGUF_TYPE_UINT32, hp.value_length, 0, NULL);
+    put_key(&w, v, "mnm.memory.hidden_size", FWM_GGUF_TYPE_UINT32, hp.memory_hidden, 0, NULL);
+    put_key(&w, v, "mnm.memory.block_count", FWM_GGUF_TYPE_UINT32, hp.memory_layers, 0, NULL);
+    put_key(&w, v, "mnm.output_length", FWM_GGUF_TYPE_UINT32, hp.output_length, 0, NULL);
+    put_key(&w, v, "mnm.forget_bias", FWM_GGUF_TYPE_FLOAT32, 0, 0.5f, NULL);
+    put_key(&w, v, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0, NULL);
+    put_key(&w, v, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, 1, 0, NULL);
+    put_key(&w, v, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
+    if (!(v->omit_key && strcmp(v->omit_key, "tokenizer.ggml.tokens") == 0))
+        fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 7);
+    static float values[4096];
+    static uint16_t halves[4096];
+    for (size_t i = 0; i < 4096; i++) values[i] = 0.25f, halves[i] = 0x3400; /* 0.25 in F16 */
+    size_t n = fwm_mnm_tensor_count(&hp);
+    for (size_t i = 0; i < n + (v->extra_tensor ? 1 : 0); i++) {
+        char name[48];
+        uint64_t rows, cols;
+        int matrix;
+        if (i < n) {
+            fwm_mnm_tensor_at(&hp, i, name, &rows, &cols);
+            matrix = fwm__mnm_tensor_is_matrix(&hp, i);
+        } else {
+            snprintf(name, sizeof name, "mnm.memory.9.init"), rows = 6, cols = 6, matrix = 1;
+        }
+        if (v->omit_tensor && strcmp(v->omit_tensor, name) == 0) continue;
+        if (v->reshape_tensor && strcmp(v->reshape_tensor, name) == 0) rows++;
+        uint64_t dims[2] = {matrix ? cols : rows, rows};
+        uint32_t type = FWM_GGML_TYPE_F32;
+        const void *data = values;
+        uint64_t bytes = rows * cols * 4;
+        if (v->f16_tensor && strcmp(v->f16_tensor, name) == 0)
+            type = FWM_GGML_TYPE_F16, data = halves, bytes = rows * cols * 2;
+        if (v->type_tensor && strcmp(v->type_tensor, name) == 0) type = v->tensor_type;
+        fwm__gguf_writer_add_tensor(&w, name, matrix ? 2 : 1, dims, type, data, bytes, 0);
+    }
+    uint8_t *file = NULL;
+    fwm_error err;
+    CHECK_OK(fwm__gguf_writer_finish(&w, &file, size, NULL, &err), err);
+    fwm__gguf_writer_release(&w);
+    return file;
+}
+
+/* Parse `v`'s file: expect `status` and `needle` in the message (FWM_OK: expect success). */
+static void expect(const variant *v, fwm_status status, const char *needle) {
+    size_t size = 0;
+    uint8_t *file = build(v, &size);
+    fwm_mnm_schema s;
+    fwm_error err;
+    fwm_status st = fwm_mnm_schema_parse(file, size, &s, &err);
+    if (st != status || (needle && !strstr(err.message, needle))) {
+        fprintf(stderr, "expected %s '%s', got %s '%s'\n", fwm_status_str(status), needle ? needle : "",
+                fwm_status_str(st), st ? err.message : "");
+        check_failures++;
+    }
+    if (!st) fwm_mnm_schema_release(&s);
+    fwm__free(file);
+}
+
+static void schema_refusals(void) {
+    variant ok = {0};
+    expect(&ok, FWM_OK, NULL);
+    static const char *const keys[] = {
+        "general.architecture", "mnm.vocab_size", "mnm.embedding_length", "mnm.hidden_size",
+        "mnm.head_count", "mnm.memory.key_length", "mnm.memory.value_length",
+        "mnm.memory.hidden_size", "mnm.memory.block_count", "mnm.output_length",
+        "mnm.forget_bias", "tokenizer.ggml.padding_token_id",
+        "tokenizer.ggml.eos_token_id", "tokenizer.ggml.model", "tokenizer.ggml.tokens"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        variant v = {.omit_key = keys[k]};
+        char needle[96];
+        snprintf(needle, sizeof needle, "missing key '%s'", keys[k]);
+        expect(&v, FWM_ERR_FORMAT, needle);
+    }
+    static const struct {
+        const char *key, *found;
+    } retyped[] = {
+        {"mnm.vocab_size", "expected type u32, found i32"},
+        {"mnm.memory.block_count", "expected type u32, found i32"},
+        {"mnm.head_count", "expected type u32, found i32"},
+        {"mnm.forget_bias", "expected type f32, found i32"},
+        {"tokenizer.ggml.eos_token_id", "expected type u32, found i32"},
+        {"tokenizer.ggml.model", "expected type string, found u32"},
+        {"general.architecture", "expected type string, found u32"},
+    };
+    for (size_t k = 0; k < sizeof retyped / sizeof retyped[0]; k++) {
+        variant v = {.retype_key = retyped[k].key};
+        char needle[160];
+        snprintf(needle, sizeof needle, "key '%s': %s", retyped[k].key, retyped[k].found);
+        expect(&v, FWM_ERR_FORMAT, needle);
+    }
+    variant v = {.architecture = "fwm"};
+    expect(&v, FWM_ERR_FORMAT, "key 'general.architecture': expected \"mnm\", found \"fwm\"");
+    v = (variant){.omit_tensor = "mnm.memory.1.init"};
+    expect(&v, FWM_ERR_FORMAT, "missing tensor 'mnm.memory.1.init'");
+    v = (variant){.omit_tensor = "output.bias"};
+    expect(&v, FWM_ERR_FORMAT, "missing tensor 'output.bias'");
+    v = (variant){.reshape_tensor = "lstm.weight_ih"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'lstm.weight_ih': expected shape [12, 7], found [13, 7]");
+    v = (variant){.reshape_tensor = "mnm.interact.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'mnm.interact.weight': expected shape [24, 3], found [25, 3]");
+    v = (variant){.reshape_tensor = "mnm.rate.bias"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'mnm.rate.bias': expected shape [1], found [2]");
+    v = (variant){.reshape_tensor = "mnm.memory.0.init"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'mnm.memory.0.init': expected shape [6, 4], found [7, 4]");
+    v = (variant){.reshape_tensor = "mnm.target.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'mnm.target.weight': expected shape [8, 2], found [9, 2]");
+    v = (variant){.reshape_tensor = "mnm.out.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'mnm.out.weight': expected shape [3, 5], found [4, 5]");
+    v = (variant){.extra_tensor = true};
+    expect(&v, FWM_ERR_FORMAT, "unexpected tensor 'mnm.memory.9.init': not part of the mnm schema");
+    v = (variant){.f16_tensor = "mnm.memory.1.init"};
+    expect(&v, FWM_OK, NULL);
+    v = (variant){.type_tensor = "mnm.target.bias", .tensor_type = FWM_GGML_TYPE_BF16};
+    v.f16_tensor = "mnm.target.bias"; /* 2 bytes an element */
+    expect(&v, FWM_OK, NULL);
+}
+
+/* fwm__mnm_init_weights: each tensor within its documented range, deterministic per seed, the
+ * embedding normal. */
+static void init_ranges(void) {
+    fwm_mnm_hparams hp = small_hparams();
+    size_t n = fwm_mnm_tensor_count(&hp), total = 0;
+    uint64_t rows, cols, offsets[FWM_MNM_MAX_TENSORS + 1];
+    char name[48];
+    for (size_t i = 0; i < n; i++) {
+        fwm_mnm_tensor_at(&hp, i, name, &rows, &cols);
+        offsets[i] = total;
+        total += rows * cols;
+    }
+    offsets[n] = total;
+    float *a = malloc(total * sizeof *a), *b = malloc(total * sizeof *b);
+    float *ta[FWM_MNM_MAX_TENSORS], *tb[FWM_MNM_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) ta[i] = a + offsets[i], tb[i] = b + offsets[i];
+    fwm__mnm_init_weights(&hp, 7, ta);
+    fwm__mnm_init_weights(&hp, 7, tb);
+    CHECK(memcmp(a, b, total * sizeof *a) == 0);
+    fwm__mnm_init_weights(&hp, 8, tb);
+    CHECK(memcmp(a, b, total * sizeof *a) != 0);
+    /* bounds: H = 3 (controller, interaction), d_k = 4 (rate), d_v = 2 (targets), the memory's
+     * columns (4, then 6), H + d_v = 5 (W_o), d_o = 3 (W_s) */
+    const double bound[16] = {0, 1 / sqrt(3.0), 1 / sqrt(3.0), 1 / sqrt(3.0), 1 / sqrt(3.0),
+                              1 / sqrt(3.0), 0.5, 0.5, 1 / sqrt(2.0), 1 / sqrt(2.0), 0.5,
+                              1 / sqrt(6.0), 1 / sqrt(5.0), 1 / sqrt(5.0), 1 / sqrt(3.0), 1 / sqrt(3.0)};
+    double emb_max = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (uint64_t e = offsets[i]; e < offsets[i + 1]; e++) {
+            CHECK(isfinite(a[e]));
+            if (i == 0) {
+                if (fabs(a[e]) > emb_max) emb_max = fabs(a[e]);
+            } else if (fabs(a[e]) > bound[i]) {
+                fprintf(stderr, "tensor %zu element %" PRIu64 " is %g, beyond %g\n", i, e - offsets[i],
+                        (double)a[e], bound[i]);
+                check_failures++;
+            }
+        }
+    }
+    CHECK(emb_max > 0.5); /* 35 normal draws: not a narrow uniform */
+    free(a);
+    free(b);
+}
+
+static void registry(void) {
+    variant v = {.architecture = "ntm"};
+    size_t size = 0;
+    uint8_t *file = build(&v, &size);
+    fwm_arch arch;
+    fwm_error err;
+    CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "unknown architecture \"ntm\"");
+    fwm__free(file);
+}
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fwm-test-mnm-format-XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    static const check_case cases[] = {
+        {"round_trip", round_trip},
+        {"hparams_checks", hparams_checks},
+        {"writer_refusals", writer_refusals},
+        {"schema_refusals", schema_refusals},
+        {"init_ranges", init_ranges},
+        {"registry", registry},
+    };
+    int status = check_run_cases("test_mnm_format", cases, sizeof cases / sizeof cases[0]);
+    rmdir(dir);
+    return status;
+}
