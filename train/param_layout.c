@@ -35,25 +35,37 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
         *out = FWM_ARCH_FWM;
     else if (strcmp(name, "lstm") == 0)
         *out = FWM_ARCH_LSTM;
+    else if (strcmp(name, "mnm") == 0)
+        *out = FWM__ARCH_MNM;
     else
         return -1;
     return 0;
 }
 
+const char *fwm__train_arch_name(fwm_arch arch)
+{
+    return arch == FWM_ARCH_FWM ? "fwm" : arch == FWM_ARCH_LSTM ? "lstm" : arch == FWM__ARCH_MNM ? "mnm" : "?";
+}
+
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.vocab_size : spec->fwm.vocab_size;
+    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.vocab_size
+           : spec->arch == FWM__ARCH_MNM ? spec->mnm.vocab_size
+                                         : spec->fwm.vocab_size;
 }
 
 uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.padding_token_id
-                                        : spec->fwm.padding_token_id;
+    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.padding_token_id
+           : spec->arch == FWM__ARCH_MNM ? spec->mnm.padding_token_id
+                                         : spec->fwm.padding_token_id;
 }
 
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.eos_token_id : spec->fwm.eos_token_id;
+    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.eos_token_id
+           : spec->arch == FWM__ARCH_MNM ? spec->mnm.eos_token_id
+                                         : spec->fwm.eos_token_id;
 }
 
 /* Offsets, sizes and totals from the rows and columns (the rule of fwm__param_layout_init). */
@@ -84,6 +96,10 @@ void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hpara
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
+    if (spec->arch == FWM__ARCH_MNM) {
+        fwm__mnm_tensor_layout_init(layout, &spec->mnm);
+        return;
+    }
     memset(layout, 0, sizeof *layout);
     if (spec->arch == FWM_ARCH_LSTM) {
         layout->count = fwm_lstm_tensor_count(&spec->lstm);
