@@ -297,6 +297,9 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
                (size_t)tr->group_net[g - tr->group_begin]->config.lanes * tm->state_size *
                    sizeof(float));
     fwm__qa_metrics running_before = tr->running;
+    int inject_nan = tr->opt.fault_nan_step == tr->step + 1;
+    if (inject_nan)
+        tr->opt.fault_nan_step = 0; /* once */
     for (int g = tr->group_begin; g < tr->group_end; g++) {
         fwm__net *gt = tr->group_net[g - tr->group_begin];
         size_t at = (size_t)tr->group_lane[g] * (size_t)len; /* lane-major: a group's lanes are
@@ -315,7 +318,7 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
             fwm__metrics_add(&st->metrics, gt, tr->opt.qmark_id, tr->tasks + at);
         }
         fwm__net_backward_meta(gt, loss_rows, meta_rows);
-        if (tr->opt.fault_nan_step == tr->step + 1) /* tests: a gradient that is not finite */
+        if (inject_nan && g == tr->group_begin) /* tests: a gradient that is not finite */
             gt->grads[gt->layout.offset[gt->layout.count - 1]] = NAN;
         if (G > 1)
             memcpy(tr->group_grads + (size_t)g * n, gt->grads, n * sizeof(float));
@@ -361,8 +364,8 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
         if (tr->nonfinite_in_row > tr->opt.max_nonfinite)
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
                               "step %ld: %d window%s in a row with a loss or gradient that is not "
-                              "finite (last: %s%s); stopping. The parameters and the last "
-                              "checkpoint are finite; a lower --lr or --clip may help",
+                              "finite (last: %s%s); stopping. A checkpoint written before is "
+                              "finite; a lower --lr or --clip may help",
                               tr->step + 1, tr->nonfinite_in_row,
                               tr->nonfinite_in_row == 1 ? "" : "s",
                               what ? "the gradient of " : "the loss", what ? what : "");

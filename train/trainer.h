@@ -42,7 +42,8 @@ typedef struct fwm__train_options {
     int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
                                 state goes back to before it, no update); after this many in a
                                 row the run stops with an error (0: at the first) */
-    long fault_nan_step;     /* tests: the gradient of this step (1-based) is made NaN; 0 = never */
+    long fault_nan_step;     /* tests: the gradient of this step (1-based) is made NaN, once;
+                                0 = never */
     fwm__loss_mode mode;     /* LM or QM */
     uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
     int lanes;               /* B, paper 32 */
