@@ -5,7 +5,8 @@
  * _import: dispatch.c) look the session's model up here and call its architecture's function; a
  * session's layout (state block after the header), its size and the blob size come from here too.
  * Reset, fork, prime and the model's start state are generic: a session's state is one block of
- * floats that reset zeroes and fork copies (session_internal.h).
+ * floats that reset zeroes (then the architecture's reset_state, if any, sets what is not zero at
+ * reset) and fork copies (session_internal.h).
  *
  * An architecture's table is `fwm__<prefix>_ops`, defined in runtime/<arch>/ (the FWM's in
  * fwm_ops.c over its files in runtime/), and registered by its line in FWM_ARCH_LIST. A model
@@ -39,6 +40,9 @@ typedef struct fwm_arch_ops {
     void (*lay_out)(struct fwm_session *session, float *base);
     /* The state a session holds, unpadded (fwm_model_info.session_state_floats). */
     size_t (*state_floats)(const struct fwm_model *model);
+    /* Called by a reset (and so by create) after the block is zeroed, to set the parts of the reset
+     * state that are not zero (the MNM's initial memory); NULL where the reset state is all zero. */
+    void (*reset_state)(struct fwm_session *session);
     /* Exact size of an exported blob. */
     size_t (*blob_size)(const struct fwm_model *model);
     /* As the public functions of the same names (fwm.h), for a session of this architecture. */

@@ -91,6 +91,8 @@ void fwm_session_reset(fwm_session *session) {
     session->has_pending = false;
     session->pending_s = 1.0f;
     memset(session->h, 0, session->state_bytes);
+    const fwm_arch_ops *ops = fwm__arch_ops(session->model->arch);
+    if (ops->reset_state) ops->reset_state(session);
 }
 
 /* dst takes src's position and state (same model). */

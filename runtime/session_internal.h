@@ -16,7 +16,8 @@
 /* A session is one FWM_SESSION_ALIGNMENT-aligned allocation: this struct, then its architecture's
  * state block (arch_ops.h), zeroed by a reset and copied by a fork. For the FWM: h[H], c[H],
  * F[S*R*T] (T fastest) and the pending write's k1[S], k2[R], d[T], each starting on an aligned
- * boundary. For the LSTM: h[L][H] and c[L][H] (runtime/lstm/), F and the pending write NULL.
+ * boundary. For the LSTM: h[L][H] and c[L][H] (runtime/lstm/), F and the pending write NULL. For
+ * the MNM: h[H], c[H], r[d_v] and its memory M^1..M^Lm in F (runtime/mnm/).
  *
  * The fast weights the model means are F with the last write applied: each step's write (a rank-1
  * update and a normalisation, see step.c) is kept pending and applied by the next step's one pass
@@ -26,13 +27,15 @@ struct fwm_session {
     uint64_t position;             /* tokens stepped since creation or the last reset */
     float *h;                      /* [H] LSTM hidden state ([L*H] for the LSTM architecture) */
     float *c;                      /* [H] LSTM cell state ([L*H] likewise) */
-    float *F;                      /* [S*R*T] fast weights before the pending write */
+    float *F;                      /* [S*R*T] fast weights before the pending write (the MNM's memory) */
+    float *r;                      /* the MNM's previous read-out [d_v]; NULL for the others */
     float *pending_k1;             /* [S] the pending write's key k1 */
     float *pending_k2;             /* [R] its key k2 */
     float *pending_d;              /* [T] its delta beta (v - v_old) write_scale */
     float pending_s;               /* its normalisation 1 / max(1, ||F + K d^T||) */
     bool has_pending;              /* false after create, reset and import */
-    size_t state_bytes;            /* bytes from h to the end of the block (zeroed on reset) */
+    size_t state_bytes;            /* bytes from h to the end of the block (zeroed on reset, then
+                                    * the architecture's reset_state, arch_ops.h) */
 };
 
 /* Floats rounded up so the next array starts on an FWM_SESSION_ALIGNMENT boundary. */

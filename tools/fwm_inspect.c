@@ -1,6 +1,6 @@
 /* fwm_inspect.c - fwm-inspect MODEL: print a model file's metadata, tensors, architecture,
  * parameter count and per-session state size; verify its checksum and fingerprint. Exits 0 when
- * the file is a valid model of a registered architecture ("fwm", "lstm") whose checksum (if
+ * the file is a valid model of a registered architecture ("fwm", "lstm", "mnm") whose checksum (if
  * present) and fingerprint (if present) match; 1 with the reason on stderr for a bad file or a
  * mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without loading
  * the runtime. */
@@ -15,6 +15,7 @@
 #include "fwm_schema.h"
 #include "gguf_reader.h"
 #include "lstm/lstm_schema.h"
+#include "mnm/mnm_schema.h"
 
 #define SHOWN_ELEMENTS 8     /* array elements printed before "... N more" */
 #define SHOWN_STRING_BYTES 120
@@ -258,6 +259,48 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
     return status;
 }
 
+/* The same for an `mnm` file. */
+static int print_mnm(const char *path, const uint8_t *data, size_t size) {
+    fwm_mnm_schema schema;
+    fwm_error err;
+    fwm_status st = fwm_mnm_schema_parse(data, size, &schema, &err);
+    if (st) {
+        fprintf(stderr, "fwm-inspect: %s: not a valid mnm model (%s): %s\n", path,
+                fwm_status_str(st), err.message);
+        return 1;
+    }
+    const fwm_mnm_hparams *hp = &schema.hp;
+    uint64_t parameters = 0, trained = 0;
+    for (size_t i = 0; i < schema.tensor_count; i++) {
+        uint64_t n = schema.tensors[i].rows * schema.tensors[i].cols;
+        parameters += n;
+        if (fwm_mnm_tensor_trained(hp, i)) trained += n;
+    }
+    uint64_t memory = fwm_mnm_memory_elements(hp), state_floats = fwm_mnm_state_floats(hp);
+    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("architecture: mnm (Metalearned Neural Memory baseline: controller %" PRIu32
+           ", embedding %" PRIu32 ", %" PRIu32 " head%s, keys %" PRIu32 ", values %" PRIu32
+           ", memory %" PRIu32 " layer%s of %" PRIu32 ", output %" PRIu32 ", forget bias %g, vocabulary %" PRIu32
+           ")\n",
+           hp->hidden_size, hp->embedding_length, hp->head_count, hp->head_count == 1 ? "" : "s",
+           hp->key_length, hp->value_length, hp->memory_layers, hp->memory_layers == 1 ? "" : "s",
+           hp->memory_hidden, hp->output_length, (double)hp->forget_bias, hp->vocab_size);
+    printf("parameters: %" PRIu64 "\n", parameters);
+    printf("trained: %" PRIu64 " (the rest, %" PRIu64 ", is the fixed initial memory)\n", trained,
+           parameters - trained);
+    printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h, c: 2 x %" PRIu32
+           "; r: %" PRIu32 "; memory: %" PRIu64 ")\n",
+           state_floats, state_floats * 4, hp->hidden_size, hp->value_length, memory);
+    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    uint64_t checksum = fwm_mnm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm_mnm_fingerprint(hp, (const char *const *)schema.tokens,
+                                               schema.token_lengths, checksum);
+    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
+                        schema.fingerprint, fingerprint);
+    fwm_mnm_schema_release(&schema);
+    return status;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
@@ -293,6 +336,8 @@ int main(int argc, char **argv) {
                 err.message);
     else if (arch == FWM_ARCH_LSTM)
         status = print_lstm(path, data, size);
+    else if (arch == FWM_ARCH_MNM)
+        status = print_mnm(path, data, size);
     else
         status = print_fwm(path, data, size);
     free(data);

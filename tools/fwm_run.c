@@ -1,4 +1,4 @@
-/* fwm_run.c - fwm-run: step a model (of any registered architecture: fwm, lstm) over a sentence or
+/* fwm_run.c - fwm-run: step a model (of any registered architecture: fwm, lstm, mnm) over a sentence or
  * a token list and stream each token's top-k next-word predictions to stdout; optionally dump
  * every row of logits to a file.
  *

@@ -360,13 +360,13 @@ static void schema_refusals(void) {
     v.f16_tensor = "blk.0.lstm.bias"; /* 2 bytes an element */
     expect(&v, FWM_OK, NULL);
     /* the registry: unknown architectures by name, with the known ones */
-    v = (variant){.architecture = "mnm"};
+    v = (variant){.architecture = "ntm"};
     size_t size = 0;
     uint8_t *file = build(&v, &size);
     fwm_arch arch;
     fwm_error err;
     CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
-    CHECK_CONTAINS(err.message, "key 'general.architecture': unknown architecture \"mnm\" (known: fwm, lstm)");
+    CHECK_CONTAINS(err.message, "key 'general.architecture': unknown architecture \"ntm\" (known: fwm, lstm, mnm)");
     fwm__free(file);
     CHECK_STR(fwm__arch_name(FWM_ARCH_FWM), "fwm");
     CHECK_STR(fwm__arch_name(FWM_ARCH_LSTM), "lstm");

@@ -118,6 +118,9 @@ static void round_trip(void) {
     size_t size = 0;
     uint8_t *file = read_whole(path_in_dir("a.gguf"), &size);
     CHECK(file != NULL);
+    fwm_arch arch = FWM_ARCH_COUNT;
+    CHECK_OK(fwm__arch_detect(file, size, &arch, &err), err);
+    CHECK_INT(arch, FWM_ARCH_MNM);
     fwm_mnm_schema s;
     CHECK_OK(fwm_mnm_schema_parse(file, size, &s, &err), err);
     CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
@@ -459,7 +462,8 @@ static void registry(void) {
     fwm_arch arch;
     fwm_error err;
     CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
-    CHECK_CONTAINS(err.message, "unknown architecture \"ntm\"");
+    CHECK_CONTAINS(err.message, "unknown architecture \"ntm\" (known: fwm, lstm, mnm)");
+    CHECK_STR(fwm__arch_name(FWM_ARCH_MNM), "mnm");
     fwm__free(file);
 }
 int main(void) {

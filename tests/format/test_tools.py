@@ -352,8 +352,44 @@ def main():
         changed[at:at + 4] = b"mnmx"
         open(b, "wb").write(changed)
         r = run(FWM_INSPECT, b)
-        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm)' in r.stderr,
+        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm)' in r.stderr,
               f"unknown architecture named with the known ones ({r.stderr})")
+
+        # ---- the Metalearned Neural Memory baseline (--arch mnm) ----
+        m = os.path.join(tmp, "mnm.gguf")
+        mnm_args = ["--arch", "mnm", "--vocab-size", "20", "--embedding", "8", "--hidden", "12",
+                    "--heads", "2", "--key-length", "5", "--value-length", "4", "--memory-hidden", "6",
+                    "--memory-layers", "3", "--output-length", "7", "--seed", "5"]
+        r = run(FWM_INIT, "--out", m, *mnm_args, "--prime", "<eos> .")
+        check(r.returncode == 0, f"fwm-init --arch mnm: exit 0 ({r.stderr})")
+        # the sizes: Emb, W_ih [48, 12], W_hh, b, W_u [2 (10 + 4) + 5 = 33, 12] and b_u, the rate
+        # [1, 5] and [1], the targets [2 x 6 + 4 = 16, 4] and b_q, the memory [6, 5], [6, 6], [4, 6],
+        # W_o [7, 16] and b_o, W_s [20, 7] and b_s
+        trained = (20 * 8 + 48 * 12 + 48 * 12 + 48 + 33 * 12 + 33 + 5 + 1 + 16 * 4 + 16
+                   + 7 * 16 + 7 + 20 * 7 + 20)
+        memory = 6 * 5 + 6 * 6 + 4 * 6
+        r = inspect_ok(m, trained + memory, 2 * 12 + 4 + memory, "mnm")
+        check("architecture: mnm (Metalearned Neural Memory baseline: controller 12, embedding 8, 2 heads, "
+              "keys 5, values 4, memory 3 layers of 6, output 7" in r.stdout,
+              f"inspect: the mnm architecture and sizes ({r.stdout[-700:]})")
+        check(f"trained: {trained} (the rest, {memory}, is the fixed initial memory)" in r.stdout,
+              "inspect: the trained count")
+        check("mnm.memory.2.init" in r.stdout and "checksum: verified" in r.stdout
+              and "(stored, matches)" in r.stdout, "inspect: mnm tensors listed, file verified")
+        check('session start: 2 prime tokens ["<eos>", "."]' in r.stdout, "mnm: --prime")
+        mnm_data = open(m, "rb").read()
+        run(FWM_INIT, "--out", b, *mnm_args, "--prime", "<eos> .")
+        check(open(b, "rb").read() == mnm_data, "mnm: same seed, identical file")
+        r = run(FWM_INIT, "--out", b, "--arch", "mnm", "--vocab-size", "20")
+        check(r.returncode == 0 and "(30000 in the fixed initial memory)" in r.stdout,
+              f"mnm: default sizes ({r.stdout})")
+        # docs/MODEL.md's 1,128,845 floats at V = 180, less 160 rows of Emb and W_s and of b_s
+        r = inspect_ok(b, 1128845 - 2 * 160 * 256 - 160, 30612, "mnm defaults")
+        damaged = bytearray(mnm_data)
+        damaged[-5] ^= 0x01
+        open(b, "wb").write(damaged)
+        r = run(FWM_INSPECT, b)
+        check(r.returncode == 1 and "checksum mismatch" in r.stderr, f"mnm: damaged data refused ({r.stderr})")
 
         # ---- damaged files ----
         bad = os.path.join(tmp, "bad.gguf")

@@ -8,7 +8,7 @@
  * a time (which must agree), top-k, fork, state export and import (which must round-trip), reset,
  * the primed start (the prime tokens stepped from zero give the model's start scores);
  * finally the same bytes are loaded again as a copy with the checksum (and fingerprint) verified.
- * Any registered architecture (the corpus has FWM and LSTM files).
+ * Any registered architecture (the corpus has FWM, LSTM and MNM files).
  *
  * Sessions are skipped for models whose state exceeds FUZZ_MAX_STATE_FLOATS: the loader allows up
  * to 2^26 fast weights, which is correct but would make each execution take seconds.
@@ -200,6 +200,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(info.architecture != NULL && info.layer_count >= 1);
     if (info.architecture && strcmp(info.architecture, "lstm") == 0) /* h and c of every layer */
         FUZZ_CHECK(info.session_state_floats == 2 * (size_t)info.layer_count * info.hidden_size);
+    else if (info.architecture && strcmp(info.architecture, "mnm") == 0) /* h, c, r, the memory */
+        FUZZ_CHECK(info.session_state_floats > 2 * (size_t)info.hidden_size &&
+                   info.state_blob_bytes == 64 + 4 * info.session_state_floats);
     else
         FUZZ_CHECK(info.session_state_floats ==
                    2 * (size_t)info.hidden_size +

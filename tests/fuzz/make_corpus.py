@@ -8,10 +8,11 @@ inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, a
   model_load/    small valid model files (F32 / F16 / BF16, both read policies, other layouts and
                  alignments, optional keys present or not) and damaged ones (truncated, bad header,
                  impossible counts and lengths, wrong types, shapes, checksums, bit flips); the
-                 same for the LSTM baseline (`lstm-*`, docs/FORMAT.md section 7).
+                 same for the LSTM baseline (`lstm-*`, docs/FORMAT.md section 7) and the MNM
+                 baseline (`mnm-*`).
   state_import/  state blobs for the fixture model of fuzz_fixture.c (valid ones, whose fingerprint
                  this script recomputes from the same hyperparameters, vocabulary and weight
-                 formula, and damaged ones), and LSTM (version-2) blobs it must refuse.
+                 formula, and damaged ones), and LSTM and MNM (version-2) blobs it must refuse.
   tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
 
 GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
@@ -237,6 +238,7 @@ def lstm_corpus():
         L=3, V=6, types=[GGML_F16, GGML_BF16, GGML_F32] * 4,
         extra=[("fwm.session.prime_tokens", ARRAY, (U32, [1, 2]))])
     files["lstm-bad-architecture-mnm"] = lstm_model(change={"general.architecture": (STRING, "mnm")})
+    files["lstm-bad-architecture-ntm"] = lstm_model(change={"general.architecture": (STRING, "ntm")})
     files["lstm-bad-block-count-0"] = lstm_model(change={"lstm.block_count": (U32, 0)})
     files["lstm-bad-block-count-3"] = lstm_model(change={"lstm.block_count": (U32, 3)})
     files["lstm-bad-residual-u32"] = lstm_model(change={"lstm.residual": (U32, 1)})
@@ -247,6 +249,89 @@ def lstm_corpus():
     files["lstm-bad-fingerprint"] = lstm_model(change={"fwm.fingerprint": (U64, 99)})
     for seed in range(2):
         files[f"lstm-bad-bitflips-{seed}"] = flip_bits(base, 10 + seed, 2 + seed)
+    return files
+
+
+# ---- the mnm schema (docs/FORMAT.md) -------------------------------------------------------------
+MNM_KEYS = [("V", "mnm.vocab_size"), ("E", "mnm.embedding_length"), ("H", "mnm.hidden_size"),
+            ("Nh", "mnm.head_count"), ("dk", "mnm.memory.key_length"), ("dv", "mnm.memory.value_length"),
+            ("D", "mnm.memory.hidden_size"), ("Lm", "mnm.memory.block_count"), ("do", "mnm.output_length")]
+
+
+def mnm_tensor_list(hp):
+    V, E, H, Nh, dk, dv, D, Lm, do = (hp[k] for k, _ in MNM_KEYS)
+    nu, nt = Nh * (2 * dk + dv) + dk, (Lm - 1) * D + dv
+    out = [("token_embd.weight", V, E), ("lstm.weight_ih", 4 * H, E + dv), ("lstm.weight_hh", 4 * H, H),
+           ("lstm.bias", 4 * H, None), ("mnm.interact.weight", nu, H), ("mnm.interact.bias", nu, None),
+           ("mnm.rate.weight", 1, dk), ("mnm.rate.bias", 1, None), ("mnm.target.weight", nt, dv),
+           ("mnm.target.bias", nt, None)]
+    for l in range(Lm):
+        out.append((f"mnm.memory.{l}.init", dv if l + 1 == Lm else D, dk if l == 0 else D))
+    return out + [("mnm.out.weight", do, H + dv), ("mnm.out.bias", do, None), ("output.weight", V, do),
+                  ("output.bias", V, None)]
+
+
+def mnm_fingerprint(hp, tokens, checksum):
+    b = bytearray(b"FWMFP2") + struct.pack("<I", 3) + b"mnm"
+    b += b"".join(struct.pack("<I", hp[k]) for k, _ in MNM_KEYS)
+    b += struct.pack("<f", hp["forget_bias"]) + struct.pack("<III", hp["pad"], hp["eos"], hp["V"])
+    for t in tokens:
+        e = t.encode()
+        b += struct.pack("<I", len(e)) + e
+    b += struct.pack("<Q", checksum)
+    return xxhash.xxh64(bytes(b)).intdigest()
+
+
+def mnm_model(Lm=2, Nh=2, V=8, types=None, change=None, drop=(), extra=(), tensor_change=None,
+              drop_tensors=()):
+    hp = dict(V=V, E=3, H=4, Nh=Nh, dk=3, dv=2, D=3, Lm=Lm, do=3, forget_bias=0.0, pad=0, eos=1)
+    tokens = vocabulary(V)
+    shapes = mnm_tensor_list(hp)
+    rng = random.Random(V * 100 + Nh * 10 + Lm)
+    values = [[round(rng.uniform(-1, 1), 3) for _ in range(r * (c or 1))] for _, r, c in shapes]
+    types = types or [GGML_F32] * len(shapes)
+    datas = [encode(v, t) for v, t in zip(values, types)]
+    tensors = []
+    for (tname, rows, cols), t, data in zip(shapes, types, datas):
+        dims, ggml_type = ([cols, rows] if cols is not None else [rows]), t
+        if tensor_change and tname in tensor_change:
+            dims, ggml_type = tensor_change[tname]
+        tensors.append((tname, dims, ggml_type, data))
+    sum_ = xxhash.xxh64(b"".join(datas)).intdigest()
+    kvs = [("general.architecture", STRING, "mnm"), ("general.alignment", U32, 64)]
+    kvs += [(key, U32, hp[k]) for k, key in MNM_KEYS]
+    kvs += [("mnm.forget_bias", F32, 0.0), ("tokenizer.ggml.padding_token_id", U32, 0),
+            ("tokenizer.ggml.eos_token_id", U32, 1), ("tokenizer.ggml.model", STRING, "word"),
+            ("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)), ("fwm.checksum", U64, sum_),
+            ("fwm.fingerprint", U64, mnm_fingerprint(hp, tokens, sum_))]
+    kvs += list(extra)
+    if change:
+        kvs = [(k, *change[k]) if k in change else (k, t, v) for k, t, v in kvs]
+    kvs = [kv for kv in kvs if kv[0] not in drop]
+    tensors = [t for t in tensors if t[0] not in drop_tensors]
+    return gguf_file(kvs, tensors, 64)
+
+
+def mnm_corpus():
+    files = {}
+    base = mnm_model()
+    files["mnm-valid-two-layers-two-heads"] = base
+    files["mnm-valid-one-layer-one-head"] = mnm_model(Lm=1, Nh=1, V=5)
+    files["mnm-valid-three-layers-f16-bf16"] = mnm_model(
+        Lm=3, Nh=3, V=6, types=[GGML_F16, GGML_BF16, GGML_F32] * 6,
+        extra=[("fwm.session.prime_tokens", ARRAY, (U32, [1, 2]))])
+    files["mnm-bad-block-count-0"] = mnm_model(change={"mnm.memory.block_count": (U32, 0)})
+    files["mnm-bad-block-count-3"] = mnm_model(change={"mnm.memory.block_count": (U32, 3)})
+    files["mnm-bad-heads-65"] = mnm_model(change={"mnm.head_count": (U32, 65)})
+    files["mnm-bad-memory-too-big"] = mnm_model(change={"mnm.memory.hidden_size": (U32, 65536),
+                                                        "mnm.memory.block_count": (U32, 16)})
+    files["mnm-bad-forget-bias-u32"] = mnm_model(change={"mnm.forget_bias": (U32, 1)})
+    files["mnm-bad-missing-key-length"] = mnm_model(drop=("mnm.memory.key_length",))
+    files["mnm-bad-shape-memory-1"] = mnm_model(tensor_change={"mnm.memory.1.init": ([2, 3], GGML_F32)})
+    files["mnm-bad-missing-initial-memory"] = mnm_model(drop_tensors=("mnm.memory.0.init",))
+    files["mnm-bad-fingerprint"] = mnm_model(change={"fwm.fingerprint": (U64, 99)})
+    for seed in range(2):
+        files[f"mnm-bad-bitflips-{seed}"] = flip_bits(base, 20 + seed, 2 + seed)
     return files
 
 
@@ -337,6 +422,7 @@ def model_load_corpus():
     for seed in range(4):
         files[f"bad-bitflips-{seed}"] = flip_bits(base, seed, 1 + seed)
     files.update(lstm_corpus())
+    files.update(mnm_corpus())
     return files
 
 
@@ -399,6 +485,10 @@ def state_import_corpus():
     lstm += struct.pack("<16f", *[0.25] * 16)
     files["bad-lstm-blob"] = lstm + struct.pack("<Q", xxhash.xxh64(lstm).intdigest())
     files["bad-lstm-blob-checksum"] = lstm + struct.pack("<Q", 7)
+    # an MNM session's blob (version 2, runtime/mnm/mnm_state.c): H 2, d_k 2, d_v 1, D 2, one layer
+    mnm = b"FWMS" + struct.pack("<IQ", 2, fixture_fingerprint()) + b"mnm\0\0\0\0\0"
+    mnm += struct.pack("<Q6I", 5, 2, 2, 1, 2, 1, 0) + struct.pack("<7f", *[0.25] * 7)
+    files["bad-mnm-blob"] = mnm + struct.pack("<Q", xxhash.xxh64(mnm).intdigest())
     return files
 
 

@@ -2,7 +2,7 @@
 """check_live.py - compare the C runtime (through fwm-run) with the numpy references, live.
 
 What it is for: three meson tests of suite 'golden' that recompute expected logits with
-tests/reference/fwm_reference.py (and lstm_reference.py) at test time instead of trusting
+tests/reference/fwm_reference.py (and lstm_reference.py, mnm_reference.py) at test time instead of trusting
 committed numbers:
 
   check_live.py committed --fwm-run EXE --data DIR
@@ -13,7 +13,8 @@ committed numbers:
       writes a fresh random tiny model with tests/reference/gguf_writer.py (random sizes, variant,
       tensor types, order, checksum or not; the seed is drawn at random unless given, and printed)
       and compares fwm-run with the reference on a random token sequence; then the same for a
-      random tiny `lstm` model (lstm_reference.py) drawn from the same seed.
+      random tiny `lstm` model (lstm_reference.py) and a random tiny `mnm` model
+      (mnm_reference.py) drawn from the same seed.
   check_live.py c-written --fwm-run EXE --fwm-init EXE
       models written by fwm's own C writer (fwm-init): the reference must read them (and verify
       their checksum) and agree with fwm-run; one tiny model at the golden tolerance, and one of
@@ -21,9 +22,11 @@ committed numbers:
       rounding alone reaches about 1e-5 of the row's scale (three chained layer norms over F);
       then `lstm` models written by fwm-init --arch lstm (two tiny ones and the paper's LSTM
       sizes, all at the golden tolerance), whose checksum and FWMFP2 fingerprint the reference
-      checks.
-Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, and their
-session-start logits (primed=FILE) and fingerprint (fingerprint=0x...) are recomputed too.
+      checks; and `mnm` models written by fwm-init --arch mnm (two tiny ones and the FWM paper's
+      MNM sizes), likewise.
+Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, those of `mnm`
+models (arch=mnm) through mnm_reference.py, and their session-start logits (primed=FILE) and
+fingerprint (fingerprint=0x...) are recomputed too.
 
 Exits 0 on agreement, 1 on a mismatch (printing model, token position, logit index, got, want),
 77 (meson's "skipped") when numpy is not available.
@@ -48,6 +51,7 @@ import fwm_reference  # noqa: E402
 import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
 import make_golden  # noqa: E402
+import mnm_reference  # noqa: E402
 
 try:
     import xxhash  # noqa: F401
@@ -56,6 +60,28 @@ except ImportError:
     HAVE_XXHASH = False
 
 MAX_REPORTS = 10
+
+
+class MnmModel:
+    """An `mnm` file read by mnm_reference.py, with the interface check_committed uses: hp, the
+    session start (the file's fwm.session.prime_tokens, or [eos] without the key), the FWMFP2
+    fingerprint recomputed from the stored bytes (with python3-xxhash), and the logits."""
+
+    def __init__(self, path):
+        self.hp, self.vocab, self.params = mnm_reference.read_model(path, verify_checksum=HAVE_XXHASH)
+        meta, tensors = fwm_reference.read_gguf(path)
+        key = "fwm.session.prime_tokens"
+        self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
+        self.stored_checksum = meta["fwm.checksum"][1] if "fwm.checksum" in meta else None
+        self.stored_fingerprint = meta["fwm.fingerprint"][1] if "fwm.fingerprint" in meta else None
+        self.fingerprint = None
+        if HAVE_XXHASH:
+            cs = mnm_reference.checksum(self.hp, {n: tensors[n][2]
+                                                  for n, _ in mnm_reference.tensor_list(self.hp)})
+            self.fingerprint = mnm_reference.fingerprint(self.hp, self.vocab, cs)
+
+    def logits(self, tokens):
+        return mnm_reference.forward(self.hp, self.params, tokens)[0]
 
 
 def run_fwm(exe, model_path, tokens, workdir):
@@ -105,10 +131,13 @@ def check_committed(args):
             opts = dict(f.split("=", 1) for f in fields[2:])
             tokens = fwm_reference.parse_tokens(opts["tokens"])
             path = os.path.join(args.data, model_file)
-            lstm = opts.get("arch", "fwm") == "lstm"
-            if lstm:
+            arch = opts.get("arch", "fwm")
+            if arch == "lstm":
                 model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
                 live, _ = lstm_reference.compute_logits(model, tokens)
+            elif arch == "mnm":
+                model = MnmModel(path)
+                live = model.logits(tokens)
             else:
                 model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
                 live, _ = fwm_reference.compute_logits(model, tokens)
@@ -121,7 +150,10 @@ def check_committed(args):
                                 committed.reshape(-1, V) if committed.size % V == 0 else committed,
                                 live, tol / 50)
             if "primed" in opts:
-                whole, _ = lstm_reference.compute_logits(model, model.prime_tokens + tokens)
+                if arch == "mnm":
+                    whole = model.logits(model.prime_tokens + tokens)
+                else:
+                    whole, _ = lstm_reference.compute_logits(model, model.prime_tokens + tokens)
                 committed = np.fromfile(os.path.join(args.data, opts["primed"]), dtype="<f4")
                 failures += compare(f"{model_file}: committed {opts['primed']} vs live reference",
                                     committed.reshape(-1, V) if committed.size % V == 0
@@ -266,6 +298,60 @@ def check_random_lstm(args, seed):
         print(f"check_live random: FAILED; model kept in {workdir}")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
+    return check_random_mnm(args, seed)
+
+
+def random_mnm_spec(rng):
+    """A random tiny MNM spec in make_golden.py's form."""
+    Lm = int(rng.integers(1, 4))
+    type_names = ["f32", "f16", "bf16"]
+    hp = dict(V=int(rng.integers(2, len(make_golden.WORDS) + 1)), E=int(rng.integers(1, 13)),
+              H=int(rng.integers(1, 13)), Nh=int(rng.integers(1, 4)), dk=int(rng.integers(1, 9)),
+              dv=int(rng.integers(1, 9)), D=int(rng.integers(1, 9)), Lm=Lm, do=int(rng.integers(1, 13)),
+              forget_bias=float(rng.uniform(-1, 2)))
+    spec = dict(name="random-mnm", n_tokens=int(rng.integers(20, 61)), **hp)
+    names = [n for n, _ in mnm_reference.tensor_list(make_golden.mnm_writer_hp(spec)[0])]
+    spec["types"] = {n: type_names[int(rng.integers(0, 3))] for n in names}
+    spec["prime"] = None
+    return spec
+
+
+def check_random_mnm(args, seed):
+    """A random `mnm` model from the same seed (its own draws), compared the same way."""
+    workdir = tempfile.mkdtemp(prefix="fwm-golden-random-mnm-")
+    path = os.path.join(workdir, "random-mnm.gguf")
+    for attempt in range(50):
+        rng = np.random.default_rng([seed, 2000 + attempt])
+        spec = random_mnm_spec(rng)
+        hp, vocab = make_golden.mnm_writer_hp(spec)
+        weights = make_golden.make_mnm_weights(hp, rng, gain=float(rng.uniform(0.5, 3)))
+        mnm_reference.write_model(path, hp, vocab, weights, types=spec["types"])
+        model = MnmModel(path)
+        tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
+        want, facts = make_golden.analyse_mnm(model.hp, model.params, tokens, None, rng)
+        if facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION:
+            break
+    else:
+        print("check_live random: no well-conditioned mnm model in 50 draws")
+        return 1
+    desc = {k: spec[k] for k in ("V", "E", "H", "Nh", "dk", "dv", "D", "Lm", "do", "forget_bias")}
+    print(f"  mnm draw {attempt}: {desc}")
+    print(f"  types: {spec['types']}")
+    print(f"  tokens: {','.join(map(str, tokens))}")
+    print(f"  {make_golden.describe_mnm('random mnm', facts, seed)}")
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live random: {exc}\n  model kept in {workdir}")
+        return 1
+    V = spec["V"]
+    failures = compare("random mnm model: fwm-run vs reference",
+                       got.reshape(-1, V) if got.size % V == 0 else got, want,
+                       make_golden.tolerance(want))
+    if failures:
+        print(f"check_live random: FAILED; model kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
     print("check_live random: passed")
     return 0
 
@@ -318,6 +404,7 @@ def check_c_written(args):
         print(f"check_live c-written: {exc}")
         failures += 1
     failures += check_c_written_lstm(args, workdir)
+    failures += check_c_written_mnm(args, workdir)
     if failures:
         print(f"check_live c-written: FAILED; files kept in {workdir}")
         return 1
@@ -365,6 +452,63 @@ def check_c_written_lstm(args, workdir):
               f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
               f"{model.prime_tokens}")
         print(f"  {make_golden.describe_lstm(label, facts, 3)}")
+        if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
+            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
+            failures += 1
+            continue
+        try:
+            got = run_fwm(args.fwm_run, path, tokens, workdir)
+        except RuntimeError as exc:
+            print(f"check_live c-written: {exc}")
+            failures += 1
+            continue
+        V = model.hp["vocab_size"]
+        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
+                            got.reshape(-1, V) if got.size % V == 0 else got, want,
+                            make_golden.tolerance(want) * factor)
+    return failures
+
+
+# fwm-init --arch mnm cases: label, options, tolerance factor over make_golden.RTOL.
+MNM_C_CASES = [
+    ("mnm tiny, 3 memory layers, 2 heads", ["--arch", "mnm", "--vocab-size", "21", "--embedding", "9",
+                                            "--hidden", "11", "--heads", "2", "--key-length", "5",
+                                            "--value-length", "4", "--memory-hidden", "6",
+                                            "--memory-layers", "3", "--output-length", "7",
+                                            "--forget-bias", "0.75"], 1),
+    ("mnm tiny, 1 memory layer, primed", ["--arch", "mnm", "--vocab-size", "15", "--embedding", "4",
+                                          "--hidden", "6", "--heads", "1", "--key-length", "3",
+                                          "--value-length", "5", "--memory-layers", "1",
+                                          "--output-length", "4", "--prime", "<eos> . ?"], 1),
+    ("mnm paper sizes", ["--arch", "mnm", "--vocab-size", "40"], 1),
+]
+
+
+def check_c_written_mnm(args, workdir):
+    """`mnm` models written by fwm's C writer (fwm-init --arch mnm): the reference reads them,
+    verifies their checksum and FWMFP2 fingerprint, and agrees with fwm-run, from the reset state
+    (h, c, r zero, the memory at the file's initial memory); returns the number of failures."""
+    path = os.path.join(workdir, "c-written-mnm.gguf")
+    failures = 0
+    for label, options, factor in MNM_C_CASES:
+        try:
+            fwm_init(args.fwm_init, path, options + ["--seed", "3"])
+            model = MnmModel(path)
+        except (RuntimeError, fwm_reference.FormatError) as exc:
+            print(f"check_live c-written: {label}: {exc}")
+            failures += 1
+            continue
+        if HAVE_XXHASH and (model.stored_checksum is None or model.stored_fingerprint != model.fingerprint):
+            print(f"check_live c-written: {label}: fwm-init's fwm.fingerprint is missing or differs "
+                  f"from the reference's {model.fingerprint:#018x}")
+            failures += 1
+        rng = np.random.default_rng(3)
+        tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=39)]
+        want, facts = make_golden.analyse_mnm(model.hp, model.params, tokens, None, rng)
+        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
+              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
+              f"{model.prime_tokens}")
+        print(f"  {make_golden.describe_mnm(label, facts, 3)}")
         if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
             print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
             failures += 1

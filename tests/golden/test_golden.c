@@ -7,8 +7,8 @@
  * fork in the middle, batches of sessions at different positions, and loads without mmap and from
  * a misaligned buffer. Also checks the checksum reporting (present and verified, or absent) and
  * that a damaged tensor byte is caught by the checksum (or the stored fingerprint). Lines with the
- * optional fields (the lstm models' lines) also check the fingerprint the loader computes and the
- * logits from the session start (fwm_session_prime, fwm_model_start_logits).
+ * optional fields (the lstm and mnm models' lines) also check the architecture, the fingerprint the
+ * loader computes and the logits from the session start (fwm_session_prime, fwm_model_start_logits).
  *
  * Tolerance (the same rule as make_golden.py and check_live.py): a relative error of 1e-5 of the
  * row's scale, |got - want| <= 1e-5 * max(max_j |want_j|, 1e-3). A logit near zero is a sum of
@@ -421,6 +421,11 @@ static void run_entry(const char *dir, const entry *e) {
         CHECK(info.session_state_floats == 2 * (size_t)info.layer_count * info.hidden_size,
               "%s: %zu state floats, expected 2 L H = 2 * %u * %u", e->model,
               info.session_state_floats, info.layer_count, info.hidden_size);
+    if (!strcmp(arch, "mnm")) /* h, c, r and the memory; the version-2 blob's 56-byte header */
+        CHECK(info.layer_count == 1 && info.session_state_floats > 2 * (size_t)info.hidden_size &&
+                  info.state_blob_bytes == 64 + 4 * info.session_state_floats,
+              "%s: %u layers, %zu state floats, %zu blob bytes", e->model, info.layer_count,
+              info.session_state_floats, info.state_blob_bytes);
     if (e->has_fingerprint)
         CHECK(info.fingerprint == e->fingerprint,
               "%s: fingerprint %#018llx, the reference computes %#018llx", e->model,

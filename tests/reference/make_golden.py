@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make_golden.py - generate the committed tiny models (`fwm` and `lstm`) and their expected logits.
+"""make_golden.py - generate the committed tiny models (`fwm`, `lstm`, `mnm`) and their expected logits.
 
 What it is for: writing tests/golden/data/ (model files through gguf_writer.py, expected logits
 through fwm_reference.py in float64, stored as little-endian float32, and manifest.txt) from fixed
@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fwm_reference  # noqa: E402
 import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
+import mnm_reference  # noqa: E402
 
 # The tests' tolerance (tests/golden/test_golden.c and check_live.py use the same rule): a relative
 # error of 1e-5 measured against the row's scale, the largest |logit| of the row,
@@ -376,6 +377,149 @@ def describe_lstm(name, facts, seed):
             f"{facts['max_abs_logit']:.2f}; effect in tolerances of {effects}")
 
 
+# ---- the `mnm` architecture ----------------------------------------------------------------------
+
+# The committed MNM models (tests/golden/README.md), written by mnm_reference.py's own writer: one,
+# two and three memory layers, one to three heads, forget_bias 0 and not, F32, F16, BF16 and mixed
+# tensors, and session starts: the default ([eos]), three tokens, none, five.
+MNM_MIXED = {"token_embd.weight": "bf16", "lstm.weight_ih": "f16", "mnm.interact.weight": "bf16",
+             "mnm.rate.bias": "f16", "mnm.target.weight": "f16", "mnm.memory.0.init": "bf16",
+             "mnm.memory.1.init": "f16", "mnm.out.weight": "bf16", "output.bias": "f16"}
+MNM_GOLDEN = [
+    dict(name="mnm1_h1_f32", V=12, E=5, H=6, Nh=1, dk=4, dv=5, D=3, Lm=1, do=7, forget_bias=0.0,
+         types="f32", prime=None, n_tokens=40, seed=801),
+    dict(name="mnm2_h2_f16", V=13, E=6, H=7, Nh=2, dk=5, dv=4, D=6, Lm=2, do=5, forget_bias=1.0,
+         types="f16", prime=[1, 5, 3], n_tokens=44, seed=802),
+    dict(name="mnm3_h3_bf16", V=12, E=4, H=8, Nh=3, dk=6, dv=3, D=5, Lm=3, do=6, forget_bias=-0.5,
+         types="bf16", prime=[], n_tokens=36, seed=803),
+    dict(name="mnm3_h2_mixed", V=14, E=7, H=9, Nh=2, dk=4, dv=6, D=7, Lm=3, do=8, forget_bias=0.75,
+         types=MNM_MIXED, prime=[1, 2, 3, 4, 5], n_tokens=48, seed=804),
+]
+
+
+def mnm_writer_hp(spec):
+    """mnm_reference's hyperparameter dict and the vocabulary of an MNM model spec."""
+    hp = mnm_reference.default_hparams(
+        vocab_size=spec["V"], embedding_length=spec["E"], hidden_size=spec["H"],
+        head_count=spec["Nh"], key_length=spec["dk"], value_length=spec["dv"],
+        memory_hidden=spec["D"], memory_layers=spec["Lm"], output_length=spec["do"],
+        forget_bias=spec["forget_bias"], padding_token_id=0, eos_token_id=1)
+    return hp, WORDS[:spec["V"]]
+
+
+def make_mnm_weights(hp, rng, gain=2.0):
+    """The spec's initialisation (mnm_reference.init_params) with the controller, interaction, target
+    and initial-memory weights scaled by `gain`, so that keys and values are large enough for the
+    write to move the memory visibly, and non-zero biases everywhere; the rate bias raised so that
+    beta is well away from zero."""
+    w = {k: np.array(v, dtype=np.float64) for k, v in mnm_reference.init_params(hp, rng).items()}
+    for k in w:
+        if k != "token_embd.weight":
+            w[k] = w[k] * gain
+        if k.endswith(".bias"):
+            w[k] = w[k] + rng.uniform(-0.3, 0.3, size=w[k].shape)
+    w["mnm.rate.bias"] = w["mnm.rate.bias"] + 1.0
+    return w
+
+
+def _mnm_logits(hp, params, tokens):
+    return mnm_reference.forward(hp, params, tokens)[0]
+
+
+def analyse_mnm(hp, params, tokens, prime, rng):
+    """Reference logits (float64, from the reset state) plus the facts check_mnm_facts() judges."""
+    logits = _mnm_logits(hp, params, tokens)
+    errors = []
+    for _ in range(4):
+        nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in params.items()}
+        errors.append(_error_over_tol(_mnm_logits(hp, nudged, tokens), logits))
+    effects = {}
+    no_write = dict(params)
+    no_write["mnm.rate.bias"] = np.full_like(params["mnm.rate.bias"], -60.0)
+    effects["the write"] = _error_over_tol(_mnm_logits(hp, no_write, tokens), logits)
+    for l in range(hp["memory_layers"]):
+        other = dict(params)
+        other[f"mnm.memory.{l}.init"] = params[f"mnm.memory.{l}.init"] * 0.5
+        effects[f"the initial memory {l}"] = _error_over_tol(_mnm_logits(hp, other, tokens), logits)
+    if abs(hp["forget_bias"]) > 1e-6:
+        effects["forget_bias"] = _error_over_tol(
+            _mnm_logits(dict(hp, forget_bias=0.0), params, tokens), logits)
+    no_read = dict(params)
+    no_read["lstm.weight_ih"] = params["lstm.weight_ih"].copy()
+    no_read["lstm.weight_ih"][:, hp["embedding_length"]:] = 0
+    effects["r in the controller"] = _error_over_tol(_mnm_logits(hp, no_read, tokens), logits)
+    if prime:
+        effects["the prime tokens"] = _error_over_tol(_mnm_logits(hp, params, list(prime) + tokens)[len(prime):],
+                                                      logits)
+    betas = []
+    state = mnm_reference.reset_state(hp, params)
+    for t in tokens:
+        _, state, aux = mnm_reference.step(hp, params, state, int(t))
+        betas.append(aux["beta"])
+    facts = {
+        "f32_error_over_tol": max(errors),
+        "effect_over_tol": effects,
+        "min_beta": float(min(betas)),
+        "max_abs_logit": float(np.abs(logits).max()),
+    }
+    return logits, facts
+
+
+def check_mnm_facts(name, facts):
+    problems = []
+    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
+        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
+                        "the tolerance (ill-conditioned)")
+    for what, effect in facts["effect_over_tol"].items():
+        if effect < 100:
+            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    if facts["min_beta"] < 0.2:
+        problems.append(f"{name}: the update rate falls to {facts['min_beta']:.2f}")
+    if facts["max_abs_logit"] < 0.05:
+        problems.append(f"{name}: logits are all tiny")
+    return problems
+
+
+def build_mnm(spec, out_dir, attempts=50):
+    """Write one MNM model with mnm_reference.write_model, its expected logits from the reset state
+    (NAME.f32) and from the session start (NAME.primed.f32: the rows of the prime tokens, then those
+    of the tokens; the start is [eos] without the key). Returns (manifest line, facts, seed used,
+    problems)."""
+    model_file = spec["name"] + ".gguf"
+    path = os.path.join(out_dir, model_file)
+    hp, vocab = mnm_writer_hp(spec)
+    for attempt in range(attempts):
+        seed = spec["seed"] * 1000 + attempt
+        rng = np.random.default_rng(seed)
+        weights = make_mnm_weights(hp, rng)
+        mnm_reference.write_model(path, hp, vocab, weights, name=spec["name"], types=spec["types"],
+                                  prime_tokens=spec["prime"])
+        _, _, params = mnm_reference.read_model(path)  # re-read: the stored (rounded) values
+        tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
+        logits, facts = analyse_mnm(hp, params, tokens, spec["prime"], rng)
+        problems = check_mnm_facts(spec["name"], facts)
+        if not problems:
+            break
+    expected_file = spec["name"] + ".f32"
+    logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
+    prime = [1] if spec["prime"] is None else list(spec["prime"])
+    primed_file = spec["name"] + ".primed.f32"
+    _mnm_logits(hp, params, prime + tokens).astype("<f4").tofile(os.path.join(out_dir, primed_file))
+    meta, _ = fwm_reference.read_gguf(path)  # the fingerprint the writer stored
+    line = (f"{model_file} {expected_file} checksum=present "
+            f"tokens={','.join(map(str, tokens))} arch=mnm "
+            f"fingerprint={meta['fwm.fingerprint'][1]:#018x} fingerprint_key=present "
+            f"primed={primed_file}")
+    return line, facts, seed, problems
+
+
+def describe_mnm(name, facts, seed):
+    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
+    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
+            f"tolerance; min beta {facts['min_beta']:.2f}; max |logit| {facts['max_abs_logit']:.2f}; "
+            f"effect in tolerances of {effects}")
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="generate tests/golden/data")
@@ -398,6 +542,12 @@ def main(argv):
         line, facts, seed, problems = build_lstm(spec, args.out)
         lines.append(line)
         print(describe_lstm(spec["name"], facts, seed))
+        all_problems += problems
+    lines += ["# mnm models: arch=mnm, fields as for lstm (written by mnm_reference.py's writer)"]
+    for spec in MNM_GOLDEN:
+        line, facts, seed, problems = build_mnm(spec, args.out)
+        lines.append(line)
+        print(describe_mnm(spec["name"], facts, seed))
         all_problems += problems
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

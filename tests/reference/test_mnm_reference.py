@@ -8,8 +8,8 @@ at every step and stays put when the rate is forced to zero; later outputs depen
 through the memory alone (a memoryless controller, no read-out feedback); the training objective
 agrees between the two and its gradients reach every trained tensor and change with the
 meta-objective's coefficient; a written model file reads back identically.
-Run: /usr/bin/python3 tests/reference/test_mnm_reference.py   (exit 0 on success; PyTorch parts are
-skipped with a message when python3-torch is missing).
+Run: /usr/bin/python3 tests/reference/test_mnm_reference.py   (exit 0 on success, 1 on a failure, 77
+(skipped) without numpy; PyTorch parts are skipped with a message when python3-torch is missing).
 """
 
 import os
@@ -18,7 +18,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    print("test_mnm_reference: numpy is not available: skipped")
+    sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mnm_reference as ref  # noqa: E402

@@ -1,0 +1,19 @@
+/* mnm_ops.c - the MNM baseline's entry in the runtime's registry of architectures (arch_ops.h). */
+#include "mnm_runtime.h"
+
+const fwm_arch_ops fwm__mnm_ops = {
+    .name = "mnm",
+    .load = fwm__mnm_load,
+    .unload = fwm__mnm_unload,
+    .block_floats = fwm__mnm_block_floats,
+    .lay_out = fwm__mnm_lay_out,
+    .state_floats = fwm__mnm_state_floats,
+    .reset_state = fwm__mnm_reset_state,
+    .blob_size = fwm__mnm_blob_size,
+    .step = fwm__mnm_step,
+    .step_sequence = fwm__mnm_step_sequence,
+    .batch_step = fwm__mnm_batch_step,
+    .export_state = fwm__mnm_export,
+    .import_state = fwm__mnm_import,
+    .fill_info = fwm__mnm_fill_info,
+};

@@ -1,0 +1,724 @@
+/* test_mnm_runtime.c - the Metalearned Neural Memory baseline in the runtime, through the public
+ * API on files written by fwm_mnm_model_write: loading and model info; the step against a
+ * double-precision evaluation of docs/MODEL.md's equations written out here; single, sequence and
+ * batched steps bit-identical (with and without the input-gate table, one to three memory layers,
+ * one to three heads); reset and create restore the fixed initial memory (not zero); prime and the
+ * start scores; fork; export / import round trip, damaged blobs, another model's blob and the
+ * refusal of another architecture's blob both ways (the session untouched); FWM-only functions
+ * refused; mixed-architecture batches refused; allocation failures while loading, creating, forking,
+ * stepping and writing. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "fwm/fwm.h"
+#include "fwm_alloc.h"
+#include "fwm_model_init.h"
+#include "fwm_model_shape.h"
+#include "fwm_rng.h"
+#include "lstm/lstm_init.h"
+#include "mnm/mnm_init.h"
+#include "mnm/mnm_runtime.h"
+#include "mnm/mnm_schema.h"
+#include "xxhash64.h"
+
+static char dir[256];
+static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
+                                         "kitchen", "went", "to", "the", "where", "is"};
+#define V_TEST 13u
+
+static const char *path_in_dir(const char *name) {
+    static char path[4][512];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+typedef struct mnm_file {
+    fwm_mnm_hparams hp;
+    float *data;
+    const float *tensors[FWM_MNM_MAX_TENSORS];
+} mnm_file;
+
+typedef struct shape {
+    uint32_t E, H, Nh, dk, dv, D, Lm, dout;
+} shape;
+
+/* Write an MNM model (the contract's initialisation, then every tensor nudged, and the rate bias
+ * raised so that writes are strong) to `name`; keeps the weights in *f for the reference. */
+static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, bool prime, mnm_file *f) {
+    fwm_mnm_hparams hp;
+    fwm_mnm_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = sh.E, hp.hidden_size = sh.H;
+    hp.head_count = sh.Nh, hp.key_length = sh.dk, hp.value_length = sh.dv;
+    hp.memory_hidden = sh.D, hp.memory_layers = sh.Lm, hp.output_length = sh.dout;
+    hp.forget_bias = 0.5f;
+    size_t n = fwm_mnm_tensor_count(&hp), total = 0, counts[FWM_MNM_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) {
+        char tn[48];
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(&hp, i, tn, &rows, &cols);
+        counts[i] = (size_t)(rows * cols);
+        total += counts[i];
+    }
+    f->hp = hp;
+    f->data = malloc(total * sizeof(float));
+    float *t[FWM_MNM_MAX_TENSORS];
+    float *p = f->data;
+    for (size_t i = 0; i < n; i++) t[i] = p, f->tensors[i] = p, p += counts[i];
+    fwm__mnm_init_weights(&hp, seed, t);
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 99);
+    for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.3, 0.3);
+    t[7][0] = 1.0f; /* mnm.rate.bias */
+    fwm_mnm_write_spec spec = {.hp = hp, .name = "test mnm", .tokens = vocabulary};
+    for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
+    const uint32_t prime_tokens[3] = {1, 11, 12};
+    if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
+    fwm_error err;
+    CHECK_OK(fwm_mnm_model_write(path_in_dir(name), &spec, &err), err);
+    fwm_model *model = NULL;
+    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    return model;
+}
+
+static fwm_model *write_fwm(const char *name) {
+    fwm_hparams hp;
+    fwm__hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = 6, hp.hidden_size = 8;
+    hp.memory_s = hp.memory_r = hp.memory_t = 3;
+    hp.write_scale = 1.0f / 3;
+    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    fwm__tensor_offsets(&hp, offsets);
+    float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
+    float *t[FWM_TENSOR_COUNT];
+    fwm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
+    fwm__model_init_weights(&hp, 5, t);
+    fwm_error err;
+    CHECK_OK(fwm_model_write(path_in_dir(name), &spec, &err), err);
+    free(data);
+    fwm_model *model = NULL;
+    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    return model;
+}
+
+static fwm_model *write_lstm(const char *name) {
+    fwm_lstm_hparams hp;
+    fwm_lstm_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = 4, hp.hidden_size = 5, hp.layer_count = 1;
+    float *data = malloc(4096 * sizeof(float));
+    float *t[FWM_LSTM_MAX_TENSORS];
+    fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    float *p = data;
+    for (size_t i = 0; i < fwm_lstm_tensor_count(&hp); i++) {
+        char tn[48];
+        uint64_t rows, cols;
+        fwm_lstm_tensor_at(&hp, i, tn, &rows, &cols);
+        t[i] = p, spec.tensors[i] = p, p += rows * cols;
+    }
+    fwm__lstm_init_weights(&hp, 6, t);
+    fwm_error err;
+    CHECK_OK(fwm_lstm_model_write(path_in_dir(name), &spec, &err), err);
+    free(data);
+    fwm_model *model = NULL;
+    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    return model;
+}
+
+/* ---- the reference: docs/MODEL.md's equations in double precision ------------------------------ */
+
+#define RMAX 64 /* every size in these tests is at most this */
+
+typedef struct ref_state {
+    double h[RMAX], c[RMAX], r[RMAX];
+    double M[3][RMAX][RMAX];
+} ref_state;
+
+static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static void ref_reset(const mnm_file *f, ref_state *s) {
+    memset(s, 0, sizeof *s);
+    for (uint32_t l = 0; l < f->hp.memory_layers; l++) {
+        uint64_t rows, cols;
+        fwm_mnm_memory_shape(&f->hp, l, &rows, &cols);
+        for (uint64_t i = 0; i < rows; i++)
+            for (uint64_t k = 0; k < cols; k++) s->M[l][i][k] = f->tensors[10 + l][i * cols + k];
+    }
+}
+
+/* y = W x + b for W [rows, cols] (b may be NULL). */
+static void ref_affine(const float *W, const float *b, size_t rows, size_t cols, const double *x, double *y) {
+    for (size_t i = 0; i < rows; i++) {
+        double a = b ? b[i] : 0.0;
+        for (size_t k = 0; k < cols; k++) a += (double)W[i * cols + k] * x[k];
+        y[i] = a;
+    }
+}
+
+/* f_M(k), keeping every layer's output in z[l + 1] (z[0] = k). */
+static void ref_memory(const mnm_file *f, const ref_state *s, const double *key, double z[4][RMAX]) {
+    uint32_t L = f->hp.memory_layers;
+    memcpy(z[0], key, sizeof z[0]);
+    for (uint32_t l = 0; l < L; l++) {
+        uint64_t rows, cols;
+        fwm_mnm_memory_shape(&f->hp, l, &rows, &cols);
+        for (uint64_t i = 0; i < rows; i++) {
+            double a = 0;
+            for (uint64_t k = 0; k < cols; k++) a += s->M[l][i][k] * z[l][k];
+            z[l + 1][i] = l + 1 < L ? tanh(a) : a;
+        }
+    }
+}
+
+static void ref_step(const mnm_file *f, ref_state *s, uint32_t x, double *logits) {
+    const fwm_mnm_hparams *hp = &f->hp;
+    size_t E = hp->embedding_length, H = hp->hidden_size, Nh = hp->head_count, dk = hp->key_length,
+           dv = hp->value_length, L = hp->memory_layers, nt = (size_t)fwm_mnm_target_rows(hp),
+           nu = (size_t)fwm_mnm_interact_rows(hp), Lt = FWM_MNM_HEAD_TENSORS + L;
+    double in[2 * RMAX], g[4 * RMAX], u[16 * RMAX], t[3][4 * RMAX], z[3][4][RMAX], out[4][RMAX];
+    for (size_t k = 0; k < E; k++) in[k] = f->tensors[0][x * E + k];
+    for (size_t k = 0; k < dv; k++) in[E + k] = s->r[k];
+    ref_affine(f->tensors[1], f->tensors[3], 4 * H, E + dv, in, g);
+    for (size_t r = 0; r < 4 * H; r++)
+        for (size_t k = 0; k < H; k++) g[r] += (double)f->tensors[2][r * H + k] * s->h[k];
+    for (size_t k = 0; k < H; k++) {
+        double i = sig(g[k]), fg = sig(g[H + k] + hp->forget_bias), zz = tanh(g[2 * H + k]),
+               o = sig(g[3 * H + k]);
+        s->c[k] = fg * s->c[k] + i * zz;
+        s->h[k] = o * tanh(s->c[k]);
+    }
+    ref_affine(f->tensors[4], f->tensors[5], nu, H, s->h, u);
+    for (size_t k = 0; k < nu; k++) u[k] = tanh(u[k]);
+    double b;
+    ref_affine(f->tensors[6], f->tensors[7], 1, dk, u + Nh * (2 * dk + dv), &b);
+    double beta = sig(b);
+    for (size_t i = 0; i < Nh; i++) {
+        ref_affine(f->tensors[8], f->tensors[9], nt, dv, u + 2 * Nh * dk + i * dv, t[i]);
+        ref_memory(f, s, u + Nh * dk + i * dk, z[i]);
+    }
+    size_t at = 0;
+    for (uint32_t l = 0; l < L; l++) {
+        uint64_t rows, cols;
+        fwm_mnm_memory_shape(hp, l, &rows, &cols);
+        for (uint64_t r = 0; r < rows; r++)
+            for (uint64_t k = 0; k < cols; k++) {
+                double sum = 0;
+                for (size_t i = 0; i < Nh; i++) sum += (z[i][l + 1][r] - t[i][at + r]) * z[i][l][k];
+                s->M[l][r][k] -= beta * 2.0 / (double)(Nh * rows) * sum;
+            }
+        at += rows;
+    }
+    for (size_t k = 0; k < dv; k++) s->r[k] = 0;
+    for (size_t i = 0; i < Nh; i++) {
+        double zr[4][RMAX];
+        ref_memory(f, s, u + i * dk, zr);
+        for (size_t k = 0; k < dv; k++) s->r[k] += zr[L][k] / (double)Nh;
+    }
+    (void)out;
+    double hr[2 * RMAX], y[RMAX];
+    for (size_t k = 0; k < H; k++) hr[k] = s->h[k];
+    for (size_t k = 0; k < dv; k++) hr[H + k] = s->r[k];
+    ref_affine(f->tensors[Lt], f->tensors[Lt + 1], hp->output_length, H + dv, hr, y);
+    ref_affine(f->tensors[Lt + 2], f->tensors[Lt + 3], V_TEST, hp->output_length, y, logits);
+}
+
+static void random_tokens(uint32_t *t, size_t n, uint64_t seed) {
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 7);
+    for (size_t i = 0; i < n; i++) t[i] = (uint32_t)fwm__rng_below(&rng, V_TEST);
+}
+
+static const shape SHAPES[] = {
+    {5, 7, 2, 4, 3, 6, 3, 5},   /* three layers, two heads */
+    {4, 5, 1, 3, 6, 2, 1, 4},   /* one layer [d_v, d_k], one head */
+    {6, 8, 3, 5, 4, 7, 2, 9},   /* two layers, three heads */
+    {16, 16, 3, 12, 12, 12, 3, 16},
+};
+
+/* The initial memory of `model`, as a flat copy of its tensors in layer order. */
+static int memory_is_initial(const fwm_session *s, const mnm_file *f) {
+    size_t at = 0;
+    for (uint32_t l = 0; l < f->hp.memory_layers; l++) {
+        uint64_t rows, cols;
+        fwm_mnm_memory_shape(&f->hp, l, &rows, &cols);
+        if (memcmp(s->F + at, f->tensors[10 + l], rows * cols * sizeof(float)) != 0) return 0;
+        at += rows * cols;
+    }
+    return 1;
+}
+
+static void info_and_reference(void) {
+    for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
+        mnm_file f;
+        fwm_model *model = write_mnm("ref.gguf", SHAPES[k], 11 + k, false, &f);
+        if (!model) continue;
+        const fwm_mnm_hparams *hp = &f.hp;
+        fwm_model_info info;
+        fwm_model_get_info(model, &info);
+        CHECK_STR(info.architecture, "mnm");
+        CHECK_INT(info.layer_count, 1);
+        CHECK_INT(info.vocab_size, V_TEST);
+        CHECK_INT(info.embedding_length, hp->embedding_length);
+        CHECK_INT(info.hidden_size, hp->hidden_size);
+        CHECK(info.forget_bias == 0.5f);
+        CHECK_INT(info.memory_s, 0);
+        uint64_t memory = fwm_mnm_memory_elements(hp);
+        CHECK_INT(info.session_state_floats, 2 * hp->hidden_size + hp->value_length + memory);
+        CHECK_INT(info.state_blob_bytes, 64 + 4 * info.session_state_floats);
+        uint64_t params = 0;
+        for (size_t i = 0; i < fwm_mnm_tensor_count(hp); i++) {
+            char tn[48];
+            uint64_t rows, cols;
+            fwm_mnm_tensor_at(hp, i, tn, &rows, &cols);
+            params += rows * cols;
+        }
+        CHECK_U64(info.parameter_count, params);
+        CHECK(info.has_checksum && info.checksum_verified);
+        CHECK_STR(info.name, "test mnm");
+        CHECK(info.session_state_bytes >= info.session_state_floats * sizeof(float));
+
+        fwm_session *s = NULL;
+        fwm_error err;
+        CHECK_OK(fwm_session_create(model, &s, &err), err);
+        /* create: h = c = r = 0, the memory the model's initial memory */
+        CHECK(memory_is_initial(s, &f));
+        for (size_t i = 0; i < hp->hidden_size; i++) CHECK(s->h[i] == 0.0f && s->c[i] == 0.0f);
+        for (size_t i = 0; i < hp->value_length; i++) CHECK(s->r[i] == 0.0f);
+        ref_state rs;
+        ref_reset(&f, &rs);
+        uint32_t tokens[40];
+        random_tokens(tokens, 40, 3 + k);
+        double worst = 0;
+        for (size_t i = 0; i < 40; i++) {
+            float logits[V_TEST];
+            double want[V_TEST];
+            CHECK_OK(fwm_session_step(s, tokens[i], logits, &err), err);
+            ref_step(&f, &rs, tokens[i], want);
+            for (size_t v = 0; v < V_TEST; v++) {
+                double d = fabs(logits[v] - want[v]) / (1.0 + fabs(want[v]));
+                if (d > worst) worst = d;
+            }
+        }
+        CHECK_LE(worst, 2e-5);
+        /* the memory moved */
+        CHECK(!memory_is_initial(s, &f));
+        CHECK_INT(fwm_session_position(s), 40);
+        /* reset: h, c, r zero and the initial memory back, as a new session */
+        fwm_session_reset(s);
+        CHECK_INT(fwm_session_position(s), 0);
+        CHECK(memory_is_initial(s, &f));
+        for (size_t i = 0; i < hp->hidden_size; i++) CHECK(s->h[i] == 0.0f && s->c[i] == 0.0f);
+        for (size_t i = 0; i < hp->value_length; i++) CHECK(s->r[i] == 0.0f);
+        fwm_session *fresh = NULL;
+        CHECK_OK(fwm_session_create(model, &fresh, &err), err);
+        float a[V_TEST], b[V_TEST];
+        CHECK_OK(fwm_session_step(s, 4, a, &err), err);
+        CHECK_OK(fwm_session_step(fresh, 4, b, &err), err);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        fwm_session_free(fresh);
+        fwm_session_free(s);
+        fwm_model_free(model);
+        free(f.data);
+    }
+}
+
+/* Step `n_sessions` sessions over `steps` tokens each three ways; every logit and final state equal. */
+static void equivalence_on(fwm_model *model, size_t n_sessions, size_t steps) {
+    const size_t V = V_TEST;
+    uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
+    random_tokens(tokens, n_sessions * steps, n_sessions + steps);
+    float *a = malloc(n_sessions * steps * V * sizeof(float));
+    float *b = malloc(n_sessions * steps * V * sizeof(float));
+    float *c = malloc(n_sessions * steps * V * sizeof(float));
+    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
+                **batch = calloc(n_sessions, sizeof *batch);
+    fwm_error err;
+    for (size_t j = 0; j < n_sessions; j++) {
+        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
+    }
+    for (size_t j = 0; j < n_sessions; j++) {
+        for (size_t i = 0; i < steps; i++)
+            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
+        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
+    }
+    uint32_t *column = malloc(n_sessions * sizeof *column);
+    float *row = malloc(n_sessions * V * sizeof(float));
+    for (size_t i = 0; i < steps; i++) {
+        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
+        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
+        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
+    }
+    CHECK(memcmp(a, b, n_sessions * steps * V * sizeof(float)) == 0);
+    CHECK(memcmp(a, c, n_sessions * steps * V * sizeof(float)) == 0);
+    /* the whole state block (h, c, r, memory and their padding) */
+    size_t bytes = single[0]->state_bytes;
+    for (size_t j = 0; j < n_sessions; j++) {
+        CHECK(memcmp(single[j]->h, seq[j]->h, bytes) == 0);
+        CHECK(memcmp(single[j]->h, batch[j]->h, bytes) == 0);
+        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
+    }
+    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
+}
+
+static void step_modes_bit_identical(void) {
+    for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
+        mnm_file f;
+        fwm_model *model = write_mnm("eq.gguf", SHAPES[k], 20 + k, false, &f);
+        if (!model) continue;
+        equivalence_on(model, 40, 6); /* 40 > the 32-session chunk */
+        equivalence_on(model, 3, 25);
+        /* without the input-gate table the step computes W_ie Emb[x] + b itself: same bits */
+        float with[V_TEST], without[V_TEST];
+        uint32_t tokens[12];
+        random_tokens(tokens, 12, 77);
+        fwm_session *s = NULL;
+        fwm_error err;
+        CHECK_OK(fwm_session_create(model, &s, &err), err);
+        CHECK_OK(fwm_session_step_sequence(s, tokens, 12, NULL, &err), err);
+        CHECK_OK(fwm_session_step(s, 4, with, &err), err);
+        fwm_mnm_model *mm = model->arch_data;
+        float *table = mm->input_gates;
+        CHECK(table != NULL);
+        mm->input_gates = NULL;
+        fwm_session_reset(s);
+        CHECK_OK(fwm_session_step_sequence(s, tokens, 12, NULL, &err), err);
+        CHECK_OK(fwm_session_step(s, 4, without, &err), err);
+        mm->input_gates = table;
+        CHECK(memcmp(with, without, sizeof with) == 0);
+        fwm_session_free(s);
+        fwm_model_free(model);
+        free(f.data);
+    }
+}
+
+static void prime_fork_and_refusals(void) {
+    mnm_file f;
+    fwm_model *model = write_mnm("prime.gguf", SHAPES[0], 31, true, &f);
+    if (!model) return;
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_INT(info.prime_token_count, 3);
+    fwm_session *primed = NULL, *by_hand = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_session_create(model, &primed, &err), err);
+    CHECK_OK(fwm_session_create(model, &by_hand, &err), err);
+    fwm_session_prime(primed);
+    const uint32_t prime[3] = {1, 11, 12};
+    float last[3 * V_TEST];
+    CHECK_OK(fwm_session_step_sequence(by_hand, prime, 3, last, &err), err);
+    CHECK_INT(fwm_session_position(primed), 3);
+    CHECK(memcmp(primed->h, by_hand->h, primed->state_bytes) == 0);
+    const float *start = fwm_model_start_logits(model);
+    CHECK(start && memcmp(start, last + 2 * V_TEST, V_TEST * sizeof(float)) == 0);
+    /* a reset after priming goes back to the initial memory, not to the primed state */
+    fwm_session *again = NULL;
+    CHECK_OK(fwm_session_fork(primed, &again, &err), err);
+    fwm_session_reset(again);
+    CHECK(memory_is_initial(again, &f));
+    fwm_session_prime(again);
+    CHECK(memcmp(primed->h, again->h, primed->state_bytes) == 0);
+    fwm_session_free(again);
+
+    /* fork: the child continues as the parent would; the parent is untouched by the child */
+    fwm_session *child = NULL;
+    CHECK_OK(fwm_session_fork(primed, &child, &err), err);
+    float a[V_TEST], b[V_TEST];
+    CHECK_OK(fwm_session_step(primed, 4, a, &err), err);
+    CHECK_OK(fwm_session_step(child, 4, b, &err), err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    CHECK(memcmp(primed->h, child->h, primed->state_bytes) == 0);
+    CHECK_OK(fwm_session_step(child, 5, b, &err), err);
+    CHECK(memcmp(primed->F, child->F, 4 * fwm_mnm_memory_elements(&f.hp)) != 0);
+    CHECK_INT(fwm_session_position(primed), 4);
+    CHECK_INT(fwm_session_position(child), 5);
+
+    /* FWM-only functions */
+    float memory[64];
+    CHECK_STATUS(fwm_session_memory(primed, memory, 64, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "architecture is 'mnm'");
+    float k1[4], k2[4], v[4], q[16], k[16], rv[16];
+    fwm_trace trace = {.k1 = k1, .k2 = k2, .v = v, .read_queries = q, .read_keys = k, .read_values = rv};
+    CHECK_STATUS(fwm_session_trace(primed, &trace, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "fwm_session_trace");
+
+    /* tokens out of range: nothing stepped */
+    uint64_t before = fwm_session_position(primed);
+    CHECK_STATUS(fwm_session_step(primed, V_TEST, a, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    const uint32_t bad[2] = {3, 99};
+    CHECK_STATUS(fwm_session_step_sequence(primed, bad, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    CHECK_CONTAINS(err.message, "token 99 at sequence position 1 is out of range");
+    CHECK_INT(fwm_session_position(primed), before);
+
+    /* batches mixing architectures */
+    fwm_model *fwm = write_fwm("fwm.gguf"), *lstm = write_lstm("lstm.gguf");
+    fwm_session *other = NULL, *third = NULL;
+    if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
+    if (lstm) CHECK_OK(fwm_session_create(lstm, &third, &err), err);
+    if (other && third) {
+        const uint32_t t2[2] = {1, 1};
+        fwm_session *mixed[2] = {primed, other};
+        CHECK_STATUS(fwm_batch_step(mixed, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed2[2] = {other, primed};
+        CHECK_STATUS(fwm_batch_step(mixed2, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed3[2] = {third, primed};
+        CHECK_STATUS(fwm_batch_step(mixed3, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed4[2] = {primed, third};
+        CHECK_STATUS(fwm_batch_step(mixed4, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        CHECK_INT(fwm_session_position(primed), before);
+        CHECK_INT(fwm_session_position(other), 0);
+        CHECK_INT(fwm_session_position(third), 0);
+    }
+    fwm_session_free(other), fwm_session_free(third);
+    fwm_model_free(fwm), fwm_model_free(lstm);
+    fwm_session_free(child);
+    fwm_session_free(primed);
+    fwm_session_free(by_hand);
+    fwm_model_free(model);
+    free(f.data);
+}
+
+static unsigned char *export_of(const fwm_session *s, size_t *size) {
+    fwm_error err;
+    size_t need = 0;
+    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
+    unsigned char *blob = malloc(need);
+    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
+    CHECK_INT(*size, need);
+    return blob;
+}
+
+/* Rewrite a blob's trailing checksum after an edit. */
+static void reseal(unsigned char *blob, size_t size) {
+    uint64_t sum = fwm__xxh64(blob, size - 8, 0);
+    for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
+}
+
+static void export_import(void) {
+    mnm_file f, g;
+    shape sh = {4, 5, 2, 3, 2, 4, 2, 3};
+    fwm_model *model = write_mnm("blob.gguf", sh, 41, false, &f);
+    fwm_model *sibling = write_mnm("blob2.gguf", sh, 42, false, &g);
+    fwm_model *fwm = write_fwm("blobfwm.gguf"), *lstm = write_lstm("bloblstm.gguf");
+    if (!model || !sibling || !fwm || !lstm) return;
+    fwm_error err;
+    fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL, *x = NULL;
+    CHECK_OK(fwm_session_create(model, &s, &err), err);
+    CHECK_OK(fwm_session_create(model, &t, &err), err);
+    CHECK_OK(fwm_session_create(sibling, &u, &err), err);
+    CHECK_OK(fwm_session_create(fwm, &w, &err), err);
+    CHECK_OK(fwm_session_create(lstm, &x, &err), err);
+    uint32_t tokens[30];
+    random_tokens(tokens, 30, 5);
+    CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
+    size_t size = 0;
+    unsigned char *blob = export_of(s, &size);
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_INT(size, info.state_blob_bytes);
+    /* H 5, r 2, the memory [4, 3] and [2, 4] */
+    CHECK_INT(size, 64 + 4 * (10 + 2 + 12 + 8));
+    CHECK(memcmp(blob, "FWMS", 4) == 0);
+    CHECK(memcmp(blob + 16, "mnm\0\0\0\0\0", 8) == 0);
+    CHECK_OK(fwm_session_import(t, blob, size, &err), err);
+    CHECK_INT(fwm_session_position(t), 17);
+    CHECK(memcmp(s->h, t->h, s->state_bytes) == 0);
+    float a[13 * V_TEST], b[13 * V_TEST];
+    CHECK_OK(fwm_session_step_sequence(s, tokens + 17, 13, a, &err), err);
+    CHECK_OK(fwm_session_step_sequence(t, tokens + 17, 13, b, &err), err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+
+    /* refusals leave the session as it was */
+    size_t t_size = 0;
+    unsigned char *t_before = export_of(t, &t_size);
+    unsigned char *copy = malloc(size);
+    memcpy(copy, blob, size);
+    copy[60] ^= 1;
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "checksum mismatch");
+    CHECK_STATUS(fwm_session_import(t, blob, size - 1, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
+    /* another MNM model's blob */
+    size_t u_size = 0;
+    unsigned char *u_blob = export_of(u, &u_size);
+    CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "belongs to model");
+    /* FWM and LSTM blobs into an MNM session, and the other way */
+    size_t w_size = 0, x_size = 0;
+    unsigned char *w_blob = export_of(w, &w_size), *x_blob = export_of(x, &x_size);
+    CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "architecture 'fwm'");
+    CHECK_CONTAINS(err.message, "architecture 'mnm'");
+    CHECK_STATUS(fwm_session_import(t, x_blob, x_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
+    size_t w_before_size = 0;
+    unsigned char *w_before = export_of(w, &w_before_size);
+    CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'mnm'");
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
+    CHECK_STATUS(fwm_session_import(x, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'lstm'");
+    /* a damaged cross-architecture blob is damaged, not another architecture's */
+    CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    size_t after_size = 0;
+    unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
+    CHECK(memcmp(t_before, t_after, t_size) == 0);
+    CHECK(memcmp(w_before, w_after, w_before_size) == 0);
+    /* dims whose size overflows, with a checksum that holds */
+    memcpy(copy, blob, size);
+    for (int i = 32; i < 48; i++) copy[i] = 0xff;
+    reseal(copy, size);
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "H=4294967295 d_k=4294967295 d_v=4294967295 D=4294967295");
+    /* zero or too many memory layers, a reserved field set */
+    static const struct {
+        int at;
+        uint32_t value;
+    } edits[] = {{48, 0}, {48, 17}, {52, 1}};
+    for (size_t e = 0; e < 3; e++) {
+        memcpy(copy, blob, size);
+        for (int i = 0; i < 4; i++) copy[edits[e].at + i] = (unsigned char)(edits[e].value >> (8 * i));
+        reseal(copy, size);
+        CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+        CHECK_CONTAINS(err.message, "implies 0 bytes");
+    }
+    /* dims of another model with the same size: d_k and D swapped gives [3, 4] + [2, 3]: not the
+     * same size; H 5 and d_v 2 swapped (H 2, d_v 5... ) would move floats: refused by the dims */
+    memcpy(copy, blob, size);
+    copy[32] = 4; /* H 4 */
+    copy[40] = 4; /* d_v 4: 2 H + d_v the same, the memory [4, 3] + [4, 4] larger */
+    reseal(copy, size);
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    /* non-finite values, named by where they are */
+    static const struct {
+        size_t index;
+        const char *name;
+    } places[] = {{3, "h[3]"}, {7, "c[2]"}, {11, "r[1]"}, {12 + 5, "memory layer 0 element 5"},
+                  {12 + 12 + 1, "memory layer 1 element 1"}};
+    for (size_t e = 0; e < 5; e++) {
+        memcpy(copy, blob, size);
+        const float nan = NAN;
+        memcpy(copy + 56 + 4 * places[e].index, &nan, 4);
+        reseal(copy, size);
+        CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+        CHECK_CONTAINS(err.message, places[e].name);
+    }
+    t_after = (free(t_after), export_of(t, &after_size));
+    CHECK(memcmp(t_before, t_after, t_size) == 0);
+
+    free(t_after), free(w_after), free(w_before), free(w_blob), free(x_blob), free(u_blob), free(t_before);
+    free(copy), free(blob);
+    fwm_session_free(s), fwm_session_free(t), fwm_session_free(u), fwm_session_free(w), fwm_session_free(x);
+    fwm_model_free(model), fwm_model_free(sibling), fwm_model_free(fwm), fwm_model_free(lstm);
+    free(f.data), free(g.data);
+}
+
+static void allocation_failures(void) {
+    mnm_file f;
+    fwm_model *model = write_mnm("alloc.gguf", SHAPES[0], 51, true, &f);
+    fwm_model_free(model);
+    free(f.data);
+    int failures_seen = 0;
+    for (long n = 1; n < 10000; n++) {
+        fwm_model *lm = NULL;
+        fwm_error lerr;
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &lm, &lerr);
+        long calls = fwm__alloc_calls();
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) {
+            CHECK(calls < n);
+            fwm_model_free(lm);
+            break;
+        }
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+        CHECK(lm == NULL);
+    }
+    CHECK(failures_seen >= 5);
+    /* sessions: create, fork, a batch step large enough to need heap scratch */
+    fwm_model *m = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err), err);
+    for (long n = 1; m && n < 100; n++) {
+        fwm_session *s = NULL, *fork = NULL;
+        fwm__alloc_fail_after(n);
+        fwm_status st = fwm_session_create(m, &s, &err);
+        fwm_status ft = st == FWM_OK ? fwm_session_fork(s, &fork, &err) : FWM_ERR_OUT_OF_MEMORY;
+        fwm__alloc_fail_reset();
+        CHECK(st == FWM_OK || (st == FWM_ERR_OUT_OF_MEMORY && s == NULL));
+        CHECK(ft == FWM_OK || (ft == FWM_ERR_OUT_OF_MEMORY && fork == NULL));
+        fwm_session_free(fork);
+        fwm_session_free(s);
+        if (ft == FWM_OK) break;
+    }
+    fwm_model_free(m);
+    mnm_file big;
+    const shape wide = {8, 64, 2, 8, 8, 8, 2, 8}; /* 4H = 256 gates a session: heap scratch */
+    m = write_mnm("allocb.gguf", wide, 52, false, &big);
+    free(big.data);
+    fwm_session *batch[40] = {0};
+    uint32_t tokens[40];
+    random_tokens(tokens, 40, 8);
+    for (size_t j = 0; m && j < 40; j++) CHECK_OK(fwm_session_create(m, &batch[j], &err), err);
+    if (m && batch[39]) {
+        size_t bytes = batch[0]->state_bytes;
+        unsigned char *before = malloc(bytes);
+        memcpy(before, batch[0]->h, bytes);
+        fwm__alloc_fail_after(1);
+        CHECK_STATUS(fwm_batch_step(batch, tokens, 40, NULL, &err), FWM_ERR_OUT_OF_MEMORY, &err);
+        fwm__alloc_fail_reset();
+        for (size_t j = 0; j < 40; j++) CHECK_INT(fwm_session_position(batch[j]), 0);
+        CHECK(memcmp(before, batch[0]->h, bytes) == 0);
+        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
+        free(before);
+    }
+    for (size_t j = 0; j < 40; j++) fwm_session_free(batch[j]);
+    fwm_model_free(m);
+    /* writing */
+    fwm_mnm_hparams hp;
+    fwm_mnm_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = 3, hp.hidden_size = 2, hp.head_count = 1;
+    hp.key_length = hp.value_length = hp.memory_hidden = 2, hp.memory_layers = 2, hp.output_length = 2;
+    float zeros[256] = {0};
+    fwm_mnm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    for (size_t i = 0; i < fwm_mnm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
+    failures_seen = 0;
+    for (long n = 1; n < 1000; n++) {
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_mnm_model_write(path_in_dir("w.gguf"), &spec, &err);
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) break;
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+    }
+    CHECK(failures_seen >= 3);
+    unlink(path_in_dir("w.gguf"));
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fwm-test-mnm-runtime-XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    static const check_case cases[] = {
+        {"info_and_reference", info_and_reference},
+        {"step_modes_bit_identical", step_modes_bit_identical},
+        {"prime_fork_and_refusals", prime_fork_and_refusals},
+        {"export_import", export_import},
+        {"allocation_failures", allocation_failures},
+    };
+    int status = check_run_cases("test_mnm_runtime", cases, sizeof cases / sizeof cases[0]);
+    static const char *const files[] = {"ref.gguf",     "eq.gguf",   "prime.gguf",   "fwm.gguf",
+                                        "lstm.gguf",    "blob.gguf", "blob2.gguf",   "blobfwm.gguf",
+                                        "bloblstm.gguf", "alloc.gguf", "allocb.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_in_dir(files[i]));
+    rmdir(dir);
+    return status;
+}
