@@ -147,7 +147,7 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.lstm.padding_token_id = l->padding_token_id;
         h->model.lstm.eos_token_id = l->eos_token_id;
         h->model.dropout = tr->opt.dropout;
-    } else if (tr->spec.arch == FWM__ARCH_MNM) {
+    } else if (tr->spec.arch == FWM_ARCH_MNM) {
         const fwm_mnm_hparams *m = &tr->spec.mnm;
         h->model.mnm.vocab_size = m->vocab_size;
         h->model.mnm.embedding_length = m->embedding_length;

@@ -48,7 +48,7 @@ fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
                                   path, layout.names[k], i);
     if (model->arch == FWM_ARCH_FWM)
         return fwm__model_save(path, &model->fwm, params, tokens, name, extra, extra_count, err);
-    if (model->arch == FWM__ARCH_MNM) {
+    if (model->arch == FWM_ARCH_MNM) {
         fwm_mnm_write_spec spec;
         memset(&spec, 0, sizeof spec);
         spec.hp = model->mnm;
@@ -164,11 +164,11 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         out->spec.arch = FWM_ARCH_LSTM;
         out->spec.lstm = lstm_schema.hp;
         tokens = lstm_schema.tokens;
-    } else if (arch == FWM__ARCH_MNM) {
+    } else if (arch == FWM_ARCH_MNM) {
         status = fwm_mnm_schema_parse(buf, (size_t)size, &mnm_schema, err);
         if (status != FWM_OK)
             goto done;
-        out->spec.arch = FWM__ARCH_MNM;
+        out->spec.arch = FWM_ARCH_MNM;
         out->spec.mnm = mnm_schema.hp;
         tokens = mnm_schema.tokens;
     } else if (arch == FWM_ARCH_FWM) {
@@ -192,7 +192,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     }
     for (size_t k = 0; k < out->layout.count; k++) {
         const fwm_schema_tensor *t = arch == FWM_ARCH_LSTM   ? &lstm_schema.tensors[k]
-                                     : arch == FWM__ARCH_MNM ? &mnm_schema.tensors[k]
+                                     : arch == FWM_ARCH_MNM ? &mnm_schema.tensors[k]
                                                              : &schema.tensors[k];
         status = copy_tensor(path, &out->layout, k, t, out->params, err);
         if (status != FWM_OK)

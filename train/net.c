@@ -153,7 +153,7 @@ void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_deno
 
 long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n)
 {
-    if (config->model.arch != FWM__ARCH_MNM || config->forward_only)
+    if (config->model.arch != FWM_ARCH_MNM || config->forward_only)
         return 0;
     long count = 0;
     uint32_t pad = fwm__spec_pad_id(&config->model);

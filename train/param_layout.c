@@ -36,7 +36,7 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
     else if (strcmp(name, "lstm") == 0)
         *out = FWM_ARCH_LSTM;
     else if (strcmp(name, "mnm") == 0)
-        *out = FWM__ARCH_MNM;
+        *out = FWM_ARCH_MNM;
     else
         return -1;
     return 0;
@@ -44,27 +44,27 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
 
 const char *fwm__train_arch_name(fwm_arch arch)
 {
-    return arch == FWM_ARCH_FWM ? "fwm" : arch == FWM_ARCH_LSTM ? "lstm" : arch == FWM__ARCH_MNM ? "mnm" : "?";
+    return arch == FWM_ARCH_FWM ? "fwm" : arch == FWM_ARCH_LSTM ? "lstm" : arch == FWM_ARCH_MNM ? "mnm" : "?";
 }
 
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
 {
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.vocab_size
-           : spec->arch == FWM__ARCH_MNM ? spec->mnm.vocab_size
+           : spec->arch == FWM_ARCH_MNM ? spec->mnm.vocab_size
                                          : spec->fwm.vocab_size;
 }
 
 uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
 {
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.padding_token_id
-           : spec->arch == FWM__ARCH_MNM ? spec->mnm.padding_token_id
+           : spec->arch == FWM_ARCH_MNM ? spec->mnm.padding_token_id
                                          : spec->fwm.padding_token_id;
 }
 
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
 {
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.eos_token_id
-           : spec->arch == FWM__ARCH_MNM ? spec->mnm.eos_token_id
+           : spec->arch == FWM_ARCH_MNM ? spec->mnm.eos_token_id
                                          : spec->fwm.eos_token_id;
 }
 
@@ -96,7 +96,7 @@ void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hpara
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
-    if (spec->arch == FWM__ARCH_MNM) {
+    if (spec->arch == FWM_ARCH_MNM) {
         fwm__mnm_tensor_layout_init(layout, &spec->mnm);
         return;
     }

@@ -35,17 +35,13 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp);
 
 /* ---- architectures ------------------------------------------------------------------------- */
 
-/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1, FWM__ARCH_MNM = 2: the
+/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1, FWM_ARCH_MNM = 2: the
  * registry of model_format/arch_list.h, whose values checkpoints store) by name: 0 and *out set when `name`
  * is one the trainer trains, else -1. */
 int fwm__train_arch_parse(const char *name, fwm_arch *out);
 
 /* A model as the trainer sees it: its architecture and that architecture's hyperparameters (the
  * other member is unused and should be zero). */
-/* The MNM baseline's architecture value. It is FWM_ARCH_MNM's place in model_format/arch_list.h
- * (the third line of FWM_ARCH_LIST); the trainer names it here until the runtime registers it. */
-#define FWM__ARCH_MNM ((fwm_arch)2)
-
 typedef struct fwm__model_spec {
     fwm_arch arch;
     fwm_hparams fwm;        /* arch FWM */

@@ -213,7 +213,7 @@ static int train_main(int argc, char **argv)
         NOTE("error: --arch expects fwm, lstm or mnm, got '%s'\n", arch_name);
         return 2;
     }
-    int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM__ARCH_MNM;
+    int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM_ARCH_MNM;
     const char *wrong_flag = NULL; /* a size flag of the other architecture */
     int dropout_given = 0;
 

@@ -180,7 +180,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->spec.arch = options->arch;
     if (options->arch == FWM_ARCH_LSTM)
         tr->spec.lstm = options->lstm;
-    else if (options->arch == FWM__ARCH_MNM)
+    else if (options->arch == FWM_ARCH_MNM)
         tr->spec.mnm = options->mnm;
     else
         tr->spec.fwm = options->hp;

@@ -32,7 +32,7 @@
 #include "net.h"
 
 typedef struct fwm__train_options {
-    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM or FWM__ARCH_MNM */
+    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM or FWM_ARCH_MNM */
     fwm_hparams hp;          /* arch fwm, complete: sizes, vocabulary size, ids, read policy,
                                 constants */
     fwm_lstm_hparams lstm;   /* arch lstm, complete */

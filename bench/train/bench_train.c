@@ -40,7 +40,7 @@ static int bench_net(int mnm, int threads, int steps, int lanes, int window, int
 {
     fwm__net_config config;
     memset(&config, 0, sizeof config);
-    config.model.arch = mnm ? FWM__ARCH_MNM : FWM_ARCH_LSTM;
+    config.model.arch = mnm ? FWM_ARCH_MNM : FWM_ARCH_LSTM;
     fwm_lstm_hparams *hp = &config.model.lstm;
     fwm_lstm_hparams_defaults(hp); /* the paper's sizes */
     fwm_mnm_hparams *mp = &config.model.mnm;

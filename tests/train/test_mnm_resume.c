@@ -27,7 +27,7 @@ static fwm__train_options options(const char *run_dir)
 {
     fwm__train_options o;
     memset(&o, 0, sizeof o);
-    o.arch = FWM__ARCH_MNM;
+    o.arch = FWM_ARCH_MNM;
     o.mnm.vocab_size = SYN_VOCAB;
     o.mnm.embedding_length = 12;
     o.mnm.hidden_size = 20;

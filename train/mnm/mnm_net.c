@@ -89,6 +89,6 @@ static void mnm_init_weights(const fwm__model_spec *spec, uint64_t seed, float *
 }
 
 const fwm__net_ops fwm__net_ops_mnm = {
-    FWM__ARCH_MNM,  mnm_create,      mnm_destroy, mnm_forward,      mnm_backward,
+    FWM_ARCH_MNM,  mnm_create,      mnm_destroy, mnm_forward,      mnm_backward,
     mnm_zero_grads, mnm_reset_state, NULL,        mnm_init_weights,
 };
