@@ -17,32 +17,43 @@
  * initial memory.
  */
 
-/* d_out [d_v] at the output of the memory net whose activations are acts (through M): adds the
- * gradient of M to dM and of the key to d_key [d_k]. cur, next: scratch of the widest layer. */
-static void TM(mnm_mem_backward)(const TM(fwm__mnm_tm) *tm, const real *M, const real *acts,
-                                 const real *d_out, real *dM, real *d_key, real *cur, real *next)
+/* n keys whose activations through M are acts + i * act_size, with the gradients
+ * d_out + i * out_stride [d_v] at the memory net's output: adds the gradient of M to dM (key by
+ * key for every entry, each row of M read once for all keys) and of key i to d_key + i * d_k.
+ * cur, next: scratch of n times the widest layer. */
+static void TM(mnm_mem_backward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, const real *acts,
+                                      const real *d_out, size_t out_stride, size_t n, real *dM,
+                                      real *d_key, real *cur, real *next, size_t wide)
 {
-    size_t Lm = tm->hp.memory_layers;
-    memcpy(cur, d_out, tm->hp.value_length * sizeof(real));
+    size_t Lm = tm->hp.memory_layers, A = tm->act_size, dk = tm->hp.key_length;
+    for (size_t i = 0; i < n; i++)
+        memcpy(cur + i * wide, d_out + i * out_stride, tm->hp.value_length * sizeof(real));
     for (size_t l = Lm; l-- > 0;) {
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
-        const real *z_out = acts + TM(mnm_act_at)(tm, l + 1), *z_in = acts + TM(mnm_act_at)(tm, l);
+        size_t out_at = TM(mnm_act_at)(tm, l + 1), in_at = TM(mnm_act_at)(tm, l);
         const real *Ml = M + tm->mem_offset[l];
         real *dMl = dM + tm->mem_offset[l];
-        if (l + 1 < Lm)
-            for (size_t j = 0; j < rows; j++)
-                cur[j] *= (real)1 - z_out[j] * z_out[j];
-        memset(next, 0, cols * sizeof(real));
-        for (size_t j = 0; j < rows; j++) {
-            TM(axpy)(dMl + j * cols, cur[j], z_in, cols);
-            TM(axpy)(next, cur[j], Ml + j * cols, cols);
+        for (size_t i = 0; i < n; i++) {
+            const real *z_out = acts + i * A + out_at;
+            real *c = cur + i * wide;
+            if (l + 1 < Lm)
+                for (size_t j = 0; j < rows; j++)
+                    c[j] *= (real)1 - z_out[j] * z_out[j];
+            memset(next + i * wide, 0, cols * sizeof(real));
         }
+        for (size_t j = 0; j < rows; j++)
+            for (size_t i = 0; i < n; i++) {
+                real g = cur[i * wide + j];
+                TM(axpy)(dMl + j * cols, g, acts + i * A + in_at, cols);
+                TM(axpy)(next + i * wide, g, Ml + j * cols, cols);
+            }
         real *swap = cur;
         cur = next;
         next = swap;
     }
-    for (size_t j = 0; j < tm->hp.key_length; j++)
-        d_key[j] += cur[j];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < dk; j++)
+            d_key[i * dk + j] += cur[i * wide + j];
 }
 
 /* The write's backward pass for one lane and step: dM holds the gradient of M_new on entry and of
@@ -54,9 +65,7 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
 {
     size_t Nh = tm->hp.head_count, dk = tm->hp.key_length, A = tm->act_size,
            TS = tm->target_size, Lm = tm->hp.memory_layers;
-    const real *kw = u + Nh * dk;
-    for (size_t i = 0; i < Nh; i++)
-        TM(mnm_mem_forward)(tm, M_old, kw + i * dk, zs + i * A);
+    TM(mnm_mem_forward_keys)(tm, M_old, u + Nh * dk, dk, Nh, zs);
     memset(dzs, 0, Nh * A * sizeof(real));
     real d_beta = 0;
     size_t t_at = 0;
@@ -65,10 +74,10 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
         size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
         real c = (real)(2.0 / ((double)Nh * (double)rows));
         const real *dMl = dM + tm->mem_offset[l];
-        for (size_t i = 0; i < Nh; i++) {
-            const real *z = zs + i * A, *tg = targets + i * TS + t_at;
-            real *dz = dzs + i * A, *dt = dT + i * TS + t_at;
-            for (size_t j = 0; j < rows; j++) {
+        for (size_t j = 0; j < rows; j++) /* each row of dM read once for every head */
+            for (size_t i = 0; i < Nh; i++) {
+                const real *z = zs + i * A, *tg = targets + i * TS + t_at;
+                real *dz = dzs + i * A, *dt = dT + i * TS + t_at;
                 real v = TM(dot)(dMl + j * cols, z + in_at, cols);
                 real e = z[out_at + j] - tg[j];
                 d_beta -= c * e * v;
@@ -77,28 +86,30 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
                 dz[out_at + j] += de;
                 TM(axpy)(dz + in_at, -beta * c * e, dMl + j * cols, cols);
             }
-        }
         t_at += rows;
     }
-    for (size_t i = 0; i < Nh; i++) { /* the activations through M_old */
-        const real *z = zs + i * A;
-        real *dz = dzs + i * A;
-        for (size_t l = Lm; l-- > 0;) {
-            size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
-            size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
-            const real *Ml = M_old + tm->mem_offset[l];
-            real *dMl = dM + tm->mem_offset[l];
-            real *g = dz + out_at;
-            if (l + 1 < Lm)
+    for (size_t l = Lm; l-- > 0;) { /* the activations through M_old, layer by layer */
+        size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
+        size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
+        const real *Ml = M_old + tm->mem_offset[l];
+        real *dMl = dM + tm->mem_offset[l];
+        if (l + 1 < Lm)
+            for (size_t i = 0; i < Nh; i++) {
+                const real *z = zs + i * A;
+                real *g = dzs + i * A + out_at;
                 for (size_t j = 0; j < rows; j++)
                     g[j] *= (real)1 - z[out_at + j] * z[out_at + j];
-            for (size_t j = 0; j < rows; j++) {
-                TM(axpy)(dMl + j * cols, g[j], z + in_at, cols);
-                TM(axpy)(dz + in_at, g[j], Ml + j * cols, cols);
             }
-        }
-        TM(axpy)(du + Nh * dk + i * dk, 1, dz, dk);
+        for (size_t j = 0; j < rows; j++)
+            for (size_t i = 0; i < Nh; i++) {
+                real *dz = dzs + i * A;
+                real g = dz[out_at + j];
+                TM(axpy)(dMl + j * cols, g, zs + i * A + in_at, cols);
+                TM(axpy)(dz + in_at, g, Ml + j * cols, cols);
+            }
     }
+    for (size_t i = 0; i < Nh; i++)
+        TM(axpy)(du + Nh * dk + i * dk, 1, dzs + i * A, dk);
     return d_beta;
 }
 
@@ -125,10 +136,10 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
     size_t wide = dk > hp->memory_hidden ? dk : hp->memory_hidden;
     if (dv > wide)
         wide = dv;
-    real *zs = tm->thread_scratch + (size_t)index * tm->scratch_floats;
-    real *dzs = zs + Nh * A, *acts = dzs + Nh * A, *vec = acts + A; /* + A spare */
-    real *cur = vec + A, *next = cur + wide, *dvec = next + wide;   /* + wide spare */
-    real *dT = dvec + 2 * wide;
+    real *zs = tm->thread_scratch + (size_t)index * tm->scratch_floats; /* [Nh][A] */
+    real *dzs = zs + Nh * A;                                           /* [Nh][A] */
+    real *cur = dzs + Nh * A, *next = cur + Nh * wide, *dvec = next + Nh * wide; /* [Nh][wide] */
+    real *dT = dvec + Nh * wide;                                       /* [Nh][TS] */
     real *Ms = dT + Nh * TS;                       /* [nb][seg + 1][Mn] */
     real *dM = Ms + nb * (seg + 1) * Mn;           /* [nb][Mn] */
     real *dh_carry = dM + nb * Mn, *dc_carry = dh_carry + nb * H, *dh = dc_carry + nb * H;
@@ -170,23 +181,22 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
                 /* the read: r = (1/Nh) sum_i f_M_new(kr_i) */
                 for (size_t j = 0; j < dv; j++)
                     dvec[j] = drb[j] / (real)Nh;
-                for (size_t i = 0; i < Nh; i++) {
-                    TM(mnm_mem_forward)(tm, M_new, u + i * dk, acts);
-                    TM(mnm_mem_backward)(tm, M_new, acts, dvec, dMb, du + i * dk, cur, next);
-                }
+                TM(mnm_mem_forward_keys)(tm, M_new, u, dk, Nh, zs);
+                TM(mnm_mem_backward_keys)(tm, M_new, zs, dvec, 0, Nh, dMb, du, cur, next, wide);
                 /* the meta term (1/(Nh d_v)) sum_i |f_M_new(kw_i) - vw_i|^2 */
-                if (tm->x[row] != pad && ctx->scale != 0)
+                if (tm->x[row] != pad && ctx->scale != 0) {
+                    TM(mnm_mem_forward_keys)(tm, M_new, u + Nh * dk, dk, Nh, zs);
                     for (size_t i = 0; i < Nh; i++) {
-                        TM(mnm_mem_forward)(tm, M_new, u + Nh * dk + i * dk, acts);
-                        const real *f = acts + A - dv;
-                        real *dvw = du + 2 * Nh * dk + i * dv;
+                        const real *f = zs + i * A + A - dv;
+                        real *dvw = du + 2 * Nh * dk + i * dv, *d = dvec + i * dv;
                         for (size_t j = 0; j < dv; j++) {
-                            dvec[j] = meta_c * (f[j] - vw[i * dv + j]);
-                            dvw[j] -= dvec[j];
+                            d[j] = meta_c * (f[j] - vw[i * dv + j]);
+                            dvw[j] -= d[j];
                         }
-                        TM(mnm_mem_backward)(tm, M_new, acts, dvec, dMb, du + Nh * dk + i * dk,
-                                             cur, next);
                     }
+                    TM(mnm_mem_backward_keys)(tm, M_new, zs, dvec, dv, Nh, dMb, du + Nh * dk, cur,
+                                              next, wide);
+                }
                 /* the write: dMb becomes the gradient of M_old */
                 const real *tg = tm->targets + row * Nh * TS;
                 real beta = tm->betas[row];

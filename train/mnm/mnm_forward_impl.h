@@ -123,7 +123,7 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     /* lanes of the largest thread part */
     int threads = fwm__pool_size(pool);
     size_t nb = (B + (size_t)threads - 1) / (size_t)threads;
-    size_t per_key = 2 * Nh * tm->act_size + 2 * tm->act_size + 4 * wide + Nh * tm->target_size;
+    size_t per_key = 2 * Nh * tm->act_size + 3 * Nh * wide + Nh * tm->target_size;
     tm->scratch_floats = per_key + 64;
     if (!config->forward_only)
         tm->scratch_floats += nb * ((seg + 2) * tm->memory_size + 4 * H + 2 * dv);
@@ -192,25 +192,39 @@ void TM(fwm__mnm_tm_zero_grads)(TM(fwm__mnm_tm) *tm)
 
 /* ---- the memory net -------------------------------------------------------------------------
  * acts[act_size] = [z^0 = key (d_k) | z^1 | ... | z^Lm (d_v)]: z^l = tanh(M^l z^(l-1)) for l < Lm,
- * the last layer linear. */
-static void TM(mnm_mem_forward)(const TM(fwm__mnm_tm) *tm, const real *M, const real *key,
-                                real *acts)
+ * the last layer linear. mnm_mem_forward_keys does n keys (keys + i * key_stride) into
+ * acts + i * act_size, each row of M read once for all of them (the same sums as one at a time). */
+static inline void TM(mnm_tanh)(real *v, size_t n)
 {
-    size_t Lm = tm->hp.memory_layers;
-    memcpy(acts, key, tm->mem_cols[0] * sizeof(real));
-    real *in = acts;
+#if FWM_REAL_DOUBLE
+    for (size_t j = 0; j < n; j++)
+        v[j] = R_TANH(v[j]);
+#else
+    fwm__tanh_array(v, v, n);
+#endif
+}
+
+static void TM(mnm_mem_forward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, const real *keys,
+                                     size_t key_stride, size_t n, real *acts)
+{
+    size_t Lm = tm->hp.memory_layers, A = tm->act_size, at = 0;
+    for (size_t i = 0; i < n; i++)
+        memcpy(acts + i * A, keys + i * key_stride, tm->mem_cols[0] * sizeof(real));
     for (size_t l = 0; l < Lm; l++) {
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
         const real *Ml = M + tm->mem_offset[l];
-        real *o = in + cols;
-        for (size_t j = 0; j < rows; j++)
-            o[j] = TM(dot)(Ml + j * cols, in, cols);
+        for (size_t j = 0; j < rows; j++) {
+            const real *row = Ml + j * cols;
+            for (size_t i = 0; i < n; i++)
+                acts[i * A + at + cols + j] = TM(dot)(row, acts + i * A + at, cols);
+        }
         if (l + 1 < Lm)
-            for (size_t j = 0; j < rows; j++)
-                o[j] = R_TANH(o[j]);
-        in = o;
+            for (size_t i = 0; i < n; i++)
+                TM(mnm_tanh)(acts + i * A + at + cols, rows);
+        at += cols;
     }
 }
+
 
 /* Offset of z^l (l = 0..Lm) within a key's activations. */
 static size_t TM(mnm_act_at)(const TM(fwm__mnm_tm) *tm, size_t l)
@@ -228,9 +242,7 @@ static __attribute__((noinline)) void TM(mnm_write)(const TM(fwm__mnm_tm) *tm, r
 {
     size_t Nh = tm->hp.head_count, dk = tm->hp.key_length, A = tm->act_size,
            TS = tm->target_size, Lm = tm->hp.memory_layers;
-    const real *kw = u + Nh * dk;
-    for (size_t i = 0; i < Nh; i++)
-        TM(mnm_mem_forward)(tm, M, kw + i * dk, zs + i * A);
+    TM(mnm_mem_forward_keys)(tm, M, u + Nh * dk, dk, Nh, zs);
     size_t t_at = 0;
     for (size_t l = 0; l < Lm; l++) {
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
@@ -265,7 +277,6 @@ static void TM(mnm_forward_worker)(void *ctx_pointer, int index, int threads)
     size_t nb = b1 - b0;
     int training = !tm->config.forward_only;
     real *zs = tm->thread_scratch + (size_t)index * tm->scratch_floats; /* [Nh][A] */
-    real *acts = zs + Nh * A;                                           /* [A] */
     const real *W_ih = MP(tm, MT_W_IH), *W_hh = MP(tm, MT_W_HH), *W_u = MP(tm, MT_W_U),
                *b_u = MP(tm, MT_B_U), *w_beta = MP(tm, MT_W_BETA), *W_q = MP(tm, MT_W_Q),
                *b_q = MP(tm, MT_B_Q);
@@ -320,16 +331,15 @@ static void TM(mnm_forward_worker)(void *ctx_pointer, int index, int threads)
             TM(mnm_write)(tm, M, ur, tg, beta, zs);
             real *r = tm->rs + (row + B) * dv;
             memset(r, 0, dv * sizeof(real));
-            for (size_t i = 0; i < Nh; i++) {
-                TM(mnm_mem_forward)(tm, M, ur + i * dk, acts);
-                TM(axpy)(r, (real)1 / (real)Nh, acts + A - dv, dv);
-            }
+            TM(mnm_mem_forward_keys)(tm, M, ur, dk, Nh, zs); /* the read keys */
+            for (size_t i = 0; i < Nh; i++)
+                TM(axpy)(r, (real)1 / (real)Nh, zs + i * A + A - dv, dv);
             tm->metas[row] = 0;
             if (training && tm->x[row] != pad) {
                 double m = 0;
+                TM(mnm_mem_forward_keys)(tm, M, ur + Nh * dk, dk, Nh, zs); /* the write keys */
                 for (size_t i = 0; i < Nh; i++) {
-                    TM(mnm_mem_forward)(tm, M, ur + Nh * dk + i * dk, acts);
-                    const real *f = acts + A - dv, *v = vw + i * dv;
+                    const real *f = zs + i * A + A - dv, *v = vw + i * dv;
                     for (size_t j = 0; j < dv; j++) {
                         double d = (double)f[j] - (double)v[j];
                         m += d * d;
