@@ -44,7 +44,10 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
 
 const char *fwm__train_arch_name(fwm_arch arch)
 {
-    return arch == FWM_ARCH_FWM ? "fwm" : arch == FWM_ARCH_LSTM ? "lstm" : arch == FWM_ARCH_MNM ? "mnm" : "?";
+    return arch == FWM_ARCH_FWM    ? "fwm"
+           : arch == FWM_ARCH_LSTM ? "lstm"
+           : arch == FWM_ARCH_MNM  ? "mnm"
+                                   : "?";
 }
 
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)

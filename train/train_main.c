@@ -62,7 +62,7 @@ static void usage(FILE *out)
             "architecture:\n"
             "  --arch fwm|lstm|mnm   fwm: the Fast Weight Memory (default); lstm: the paper's\n"
             "                        LSTM baseline (stacked layers, no memory); mnm: the\n"
-            "                        Metalearned Neural Memory baseline (MNM-p, docs/MNM.md)\n"
+            "                        Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md)\n"
             "model (the paper's sizes by default, as fwm-init's):\n"
             "  --embedding E         token embedding size (default %u; lstm %u; mnm %u)\n"
             "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u)\n"

@@ -38,7 +38,7 @@ typedef struct fwm__train_options {
     fwm_lstm_hparams lstm;   /* arch lstm, complete */
     fwm__dropout dropout;    /* arch lstm: AWD-style dropout (lstm_model.h); 0 = none */
     fwm_mnm_hparams mnm;     /* arch mnm, complete */
-    double meta_weight;      /* arch mnm: the meta-objective's coefficient (docs/MNM.md) */
+    double meta_weight;      /* arch mnm: the meta-objective's coefficient (docs/MODEL.md) */
     int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
                                 state goes back to before it, no update); after this many in a
                                 row the run stops with an error (0: at the first) */

@@ -1,4 +1,4 @@
-/* mnm_f64.c - the MNM baseline's trainer model in double (the gradient check's reference precision). */
+/* mnm_f64.c - the MNM baseline's trainer model in double (the gradient checks' precision). */
 #include "mnm_model.h"
 
 #include <cblas.h>

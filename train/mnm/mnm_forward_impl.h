@@ -232,8 +232,9 @@ static size_t TM(mnm_act_at)(const TM(fwm__mnm_tm) *tm, size_t l)
     return l == 0 ? 0 : tm->mem_cols[0] + (l - 1) * tm->hp.memory_hidden;
 }
 
-/* The write (docs/MNM.md step 5), in place on M: every write key through the current M (their
- * activations into zs[Nh][act_size]), then every layer's local step from those activations.
+/* The write (docs/MODEL.md, the MNM's step 5), in place on M: every write key through the
+ * current M (their activations into zs[Nh][act_size]), then every layer's local step from those
+ * activations.
  * u: the step's interaction vectors; targets: [Nh][target_size]. Forward and replay both call
  * this function, so the replayed memory has the forward pass's bits. */
 static __attribute__((noinline)) void TM(mnm_write)(const TM(fwm__mnm_tm) *tm, real *M,

@@ -2,7 +2,7 @@
  * parameters and gradients, B lanes of carried state (h, c, r and the memory weights M^1..M^Lm),
  * and the forward and backward pass over one window of tokens, meta-objective included.
  *
- * The model is docs/MNM.md's (model_format/mnm/mnm_hparams.h): an LSTM controller reading [e; r],
+ * The model is docs/MODEL.md's MNM section (mnm/mnm_hparams.h): an LSTM controller reading [e; r],
  * interaction vectors u = tanh(W_u h + b_u), one rate beta, the learned local write of every
  * memory layer, the read of the updated memory, y = W_o [h; r] + b_o, logits = W_s y + b_s. The
  * training objective of a window is
