@@ -1,9 +1,10 @@
 /* fwm.h - the public C API of libfwm, the Fast Weight Memory inference runtime.
  *
  * What it is for: load a model file (GGUF v3) of a registered architecture: "fwm", the Fast Weight
- * Memory, or "lstm", the paper's LSTM baseline (fwm_model_info.architecture says which); keep
- * per-session state (for the FWM: LSTM h, c and the fast-weight tensor F; for the LSTM: h and c of
- * every layer) resident, and step one session, a token sequence, or a batch of sessions token by
+ * Memory, "lstm", the paper's LSTM baseline, or "mnm", the Metalearned Neural Memory baseline
+ * (fwm_model_info.architecture says which); keep per-session state (for the FWM: LSTM h, c and the
+ * fast-weight tensor F; for the LSTM: h and c of every layer; for the MNM: the controller's h and
+ * c, its read-out r and its memory net's weights) resident, and step one session, a token sequence, or a batch of sessions token by
  * token. Every function works on every architecture unless it says otherwise. Also: the word-level tokenizer, top-k over logits, and export /
  * import of a session's state as a versioned blob tied to the model's fingerprint.
  *
@@ -133,8 +134,9 @@ typedef struct fwm_model_info {
      * fwm.session.prime_tokens, or one token, eos_token_id, for a file without that key. */
     uint32_t prime_token_count;
     const uint32_t *prime_tokens; /* owned by the model */
-    const char *architecture;     /* general.architecture: "fwm" or "lstm" (static) */
-    uint32_t layer_count;         /* stacked recurrent layers: 1 for the FWM, L for the LSTM */
+    const char *architecture;     /* general.architecture: "fwm", "lstm" or "mnm" (static) */
+    uint32_t layer_count;         /* stacked recurrent layers: 1 for the FWM, L for the LSTM, 1 for
+                                   * the MNM (its controller) */
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */
