@@ -3,9 +3,9 @@
  * associative-retrieval task of synthetic_data.h (QM mode: loss at "?") must answer held-out
  * queries far better than before training, than chance (1/6) and than answering with the last
  * value stored (right for 60.5% of these queries, which is what the LSTM baseline reaches,
- * test_lstm_retrieval), and its training loss must fall below a limit. Seen: 1,500 steps (25 s of
- * CPU), loss 2.19 -> 0.56, 74.2% of the held-out queries; it goes on rising (600 steps 61.4%,
- * 3,000 steps 88.0%). STEPS, THREADS (default 1), HEADS, META and LR environment variables
+ * test_lstm_retrieval), and its training loss must fall below a limit. Seen: 1,500 steps (22 s of
+ * CPU), loss 2.19 -> 0.58, 72.2% of the held-out queries; it goes on rising (about 61% after 600
+ * steps, 88% after 3,000). STEPS, THREADS (default 1), HEADS, META and LR environment variables
  * override the step count, threads, heads, meta weight and learning rate. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,8 +100,8 @@ int main(void)
     CHECK_LE(untrained, 0.40);
     CHECK_LE(end, (full ? 0.5 : 0.9) * start);
     if (full) {
-        CHECK_GE(trained, 0.68); /* 74.2% seen; the last value stored gives 60.5% */
-        CHECK_LE(end, 0.75);     /* 0.56 seen */
+        CHECK_GE(trained, 0.66); /* 72.2% seen; the last value stored gives 60.5% */
+        CHECK_LE(end, 0.75);     /* 0.58 seen */
     }
     return check_finish("test_mnm_retrieval");
 }
