@@ -1,17 +1,20 @@
 /* checkpoint.c - save and restore everything a training run's next step depends on.
  *
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
- * for distribution, which is what model files are for), version 2:
+ * for distribution, which is what model files are for), version 3:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
- *   token, embedding, recurrent, layer;
+ *   token, embedding, recurrent, layer, fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
+ *   unless mnm);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
  *   u64 FNV-1a hash of every byte before it.
  * The model arrays are the architecture's flat layout (fwm__tensor_layout) and its lane state.
- * Version 1 (before there were architectures) is the same with fwm_hparams in place of the model
- * block; it still loads, as an FWM without dropout.
+ * Version 2 (before the MNM) has the model block without the MNM's part and still loads; so does
+ * version 1 (before there were architectures): the same with fwm_hparams in place of the model
+ * block, an FWM without dropout. A trainer never writes a checkpoint whose parameters, Adam
+ * moments or lane state are not all finite (the write fails, naming the tensor).
  * The epoch's sample order is not stored: it is a function of (seed, epoch), and neither are the
  * dropout masks: functions of (seed, step, lane). Written to a
  * temporary file and renamed, so a crash never leaves a half-written checkpoint.
@@ -19,6 +22,7 @@
  * and sends what it holds to the other ranks; the file is the same whatever the number of ranks.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +31,7 @@
 #include "trainer.h"
 
 #define CHECKPOINT_MAGIC "FWMTRCK1"
-#define CHECKPOINT_VERSION 2u
+#define CHECKPOINT_VERSION 3u
 
 typedef struct hashed_file {
     FILE *f;
@@ -63,13 +67,38 @@ static int get(hashed_file *hf, void *data, size_t n)
     return 0;
 }
 
-/* What is trained (version 2): every member 4-byte aligned, no padding. */
+/* What is trained (version 3). Any padding before meta_weight is zero: a header is cleared before
+ * it is filled. */
 typedef struct checkpoint_model {
     uint32_t arch;
     fwm_hparams fwm;
     fwm_lstm_hparams lstm;
     fwm__dropout dropout;
+    fwm_mnm_hparams mnm;
+    double meta_weight;
 } checkpoint_model;
+
+/* Version 2's model block and header. */
+typedef struct checkpoint_model_v2 {
+    uint32_t arch;
+    fwm_hparams fwm;
+    fwm_lstm_hparams lstm;
+    fwm__dropout dropout;
+} checkpoint_model_v2;
+
+typedef struct checkpoint_header_v2 {
+    char magic[8];
+    uint32_t version, hparams_size;
+    checkpoint_model_v2 model;
+    int32_t mode, lanes, window, segment;
+    uint32_t qmark;
+    uint64_t seed, data_hash;
+    int64_t step, epoch, window_index, tokens;
+    double seconds;
+    fwm__qa_metrics running;
+    double running_loss;
+    int64_t running_steps;
+} checkpoint_header_v2;
 
 /* Version 1's header. */
 typedef struct checkpoint_header_v1 {
@@ -118,6 +147,21 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.lstm.padding_token_id = l->padding_token_id;
         h->model.lstm.eos_token_id = l->eos_token_id;
         h->model.dropout = tr->opt.dropout;
+    } else if (tr->spec.arch == FWM_ARCH_MNM) {
+        const fwm_mnm_hparams *m = &tr->spec.mnm;
+        h->model.mnm.vocab_size = m->vocab_size;
+        h->model.mnm.embedding_length = m->embedding_length;
+        h->model.mnm.hidden_size = m->hidden_size;
+        h->model.mnm.head_count = m->head_count;
+        h->model.mnm.key_length = m->key_length;
+        h->model.mnm.value_length = m->value_length;
+        h->model.mnm.memory_hidden = m->memory_hidden;
+        h->model.mnm.memory_layers = m->memory_layers;
+        h->model.mnm.output_length = m->output_length;
+        h->model.mnm.forget_bias = m->forget_bias;
+        h->model.mnm.padding_token_id = m->padding_token_id;
+        h->model.mnm.eos_token_id = m->eos_token_id;
+        h->model.meta_weight = tr->opt.meta_weight;
     } else {
         h->model.fwm = tr->opt.hp;
     }
@@ -141,6 +185,23 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
 static fwm_status write_file(const fwm__trainer *tr, const float *all_state, const char *path,
                              fwm_error *err)
 {
+    const fwm__tensor_layout *layout = &tr->net->layout;
+    const float *arrays[3] = {tr->net->params, tr->adam_m, tr->adam_v};
+    static const char *const array_names[3] = {"parameters", "first Adam moments",
+                                               "second Adam moments"};
+    for (int a = 0; a < 3; a++) {
+        long bad = fwm__first_nonfinite(layout, arrays[a]);
+        if (bad >= 0)
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                              "not writing checkpoint %s: the %s of tensor %s are not all finite",
+                              path, array_names[a], layout->names[bad]);
+    }
+    size_t state_n = (size_t)tr->opt.lanes * tr->net->state_size;
+    for (size_t i = 0; i < state_n; i++)
+        if (!isfinite(all_state[i]))
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                              "not writing checkpoint %s: the state of lane %zu is not finite",
+                              path, i / tr->net->state_size);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     hashed_file hf = {fopen(tmp, "wb"), 1469598103934665603ull, 0};
@@ -227,10 +288,11 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         goto done;
     }
     int v1 = start.version == 1 && start.hparams_size == sizeof(fwm_hparams);
-    int v2 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
-    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2)) {
+    int v2 = start.version == 2 && start.hparams_size == sizeof(checkpoint_model_v2);
+    int v3 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
+    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2 && !v3)) {
         status = fwm__error(err, FWM_ERR_FORMAT,
-                            "%s: not an fwm-train checkpoint of version 1 or %u", path,
+                            "%s: not an fwm-train checkpoint of version 1 to %u", path,
                             CHECKPOINT_VERSION);
         goto done;
     }
@@ -260,6 +322,34 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         h.running = old.running;
         h.running_loss = old.running_loss;
         h.running_steps = old.running_steps;
+    } else if (v2) { /* an FWM or LSTM: the version-3 header without the MNM's part */
+        checkpoint_header_v2 old;
+        memcpy(&old, &start, sizeof start);
+        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
+            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
+            goto done;
+        }
+        memset(&h, 0, sizeof h);
+        memcpy(&h, &start, sizeof start);
+        h.model.arch = old.model.arch;
+        h.model.fwm = old.model.fwm;
+        h.model.lstm = old.model.lstm;
+        h.model.dropout = old.model.dropout;
+        h.mode = old.mode;
+        h.lanes = old.lanes;
+        h.window = old.window;
+        h.segment = old.segment;
+        h.qmark = old.qmark;
+        h.seed = old.seed;
+        h.data_hash = old.data_hash;
+        h.step = old.step;
+        h.epoch = old.epoch;
+        h.window_index = old.window_index;
+        h.tokens = old.tokens;
+        h.seconds = old.seconds;
+        h.running = old.running;
+        h.running_loss = old.running_loss;
+        h.running_steps = old.running_steps;
     } else {
         memcpy(&h, &start, sizeof start);
         if (get(&hf, (char *)&h + sizeof start, sizeof h - sizeof start)) {
@@ -271,8 +361,8 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: the checkpoint is of architecture %s, this run's is %s (resume "
                             "with the --arch it was made with)",
-                            path, fwm__arch_name((fwm_arch)h.model.arch),
-                            fwm__arch_name((fwm_arch)want.model.arch));
+                            path, fwm__train_arch_name((fwm_arch)h.model.arch),
+                            fwm__train_arch_name((fwm_arch)want.model.arch));
         goto done;
     }
 #define SAME_(field, what)                                                                       \
@@ -285,6 +375,8 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     }
     SAME_(model.fwm, "model hyperparameters or vocabulary size");
     SAME_(model.lstm, "model hyperparameters or vocabulary size");
+    SAME_(model.mnm, "model hyperparameters or vocabulary size");
+    SAME_(model.meta_weight, "meta-objective weight (--meta-weight)");
     SAME_(model.dropout, "dropout");
     SAME_(mode, "mode");
     SAME_(lanes, "batch (lanes)");

@@ -29,6 +29,7 @@ fwm_status fwm__evaluate(const fwm__model_spec *model, const float *params,
     if (status != FWM_OK)
         goto fail;
     memcpy(tm->params, params, tm->layout.total * sizeof(float));
+    fwm__net_reset_state(tm); /* the MNM's reset state holds its initial memory */
     order = malloc((split->n_samples ? split->n_samples : 1) * sizeof *order);
     size_t cells = (size_t)options->lanes * (size_t)options->window;
     x = malloc(cells * sizeof *x);

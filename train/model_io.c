@@ -9,6 +9,7 @@
 
 #include "fwm_error.h"
 #include "lstm/lstm_schema.h"
+#include "mnm/mnm_schema.h"
 
 fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float *params,
                            const char *const *tokens, const char *name,
@@ -36,13 +37,35 @@ fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
                                 const float *params, const char *const *tokens, const char *name,
                                 const fwm_write_kv *extra, size_t extra_count, fwm_error *err)
 {
+    fwm__tensor_layout layout;
+    fwm__tensor_layout_init(&layout, model);
+    for (size_t k = 0; k < layout.count; k++) /* never a model with weights that are not finite */
+        for (size_t i = 0; i < layout.size[k]; i++)
+            if (!isfinite(params[layout.offset[k] + i]))
+                return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                                  "not writing model %s: tensor %s holds a value that is not "
+                                  "finite (entry %zu)",
+                                  path, layout.names[k], i);
     if (model->arch == FWM_ARCH_FWM)
         return fwm__model_save(path, &model->fwm, params, tokens, name, extra, extra_count, err);
+    if (model->arch == FWM_ARCH_MNM) {
+        fwm_mnm_write_spec spec;
+        memset(&spec, 0, sizeof spec);
+        spec.hp = model->mnm;
+        spec.name = name;
+        spec.tokens = tokens;
+        for (size_t k = 0; k < layout.count; k++)
+            spec.tensors[k] = params + layout.offset[k];
+        spec.extra = extra;
+        spec.extra_count = extra_count;
+        spec.has_prime_tokens = true;
+        spec.prime_tokens = &model->mnm.eos_token_id;
+        spec.prime_count = 1;
+        return fwm_mnm_model_write(path, &spec, err);
+    }
     if (model->arch != FWM_ARCH_LSTM)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "model %s: unknown architecture %d",
                           path, (int)model->arch);
-    fwm__tensor_layout layout;
-    fwm__tensor_layout_init(&layout, model);
     fwm_lstm_write_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.hp = model->lstm;
@@ -110,6 +133,8 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     memset(&schema, 0, sizeof schema);
     fwm_lstm_schema lstm_schema;
     memset(&lstm_schema, 0, sizeof lstm_schema);
+    fwm_mnm_schema mnm_schema;
+    memset(&mnm_schema, 0, sizeof mnm_schema);
     char *buf = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -139,6 +164,13 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         out->spec.arch = FWM_ARCH_LSTM;
         out->spec.lstm = lstm_schema.hp;
         tokens = lstm_schema.tokens;
+    } else if (arch == FWM_ARCH_MNM) {
+        status = fwm_mnm_schema_parse(buf, (size_t)size, &mnm_schema, err);
+        if (status != FWM_OK)
+            goto done;
+        out->spec.arch = FWM_ARCH_MNM;
+        out->spec.mnm = mnm_schema.hp;
+        tokens = mnm_schema.tokens;
     } else if (arch == FWM_ARCH_FWM) {
         status = fwm_schema_parse(buf, (size_t)size, &schema, err);
         if (status != FWM_OK)
@@ -159,8 +191,9 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         goto done;
     }
     for (size_t k = 0; k < out->layout.count; k++) {
-        const fwm_schema_tensor *t =
-            arch == FWM_ARCH_LSTM ? &lstm_schema.tensors[k] : &schema.tensors[k];
+        const fwm_schema_tensor *t = arch == FWM_ARCH_LSTM   ? &lstm_schema.tensors[k]
+                                     : arch == FWM_ARCH_MNM ? &mnm_schema.tensors[k]
+                                                             : &schema.tensors[k];
         status = copy_tensor(path, &out->layout, k, t, out->params, err);
         if (status != FWM_OK)
             goto done;
@@ -177,6 +210,7 @@ done:
         fwm__loaded_model_release(out);
     fwm_schema_release(&schema);
     fwm_lstm_schema_release(&lstm_schema);
+    fwm_mnm_schema_release(&mnm_schema);
     free(buf);
     fclose(f);
     return status;

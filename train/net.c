@@ -9,6 +9,7 @@
 #include "fwm_model_init.h"
 
 extern const fwm__net_ops fwm__net_ops_lstm; /* lstm/lstm_net.c */
+extern const fwm__net_ops fwm__net_ops_mnm;  /* mnm/mnm_net.c */
 
 /* ---- fwm ------------------------------------------------------------------------------------ */
 
@@ -67,8 +68,9 @@ static double fwm_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, i
     return loss;
 }
 
-static void fwm_backward(fwm__net *net, long loss_denominator)
+static void fwm_backward(fwm__net *net, long loss_denominator, long meta_denominator)
 {
+    (void)meta_denominator;
     fwm__tm_f32 *tm = net->impl;
     tm->loss_denominator = loss_denominator;
     fwm__tm_backward_f32(tm);
@@ -96,7 +98,8 @@ static const fwm__net_ops fwm__net_ops_fwm = {
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 
-static const fwm__net_ops *const registry[] = {&fwm__net_ops_fwm, &fwm__net_ops_lstm};
+static const fwm__net_ops *const registry[] = {&fwm__net_ops_fwm, &fwm__net_ops_lstm,
+                                                &fwm__net_ops_mnm};
 
 fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
                            fwm_error *err)
@@ -140,7 +143,23 @@ double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int
 
 void fwm__net_backward(fwm__net *net, long loss_denominator)
 {
-    net->ops->backward(net, loss_denominator);
+    net->ops->backward(net, loss_denominator, 0);
+}
+
+void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_denominator)
+{
+    net->ops->backward(net, loss_denominator, meta_denominator);
+}
+
+long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n)
+{
+    if (config->model.arch != FWM_ARCH_MNM || config->forward_only)
+        return 0;
+    long count = 0;
+    uint32_t pad = fwm__spec_pad_id(&config->model);
+    for (size_t i = 0; i < n; i++)
+        count += x[i] != pad;
+    return count;
 }
 
 void fwm__net_zero_grads(fwm__net *net)

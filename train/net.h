@@ -1,5 +1,5 @@
 /* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
- * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`), in float, and the small table of
+ * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`), in float, and the small table of
  * operations that differ between architectures (fwm__net_ops, one per architecture, registered in
  * net.c). The trainer, evaluation, checkpoints and model files work through this handle only, so
  * they are written once for every architecture.
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "lstm_model.h"
+#include "mnm_model.h"
 #include "param_layout.h"
 #include "train_model.h"
 
@@ -25,7 +26,8 @@ typedef struct fwm__net_config {
     int segment;            /* fwm: F checkpoint interval of the backward pass (0 = automatic) */
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
-    fwm__dropout dropout;   /* lstm only (the FWM has none: must be 0); 0 for evaluation */
+    fwm__dropout dropout;   /* lstm only (the others have none: must be 0); 0 for evaluation */
+    double meta_weight;     /* mnm only: the meta-objective's coefficient (others: ignored) */
     int keep_logits;        /* keep the loss rows' logits (tests) */
     int forward_only;       /* evaluation: no gradients, no backward buffers */
 } fwm__net_config;
@@ -38,7 +40,7 @@ typedef struct fwm__net_ops {
     fwm_status (*create)(fwm__net *net, fwm__pool *pool, fwm_error *err);
     void (*destroy)(void *impl);
     double (*forward)(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
-    void (*backward)(fwm__net *net, long loss_denominator);
+    void (*backward)(fwm__net *net, long loss_denominator, long meta_denominator);
     void (*zero_grads)(void *impl);
     void (*reset_state)(void *impl);
     /* Draw the dropout masks of training step `step` (NULL: the architecture has no dropout). */
@@ -50,11 +52,12 @@ typedef struct fwm__net_ops {
 struct fwm__net {
     const fwm__net_ops *ops;
     fwm__net_config config;
-    void *impl;                  /* fwm__tm_f32 (fwm) or fwm__lstm_tm_f32 (lstm) */
+    void *impl;                  /* fwm__tm_f32 (fwm), fwm__lstm_tm_f32 (lstm), fwm__mnm_tm_f32 */
     fwm__tensor_layout layout;   /* the flat buffers' tensors */
     float *params, *grads;       /* [layout.total] (grads NULL when forward_only) */
     float *state;                /* [lanes][state_size]: carried across calls */
-    size_t state_size;           /* floats per lane (fwm: h, c, F; lstm: h, c of every layer) */
+    size_t state_size;           /* floats per lane (fwm: h, c, F; lstm: h, c of every layer;
+                                    mnm: h, c, r, M) */
     int segment;                 /* fwm: the F checkpoint interval in use; 0 for others */
     /* the last forward call (rows r = t * lanes + b): */
     int len;
@@ -64,6 +67,8 @@ struct fwm__net {
     const float *probs;          /* [n_loss_rows][V]: softmax of the loss rows (until backward) */
     const float *logits;         /* the same before the softmax, with keep_logits; else NULL */
     double loss_sum, loss;       /* sum and mean cross entropy over the loss rows */
+    double meta_sum;             /* mnm training: the sum of the meta terms (others 0) */
+    long n_meta_rows;            /* mnm training: the positions it is taken at (others 0) */
 };
 
 /* FWM_ERR_INVALID_ARGUMENT (sizes, dropout for an architecture without it, an unknown
@@ -76,12 +81,19 @@ void fwm__net_free(fwm__net *net);
  * gradient of loss_sum / loss_denominator (0: n_loss_rows). */
 double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
 void fwm__net_backward(fwm__net *net, long loss_denominator);
+/* The same with the meta-objective's denominator too (mnm: the positions of all lane groups whose
+ * input is not padding, fwm__net_count_meta_rows; 0: this model's own). */
+void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_denominator);
+/* The positions of x [n] at which the meta-objective is taken (mnm training; 0 for the others). */
+long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n);
 void fwm__net_zero_grads(fwm__net *net);
 void fwm__net_reset_state(fwm__net *net);
 /* The dropout masks of training step `step` of a run seeded `seed`; lane b of this model is lane
  * lane_offset + b of the run. A no-op for architectures or configurations without dropout. */
 void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_offset);
-/* Initial weights for `seed` into net->params (fwm-init's for the same seed and sizes). */
+/* Initial weights for `seed` into net->params (fwm-init's for the same seed and sizes). The lane
+ * state is not touched: fwm__net_reset_state after the parameters are set (the MNM's reset state
+ * holds its initial memory). */
 void fwm__net_init_weights(fwm__net *net, uint64_t seed);
 
 /* The loss rule (fwm__is_loss_position) for this configuration. */

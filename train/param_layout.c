@@ -35,29 +35,74 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
         *out = FWM_ARCH_FWM;
     else if (strcmp(name, "lstm") == 0)
         *out = FWM_ARCH_LSTM;
+    else if (strcmp(name, "mnm") == 0)
+        *out = FWM_ARCH_MNM;
     else
         return -1;
     return 0;
 }
 
+const char *fwm__train_arch_name(fwm_arch arch)
+{
+    return arch == FWM_ARCH_FWM    ? "fwm"
+           : arch == FWM_ARCH_LSTM ? "lstm"
+           : arch == FWM_ARCH_MNM  ? "mnm"
+                                   : "?";
+}
+
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.vocab_size : spec->fwm.vocab_size;
+    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.vocab_size
+           : spec->arch == FWM_ARCH_MNM ? spec->mnm.vocab_size
+                                         : spec->fwm.vocab_size;
 }
 
 uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.padding_token_id
-                                        : spec->fwm.padding_token_id;
+    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.padding_token_id
+           : spec->arch == FWM_ARCH_MNM ? spec->mnm.padding_token_id
+                                         : spec->fwm.padding_token_id;
 }
 
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM ? spec->lstm.eos_token_id : spec->fwm.eos_token_id;
+    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.eos_token_id
+           : spec->arch == FWM_ARCH_MNM ? spec->mnm.eos_token_id
+                                         : spec->fwm.eos_token_id;
+}
+
+/* Offsets, sizes and totals from the rows and columns (the rule of fwm__param_layout_init). */
+static void layout_finish(fwm__tensor_layout *layout)
+{
+    size_t offset = 0;
+    for (size_t i = 0; i < layout->count; i++) {
+        layout->size[i] = layout->rows[i] * layout->cols[i];
+        layout->offset[i] = offset;
+        offset += (layout->size[i] + 15) / 16 * 16;
+        layout->parameter_count += layout->size[i];
+    }
+    layout->total = offset;
+}
+
+void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp)
+{
+    memset(layout, 0, sizeof *layout);
+    layout->count = fwm_mnm_tensor_count(hp);
+    for (size_t i = 0; i < layout->count; i++) {
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(hp, i, layout->names[i], &rows, &cols);
+        layout->rows[i] = (size_t)rows;
+        layout->cols[i] = (size_t)cols;
+    }
+    layout_finish(layout);
 }
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
+    if (spec->arch == FWM_ARCH_MNM) {
+        fwm__mnm_tensor_layout_init(layout, &spec->mnm);
+        return;
+    }
     memset(layout, 0, sizeof *layout);
     if (spec->arch == FWM_ARCH_LSTM) {
         layout->count = fwm_lstm_tensor_count(&spec->lstm);
@@ -77,12 +122,5 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
             layout->cols[i] = fwm.cols[i];
         }
     }
-    size_t offset = 0;
-    for (size_t i = 0; i < layout->count; i++) { /* the rule of fwm__param_layout_init */
-        layout->size[i] = layout->rows[i] * layout->cols[i];
-        layout->offset[i] = offset;
-        offset += (layout->size[i] + 15) / 16 * 16;
-        layout->parameter_count += layout->size[i];
-    }
-    layout->total = offset;
+    layout_finish(layout);
 }

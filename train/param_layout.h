@@ -17,6 +17,7 @@
 #include "arch_list.h"
 #include "fwm_hparams.h"
 #include "lstm/lstm_hparams.h"
+#include "mnm/mnm_hparams.h"
 
 typedef struct fwm__param_layout {
     size_t rows[FWM_TENSOR_COUNT];   /* as FWM_TENSOR_LIST (cols = 1 for vectors) */
@@ -34,8 +35,8 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp);
 
 /* ---- architectures ------------------------------------------------------------------------- */
 
-/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1: the registry of
- * model_format/arch_list.h, whose values checkpoints store) by name: 0 and *out set when `name`
+/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1, FWM_ARCH_MNM = 2: the
+ * registry of model_format/arch_list.h, whose values checkpoints store) by name: 0 and *out set when `name`
  * is one the trainer trains, else -1. */
 int fwm__train_arch_parse(const char *name, fwm_arch *out);
 
@@ -45,7 +46,11 @@ typedef struct fwm__model_spec {
     fwm_arch arch;
     fwm_hparams fwm;        /* arch FWM */
     fwm_lstm_hparams lstm;  /* arch LSTM */
+    fwm_mnm_hparams mnm;    /* arch MNM */
 } fwm__model_spec;
+
+/* "fwm", "lstm", "mnm": the name of an architecture the trainer trains ("?" for others). */
+const char *fwm__train_arch_name(fwm_arch arch);
 
 /* Ids every architecture has. */
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec);
@@ -53,7 +58,8 @@ uint32_t fwm__spec_pad_id(const fwm__model_spec *spec);
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec);
 
 /* The most tensors any architecture has. */
-#define FWM__MAX_TENSORS (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
+#define FWM__MAX_TENSORS_2_ (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
+#define FWM__MAX_TENSORS (FWM_MNM_MAX_TENSORS > FWM__MAX_TENSORS_2_ ? FWM_MNM_MAX_TENSORS : FWM__MAX_TENSORS_2_)
 
 typedef struct fwm__tensor_layout {
     size_t count;                        /* tensors, in the architecture's file order */
@@ -67,5 +73,8 @@ typedef struct fwm__tensor_layout {
 } fwm__tensor_layout;
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec);
+
+/* The same for the MNM's tensor list (fwm_mnm_tensor_at order). */
+void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp);
 
 #endif

@@ -24,14 +24,19 @@ void fwm__format_duration(double seconds, char *out, size_t size)
 void fwm__progress_print(FILE *out, const fwm__trainer *tr, double tokens_per_second,
                          double eta_seconds)
 {
-    char eta[32], valid[48] = "";
+    char eta[32], valid[48] = "", extra[80] = "";
     fwm__format_duration(eta_seconds, eta, sizeof eta);
     if (tr->has_valid)
         snprintf(valid, sizeof valid, "  valid %.2f%%",
                  100 * fwm__metrics_accuracy(&tr->last_valid));
     double loss = tr->running_steps ? tr->running_loss / (double)tr->running_steps : 0;
-    fprintf(out, "step %ld/%ld  epoch %ld  %.1fk tok/s  loss %.4f  train acc %.2f%%%s  ETA %s\n",
-            tr->step, tr->opt.steps, tr->epoch, tokens_per_second / 1000, loss,
+    size_t at = 0;
+    if (tr->spec.arch == FWM_ARCH_MNM) /* the last step's meta term (the loss is the task's) */
+        at += (size_t)snprintf(extra, sizeof extra, "  meta %.4f", tr->last_meta);
+    if (tr->skipped_steps > 0)
+        snprintf(extra + at, sizeof extra - at, "  skipped %ld (not finite)", tr->skipped_steps);
+    fprintf(out, "step %ld/%ld  epoch %ld  %.1fk tok/s  loss %.4f%s  train acc %.2f%%%s  ETA %s\n",
+            tr->step, tr->opt.steps, tr->epoch, tokens_per_second / 1000, loss, extra,
             100 * fwm__metrics_accuracy(&tr->running), valid, eta);
     fflush(out);
 }

@@ -32,10 +32,12 @@ static void usage(FILE *out)
     fwm__hparams_defaults(&d);
     fwm_lstm_hparams ld; /* and FWM_LSTM_HPARAM_LIST's */
     fwm_lstm_hparams_defaults(&ld);
+    fwm_mnm_hparams md; /* and FWM_MNM_HPARAM_LIST's */
+    fwm_mnm_hparams_defaults(&md);
     fprintf(out,
             "usage: fwm-train [options]\n"
-            "Train a Fast Weight Memory model (or the LSTM baseline) on catbAbI and write a model\n"
-            "file.\n\n"
+            "Train a Fast Weight Memory model (or the LSTM or MNM baseline) on catbAbI and write a\n"
+            "model file.\n\n"
             "data:\n"
             "  --data DIR            bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
@@ -58,11 +60,12 @@ static void usage(FILE *out)
             "                        group order (default: 1, or one per process under mpirun);\n"
             "                        results depend on G, not on the number of processes\n"
             "architecture:\n"
-            "  --arch fwm|lstm       fwm: the Fast Weight Memory (default); lstm: the paper's\n"
-            "                        LSTM baseline (stacked layers, no memory)\n"
+            "  --arch fwm|lstm|mnm   fwm: the Fast Weight Memory (default); lstm: the paper's\n"
+            "                        LSTM baseline (stacked layers, no memory); mnm: the\n"
+            "                        Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md)\n"
             "model (the paper's sizes by default, as fwm-init's):\n"
-            "  --embedding E         token embedding size (default %u; lstm %u)\n"
-            "  --hidden H            LSTM hidden size (default %u; lstm %u)\n"
+            "  --embedding E         token embedding size (default %u; lstm %u; mnm %u)\n"
+            "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u)\n"
             "  --layers L            lstm: stacked LSTM layers (default %u)\n"
             "  --memory-s S          fast-weight key 1 size (default %u)\n"
             "  --memory-r R          fast-weight key 2 size (default %u)\n"
@@ -73,6 +76,14 @@ static void usage(FILE *out)
             "  --no-residual         no residual%s\n"
             "  --embed, --mem-s, --mem-r, --mem-t   deprecated aliases of --embedding, --memory-s,\n"
             "                        --memory-r, --memory-t (still accepted)\n"
+            "  mnm (fwm-init's names; no --residual):\n"
+            "  --heads N             read and write heads (default %u)\n"
+            "  --key-length K        keys and the rate vector (default %u)\n"
+            "  --value-length V      values and the read-out (default %u)\n"
+            "  --memory-hidden D     the memory net's hidden layers (default %u)\n"
+            "  --memory-layers L     the memory net's weight matrices (default %u)\n"
+            "  --output-length O     the controller's output y (default %u)\n"
+            "  --meta-weight X       the meta-objective's coefficient in the loss (default %g)\n"
             "regularisation (lstm only; AWD-LSTM style, all 0 = off by default, never at\n"
             "evaluation; masks drawn from --seed, the step and the lane):\n"
             "  --dropout-token P     drop whole words of the input (every occurrence in a window)\n"
@@ -81,7 +92,10 @@ static void usage(FILE *out)
             "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
-            "                        --arch lstm: runs/lstm-<mode>)\n"
+            "                        --arch lstm: runs/lstm-<mode>; mnm: runs/mnm-<mode>)\n"
+            "  --max-nonfinite N     a window whose loss or gradient is not finite is skipped (no\n"
+            "                        update, the lanes' state as before it); after N such windows\n"
+            "                        in a row the run stops (default 10; 0: at the first)\n"
             "  --resume              continue from <run-dir>/checkpoint.bin\n"
             "  --force               start over even though <run-dir>/checkpoint.bin exists\n"
             "                        (it is overwritten, log.csv restarts); without --resume or\n"
@@ -98,10 +112,13 @@ static void usage(FILE *out)
             "(continue with --resume); a second signal stops at once. Under mpirun, signal any\n"
             "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
             "mpirun -np N fwm-train ...: N processes share the lanes (this build: %s).\n",
-            fwm__default_data_dir(), d.embedding_length, ld.embedding_length, d.hidden_size,
-            ld.hidden_size, ld.layer_count, d.memory_s, d.memory_r, d.memory_t, d.read_count,
+            fwm__default_data_dir(), d.embedding_length, ld.embedding_length,
+            md.embedding_length, d.hidden_size, ld.hidden_size, md.hidden_size, ld.layer_count,
+            d.memory_s, d.memory_r, d.memory_t, d.read_count,
             d.residual ? " (default)" : " (off on catbAbI: default)",
             ld.residual ? " (default)" : "", d.residual ? "" : " (default for fwm)",
+            md.head_count, md.key_length, md.value_length, md.memory_hidden, md.memory_layers,
+            md.output_length, (double)FWM_MNM_DEFAULT_META_WEIGHT,
             fwm__dist_available() ? "with MPI" : "without MPI, one process only");
 }
 
@@ -183,16 +200,20 @@ static int train_main(int argc, char **argv)
     fwm__hparams_defaults(hp);
     fwm_lstm_hparams *lh = &o.lstm; /* the same for --arch lstm (FWM_LSTM_HPARAM_LIST) */
     fwm_lstm_hparams_defaults(lh);
+    fwm_mnm_hparams *mh = &o.mnm; /* and for --arch mnm (FWM_MNM_HPARAM_LIST) */
+    fwm_mnm_hparams_defaults(mh);
+    o.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
+    o.max_nonfinite = 10;
     /* --arch first, wherever it is: the size flags below set that architecture's sizes */
     const char *arch_name = "fwm";
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--arch") == 0)
             arch_name = argv[i + 1];
     if (fwm__train_arch_parse(arch_name, &o.arch) != 0) {
-        NOTE("error: --arch expects fwm or lstm, got '%s'\n", arch_name);
+        NOTE("error: --arch expects fwm, lstm or mnm, got '%s'\n", arch_name);
         return 2;
     }
-    int lstm = o.arch == FWM_ARCH_LSTM;
+    int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM_ARCH_MNM;
     const char *wrong_flag = NULL; /* a size flag of the other architecture */
     int dropout_given = 0;
 
@@ -212,9 +233,13 @@ static int train_main(int argc, char **argv)
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
             lh->residual = 1;
+            if (mnm)
+                wrong_flag = a;
         } else if (strcmp(a, "--no-residual") == 0) {
             hp->residual = 0;
             lh->residual = 0;
+            if (mnm)
+                wrong_flag = a;
         } else if (!v) {
             NOTE("error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
@@ -224,6 +249,36 @@ static int train_main(int argc, char **argv)
             lh->layer_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_LSTM_MAX_LAYERS);
             if (!lstm)
                 wrong_flag = "--layers";
+        } else if (OPT("--heads")) {
+            mh->head_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MNM_MAX_HEADS);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--key-length")) {
+            mh->key_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--value-length")) {
+            mh->value_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--memory-hidden")) {
+            mh->memory_hidden = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--memory-layers")) {
+            mh->memory_layers = (uint32_t)fwm__parse_long(a, v, 1, FWM_MNM_MAX_MEMORY_LAYERS);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--output-length")) {
+            mh->output_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--meta-weight")) {
+            o.meta_weight = fwm__parse_double(a, v, 0, 1e6);
+            if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--max-nonfinite")) {
+            o.max_nonfinite = (int)fwm__parse_long(a, v, 0, 1 << 30);
         } else if (OPT("--dropout-token")) {
             o.dropout.token = (float)fwm__parse_double(a, v, 0, 0.99);
             dropout_given = 1;
@@ -273,28 +328,28 @@ static int train_main(int argc, char **argv)
         } else if (OPT("--embedding") || OPT("--embed")) {
             note_deprecated(a, "--embed", "--embedding");
             hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            lh->embedding_length = hp->embedding_length;
+            lh->embedding_length = mh->embedding_length = hp->embedding_length;
         } else if (OPT("--hidden")) {
             hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            lh->hidden_size = hp->hidden_size;
+            lh->hidden_size = mh->hidden_size = hp->hidden_size;
         } else if (OPT("--memory-s") || OPT("--mem-s")) {
             note_deprecated(a, "--mem-s", "--memory-s");
             hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm)
+            if (lstm || mnm)
                 wrong_flag = a;
         } else if (OPT("--memory-r") || OPT("--mem-r")) {
             note_deprecated(a, "--mem-r", "--memory-r");
             hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm)
+            if (lstm || mnm)
                 wrong_flag = a;
         } else if (OPT("--memory-t") || OPT("--mem-t")) {
             note_deprecated(a, "--mem-t", "--memory-t");
             hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm)
+            if (lstm || mnm)
                 wrong_flag = a;
         } else if (OPT("--reads")) {
             hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
-            if (lstm)
+            if (lstm || mnm)
                 wrong_flag = a;
         } else if (OPT("--run-dir")) {
             run_dir = v;
@@ -323,7 +378,7 @@ static int train_main(int argc, char **argv)
         return 2;
     }
     if (dropout_given && !lstm) {
-        NOTE("error: the --dropout-* options are for --arch lstm (the FWM has no dropout)\n");
+        NOTE("error: the --dropout-* options are for --arch lstm (the FWM and the MNM have none)\n");
         return 2;
     }
     o.adam.decay_end = o.steps;
@@ -354,7 +409,8 @@ static int train_main(int argc, char **argv)
         data_dir = fwm__default_data_dir();
     char default_run[64], default_out[4200];
     if (!run_dir) {
-        snprintf(default_run, sizeof default_run, lstm ? "runs/lstm-%s" : "runs/%s", mode_name);
+        snprintf(default_run, sizeof default_run,
+                 lstm ? "runs/lstm-%s" : mnm ? "runs/mnm-%s" : "runs/%s", mode_name);
         run_dir = default_run;
     }
     if (!out_path) {
@@ -408,6 +464,9 @@ static int train_main(int argc, char **argv)
     lh->vocab_size = data.vocab.count;
     lh->padding_token_id = data.pad_id;
     lh->eos_token_id = data.eos_id;
+    mh->vocab_size = data.vocab.count;
+    mh->padding_token_id = data.pad_id;
+    mh->eos_token_id = data.eos_id;
     o.qmark_id = data.qmark_id;
     o.run_dir = run_dir;
     fwm__model_spec spec; /* what is trained, for evaluation and the model file */
@@ -422,6 +481,18 @@ static int train_main(int argc, char **argv)
              (double)o.dropout.embedding, (double)o.dropout.recurrent, (double)o.dropout.layer,
              mode_name, o.lanes, o.window, o.threads);
         if (fwm_lstm_hparams_check(lh, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            fwm__catbabi_release(&data);
+            return 2;
+        }
+    } else if (mnm) {
+        spec.mnm = *mh;
+        NOTE("vocabulary %u words; MNM E=%u H=%u heads=%u d_k=%u d_v=%u memory %u x %u d_o=%u; "
+             "meta weight %g; mode %s; B=%d W=%d; %d thread(s)\n",
+             mh->vocab_size, mh->embedding_length, mh->hidden_size, mh->head_count,
+             mh->key_length, mh->value_length, mh->memory_layers, mh->memory_hidden,
+             mh->output_length, o.meta_weight, mode_name, o.lanes, o.window, o.threads);
+        if (fwm_mnm_hparams_check(mh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;
@@ -537,7 +608,7 @@ static int train_main(int argc, char **argv)
         extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&test);
     }
     char name[64];
-    snprintf(name, sizeof name, "%s-catbabi-%s-%s", lstm ? "lstm" : "fwm", set, mode_name);
+    snprintf(name, sizeof name, "%s-catbabi-%s-%s", fwm__train_arch_name(o.arch), set, mode_name);
     if (fwm__model_save_spec(out_path, &spec, tr->net->params,
                              (const char *const *)data.vocab.words, name, extra, n_extra,
                              &err) != FWM_OK)

@@ -29,6 +29,7 @@ static uint64_t hash_split(const fwm__catbabi_split *split)
 /* One group's share of a step's figures (exchanged between ranks as bytes). */
 typedef struct fwm__group_stats {
     double loss_sum;
+    double meta_sum;
     fwm__qa_metrics metrics;
 } fwm__group_stats;
 
@@ -119,7 +120,19 @@ void fwm__trainer_free(fwm__trainer *tr)
     free(tr->x);
     free(tr->y);
     free(tr->tasks);
+    free(tr->state_before);
     free(tr);
+}
+
+long fwm__first_nonfinite(const fwm__tensor_layout *layout, const float *values)
+{
+    for (size_t k = 0; k < layout->count; k++) {
+        const float *v = values + layout->offset[k];
+        for (size_t i = 0; i < layout->size[k]; i++)
+            if (!isfinite(v[i]))
+                return (long)k;
+    }
+    return -1;
 }
 
 fwm_status fwm__trainer_start_epoch(fwm__trainer *tr, fwm_error *err)
@@ -167,6 +180,8 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->spec.arch = options->arch;
     if (options->arch == FWM_ARCH_LSTM)
         tr->spec.lstm = options->lstm;
+    else if (options->arch == FWM_ARCH_MNM)
+        tr->spec.mnm = options->mnm;
     else
         tr->spec.fwm = options->hp;
     fwm_status status = FWM_OK;
@@ -209,6 +224,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         config.loss_mode = options->mode;
         config.loss_token_id = options->qmark_id;
         config.dropout = options->dropout;
+        config.meta_weight = options->meta_weight;
         status = fwm__net_create(&config, tr->pool, &tr->group_net[g - tr->group_begin], err);
         if (status != FWM_OK)
             goto fail;
@@ -231,7 +247,9 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->x = malloc(cells * sizeof *tr->x);
     tr->y = malloc(cells * sizeof *tr->y);
     tr->tasks = malloc(cells);
-    if (!tr->adam_m || !tr->adam_v || !tr->order || !tr->x || !tr->y || !tr->tasks) {
+    tr->state_before = malloc((size_t)options->lanes * tr->net->state_size * sizeof(float));
+    if (!tr->adam_m || !tr->adam_v || !tr->order || !tr->x || !tr->y || !tr->tasks ||
+        !tr->state_before) {
         status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
         goto fail;
     }
@@ -240,6 +258,8 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     else
         fwm__net_init_weights(tr->net, options->seed);
     fwm__trainer_sync_params(tr);
+    for (int i = 0; i < tr->group_end - tr->group_begin; i++) /* the MNM's holds M's start */
+        fwm__net_reset_state(tr->group_net[i]);
     status = fwm__trainer_start_epoch(tr, err);
     if (status != FWM_OK)
         goto fail;
@@ -269,7 +289,17 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     long loss_rows = 0; /* of all groups: the mean loss divides by it */
     for (size_t i = 0; i < cells; i++)
         loss_rows += fwm__net_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
+    long meta_rows = fwm__net_count_meta_rows(&tm->config, tr->x, cells); /* the same (mnm) */
     int G = tr->n_groups;
+    for (int g = tr->group_begin; g < tr->group_end; g++) /* to go back to if the step fails */
+        memcpy(tr->state_before + (size_t)tr->group_lane[g] * tm->state_size,
+               tr->group_net[g - tr->group_begin]->state,
+               (size_t)tr->group_net[g - tr->group_begin]->config.lanes * tm->state_size *
+                   sizeof(float));
+    fwm__qa_metrics running_before = tr->running;
+    int inject_nan = tr->opt.fault_nan_step == tr->step + 1;
+    if (inject_nan)
+        tr->opt.fault_nan_step = 0; /* once */
     for (int g = tr->group_begin; g < tr->group_end; g++) {
         fwm__net *gt = tr->group_net[g - tr->group_begin];
         size_t at = (size_t)tr->group_lane[g] * (size_t)len; /* lane-major: a group's lanes are
@@ -284,13 +314,16 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
             fwm__group_stats *st = &tr->group_stats[g];
             memset(st, 0, sizeof *st);
             st->loss_sum = gt->loss_sum;
+            st->meta_sum = gt->meta_sum;
             fwm__metrics_add(&st->metrics, gt, tr->opt.qmark_id, tr->tasks + at);
         }
-        fwm__net_backward(gt, loss_rows);
+        fwm__net_backward_meta(gt, loss_rows, meta_rows);
+        if (inject_nan && g == tr->group_begin) /* tests: a gradient that is not finite */
+            gt->grads[gt->layout.offset[gt->layout.count - 1]] = NAN;
         if (G > 1)
             memcpy(tr->group_grads + (size_t)g * n, gt->grads, n * sizeof(float));
     }
-    double loss_sum = tm->loss_sum;
+    double loss_sum = tm->loss_sum, meta_sum = tm->meta_sum;
     if (G > 1) { /* every group's gradient and figures on every rank, then sums in group order */
         fwm_status status =
             exchange(tr, tr->group_grads, identity_groups(tr), n * sizeof(float), 1, err);
@@ -301,16 +334,46 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
             return status;
         memcpy(tm->grads, tr->group_grads, n * sizeof(float));
         loss_sum = tr->group_stats[0].loss_sum;
+        meta_sum = tr->group_stats[0].meta_sum;
         fwm__metrics_merge(&tr->running, &tr->group_stats[0].metrics);
         for (int g = 1; g < G; g++) {
             const float *part = tr->group_grads + (size_t)g * n;
             for (size_t i = 0; i < n; i++)
                 tm->grads[i] += part[i];
             loss_sum += tr->group_stats[g].loss_sum;
+            meta_sum += tr->group_stats[g].meta_sum;
             fwm__metrics_merge(&tr->running, &tr->group_stats[g].metrics);
         }
     }
+    /* a loss or gradient that is not finite: report it, put the lanes back, skip the update */
+    long bad = isfinite(loss_sum) && isfinite(meta_sum) ? fwm__first_nonfinite(&tm->layout, tm->grads)
+                                                        : -2;
+    if (bad != -1) {
+        tr->skipped_steps++;
+        tr->nonfinite_in_row++;
+        const char *what = bad >= 0 ? tm->layout.names[bad] : NULL;
+        if (fwm__trainer_is_root(tr))
+            fprintf(stderr,
+                    "fwm-train: step %ld: %s%s%s is not finite; the window is skipped (no update, "
+                    "the lanes' state as before it)\n",
+                    tr->step + 1, what ? "the gradient of " : "the loss",
+                    what ? what : "", what ? "" : (isfinite(loss_sum) ? " (meta term)" : ""));
+        fwm__trainer_set_state(tr, tr->state_before);
+        tr->running = running_before;
+        tr->window_index++;
+        if (tr->nonfinite_in_row > tr->opt.max_nonfinite)
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                              "step %ld: %d window%s in a row with a loss or gradient that is not "
+                              "finite (last: %s%s); stopping. A checkpoint written before is "
+                              "finite; a lower --lr or --clip may help",
+                              tr->step + 1, tr->nonfinite_in_row,
+                              tr->nonfinite_in_row == 1 ? "" : "s",
+                              what ? "the gradient of " : "the loss", what ? what : "");
+        return FWM_OK;
+    }
+    tr->nonfinite_in_row = 0;
     tr->last_loss = loss_rows > 0 ? loss_sum / (double)loss_rows : 0;
+    tr->last_meta = meta_rows > 0 ? meta_sum / (double)meta_rows : 0;
     double norm = tr->opt.adam.clip_norm > 0 ? fwm__grad_norm(tm->grads, n) : 0;
     tr->step++;
     fwm__adam_update(&tr->opt.adam, tr->step, norm, tm->params, tm->grads, tr->adam_m, tr->adam_v,

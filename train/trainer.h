@@ -32,11 +32,18 @@
 #include "net.h"
 
 typedef struct fwm__train_options {
-    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default) or FWM_ARCH_LSTM */
+    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM or FWM_ARCH_MNM */
     fwm_hparams hp;          /* arch fwm, complete: sizes, vocabulary size, ids, read policy,
                                 constants */
     fwm_lstm_hparams lstm;   /* arch lstm, complete */
     fwm__dropout dropout;    /* arch lstm: AWD-style dropout (lstm_model.h); 0 = none */
+    fwm_mnm_hparams mnm;     /* arch mnm, complete */
+    double meta_weight;      /* arch mnm: the meta-objective's coefficient (docs/MODEL.md) */
+    int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
+                                state goes back to before it, no update); after this many in a
+                                row the run stops with an error (0: at the first) */
+    long fault_nan_step;     /* tests: the gradient of this step (1-based) is made NaN, once;
+                                0 = never */
     fwm__loss_mode mode;     /* LM or QM */
     uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
     int lanes;               /* B, paper 32 */
@@ -91,6 +98,10 @@ typedef struct fwm__trainer {
     fwm__qa_metrics last_valid;
     int has_valid;
     double last_loss;
+    double last_meta;         /* arch mnm: the last step's mean meta term */
+    long skipped_steps;       /* windows skipped for a non-finite loss or gradient, this session */
+    int nonfinite_in_row;
+    float *state_before;      /* [B * state_size]: the lanes' state before the step */
     int stopped;              /* fwm__trainer_run returned early on stop_requested */
 } fwm__trainer;
 
@@ -121,6 +132,9 @@ fwm_status fwm__trainer_evaluate(fwm__trainer *trainer, fwm__qa_metrics *out, fw
 fwm_status fwm__trainer_save_checkpoint(const fwm__trainer *trainer, const char *path,
                                         fwm_error *err);
 fwm_status fwm__trainer_load_checkpoint(fwm__trainer *trainer, const char *path, fwm_error *err);
+
+/* The first tensor of `layout` in `values` (flat) that holds a NaN or an infinity, or -1. */
+long fwm__first_nonfinite(const fwm__tensor_layout *layout, const float *values);
 
 /* Whether this process is rank 0 (the one that evaluates, prints and writes files). */
 int fwm__trainer_is_root(const fwm__trainer *trainer);

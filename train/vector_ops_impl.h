@@ -121,7 +121,7 @@ static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
             TM(vstore)(out + v_ * TM_VL, acc0[v_] + acc1[v_]);                                   \
     } while (0)
 
-static void TM(col_accumulate)(real *out, const real *c, const real *A, size_t rows, size_t T)
+static __attribute__((unused)) void TM(col_accumulate)(real *out, const real *c, const real *A, size_t rows, size_t T)
 {
     if (T == 4 * TM_VL) {
         TM_COLACC_BODY(4);

@@ -2,9 +2,12 @@
  * sizes (V=180, E=H=256, S=R=T=32, N_r=3, batch 32, window 200) on random tokens, in tokens/s
  * (lane positions per second). Prints a figure, never fails on time.
  *   bench_train [--threads N] [--steps N] [--lanes B] [--window W] [--mode lm|qm]
- *               [--arch fwm|lstm] [--layers L] [--hidden H] [--embedding E] [--dropout P]
+ *               [--arch fwm|lstm|mnm] [--layers L] [--hidden H] [--embedding E] [--dropout P]
  * --arch lstm measures the LSTM baseline instead, at the paper's sizes by default (E=256, H=512,
- * L=4, residual; FWM_LSTM_HPARAM_LIST); --dropout P turns on all four of its dropouts at P. */
+ * L=4, residual; FWM_LSTM_HPARAM_LIST); --dropout P turns on all four of its dropouts at P.
+ * --arch mnm measures the MNM baseline at the FWM paper's catbAbI sizes (FWM_MNM_HPARAM_LIST:
+ * E=H=d_o=256, 3 heads, d_k=d_v=100, memory 3 x 100), meta weight 1; --hidden and --embedding
+ * apply. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,21 +33,25 @@ static double cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The LSTM baseline through the trainer's model handle (as fwm-train --arch lstm runs it). */
-static int bench_lstm(int threads, int steps, int lanes, int window, int qm, int layers,
-                      int hidden, int embedding, double dropout)
+/* The LSTM or MNM baseline through the trainer's model handle (as fwm-train --arch lstm|mnm runs
+ * it). */
+static int bench_net(int mnm, int threads, int steps, int lanes, int window, int qm, int layers,
+                     int hidden, int embedding, double dropout)
 {
     fwm__net_config config;
     memset(&config, 0, sizeof config);
-    config.model.arch = FWM_ARCH_LSTM;
+    config.model.arch = mnm ? FWM_ARCH_MNM : FWM_ARCH_LSTM;
     fwm_lstm_hparams *hp = &config.model.lstm;
     fwm_lstm_hparams_defaults(hp); /* the paper's sizes */
+    fwm_mnm_hparams *mp = &config.model.mnm;
+    fwm_mnm_hparams_defaults(mp); /* the FWM paper's catbAbI MNM */
+    config.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
     if (layers > 0)
         hp->layer_count = (uint32_t)layers;
     if (hidden > 0)
-        hp->hidden_size = (uint32_t)hidden;
+        hp->hidden_size = mp->hidden_size = (uint32_t)hidden;
     if (embedding > 0)
-        hp->embedding_length = (uint32_t)embedding;
+        hp->embedding_length = mp->embedding_length = (uint32_t)embedding;
     config.lanes = lanes;
     config.window = window;
     config.loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;
@@ -60,6 +67,7 @@ static int bench_lstm(int threads, int steps, int lanes, int window, int qm, int
         return 1;
     }
     fwm__net_init_weights(net, 1);
+    fwm__net_reset_state(net);
     size_t n = net->layout.total, cells = (size_t)lanes * (size_t)window;
     float *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
     uint32_t *x = malloc(cells * sizeof *x), *y = malloc(cells * sizeof *y);
@@ -91,13 +99,24 @@ static int bench_lstm(int threads, int steps, int lanes, int window, int qm, int
         }
     }
     double total = t_fwd + t_bwd + t_opt;
-    printf("LSTM baseline step (E=%u H=%u L=%u%s, %zu parameters, dropout %g, %s mode, B=%d, W=%d, "
-           "%d thread(s)): %.3f steps/s, %.0f tokens/s (forward %.0f ms, backward %.0f ms, Adam "
-           "%.1f ms per step); CPU %.0f ms per step\n",
-           hp->embedding_length, hp->hidden_size, hp->layer_count, hp->residual ? " residual" : "",
-           net->layout.parameter_count, dropout, qm ? "QM" : "LM", lanes, window, threads,
-           steps / total, (double)steps * (double)cells / total, 1e3 * t_fwd / steps,
-           1e3 * t_bwd / steps, 1e3 * t_opt / steps, 1e3 * cpu / steps);
+    if (mnm)
+        printf("MNM baseline step (E=%u H=%u heads=%u d_k=%u d_v=%u memory %u x %u d_o=%u, %zu "
+               "parameters, %s mode, B=%d, W=%d, %d thread(s)): %.3f steps/s, %.0f tokens/s "
+               "(forward %.0f ms, backward %.0f ms, Adam %.1f ms per step); CPU %.0f ms per "
+               "step\n",
+               mp->embedding_length, mp->hidden_size, mp->head_count, mp->key_length,
+               mp->value_length, mp->memory_layers, mp->memory_hidden, mp->output_length,
+               net->layout.parameter_count, qm ? "QM" : "LM", lanes, window, threads,
+               steps / total, (double)steps * (double)cells / total, 1e3 * t_fwd / steps,
+               1e3 * t_bwd / steps, 1e3 * t_opt / steps, 1e3 * cpu / steps);
+    else
+        printf("LSTM baseline step (E=%u H=%u L=%u%s, %zu parameters, dropout %g, %s mode, B=%d, W=%d, "
+               "%d thread(s)): %.3f steps/s, %.0f tokens/s (forward %.0f ms, backward %.0f ms, Adam "
+               "%.1f ms per step); CPU %.0f ms per step\n",
+               hp->embedding_length, hp->hidden_size, hp->layer_count, hp->residual ? " residual" : "",
+               net->layout.parameter_count, dropout, qm ? "QM" : "LM", lanes, window, threads,
+               steps / total, (double)steps * (double)cells / total, 1e3 * t_fwd / steps,
+               1e3 * t_bwd / steps, 1e3 * t_opt / steps, 1e3 * cpu / steps);
     printf("tokens_per_second %.0f\n", (double)steps * (double)cells / total);
     free(m);
     free(v);
@@ -111,7 +130,7 @@ static int bench_lstm(int threads, int steps, int lanes, int window, int qm, int
 int main(int argc, char **argv)
 {
     int threads = fwm__cpu_count(), steps = 10, lanes = 32, window = 200, qm = 0;
-    int lstm = 0, layers = 0, hidden = 0, embedding = 0;
+    int lstm = 0, mnm = 0, layers = 0, hidden = 0, embedding = 0;
     double dropout = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--threads") == 0)
@@ -125,7 +144,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--mode") == 0)
             qm = strcmp(argv[i + 1], "qm") == 0;
         else if (strcmp(argv[i], "--arch") == 0)
-            lstm = strcmp(argv[i + 1], "lstm") == 0;
+            lstm = strcmp(argv[i + 1], "lstm") == 0, mnm = strcmp(argv[i + 1], "mnm") == 0;
         else if (strcmp(argv[i], "--layers") == 0)
             layers = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--hidden") == 0)
@@ -139,8 +158,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (lstm)
-        return bench_lstm(threads, steps, lanes, window, qm, layers, hidden, embedding, dropout);
+    if (lstm || mnm)
+        return bench_net(mnm, threads, steps, lanes, window, qm, layers, hidden, embedding,
+                         dropout);
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;
     fwm__hparams_defaults(hp); /* the paper's sizes: the one definition (FWM_HPARAM_LIST) */

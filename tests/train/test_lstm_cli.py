@@ -50,7 +50,7 @@ def checkpoint_without_seconds(path):
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(magic == b"FWMTRCK1" and version == 2, "checkpoint magic and version 2")
+    check(magic == b"FWMTRCK1" and version == 3, "checkpoint magic and version 3")
     (arch,) = struct.unpack_from("@I", data, 16)
     check(arch == 1, "checkpoint records architecture 1 (lstm), got %d" % arch)
     seconds_at = struct.calcsize("@8sII%dsiiiiIQQqqqqd" % block) - 8
@@ -115,8 +115,8 @@ def main():
     check("--layers does not apply to --arch fwm" in p.stderr, "--layers refused for fwm")
     p = run([train, "--dropout-layer", "0.2", "--data", data], expect_rc=2)
     check("--arch lstm" in p.stderr, "dropout refused for fwm")
-    p = run([train, "--arch", "mnm"], expect_rc=2)
-    check("--arch expects fwm or lstm" in p.stderr, "unknown architecture refused")
+    p = run([train, "--arch", "rnn"], expect_rc=2)
+    check("--arch expects fwm, lstm or mnm" in p.stderr, "unknown architecture refused")
     p = run([train, "--data", data, "--set", "1k", "--embedding", "8", "--hidden", "12",
              "--memory-s", "4", "--memory-r", "3", "--memory-t", "4", "--reads", "2", "--lanes",
              "3", "--window", "16", "--threads", "1", "--progress", "0", "--mode", "qm",

@@ -58,8 +58,9 @@ static double lstm_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, 
     return loss;
 }
 
-static void lstm_backward(fwm__net *net, long loss_denominator)
+static void lstm_backward(fwm__net *net, long loss_denominator, long meta_denominator)
 {
+    (void)meta_denominator;
     fwm__lstm_tm_f32 *tm = net->impl;
     tm->loss_denominator = loss_denominator;
     fwm__lstm_tm_backward_f32(tm);

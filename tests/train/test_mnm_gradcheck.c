@@ -1,0 +1,220 @@
+/* test_mnm_gradcheck.c - the MNM baseline's analytic gradients against central finite differences,
+ * every entry of every trained tensor, in double precision.
+ *
+ * A tiny model (V=9, E=5, H=6, 2 heads, d_k=3, d_v=4, D=5, d_o=7), two lanes, a window of 12 steps
+ * with the memory stored every 5 steps (three segments, the last one short), starting from the
+ * non-zero state a first window left (so the carried h, c, r and M all matter and nothing may flow
+ * into them); one, two and three memory layers, LM and QM mode, meta weight 0, 1 and 2, some
+ * padding inputs (no meta term there). The objective checked is the trainer's: mean cross entropy
+ * plus the meta weight times the mean meta term. The initial memory is not trained: its gradient
+ * must be zero (and the window, starting from a carried state, does not depend on it). Also: the
+ * float instantiation computes the same objective and gradients as the double one, a segment of
+ * one step and of the whole window give the same gradients, and the meta term is the mean of
+ * (1/(Nh d_v)) |f_M(kw_i) - vw_i|^2 (positive, zero weight leaves the task gradient alone).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "mnm_model.h"
+
+enum { LANES = 2, LEN = 12, QMARK = 3 };
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double uniform(double low, double high)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return low + (high - low) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static void make_tokens(uint32_t *x, uint32_t *y, uint32_t V)
+{
+    for (int i = 0; i < LANES * LEN; i++) {
+        double p = uniform(0, 1);
+        x[i] = p < 0.3 ? QMARK : p < 0.38 ? 0 : 1 + (uint32_t)uniform(0, V - 1);
+        y[i] = uniform(0, 1) < 0.1 ? 0 : 1 + (uint32_t)uniform(0, V - 1); /* some <pad> */
+    }
+}
+
+static void tiny(fwm__mnm_config *config, unsigned layers, int qm, double meta_weight, int segment)
+{
+    memset(config, 0, sizeof *config);
+    fwm_mnm_hparams *hp = &config->hp;
+    hp->vocab_size = 9;
+    hp->embedding_length = 5;
+    hp->hidden_size = 6;
+    hp->head_count = 2;
+    hp->key_length = 3;
+    hp->value_length = 4;
+    hp->memory_hidden = 5;
+    hp->memory_layers = layers;
+    hp->output_length = 7;
+    hp->forget_bias = 0.5f;
+    hp->padding_token_id = 0;
+    hp->eos_token_id = 1;
+    config->lanes = LANES;
+    config->window = LEN;
+    config->segment = segment;
+    config->loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;
+    config->loss_token_id = QMARK;
+    config->meta_weight = meta_weight;
+}
+
+static double objective_f64(fwm__mnm_tm_f64 *tm, const double *saved, const uint32_t *x,
+                            const uint32_t *y)
+{
+    memcpy(tm->state, saved, LANES * tm->state_size * sizeof *saved);
+    fwm__mnm_tm_forward_f64(tm, x, y, LEN);
+    return tm->objective;
+}
+
+static void run_case(const char *name, unsigned layers, int qm, double meta_weight)
+{
+    fwm__mnm_config config;
+    tiny(&config, layers, qm, meta_weight, 5);
+    fwm__mnm_tm_f64 *tm = NULL, *tm1 = NULL, *tmw = NULL;
+    fwm__mnm_tm_f32 *tmf = NULL;
+    fwm_error err;
+    CHECK_INT(fwm__mnm_tm_create_f64(&config, NULL, &tm, &err), FWM_OK);
+    CHECK_INT(fwm__mnm_tm_create_f32(&config, NULL, &tmf, &err), FWM_OK);
+    config.segment = 1;
+    CHECK_INT(fwm__mnm_tm_create_f64(&config, NULL, &tm1, &err), FWM_OK);
+    config.segment = LEN;
+    CHECK_INT(fwm__mnm_tm_create_f64(&config, NULL, &tmw, &err), FWM_OK);
+    if (!tm || !tmf || !tm1 || !tmw)
+        return;
+    CHECK_INT(tm->n_segments, 3);
+    for (size_t k = 0; k < tm->layout.count; k++)
+        for (size_t i = 0; i < tm->layout.size[k]; i++) {
+            double w = uniform(-0.8, 0.8);
+            size_t at = tm->layout.offset[k] + i;
+            tm->params[at] = tm1->params[at] = tmw->params[at] = w;
+            tmf->params[at] = (float)w;
+        }
+    fwm__mnm_tm_reset_state_f64(tm);
+    fwm__mnm_tm_reset_state_f32(tmf);
+    uint32_t x[LANES * LEN], y[LANES * LEN];
+    make_tokens(x, y, tm->hp.vocab_size); /* a first window: every lane's state becomes non-zero */
+    fwm__mnm_tm_forward_f64(tm, x, y, LEN);
+    fwm__mnm_tm_forward_f32(tmf, x, y, LEN);
+    make_tokens(x, y, tm->hp.vocab_size);
+    size_t state_n = LANES * tm->state_size;
+    double *saved = malloc(state_n * sizeof *saved);
+    memcpy(saved, tm->state, state_n * sizeof *saved);
+    int nonzero_state = 0;
+    for (size_t i = 0; i < state_n; i++)
+        nonzero_state += saved[i] != 0;
+    CHECK_GE(nonzero_state, (int)state_n / 2);
+    /* the carried memory is not the initial one any more */
+    size_t H = tm->hp.hidden_size, dv = tm->hp.value_length;
+    double moved = 0;
+    for (size_t i = 0; i < tm->memory_size; i++)
+        moved += fabs(saved[2 * H + dv + i] - tm->params[tm->layout.offset[10] + i]);
+    CHECK(moved > 1e-3);
+
+    fwm__mnm_tm_zero_grads_f64(tm);
+    double objective = objective_f64(tm, saved, x, y);
+    printf("%s: task %.6f over %d loss rows, meta %.6f over %ld positions, objective %.6f\n", name,
+           tm->loss, tm->n_loss_rows, tm->meta, tm->n_meta_rows, objective);
+    CHECK_GE(tm->n_loss_rows, 3);
+    CHECK(tm->n_meta_rows < LANES * LEN && tm->n_meta_rows > LANES * LEN / 2);
+    CHECK(tm->meta > 0);
+    CHECK(fabs(objective - (tm->loss + meta_weight * tm->meta)) < 1e-12);
+    fwm__mnm_tm_backward_f64(tm);
+    for (fwm__mnm_tm_f64 *other = tm1; other; other = other == tm1 ? tmw : NULL) {
+        fwm__mnm_tm_zero_grads_f64(other);
+        memcpy(other->state, saved, state_n * sizeof *saved);
+        fwm__mnm_tm_forward_f64(other, x, y, LEN);
+        CHECK(fabs(other->objective - objective) < 1e-12);
+        fwm__mnm_tm_backward_f64(other);
+        double worst_seg = 0;
+        for (size_t i = 0; i < tm->layout.total; i++) {
+            double e = fabs(other->grads[i] - tm->grads[i]);
+            if (e > worst_seg)
+                worst_seg = e;
+        }
+        printf("%s: segment %d against 5: worst gradient difference %.3g\n", name,
+               other->config.segment, worst_seg);
+        CHECK_LE(worst_seg, 1e-12);
+    }
+
+    fwm__mnm_tm_zero_grads_f32(tmf);
+    fwm__mnm_tm_forward_f32(tmf, x, y, LEN);
+    fwm__mnm_tm_backward_f32(tmf);
+    CHECK_LE(fabs(tmf->objective - objective), 1e-4 * fabs(objective));
+    double worst_float = 0, grad_scale = 0;
+    for (size_t i = 0; i < tm->layout.total; i++)
+        if (fabs(tm->grads[i]) > grad_scale)
+            grad_scale = fabs(tm->grads[i]);
+    for (size_t i = 0; i < tm->layout.total; i++) {
+        double e = fabs((double)tmf->grads[i] - tm->grads[i]) / grad_scale;
+        if (e > worst_float)
+            worst_float = e;
+    }
+    printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
+           worst_float);
+    CHECK_LE(worst_float, 1e-4);
+
+    double *analytic = malloc(tm->layout.total * sizeof *analytic);
+    memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
+    const double h = 1e-5;
+    double worst_all = 0;
+    for (size_t k = 0; k < tm->layout.count; k++) {
+        int trained = fwm_mnm_tensor_trained(&tm->hp, k);
+        double worst = 0, biggest = 0, biggest_numeric = 0;
+        for (size_t i = 0; i < tm->layout.size[k]; i++) {
+            size_t at = tm->layout.offset[k] + i;
+            double keep = tm->params[at];
+            tm->params[at] = keep + h;
+            double plus = objective_f64(tm, saved, x, y);
+            tm->params[at] = keep - h;
+            double minus = objective_f64(tm, saved, x, y);
+            tm->params[at] = keep;
+            double numeric = (plus - minus) / (2 * h), a = analytic[at];
+            double denom = fabs(a) + fabs(numeric);
+            double rel = fabs(a - numeric) / (denom > 1e-5 ? denom : 1e-5);
+            if (rel > worst) {
+                worst = rel;
+                if (getenv("GRADCHECK_VERBOSE"))
+                    printf("  %s[%zu]: analytic %.10g numeric %.10g\n", tm->layout.names[k], i, a,
+                           numeric);
+            }
+            if (fabs(a) > biggest)
+                biggest = fabs(a);
+            if (fabs(numeric) > biggest_numeric)
+                biggest_numeric = fabs(numeric);
+        }
+        printf("%s: %-20s %4zu entries, largest |grad| %.3g, worst relative error %.3g%s\n", name,
+               tm->layout.names[k], tm->layout.size[k], biggest, worst,
+               trained ? "" : " (not trained)");
+        if (trained) {
+            CHECK(biggest > 0); /* every trained tensor takes part */
+            CHECK_LE(worst, 1e-5);
+        } else {
+            CHECK(biggest == 0);
+            CHECK(biggest_numeric == 0);
+        }
+        if (worst > worst_all)
+            worst_all = worst;
+    }
+    printf("%s: worst relative error over all tensors %.3g\n", name, worst_all);
+    free(analytic);
+    free(saved);
+    fwm__mnm_tm_free_f64(tm);
+    fwm__mnm_tm_free_f64(tm1);
+    fwm__mnm_tm_free_f64(tmw);
+    fwm__mnm_tm_free_f32(tmf);
+}
+
+int main(void)
+{
+    run_case("Lm=3 LM meta 1", 3, 0, 1.0);
+    run_case("Lm=3 QM meta 2", 3, 1, 2.0);
+    run_case("Lm=1 LM meta 1", 1, 0, 1.0);
+    run_case("Lm=2 QM meta 0", 2, 1, 0.0);
+    run_case("Lm=2 LM meta 1", 2, 0, 1.0);
+    return check_finish("test_mnm_gradcheck");
+}
