@@ -151,9 +151,21 @@ static void write_and_read(const fwm_mnm_model *mm, const dims *d, workspace *ws
         float *Ml = M + mm->memory_offset[l];
         for (size_t r = 0; r < rows; r++) {
             float *row = Ml + r * cols;
+            /* blocks of 16 columns kept in registers across the heads: one pass over the row, and
+             * for every element the same fma chain, head 0 first, as a pass per head would make */
+            size_t c0 = 0;
+            for (; c0 + 16 <= cols; c0 += 16) {
+                float acc[16];
+                for (size_t k = 0; k < 16; k++) acc[k] = row[c0 + k];
+                for (size_t i = 0; i < d->Nh; i++) {
+                    const float er = ws->e[i * rows + r], *zp = zin[i] + c0;
+                    for (size_t k = 0; k < 16; k++) acc[k] = FWM_FMAF(er, zp[k], acc[k]);
+                }
+                for (size_t k = 0; k < 16; k++) row[c0 + k] = acc[k];
+            }
             for (size_t i = 0; i < d->Nh; i++) {
                 const float er = ws->e[i * rows + r], *zp = zin[i];
-                for (size_t c = 0; c < cols; c++) row[c] = FWM_FMAF(er, zp[c], row[c]);
+                for (size_t c = c0; c < cols; c++) row[c] = FWM_FMAF(er, zp[c], row[c]);
             }
         }
         target_at += rows;
