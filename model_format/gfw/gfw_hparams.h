@@ -40,7 +40,7 @@
 typedef struct fwm_gfw_hparams {
     uint32_t vocab_size;       /* V, gfw.vocab_size */
     uint32_t embedding_length; /* E, gfw.embedding_length: shared by both nets */
-    uint32_t fast_hidden;      /* m, gfw.fast.hidden_size: h_F and the fast net's inner layer */
+    uint32_t fast_hidden;      /* m, gfw.fast.hidden_size: h_F and the fast net's inner layer (>= 2: LN of one number is 0) */
     uint32_t slow_hidden;      /* N, gfw.slow.hidden_size: h_S */
     uint32_t slow_inner;       /* P, gfw.slow.inner_size: the slow net's transition layer */
     float layer_norm_epsilon;  /* gfw.layer_norm_epsilon: added to the variance in LN */
@@ -55,7 +55,7 @@ typedef struct fwm_gfw_hparams {
 #define FWM_GFW_HPARAM_LIST(X)                                                                       \
     X(vocab_size, "gfw.vocab_size", U32, 15, 2, FWM_MAX_VOCAB_SIZE)                                  \
     X(embedding_length, "gfw.embedding_length", U32, 15, 1, FWM_MAX_DIM)                             \
-    X(fast_hidden, "gfw.fast.hidden_size", U32, 40, 1, FWM_MAX_DIM)                                  \
+    X(fast_hidden, "gfw.fast.hidden_size", U32, 40, 2, FWM_MAX_DIM)                                  \
     X(slow_hidden, "gfw.slow.hidden_size", U32, 40, 1, FWM_MAX_DIM)                                  \
     X(slow_inner, "gfw.slow.inner_size", U32, 100, 1, FWM_MAX_DIM)                                   \
     X(layer_norm_epsilon, "gfw.layer_norm_epsilon", F32_POS, 1e-5f, 0, 0)                            \

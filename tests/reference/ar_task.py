@@ -50,15 +50,19 @@ def split_state(seed, split):
     return (4 * seed + SPLITS[split]) & MASK64
 
 
-def generate(n_queries, seed, split="train"):
-    """(x, y): the input and target streams (equal-length strings) of n_queries query groups."""
+def generate(n_queries, seed, split="train", storages=(1, 10), key_lengths=(2, 4)):
+    """(x, y): the input and target streams (equal-length strings) of n_queries query groups.
+    storages and key_lengths are inclusive ranges; the defaults are the paper's (smaller ones only
+    for quick demonstrations)."""
     rng = SplitMix64(split_state(seed, split))
+    s_lo, s_hi = storages
+    k_lo, k_hi = key_lengths
     xs, ys = [], []
     for _ in range(n_queries):
-        n = 1 + rng.below(10)
+        n = s_lo + rng.below(s_hi - s_lo + 1)
         stored = []
         for _ in range(n):
-            klen = 2 + rng.below(3)
+            klen = k_lo + rng.below(k_hi - k_lo + 1)
             key = "".join(VALUES[rng.below(8)] for _ in range(klen))
             value = VALUES[rng.below(8)]
             stored.append((key, value))
