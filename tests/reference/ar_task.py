@@ -158,7 +158,9 @@ def encode(s):
 
 def metrics(logits, targets):
     """The paper's metrics of predictions (logits [T, V], numpy) against target ids [T]: total and
-    partial (non-space targets only) accuracy (argmax) and bits per character."""
+    partial (non-space targets only) accuracy (argmax) and bits per character; partial_bpc_all is
+    the non-space targets' bits divided by all positions (what the paper's Table 1 seems to report,
+    docs/AR_TASK.md)."""
     import numpy as np
     logits = np.asarray(logits, dtype=np.float64)
     t = np.asarray(targets)
@@ -169,7 +171,7 @@ def metrics(logits, targets):
     part = t != TOKEN_ID[" "]
     return {"total_accuracy": float(hit.mean()), "partial_accuracy": float(hit[part].mean()),
             "total_bpc": float(nll.mean()), "partial_bpc": float(nll[part].mean()),
-            "partial_count": int(part.sum())}
+            "partial_bpc_all": float(nll[part].sum() / len(t)), "partial_count": int(part.sum())}
 
 
 def partial_accuracy(predicted, target):
