@@ -24,8 +24,8 @@ import ar_task  # noqa: E402
 import gfw_reference as ref  # noqa: E402
 import gfw_torch as tref  # noqa: E402
 
-# The easy version: one or two storages per query, keys of two characters; the paper's model sizes.
-EASY = {"storages": (1, 2), "key_lengths": (2, 2)}
+# The easy version: one storage per query, keys of two characters; the paper's model sizes.
+EASY = {"storages": (1, 1), "key_lengths": (2, 2)}
 
 
 def lanes(ids, B):
@@ -34,7 +34,7 @@ def lanes(ids, B):
     return np.asarray(ids[:n * B]).reshape(B, n).T
 
 
-def train(steps=3000, seconds=240.0, seed=1, B=32, T=32, lr=0.005, log=print):
+def train(steps=3000, seconds=240.0, seed=1, B=32, T=32, lr=0.01, log=print):
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     hp = ref.default_hparams()

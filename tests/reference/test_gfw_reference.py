@@ -323,6 +323,34 @@ def test_model_file():
             check(np.allclose(got, want, atol=1e-5), "CLI logits from the primed state")
 
 
+def test_adversarial_file():
+    """The reference reads a `gfw` file written by the test writer (tensors shuffled, F16/BF16,
+    unknown and decoy keys, gaps) and computes the writer's fingerprint."""
+    try:
+        import xxhash  # noqa: F401
+    except ImportError:
+        print("skip: python3-xxhash missing; adversarial file check not run")
+        return
+    import gguf_writer as gw
+    hp = tiny()
+    p = random_params(hp, np.random.default_rng(9))
+    vocab = [f"t{i}" for i in range(hp["vocab_size"])]
+    ghp = dict(V=hp["vocab_size"], E=hp["embedding_length"], m=hp["fast_hidden"], N=hp["slow_hidden"],
+               P=hp["slow_inner"], eps=hp["layer_norm_epsilon"], pad=0, eos=1)
+    types = {n: t for n, t in zip(gw.GFW_TENSOR_NAMES, ["f16", "bf16", "f32", "f16", "f32", "bf16", "f32"])}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "a.gguf")
+        gw.write_gfw_model(path, ghp, vocab, p, types=types, order="shuffled", fingerprint=True,
+                           gaps=True, rng=np.random.default_rng(4))
+        hp2, vocab2, p2, meta = ref.read_model(path)
+        want = dict(hp, eos_token_id=1)
+        check(hp2 == want and vocab2 == vocab, "adversarial file: hyperparameters")
+        check(all(np.allclose(p2[n], p[n], rtol=1e-2, atol=1e-2) for n, _ in ref.tensor_list(hp)),
+              "adversarial file: tensors (f16/bf16 rounding)")
+        check(meta["fwm.fingerprint"][1] == ref.fingerprint(hp2, vocab2, meta["fwm.checksum"][1]),
+              "the test writer's fingerprint equals the reference's")
+
+
 def test_ar_generator():
     x, y = ar_task.generate(100000, 1, "train")
     groups = ar_task.parse(x, y)
@@ -390,7 +418,7 @@ def test_demo():
 def main():
     for t in (test_counts, test_header_matches, test_vocab_defaults, test_numpy_vs_torch, test_gradients,
               test_state_dynamics, test_fast_matrices_carry_information, test_model_file,
-              test_ar_generator, test_metrics, test_demo):
+              test_adversarial_file, test_ar_generator, test_metrics, test_demo):
         t()
     print(f"{checks} checks, {len(failures)} failures")
     return 1 if failures else 0
