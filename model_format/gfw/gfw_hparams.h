@@ -40,7 +40,8 @@
 typedef struct fwm_gfw_hparams {
     uint32_t vocab_size;       /* V, gfw.vocab_size */
     uint32_t embedding_length; /* E, gfw.embedding_length: shared by both nets */
-    uint32_t fast_hidden;      /* m, gfw.fast.hidden_size: h_F and the fast net's inner layer (>= 2: LN of one number is 0) */
+    uint32_t fast_hidden;      /* m, gfw.fast.hidden_size: h_F and the fast net's inner layer;
+                                * at least 2 (the layer norm of one number is 0) */
     uint32_t slow_hidden;      /* N, gfw.slow.hidden_size: h_S */
     uint32_t slow_inner;       /* P, gfw.slow.inner_size: the slow net's transition layer */
     float layer_norm_epsilon;  /* gfw.layer_norm_epsilon: added to the variance in LN */
