@@ -380,6 +380,13 @@ def test_ar_generator():
     i = x.index("Q(")
     j = x.index(")", i)
     check(y[j] == x[j + 1] and y[j] != " " and x[j + 2] == "." and y[j + 1] == " ", "target alignment")
+    # the paper's example and the target line docs/AR_TASK.md gives for it
+    ex = "S(hgb,c),S(ceaf,e),S(df,g),S(hac,b),Q(ceaf)e.S(hf,h),S(cc,d),Q(cc)d."
+    ey = "__________________________________________e______________________d__".replace("_", " ")
+    try:
+        check(len(ar_task.parse(ex, ey)) == 2, "the paper's example parses with the documented targets")
+    except ValueError as e:
+        check(False, f"the paper's example: {e}")
     try:
         ar_task.parse("S(ab,c),Q(ba)c.")
         check(False, "a query of an unstored key is refused")
