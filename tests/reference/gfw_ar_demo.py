@@ -57,7 +57,8 @@ def train(steps=3000, seconds=240.0, seed=1, B=32, T=32, lr=0.01, log=print):
         loss.backward()
         opt.step()
         if it % 200 == 0:
-            log(f"step {it} loss {loss.item():.4f} {time.time() - t0:.0f}s")
+            acc = evaluate(hp, P, n_queries=200) if it % 1000 == 0 and it else float("nan")
+            log(f"step {it} loss {loss.item():.4f} partial accuracy {acc:.3f} {time.time() - t0:.0f}s")
         if time.time() - t0 > seconds:
             break
     return hp, {k: v.detach() for k, v in P.items()}
@@ -89,8 +90,10 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--seconds", type=float, default=240.0)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--lanes", type=int, default=32)
     args = ap.parse_args(argv)
-    hp, P = train(args.steps, args.seconds)
+    hp, P = train(args.steps, args.seconds, B=args.lanes, lr=args.lr)
     acc, acc_swap = evaluate(hp, P), evaluate(hp, P, swap=True)
     print(f"partial accuracy {acc:.3f}, with the fast matrices swapped {acc_swap:.3f}")
     return 0
