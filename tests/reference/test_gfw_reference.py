@@ -11,7 +11,8 @@ step), the gate closed keeps the fast matrices, the gate open replaces them by t
 the fast matrices of step t are used at step t+1 and not before; the fast matrices alone carry
 information into the output; a written model file reads back identically with its checksum and
 fingerprint; the AR generator's statistics match the paper's description and its streams parse;
-the metrics; and (GFW_DEMO=1, about 5 minutes) a small trained demo on an easy AR task.
+the metrics; and (GFW_DEMO=1, GFW_DEMO_SECONDS, default 240) a small trained demo on an easy AR
+task, opt-in because short runs have not yet left the trivial plateau (gfw_ar_demo.py, Status).
 Run: /usr/bin/python3 tests/reference/test_gfw_reference.py   (exit 0 on success; PyTorch parts are
 skipped with a message when python3-torch is missing).
 """
