@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """gguf_writer.py - an independent GGUF v3 writer for fwm model files, for tests.
 
-What it is for: writing model files of the `fwm` and `lstm` architectures (schemas in
+What it is for: writing model files of the `fwm`, `lstm` and `gfw` architectures (schemas in
 tests/golden/README.md, docs/FORMAT.md and model_format/lstm/lstm_hparams.h) deliberately
 differently from fwm's own C writer, so the loader is tested against files it did not produce:
 tensors in a non-canonical order (reversed or shuffled), metadata keys shuffled and mixed
@@ -306,6 +306,76 @@ def write_lstm_model(path, hp, vocab, tensors, types="f32", order="reversed", ch
         kv += [("fwm.vocab_size", GGUF_U32, hp["V"] + 3), ("fwm.hidden_size", GGUF_U32, 1),
                ("fwm.residual", GGUF_BOOL, not hp["residual"]),
                ("fwm.forget_bias", GGUF_F32, 7.0), ("fwm.read_policy", GGUF_STRING, "never")]
+    _write_file(path, kv, canonical, want, stored, type_of, order, gaps, rng)
+    return stored
+
+
+# ---- the `gfw` architecture (model_format/gfw/gfw_hparams.h, docs/GFW.md) -----------------------
+
+GFW_TENSOR_NAMES = ["token_embd.weight", "gfw.slow.0.weight", "gfw.slow.0.bias", "gfw.slow.1.weight",
+                    "gfw.slow.1.bias", "output.weight", "output.bias"]
+
+
+def gfw_shapes(hp):
+    """Row-major shapes of a Gated Fast Weights model's tensors (hp keys V, E, m, N, P)."""
+    V, E, m, N, P = hp["V"], hp["E"], hp["m"], hp["N"], hp["P"]
+    out_rows = N + 2 * (m + m + E + 1) + 2 * (m + m + 1)
+    return {"token_embd.weight": (V, E), "gfw.slow.0.weight": (P, N + E), "gfw.slow.0.bias": (P,),
+            "gfw.slow.1.weight": (out_rows, P), "gfw.slow.1.bias": (out_rows,),
+            "output.weight": (V, m), "output.bias": (V,)}
+
+
+def gfw_fingerprint(hp, vocab, checksum):
+    """FWMFP2 of a `gfw` model: "FWMFP2", u32 3 + "gfw", V, E, m, N, P as u32, eps as f32 bits,
+    pad, eos as u32, u32 V, each token as u32 length + bytes, the u64 checksum; XXH64 seed 0."""
+    b = bytearray(b"FWMFP2") + struct.pack("<I", 3) + b"gfw"
+    b += struct.pack("<IIIII", hp["V"], hp["E"], hp["m"], hp["N"], hp["P"])
+    b += struct.pack("<f", hp["eps"]) + struct.pack("<II", hp["pad"], hp["eos"])
+    b += struct.pack("<I", len(vocab))
+    for word in vocab:
+        w = word.encode("utf-8")
+        b += struct.pack("<I", len(w)) + w
+    b += struct.pack("<Q", checksum)
+    return _xxh64([bytes(b)])
+
+
+def write_gfw_model(path, hp, vocab, tensors, types="f32", order="reversed", checksum=True,
+                    fingerprint=False, prime_tokens=None, extra_keys=True, gaps=False, name=None,
+                    rng=None):
+    """Write a `gfw` model file. hp: dict V, E, m, N, P, eps, pad, eos; the other arguments as
+    write_lstm_model. Returns the dict name -> stored bytes."""
+    rng = rng if rng is not None else np.random.default_rng(12345)
+    want = gfw_shapes(hp)
+    canonical = GFW_TENSOR_NAMES
+    if len(vocab) != hp["V"]:
+        raise ValueError("vocab size")
+    stored, type_of = _stored_tensors(canonical, want, tensors, types)
+    computed = _xxh64(stored[t] for t in canonical) if (checksum or fingerprint) else None
+    kv = [
+        ("general.architecture", GGUF_STRING, "gfw"),
+        ("general.alignment", GGUF_U32, ALIGNMENT),
+        ("gfw.vocab_size", GGUF_U32, hp["V"]),
+        ("gfw.embedding_length", GGUF_U32, hp["E"]),
+        ("gfw.fast.hidden_size", GGUF_U32, hp["m"]),
+        ("gfw.slow.hidden_size", GGUF_U32, hp["N"]),
+        ("gfw.slow.inner_size", GGUF_U32, hp["P"]),
+        ("gfw.layer_norm_epsilon", GGUF_F32, hp["eps"]),
+        ("tokenizer.ggml.model", GGUF_STRING, "word"),
+        ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, list(vocab))),
+        ("tokenizer.ggml.padding_token_id", GGUF_U32, hp["pad"]),
+        ("tokenizer.ggml.eos_token_id", GGUF_U32, hp["eos"]),
+    ]
+    if name is not None:
+        kv.append(("general.name", GGUF_STRING, name))
+    if checksum:
+        kv.append(("fwm.checksum", GGUF_U64, computed))
+    if fingerprint:
+        kv.append(("fwm.fingerprint", GGUF_U64, gfw_fingerprint(hp, vocab, computed)))
+    if prime_tokens is not None:
+        kv.append(("fwm.session.prime_tokens", GGUF_ARRAY, (GGUF_U32, list(prime_tokens))))
+    if extra_keys:
+        kv += _extra_keys() + [("gfw.unknown_future_key", GGUF_F64, 0.25),
+                               ("fwm.vocab_size", GGUF_U32, hp["V"] + 5)]
     _write_file(path, kv, canonical, want, stored, type_of, order, gaps, rng)
     return stored
 
