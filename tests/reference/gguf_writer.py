@@ -310,7 +310,7 @@ def write_lstm_model(path, hp, vocab, tensors, types="f32", order="reversed", ch
     return stored
 
 
-# ---- the `gfw` architecture (model_format/gfw/gfw_hparams.h, docs/GFW.md) -----------------------
+# ---- the `gfw` architecture (model_format/gfw/gfw_hparams.h, docs/MODEL.md) ----------------------
 
 GFW_TENSOR_NAMES = ["token_embd.weight", "gfw.slow.0.weight", "gfw.slow.0.bias", "gfw.slow.1.weight",
                     "gfw.slow.1.bias", "output.weight", "output.bias"]
