@@ -1,4 +1,4 @@
-/* fuzz_fixture.c - builds the fixed small models of fuzz_fixture.h (the FWM's and the LSTM's).
+/* fuzz_fixture.c - builds the fixed small models of fuzz_fixture.h (the FWM's, the LSTM's, the MNM's).
  * Weights follow a formula with exactly representable values, w(t, i) = ((7 i + 3 t) mod 13 - 6) / 32
  * for element i of tensor t (tensor-list order), so make_corpus.py can recompute the FWM's checksum
  * and fingerprint. */
@@ -12,6 +12,7 @@
 #include "fwm_hparams.h"
 #include "fwm_schema.h"
 #include "lstm/lstm_hparams.h"
+#include "mnm/mnm_hparams.h"
 
 /* Lower-case and without white space, so that tokenizing the token texts joined by spaces gives
  * the same ids back (fuzz_tokenize.c relies on it). Ids are positions. */
@@ -64,6 +65,10 @@ static fwm_status write_fwm(const char *path, const void *spec, fwm_error *err) 
 
 static fwm_status write_lstm(const char *path, const void *spec, fwm_error *err) {
     return fwm_lstm_model_write(path, spec, err);
+}
+
+static fwm_status write_mnm(const char *path, const void *spec, fwm_error *err) {
+    return fwm_mnm_model_write(path, spec, err);
 }
 
 /* Write a model into a fresh temporary directory, load it fully into memory, remove both. */
@@ -130,6 +135,42 @@ static fwm_model *build_lstm(void) {
     }
     fwm_model *model = write_and_load(write_lstm, &spec);
     for (size_t t = 0; t < count; t++) free(tensors[t]);
+    return model;
+}
+
+static fwm_model *build_mnm(void) {
+    fwm_mnm_write_spec spec;
+    memset(&spec, 0, sizeof spec);
+    fwm_mnm_hparams_defaults(&spec.hp);
+    spec.hp.vocab_size = (uint32_t)FIXTURE_V;
+    spec.hp.embedding_length = 5;
+    spec.hp.hidden_size = 2;
+    spec.hp.head_count = 1;
+    spec.hp.key_length = 2;
+    spec.hp.value_length = 1;
+    spec.hp.memory_hidden = 2;
+    spec.hp.memory_layers = 1;
+    spec.hp.output_length = 3;
+    spec.hp.padding_token_id = 0;
+    spec.hp.eos_token_id = 1;
+    spec.name = "fuzz fixture (mnm)";
+    spec.tokens = fixture_vocabulary;
+    size_t count = fwm_mnm_tensor_count(&spec.hp);
+    float *tensors[FWM_MNM_MAX_TENSORS] = {0};
+    for (size_t t = 0; t < count; t++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_mnm_tensor_at(&spec.hp, t, name, &rows, &cols);
+        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
+    }
+    fwm_model *model = write_and_load(write_mnm, &spec);
+    for (size_t t = 0; t < count; t++) free(tensors[t]);
+    return model;
+}
+
+const fwm_model *fuzz_fixture_mnm_model(void) {
+    static fwm_model *model;
+    if (!model) model = build_mnm();
     return model;
 }
 

@@ -21,4 +21,9 @@ const fwm_model *fuzz_fixture_model(void);
  * with L = 2 and H = 4 (make_corpus.py writes such seeds). */
 const fwm_model *fuzz_fixture_lstm_model(void);
 
+/* The MNM baseline's fixture (architecture `mnm`): the same vocabulary, E = 5, H = 2, one head, keys
+ * of 2, values of 1, one memory layer (of 1 x 2), output 3, weights and initial memory by the same
+ * formula. Its blobs are version 2 with dims H 2, d_k 2, d_v 1, D 2, one layer. */
+const fwm_model *fuzz_fixture_mnm_model(void);
+
 #endif

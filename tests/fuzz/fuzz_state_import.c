@@ -1,8 +1,8 @@
 /* fuzz_state_import.c - fuzz target: any bytes as a session state blob for a valid model.
  *
- * The models are the fixed fixtures (fuzz_fixture.h), the FWM's and the LSTM's: each input goes to
- * a session of both (a client's `restore` may send any bytes to any model), twice into a session
- * that already holds some state:
+ * The models are the fixed fixtures (fuzz_fixture.h), the FWM's, the LSTM's and the MNM's: each
+ * input goes to a session of each (a client's `restore` may send any bytes to any model), twice,
+ * into a session that already holds some state:
  *   1. as it is;
  *   2. "repaired": the fingerprint field set to the model's and the trailing XXH64 recomputed, so
  *      that mutations reach the checks behind the checksum (dims, finiteness) instead of all
@@ -99,5 +99,6 @@ static int import_both_ways(const fwm_model *model, const uint8_t *data, size_t 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (import_both_ways(fuzz_fixture_model(), data, size)) fuzz_inputs_accepted++;
     if (import_both_ways(fuzz_fixture_lstm_model(), data, size)) fuzz_inputs_accepted++;
+    if (import_both_ways(fuzz_fixture_mnm_model(), data, size)) fuzz_inputs_accepted++;
     return 0;
 }

@@ -14,7 +14,8 @@ inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, a
                  this script recomputes from the same hyperparameters, vocabulary and weight
                  formula, and damaged ones), LSTM (version-2) blobs, valid for the LSTM
                  fixture (whose FWMFP2 fingerprint tests/reference/lstm_reference.py computes)
-                 and refused by the FWM's, and MNM blobs both must refuse.
+                 and refused by the FWM's, and MNM blobs, valid for the MNM fixture (fingerprinted
+                 by tests/reference/mnm_reference.py).
   tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
 
 GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
@@ -498,7 +499,27 @@ def state_import_corpus():
     mnm = b"FWMS" + struct.pack("<IQ", 2, fixture_fingerprint()) + b"mnm\0\0\0\0\0"
     mnm += struct.pack("<Q6I", 5, 2, 2, 1, 2, 1, 0) + struct.pack("<7f", *[0.25] * 7)
     files["bad-mnm-blob"] = mnm + struct.pack("<Q", xxhash.xxh64(mnm).intdigest())
+    # blobs of the MNM fixture (fuzz_fixture_mnm_model): accepted there, refused by the others
+    for name, position, values in (("valid-mnm-random", 4, [0.5, -0.25, 1.5, -2.0, 0.125, 0.75, -0.5]),):
+        body = (b"FWMS" + struct.pack("<IQ", 2, mnm_fixture_fingerprint()) + b"mnm\0\0\0\0\0"
+                + struct.pack("<Q6I", position, 2, 2, 1, 2, 1, 0) + struct.pack("<7f", *values))
+        files[name] = body + struct.pack("<Q", xxhash.xxh64(body).intdigest())
     return files
+
+
+def mnm_fixture_fingerprint():
+    """FWMFP2 of fuzz_fixture.c's MNM (E 5, H 2, one head, d_k 2, d_v 1, one memory layer, output 3),
+    by the independent reference."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+    import mnm_reference
+    hp = mnm_reference.default_hparams(vocab_size=len(FIXTURE_TOKENS), embedding_length=5, hidden_size=2,
+                                       head_count=1, key_length=2, value_length=1, memory_hidden=2,
+                                       memory_layers=1, output_length=3, padding_token_id=0, eos_token_id=1)
+    stored = {}
+    for t, (name, shape) in enumerate(mnm_reference.tensor_list(hp)):
+        n = shape[0] * (shape[1] if len(shape) > 1 else 1)
+        stored[name] = struct.pack(f"<{n}f", *[((7 * i + 3 * t) % 13 - 6) / 32 for i in range(n)])
+    return mnm_reference.fingerprint(hp, FIXTURE_TOKENS, mnm_reference.checksum(hp, stored))
 
 
 def lstm_fixture_fingerprint():
