@@ -234,7 +234,7 @@ static int health(struct lws *wsi, http_session *hs, fwm__server *s) {
         status = "overloaded";
         snprintf(reason, sizeof reason, "%llu tokens queued, max-queued-tokens %zu", (unsigned long long)st.tokens_queued,
                  cfg->max_queued_tokens);
-    } else if (!s->store && used + s->models[0].session_bytes > cfg->max_memory_bytes) {
+    } else if (!s->store && used + s->models[0].session_bytes > cfg->max_memory_bytes) { /* the default model's */
         status = "overloaded";
         snprintf(reason, sizeof reason, "the memory budget has no room for another session (%llu of max-memory-bytes %zu)",
                  (unsigned long long)used, cfg->max_memory_bytes);

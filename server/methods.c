@@ -132,7 +132,10 @@ static bool model_arg(request *r, uint32_t *index) {
     return true;
 }
 
-static bool room_for_session(request *r) {
+/* Whether a new session of model `m` may be made: the connection's count, the memory budget (with
+ * that model's session size: models of different architectures and sizes share one server) and the
+ * session count. false with r->failure filled. */
+static bool room_for_session(request *r, uint32_t m) {
     fwm__server *s = r->s;
     if (r->c->sessions_held >= s->config->max_sessions_per_connection)
         return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
@@ -141,7 +144,7 @@ static bool room_for_session(request *r) {
                              s->config->max_sessions_per_connection);
     /* Memory only: a session that does not fit the budget is refused. Durable: resident sessions
      * are evicted to keep within it (tiering.c), so only the count is checked. */
-    if (!s->store && !fwm__server_memory_fits(s, s->models[0].session_bytes)) {
+    if (!s->store && !fwm__server_memory_fits(s, s->models[m].session_bytes)) {
         s->metrics.memory_refusals++;
         return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
                              "the server's memory budget (max-memory-bytes %zu) has no room for another session "
@@ -652,7 +655,7 @@ static bool m_open(request *r) {
     uint32_t m, topk;
     bool prime = true;
     if (!model_arg(r, &m) || !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) ||
-        fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0 || !room_for_session(r))
+        fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0 || !room_for_session(r, m))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
     if (e) fwm__session_start(r->s->models[m].model, e, prime);
@@ -824,7 +827,7 @@ static bool m_snapshot(request *r) { return session_job(r, FWM_JOB_SNAPSHOT); }
 
 static bool m_fork(request *r) {
     fwm__session_entry *parent = find_session(r);
-    if (!parent || !room_for_session(r)) return false;
+    if (!parent || !room_for_session(r, parent->model_index)) return false;
     fwm__job *job = new_job(r, FWM_JOB_FORK);
     if (!job) return false;
     job->child = new_entry(r, parent->model_index, parent->default_topk, false);
@@ -843,7 +846,7 @@ static bool m_restore(request *r) {
     size_t size;
     uint32_t m, topk;
     if (fwm__rpc_arg_binary(&r->call, "state", true, &blob, &size, &r->failure) < 0 || !model_arg(r, &m) ||
-        !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) || !room_for_session(r))
+        !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) || !room_for_session(r, m))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
     if (!e) return false;

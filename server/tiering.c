@@ -122,8 +122,11 @@ void fwm__tiering_evict(fwm__server *s, bool idle_too) {
     uint64_t now = now_ms(), idle_ms = (uint64_t)(s->config->idle_timeout_s * 1000.0);
     size_t over = max && s->sessions.count > max + s->evicting ? s->sessions.count - max - s->evicting : 0;
     uint64_t used = fwm__server_memory_used(s), budget = s->config->max_memory_bytes;
-    if (used > budget && s->models[0].session_bytes) { /* and as many as the memory budget needs */
-        uint64_t sessions = (used - budget) / s->models[0].session_bytes + 1;
+    uint64_t smallest = 0; /* the smallest session of any model: evicting that many surely makes room */
+    for (size_t m = 0; m < s->model_count; m++)
+        if (!smallest || s->models[m].session_bytes < smallest) smallest = s->models[m].session_bytes;
+    if (used > budget && smallest) { /* and as many as the memory budget needs */
+        uint64_t sessions = (used - budget) / smallest + 1;
         if (sessions > s->evicting && sessions - s->evicting > over) over = (size_t)(sessions - s->evicting);
     }
     for (fwm__session_entry *e = s->lru_head; e;) {

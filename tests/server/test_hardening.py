@@ -20,7 +20,7 @@ import msgpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import main as harness_main  # noqa: E402
-from server_harness import PRIME, Client, RpcError, check, check_eq, connect  # noqa: E402
+from server_harness import PRIME, Client, RpcError, check, check_eq, connect, expect_error  # noqa: E402
 
 
 def read_all(sock, seconds, unpacker=None):
@@ -167,6 +167,23 @@ def case_memory_budget(env):
     st = c.call("stats")["memory"]
     check_eq(st["refusals"], before + 1, "the large input buffer was refused")
     check(st["used_bytes"] <= budget, "and the memory was given back", st)
+    server.stop()
+    # two models of different session sizes: each open is weighed with its own model's size
+    large = env.model("large", sizes=(32, 32, 48))
+    probe_server = env.start([model, large])
+    sizes = {x["name"]: (x["session_bytes"], x["parameters"] * 4) for x in Client(probe_server.address).call("hello")["models"]}
+    probe_server.stop()
+    small_bytes, large_bytes = sizes["test"][0], sizes["large"][0]
+    check(large_bytes > 3 * small_bytes, "the second model's sessions are larger", sizes)
+    budget = sizes["test"][1] + sizes["large"][1] + 2 * small_bytes + 2 * 65536 + 30000
+    server = env.start([model, large], "--max-memory-bytes", str(budget))
+    c = Client(server.address)
+    e = expect_error("session_limit", c.call, "open", model="large")
+    check("max-memory-bytes" in e.message, "a session of the larger model does not fit: refused by name", e.message)
+    for _ in range(2):
+        c.call("open")  # two of the default model's fit
+    st = c.call("stats")["memory"]
+    check(st["used_bytes"] <= budget, "within the budget", st)
     server.stop()
     # durable: sessions beyond what fits are written out, not refused
     data = os.path.join(env.dir, "data")
