@@ -324,20 +324,27 @@ def case_leave(env):
     check_eq(b.stop(), 0, "clean exit")
 
 
+def one_node_one_session(env, ttl, text):
+    """A Redis of its own, one node with a lease of `ttl` ms, and a session that has read `text`:
+    (model, redis, reference, node, client, session, tokens)."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    ref = Reference(env, model)
+    node = start_node(env, model, redis, ttl)
+    client = Client(node.address)
+    s = client.call("open")["session"]
+    tokens = [vocab[w] for w in text.split()]
+    client.call("feed", session=s, tokens=tokens, notify=False)
+    return model, redis, ref, node, client, s, tokens
+
+
 def case_duplicate_advertise(env):
     """Two processes given the same --advertise: the second waits a whole lease for the first's to
     expire, sees it renewed, and refuses to start, naming the address; the first keeps its lease and
     its sessions. A run killed with SIGKILL is replaced at the same address once its lease expires."""
-    model = env.model()
-    vocab = vocabulary(env)
-    redis = env.redis()
     ttl = 1000
-    ref = Reference(env, model)
-    a = start_node(env, model, redis, ttl)
-    ca = Client(a.address)
-    s = ca.call("open")["session"]
-    tokens = [vocab[w] for w in "mary moved to the bathroom .".split()]
-    ca.call("feed", session=s, tokens=tokens, notify=False)
+    model, redis, ref, a, ca, s, tokens = one_node_one_session(env, ttl, "mary moved to the bathroom .")
     token = redis.command("GET", "fwm:node:" + a.address)
     started = time.time()
     twin = env.start([model], "--store", redis.location, "--advertise", a.address, "--lease-ttl-ms", str(ttl),
@@ -364,16 +371,8 @@ def case_stale_read(env):
     """A node whose lease no renewal has confirmed for a whole TTL (Redis stopped) stops answering
     from its resident sessions at once, instead of until a renewal call times out: another node may
     own them by now. With Redis back, it joins again and serves them, unchanged."""
-    model = env.model()
-    vocab = vocabulary(env)
-    redis = env.redis()
     ttl = 1000
-    ref = Reference(env, model)
-    a = start_node(env, model, redis, ttl)
-    ca = Client(a.address)
-    s = ca.call("open")["session"]
-    tokens = [vocab[w] for w in "john went to the hallway .".split()]
-    ca.call("feed", session=s, tokens=tokens, notify=False)
+    _, redis, ref, a, ca, s, tokens = one_node_one_session(env, ttl, "john went to the hallway .")
     check_eq(state(ca, s), ref.predict([tokens]), "served while the lease holds")
     redis.proc.send_signal(signal.SIGSTOP)
     try:
