@@ -97,6 +97,19 @@ void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hpara
     layout_finish(layout);
 }
 
+void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp)
+{
+    memset(layout, 0, sizeof *layout);
+    layout->count = fwm_gfw_tensor_count(hp);
+    for (size_t i = 0; i < layout->count; i++) {
+        uint64_t rows, cols;
+        fwm_gfw_tensor_at(hp, i, layout->names[i], &rows, &cols);
+        layout->rows[i] = (size_t)rows;
+        layout->cols[i] = (size_t)cols;
+    }
+    layout_finish(layout);
+}
+
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
     if (spec->arch == FWM_ARCH_MNM) {

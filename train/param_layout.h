@@ -16,6 +16,7 @@
 
 #include "arch_list.h"
 #include "fwm_hparams.h"
+#include "gfw/gfw_hparams.h"
 #include "lstm/lstm_hparams.h"
 #include "mnm/mnm_hparams.h"
 
@@ -47,6 +48,7 @@ typedef struct fwm__model_spec {
     fwm_hparams fwm;        /* arch FWM */
     fwm_lstm_hparams lstm;  /* arch LSTM */
     fwm_mnm_hparams mnm;    /* arch MNM */
+    fwm_gfw_hparams gfw;    /* arch GFW */
 } fwm__model_spec;
 
 /* "fwm", "lstm", "mnm": the name of an architecture the trainer trains ("?" for others). */
@@ -59,7 +61,8 @@ uint32_t fwm__spec_eos_id(const fwm__model_spec *spec);
 
 /* The most tensors any architecture has. */
 #define FWM__MAX_TENSORS_2_ (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
-#define FWM__MAX_TENSORS (FWM_MNM_MAX_TENSORS > FWM__MAX_TENSORS_2_ ? FWM_MNM_MAX_TENSORS : FWM__MAX_TENSORS_2_)
+#define FWM__MAX_TENSORS_3_ (FWM_MNM_MAX_TENSORS > FWM__MAX_TENSORS_2_ ? FWM_MNM_MAX_TENSORS : FWM__MAX_TENSORS_2_)
+#define FWM__MAX_TENSORS (FWM_GFW_MAX_TENSORS > FWM__MAX_TENSORS_3_ ? FWM_GFW_MAX_TENSORS : FWM__MAX_TENSORS_3_)
 
 typedef struct fwm__tensor_layout {
     size_t count;                        /* tensors, in the architecture's file order */
@@ -76,5 +79,7 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
 
 /* The same for the MNM's tensor list (fwm_mnm_tensor_at order). */
 void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp);
+/* And for the Gated Fast Weights model's (fwm_gfw_tensor_at order). */
+void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp);
 
 #endif

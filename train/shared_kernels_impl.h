@@ -91,7 +91,8 @@ static inline real TM(sigmoid)(real x)
 
 /* ---- LSTM cell (the FWM's step 2; every layer of the LSTM baseline) --------------------------
  * gates[4H] holds the pre-activation g = W_ih e + W_hh h + b on entry, i, f, z, o on return. */
-static void TM(lstm_cell_forward)(real *gates, const real *c_prev, real *c, real *tanh_c, real *h,
+static __attribute__((unused)) void TM(lstm_cell_forward)(real *gates, const real *c_prev,
+                                                          real *c, real *tanh_c, real *h,
                                   size_t H, real forget_bias)
 {
     real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
@@ -122,7 +123,9 @@ static void TM(lstm_cell_forward)(real *gates, const real *c_prev, real *c, real
 
 /* d_h: gradient of h_t (all uses); d_c: on entry gradient of c_t from step t+1, on return the
  * gradient of c_{t-1}. Writes the gate pre-activation gradients to d_gates[4H]. */
-static void TM(lstm_cell_backward)(const real *gates, const real *c_prev, const real *tanh_c,
+static __attribute__((unused)) void TM(lstm_cell_backward)(const real *gates,
+                                                           const real *c_prev,
+                                                           const real *tanh_c,
                                    const real *d_h, real *d_c, real *d_gates, size_t H)
 {
     const real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
