@@ -352,7 +352,7 @@ def main():
         changed[at:at + 4] = b"mnmx"
         open(b, "wb").write(changed)
         r = run(FWM_INSPECT, b)
-        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm)' in r.stderr,
+        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm, gfw' in r.stderr,
               f"unknown architecture named with the known ones ({r.stderr})")
 
         # ---- the Metalearned Neural Memory baseline (--arch mnm) ----

@@ -1,0 +1,469 @@
+/* test_gfw_format.c - the `gfw` architecture in the model format: fwm_gfw_model_write round trip
+ * (hyperparameters, vocabulary, prime tokens, tensors bit-exact, checksum), the FWMFP2 fingerprint
+ * recomputed here from its definition in docs/FORMAT.md, the counts of docs/MODEL.md at the paper's
+ * sizes, the hyperparameter checks, the Glorot-uniform initialisation's ranges, F16 tensors, and
+ * the schema's refusals by name (missing keys, wrong key types, wrong shapes, extra tensors). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "arch_list.h"
+#include "check.h"
+#include "fwm_alloc.h"
+#include "gfw/gfw_init.h"
+#include "gfw/gfw_schema.h"
+#include "gguf_writer.h"
+#include "xxhash64.h"
+
+static char dir[256];
+static const char *const vocabulary[] = {" ", "a", "b", "1", "2", "?", "."};
+
+/* V 7, E 3, m 4, N 3, P 5: F1 [4, 8], F2 [4, 5], U1 24, U2 18, the slow output 45. */
+static fwm_gfw_hparams small_hparams(void) {
+    fwm_gfw_hparams hp;
+    fwm_gfw_hparams_defaults(&hp);
+    hp.vocab_size = 7;
+    hp.embedding_length = 3;
+    hp.fast_hidden = 4;
+    hp.slow_hidden = 3;
+    hp.slow_inner = 5;
+    hp.layer_norm_epsilon = 1e-3f;
+    hp.eos_token_id = 6;
+    return hp;
+}
+
+/* Tensors filled with distinct values (owned by the caller: free data). */
+static float *fill_tensors(const fwm_gfw_hparams *hp, fwm_gfw_write_spec *spec) {
+    size_t total = (size_t)fwm_gfw_parameter_count(hp), n = fwm_gfw_tensor_count(hp);
+    uint64_t rows, cols;
+    char name[48];
+    float *data = malloc(total * sizeof *data);
+    for (size_t k = 0; k < total; k++) data[k] = (float)k * 0.01f - 1.0f;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        fwm_gfw_tensor_at(hp, i, name, &rows, &cols);
+        spec->tensors[i] = data + at;
+        at += rows * cols;
+    }
+    return data;
+}
+
+static const char *path_in_dir(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+static uint8_t *read_whole(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+static void le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* FWMFP2 written out from docs/FORMAT.md, byte by byte. */
+static uint64_t expected_fingerprint(const fwm_gfw_hparams *hp, uint64_t checksum) {
+    uint8_t buf[4096];
+    size_t n = 0;
+    memcpy(buf, "FWMFP2", 6), n += 6;
+    le32(buf + n, 3), n += 4;
+    memcpy(buf + n, "gfw", 3), n += 3;
+    uint32_t eps;
+    memcpy(&eps, &hp->layer_norm_epsilon, 4);
+    uint32_t fields[8] = {hp->vocab_size, hp->embedding_length, hp->fast_hidden,      hp->slow_hidden,
+                          hp->slow_inner, eps,                  hp->padding_token_id, hp->eos_token_id};
+    for (int i = 0; i < 8; i++) le32(buf + n, fields[i]), n += 4;
+    le32(buf + n, hp->vocab_size), n += 4;
+    for (uint32_t i = 0; i < hp->vocab_size; i++) {
+        uint32_t len = (uint32_t)strlen(vocabulary[i]);
+        le32(buf + n, len), n += 4;
+        memcpy(buf + n, vocabulary[i], len), n += len;
+    }
+    for (int i = 0; i < 8; i++) buf[n++] = (uint8_t)(checksum >> (8 * i));
+    return fwm__xxh64(buf, n, 0);
+}
+
+static void round_trip(void) {
+    fwm_gfw_hparams hp = small_hparams();
+    fwm_gfw_write_spec spec = {.hp = hp, .name = "tiny gfw", .tokens = vocabulary};
+    float *data = fill_tensors(&hp, &spec);
+    const uint32_t prime[2] = {6, 1};
+    spec.has_prime_tokens = true, spec.prime_tokens = prime, spec.prime_count = 2;
+    const fwm_write_kv extra[1] = {{.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U32, .value.u32 = 9}};
+    spec.extra = extra, spec.extra_count = 1;
+    fwm_error err;
+    CHECK_OK(fwm_gfw_model_write(path_in_dir("a.gguf"), &spec, &err), err);
+    size_t size = 0;
+    uint8_t *file = read_whole(path_in_dir("a.gguf"), &size);
+    CHECK(file != NULL);
+    fwm_arch arch = FWM_ARCH_COUNT;
+    CHECK_OK(fwm__arch_detect(file, size, &arch, &err), err);
+    CHECK_INT(arch, FWM_ARCH_GFW);
+    fwm_gfw_schema s;
+    CHECK_OK(fwm_gfw_schema_parse(file, size, &s, &err), err);
+    CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
+    CHECK_STR(s.name, "tiny gfw");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
+    CHECK_INT(s.prime_count, 2);
+    CHECK_INT(s.prime_tokens[0], 6);
+    CHECK_INT(s.tensor_count, 7);
+    for (size_t i = 0; i < s.tensor_count; i++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_gfw_tensor_at(&hp, i, name, &rows, &cols);
+        CHECK_U64(s.tensors[i].rows, rows);
+        CHECK_U64(s.tensors[i].cols, cols);
+        CHECK(s.tensors[i].type == FWM_GGML_TYPE_F32);
+        CHECK(s.tensors[i].file_offset % 64 == 0);
+        CHECK(memcmp(s.tensors[i].data, spec.tensors[i], rows * cols * 4) == 0);
+    }
+    /* W_1 reads [h_S; e] (N + E = 6), W_2 writes z, the F1 update (2 (4 + 8)) and the F2 update
+     * (2 (4 + 5)): 3 + 24 + 18 = 45 rows */
+    CHECK_U64(s.tensors[1].rows, 5);
+    CHECK_U64(s.tensors[1].cols, 6);
+    CHECK_U64(s.tensors[3].rows, 45);
+    CHECK_U64(s.tensors[3].cols, 5);
+    CHECK_U64(s.tensors[4].rows, 45);
+    CHECK_U64(s.tensors[5].cols, 4);
+    CHECK_U64(fwm_gfw_f1_cols(&hp), 8);
+    CHECK_U64(fwm_gfw_f2_cols(&hp), 5);
+    CHECK_U64(fwm_gfw_state_floats(&hp), 4 + 3 + 4 * 8 + 4 * 5);
+    CHECK_U64(fwm_gfw_parameter_count(&hp), 21 + 30 + 5 + 225 + 45 + 28 + 7);
+    CHECK(s.has_checksum && s.checksum == fwm_gfw_schema_checksum(&s));
+    CHECK(s.has_fingerprint);
+    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
+    CHECK_U64(fwm_gfw_fingerprint(&hp, (const char *const *)s.tokens, s.token_lengths, s.checksum),
+              s.fingerprint);
+    /* a changed hyperparameter changes the fingerprint, the epsilon's bits included */
+    fwm_gfw_hparams other = hp;
+    other.slow_inner = 6;
+    CHECK(fwm_gfw_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
+          s.fingerprint);
+    other = hp, other.layer_norm_epsilon = 1e-5f;
+    CHECK(fwm_gfw_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
+          s.fingerprint);
+    /* the FWM's schema refuses it by its architecture, as before */
+    fwm_schema fs;
+    CHECK_STATUS(fwm_schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
+    CHECK_CONTAINS(err.message, "key 'general.architecture': expected \"fwm\", found \"gfw\"");
+    fwm_gfw_schema_release(&s);
+    free(file);
+    free(data);
+    unlink(path_in_dir("a.gguf"));
+}
+
+static void hparams_checks(void) {
+    fwm_gfw_hparams hp;
+    fwm_gfw_hparams_defaults(&hp);
+    CHECK_INT(hp.vocab_size, 15);
+    CHECK_INT(hp.embedding_length, 15);
+    CHECK_INT(hp.fast_hidden, 40);
+    CHECK_INT(hp.slow_hidden, 40);
+    CHECK_INT(hp.slow_inner, 100);
+    CHECK(hp.layer_norm_epsilon == 1e-5f);
+    CHECK_INT(hp.padding_token_id, 0);
+    CHECK_INT(hp.eos_token_id, 14);
+    /* docs/MODEL.md's counts at the paper's sizes */
+    CHECK_U64(fwm_gfw_update1_length(&hp), 192);
+    CHECK_U64(fwm_gfw_update2_length(&hp), 162);
+    CHECK_U64(fwm_gfw_slow_out_rows(&hp), 394);
+    CHECK_U64(fwm_gfw_parameter_count(&hp), 46234);
+    CHECK_U64(fwm_gfw_state_floats(&hp), 3960);
+    fwm_error err;
+    CHECK_OK(fwm_gfw_hparams_check(&hp, &err), err);
+    fwm_gfw_hparams bad = hp;
+    bad.fast_hidden = 1;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'gfw.fast.hidden_size': expected 2 to 65536, found 1");
+    bad = hp, bad.slow_inner = 0;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'gfw.slow.inner_size': expected 1 to 65536, found 0");
+    bad = hp, bad.vocab_size = 1;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "gfw.vocab_size");
+    /* the fast matrices' bound: m = 8192 gives 2 * 8192^2 + ... > 2^26 floats */
+    bad = hp, bad.fast_hidden = 8192;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "the fast matrices F1 and F2 hold");
+    bad = hp, bad.eos_token_id = 15;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message,
+                   "key 'tokenizer.ggml.eos_token_id': expected a token id below gfw.vocab_size = 15");
+    bad = hp, bad.padding_token_id = 99;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "tokenizer.ggml.padding_token_id");
+    bad = hp, bad.layer_norm_epsilon = 0.0f;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'gfw.layer_norm_epsilon': expected > 0, found 0");
+    bad = hp, bad.layer_norm_epsilon = NAN;
+    CHECK_STATUS(fwm_gfw_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "gfw.layer_norm_epsilon");
+    CHECK_STATUS(fwm_gfw_hparams_check(NULL, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+}
+
+static void writer_refusals(void) {
+    fwm_gfw_hparams hp = small_hparams();
+    fwm_gfw_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    float *data = fill_tensors(&hp, &spec);
+    fwm_error err;
+    fwm_gfw_write_spec bad = spec;
+    bad.tensors[3] = NULL;
+    CHECK_STATUS(fwm_gfw_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "tensor 'gfw.slow.1.weight' has no data");
+    bad = spec;
+    const char *dup[7] = {" ", "a", "b", "1", "1", "?", "."};
+    bad.tokens = dup;
+    CHECK_STATUS(fwm_gfw_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "duplicate token '1'");
+    bad = spec;
+    const fwm_write_kv extra[1] = {{.key = "gfw.slow.inner_size", .kind = FWM_WRITE_KV_U32}};
+    bad.extra = extra, bad.extra_count = 1;
+    CHECK_STATUS(fwm_gfw_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "extra key 'gfw.slow.inner_size' is written by fwm_gfw_model_write itself");
+    bad = spec;
+    bad.hp.fast_hidden = 1;
+    CHECK_STATUS(fwm_gfw_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "key 'gfw.fast.hidden_size'");
+    bad = spec;
+    const uint32_t prime[1] = {7};
+    bad.has_prime_tokens = true, bad.prime_tokens = prime, bad.prime_count = 1;
+    CHECK_STATUS(fwm_gfw_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_CONTAINS(err.message, "prime token 0 is 7");
+    CHECK(access(path_in_dir("b.gguf"), F_OK) != 0);
+    free(data);
+}
+
+/* ---- hand-built files for the schema's refusals ------------------------------------------------ */
+
+typedef struct variant {
+    const char *architecture;   /* general.architecture's value */
+    const char *omit_key;       /* a key left out */
+    const char *retype_key;     /* a key written as an i32 (or u32 for strings) instead */
+    const char *omit_tensor;    /* a tensor left out */
+    const char *reshape_tensor; /* a tensor written with one more row */
+    const char *f16_tensor;     /* a tensor stored as F16 (halves of the same values) */
+    float epsilon;              /* gfw.layer_norm_epsilon when nonzero (else 1e-3) */
+    bool extra_tensor;          /* one more tensor, "gfw.slow.2.weight" */
+} variant;
+
+static void put_key(fwm_gguf_writer *w, const variant *v, const char *key, uint32_t type,
+                    uint32_t u, float f, const char *s) {
+    if (v->omit_key && strcmp(v->omit_key, key) == 0) return;
+    if (v->retype_key && strcmp(v->retype_key, key) == 0) {
+        if (type == FWM_GGUF_TYPE_STRING)
+            fwm__gguf_writer_add_u32(w, key, 1);
+        else
+            fwm__gguf_writer_add_i32(w, key, 1);
+        return;
+    }
+    switch (type) {
+    case FWM_GGUF_TYPE_UINT32: fwm__gguf_writer_add_u32(w, key, u); break;
+    case FWM_GGUF_TYPE_FLOAT32: fwm__gguf_writer_add_f32(w, key, f); break;
+    default: fwm__gguf_writer_add_string(w, key, s); break;
+    }
+}
+
+/* A small GFW file built key by key (not by fwm_gfw_model_write), with `v`'s damage. */
+static uint8_t *build(const variant *v, size_t *size) {
+    fwm_gfw_hparams hp = small_hparams();
+    fwm_gguf_writer w;
+    fwm__gguf_writer_init(&w, 32);
+    put_key(&w, v, "general.architecture", FWM_GGUF_TYPE_STRING, 0, 0, v->architecture ? v->architecture : "gfw");
+    put_key(&w, v, "gfw.vocab_size", FWM_GGUF_TYPE_UINT32, hp.vocab_size, 0, NULL);
+    put_key(&w, v, "gfw.embedding_length", FWM_GGUF_TYPE_UINT32, hp.embedding_length, 0, NULL);
+    put_key(&w, v, "gfw.fast.hidden_size", FWM_GGUF_TYPE_UINT32, hp.fast_hidden, 0, NULL);
+    put_key(&w, v, "gfw.slow.hidden_size", FWM_GGUF_TYPE_UINT32, hp.slow_hidden, 0, NULL);
+    put_key(&w, v, "gfw.slow.inner_size", FWM_GGUF_TYPE_UINT32, hp.slow_inner, 0, NULL);
+    put_key(&w, v, "gfw.layer_norm_epsilon", FWM_GGUF_TYPE_FLOAT32, 0, v->epsilon != 0 ? v->epsilon : 1e-3f,
+            NULL);
+    put_key(&w, v, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0, NULL);
+    put_key(&w, v, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, 6, 0, NULL);
+    put_key(&w, v, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
+    if (!(v->omit_key && strcmp(v->omit_key, "tokenizer.ggml.tokens") == 0))
+        fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 7);
+    static float values[4096];
+    static uint16_t halves[4096];
+    for (size_t i = 0; i < 4096; i++) values[i] = 0.25f, halves[i] = 0x3400; /* 0.25 in F16 */
+    size_t n = fwm_gfw_tensor_count(&hp);
+    for (size_t i = 0; i < n + (v->extra_tensor ? 1 : 0); i++) {
+        char name[48];
+        uint64_t rows, cols;
+        int matrix;
+        if (i < n) {
+            fwm_gfw_tensor_at(&hp, i, name, &rows, &cols);
+            matrix = fwm__gfw_tensor_is_matrix(&hp, i);
+        } else {
+            snprintf(name, sizeof name, "gfw.slow.2.weight"), rows = 4, cols = 4, matrix = 1;
+        }
+        if (v->omit_tensor && strcmp(v->omit_tensor, name) == 0) continue;
+        if (v->reshape_tensor && strcmp(v->reshape_tensor, name) == 0) rows++;
+        uint64_t dims[2] = {matrix ? cols : rows, rows};
+        uint32_t type = FWM_GGML_TYPE_F32;
+        const void *data = values;
+        uint64_t bytes = rows * cols * 4;
+        if (v->f16_tensor && strcmp(v->f16_tensor, name) == 0)
+            type = FWM_GGML_TYPE_F16, data = halves, bytes = rows * cols * 2;
+        fwm__gguf_writer_add_tensor(&w, name, matrix ? 2 : 1, dims, type, data, bytes, 0);
+    }
+    uint8_t *file = NULL;
+    fwm_error err;
+    CHECK_OK(fwm__gguf_writer_finish(&w, &file, size, NULL, &err), err);
+    fwm__gguf_writer_release(&w);
+    return file;
+}
+
+/* Parse `v`'s file: expect `status` and `needle` in the message (FWM_OK: expect success). */
+static void expect(const variant *v, fwm_status status, const char *needle) {
+    size_t size = 0;
+    uint8_t *file = build(v, &size);
+    fwm_gfw_schema s;
+    fwm_error err;
+    fwm_status st = fwm_gfw_schema_parse(file, size, &s, &err);
+    if (st != status || (needle && !strstr(err.message, needle))) {
+        fprintf(stderr, "expected %s '%s', got %s '%s'\n", fwm_status_str(status), needle ? needle : "",
+                fwm_status_str(st), st ? err.message : "");
+        check_failures++;
+    }
+    if (!st) fwm_gfw_schema_release(&s);
+    fwm__free(file);
+}
+
+static void schema_refusals(void) {
+    variant ok = {0};
+    expect(&ok, FWM_OK, NULL);
+    static const char *const keys[] = {
+        "general.architecture", "gfw.vocab_size", "gfw.embedding_length", "gfw.fast.hidden_size",
+        "gfw.slow.hidden_size", "gfw.slow.inner_size", "gfw.layer_norm_epsilon",
+        "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.model",
+        "tokenizer.ggml.tokens"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        variant v = {.omit_key = keys[k]};
+        char needle[96];
+        snprintf(needle, sizeof needle, "missing key '%s'", keys[k]);
+        expect(&v, FWM_ERR_FORMAT, needle);
+    }
+    static const struct {
+        const char *key, *found;
+    } retyped[] = {
+        {"gfw.vocab_size", "expected type u32, found i32"},
+        {"gfw.fast.hidden_size", "expected type u32, found i32"},
+        {"gfw.slow.inner_size", "expected type u32, found i32"},
+        {"gfw.layer_norm_epsilon", "expected type f32, found i32"},
+        {"tokenizer.ggml.eos_token_id", "expected type u32, found i32"},
+        {"tokenizer.ggml.model", "expected type string, found u32"},
+        {"general.architecture", "expected type string, found u32"},
+    };
+    for (size_t k = 0; k < sizeof retyped / sizeof retyped[0]; k++) {
+        variant v = {.retype_key = retyped[k].key};
+        char needle[160];
+        snprintf(needle, sizeof needle, "key '%s': %s", retyped[k].key, retyped[k].found);
+        expect(&v, FWM_ERR_FORMAT, needle);
+    }
+    variant v = {.architecture = "mnm"};
+    expect(&v, FWM_ERR_FORMAT, "key 'general.architecture': expected \"gfw\", found \"mnm\"");
+    v = (variant){.epsilon = -1.0f};
+    expect(&v, FWM_ERR_FORMAT, "key 'gfw.layer_norm_epsilon': expected > 0, found -1");
+    v = (variant){.omit_tensor = "gfw.slow.0.bias"};
+    expect(&v, FWM_ERR_FORMAT, "missing tensor 'gfw.slow.0.bias'");
+    v = (variant){.omit_tensor = "output.weight"};
+    expect(&v, FWM_ERR_FORMAT, "missing tensor 'output.weight'");
+    v = (variant){.reshape_tensor = "gfw.slow.0.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'gfw.slow.0.weight': expected shape [5, 6], found [6, 6]");
+    v = (variant){.reshape_tensor = "gfw.slow.1.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'gfw.slow.1.weight': expected shape [45, 5], found [46, 5]");
+    v = (variant){.reshape_tensor = "gfw.slow.1.bias"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'gfw.slow.1.bias': expected shape [45], found [46]");
+    v = (variant){.reshape_tensor = "token_embd.weight"};
+    expect(&v, FWM_ERR_FORMAT, "tensor 'token_embd.weight': expected shape [7, 3], found [8, 3]");
+    v = (variant){.extra_tensor = true};
+    expect(&v, FWM_ERR_FORMAT, "unexpected tensor 'gfw.slow.2.weight': not part of the gfw schema");
+    v = (variant){.f16_tensor = "gfw.slow.1.weight"};
+    expect(&v, FWM_OK, NULL);
+}
+
+/* fwm__gfw_init_weights: every matrix within its Glorot bound and spread over it, the biases zero,
+ * deterministic per seed. */
+static void init_ranges(void) {
+    fwm_gfw_hparams hp;
+    fwm_gfw_hparams_defaults(&hp);
+    size_t n = fwm_gfw_tensor_count(&hp), total = 0;
+    uint64_t rows, cols, offsets[FWM_GFW_MAX_TENSORS + 1];
+    char name[48];
+    for (size_t i = 0; i < n; i++) {
+        fwm_gfw_tensor_at(&hp, i, name, &rows, &cols);
+        offsets[i] = total;
+        total += rows * cols;
+    }
+    offsets[n] = total;
+    float *a = malloc(total * sizeof *a), *b = malloc(total * sizeof *b);
+    float *ta[FWM_GFW_MAX_TENSORS], *tb[FWM_GFW_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) ta[i] = a + offsets[i], tb[i] = b + offsets[i];
+    fwm__gfw_init_weights(&hp, 7, ta);
+    fwm__gfw_init_weights(&hp, 7, tb);
+    CHECK(memcmp(a, b, total * sizeof *a) == 0);
+    fwm__gfw_init_weights(&hp, 8, tb);
+    CHECK(memcmp(a, b, total * sizeof *a) != 0);
+    /* sqrt(6 / (rows + cols)): Emb 15 + 15, W_1 100 + 55, W_2 394 + 100, W_o 15 + 40 */
+    const double bound[7] = {sqrt(6.0 / 30), sqrt(6.0 / 155), 0, sqrt(6.0 / 494), 0, sqrt(6.0 / 55), 0};
+    for (size_t i = 0; i < n; i++) {
+        double largest = 0;
+        for (uint64_t e = offsets[i]; e < offsets[i + 1]; e++) {
+            CHECK(isfinite(a[e]));
+            if (fabs(a[e]) > largest) largest = fabs(a[e]);
+        }
+        if (bound[i] == 0) {
+            CHECK(largest == 0); /* biases start at zero */
+        } else if (largest > bound[i] || largest < 0.9 * bound[i]) {
+            fprintf(stderr, "tensor %zu: largest |w| %g, bound %g\n", i, largest, bound[i]);
+            check_failures++;
+        }
+    }
+    free(a);
+    free(b);
+}
+
+static void registry(void) {
+    variant v = {.architecture = "ntm"};
+    size_t size = 0;
+    uint8_t *file = build(&v, &size);
+    fwm_arch arch;
+    fwm_error err;
+    CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "unknown architecture \"ntm\" (known: fwm, lstm, mnm, gfw");
+    CHECK_STR(fwm__arch_name(FWM_ARCH_GFW), "gfw");
+    fwm__free(file);
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fwm-test-gfw-format-XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    static const check_case cases[] = {
+        {"round_trip", round_trip},
+        {"hparams_checks", hparams_checks},
+        {"writer_refusals", writer_refusals},
+        {"schema_refusals", schema_refusals},
+        {"init_ranges", init_ranges},
+        {"registry", registry},
+    };
+    int status = check_run_cases("test_gfw_format", cases, sizeof cases / sizeof cases[0]);
+    rmdir(dir);
+    return status;
+}
