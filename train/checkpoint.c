@@ -1,17 +1,18 @@
 /* checkpoint.c - save and restore everything a training run's next step depends on.
  *
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
- * for distribution, which is what model files are for), version 3:
+ * for distribution, which is what model files are for), version 4:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
  *   token, embedding, recurrent, layer, fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
- *   unless mnm);
+ *   unless mnm), fwm_gfw_hparams (zero unless gfw);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
  *   u64 FNV-1a hash of every byte before it.
  * The model arrays are the architecture's flat layout (fwm__tensor_layout) and its lane state.
- * Version 2 (before the MNM) has the model block without the MNM's part and still loads; so does
+ * Version 3 (before the gfw model) has the model block without the gfw part and still loads; so
+ * does version 2 (before the MNM), without the MNM's part either; and
  * version 1 (before there were architectures): the same with fwm_hparams in place of the model
  * block, an FWM without dropout. A trainer never writes a checkpoint whose parameters, Adam
  * moments or lane state are not all finite (the write fails, naming the tensor).
@@ -31,7 +32,7 @@
 #include "trainer.h"
 
 #define CHECKPOINT_MAGIC "FWMTRCK1"
-#define CHECKPOINT_VERSION 3u
+#define CHECKPOINT_VERSION 4u
 
 typedef struct hashed_file {
     FILE *f;
@@ -67,7 +68,7 @@ static int get(hashed_file *hf, void *data, size_t n)
     return 0;
 }
 
-/* What is trained (version 3). Any padding before meta_weight is zero: a header is cleared before
+/* What is trained (version 4). Any padding before meta_weight is zero: a header is cleared before
  * it is filled. */
 typedef struct checkpoint_model {
     uint32_t arch;
@@ -76,7 +77,32 @@ typedef struct checkpoint_model {
     fwm__dropout dropout;
     fwm_mnm_hparams mnm;
     double meta_weight;
+    fwm_gfw_hparams gfw;
 } checkpoint_model;
+
+/* Version 3's model block and header. */
+typedef struct checkpoint_model_v3 {
+    uint32_t arch;
+    fwm_hparams fwm;
+    fwm_lstm_hparams lstm;
+    fwm__dropout dropout;
+    fwm_mnm_hparams mnm;
+    double meta_weight;
+} checkpoint_model_v3;
+
+typedef struct checkpoint_header_v3 {
+    char magic[8];
+    uint32_t version, hparams_size;
+    checkpoint_model_v3 model;
+    int32_t mode, lanes, window, segment;
+    uint32_t qmark;
+    uint64_t seed, data_hash;
+    int64_t step, epoch, window_index, tokens;
+    double seconds;
+    fwm__qa_metrics running;
+    double running_loss;
+    int64_t running_steps;
+} checkpoint_header_v3;
 
 /* Version 2's model block and header. */
 typedef struct checkpoint_model_v2 {
@@ -162,6 +188,8 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.mnm.padding_token_id = m->padding_token_id;
         h->model.mnm.eos_token_id = m->eos_token_id;
         h->model.meta_weight = tr->opt.meta_weight;
+    } else if (tr->spec.arch == FWM_ARCH_GFW) {
+        h->model.gfw = tr->spec.gfw; /* eight 4-byte fields: no padding */
     } else {
         h->model.fwm = tr->opt.hp;
     }
@@ -289,8 +317,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     }
     int v1 = start.version == 1 && start.hparams_size == sizeof(fwm_hparams);
     int v2 = start.version == 2 && start.hparams_size == sizeof(checkpoint_model_v2);
-    int v3 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
-    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2 && !v3)) {
+    int v3 = start.version == 3 && start.hparams_size == sizeof(checkpoint_model_v3);
+    int v4 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
+    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2 && !v3 && !v4)) {
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: not an fwm-train checkpoint of version 1 to %u", path,
                             CHECKPOINT_VERSION);
@@ -350,6 +379,36 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         h.running = old.running;
         h.running_loss = old.running_loss;
         h.running_steps = old.running_steps;
+    } else if (v3) { /* an FWM, LSTM or MNM: the version-4 header without the gfw part */
+        checkpoint_header_v3 old;
+        memcpy(&old, &start, sizeof start);
+        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
+            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
+            goto done;
+        }
+        memset(&h, 0, sizeof h);
+        memcpy(&h, &start, sizeof start);
+        h.model.arch = old.model.arch;
+        h.model.fwm = old.model.fwm;
+        h.model.lstm = old.model.lstm;
+        h.model.dropout = old.model.dropout;
+        h.model.mnm = old.model.mnm;
+        h.model.meta_weight = old.model.meta_weight;
+        h.mode = old.mode;
+        h.lanes = old.lanes;
+        h.window = old.window;
+        h.segment = old.segment;
+        h.qmark = old.qmark;
+        h.seed = old.seed;
+        h.data_hash = old.data_hash;
+        h.step = old.step;
+        h.epoch = old.epoch;
+        h.window_index = old.window_index;
+        h.tokens = old.tokens;
+        h.seconds = old.seconds;
+        h.running = old.running;
+        h.running_loss = old.running_loss;
+        h.running_steps = old.running_steps;
     } else {
         memcpy(&h, &start, sizeof start);
         if (get(&hf, (char *)&h + sizeof start, sizeof h - sizeof start)) {
@@ -376,6 +435,7 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     SAME_(model.fwm, "model hyperparameters or vocabulary size");
     SAME_(model.lstm, "model hyperparameters or vocabulary size");
     SAME_(model.mnm, "model hyperparameters or vocabulary size");
+    SAME_(model.gfw, "model hyperparameters or vocabulary size");
     SAME_(model.meta_weight, "meta-objective weight (--meta-weight)");
     SAME_(model.dropout, "dropout");
     SAME_(mode, "mode");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fwm_error.h"
+#include "gfw/gfw_schema.h"
 #include "lstm/lstm_schema.h"
 #include "mnm/mnm_schema.h"
 
@@ -62,6 +63,21 @@ fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
         spec.prime_tokens = &model->mnm.eos_token_id;
         spec.prime_count = 1;
         return fwm_mnm_model_write(path, &spec, err);
+    }
+    if (model->arch == FWM_ARCH_GFW) {
+        fwm_gfw_write_spec spec;
+        memset(&spec, 0, sizeof spec);
+        spec.hp = model->gfw;
+        spec.name = name;
+        spec.tokens = tokens;
+        for (size_t k = 0; k < layout.count; k++)
+            spec.tensors[k] = params + layout.offset[k];
+        spec.extra = extra;
+        spec.extra_count = extra_count;
+        spec.has_prime_tokens = true;
+        spec.prime_tokens = &model->gfw.eos_token_id;
+        spec.prime_count = 1;
+        return fwm_gfw_model_write(path, &spec, err);
     }
     if (model->arch != FWM_ARCH_LSTM)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "model %s: unknown architecture %d",
@@ -135,6 +151,8 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     memset(&lstm_schema, 0, sizeof lstm_schema);
     fwm_mnm_schema mnm_schema;
     memset(&mnm_schema, 0, sizeof mnm_schema);
+    fwm_gfw_schema gfw_schema;
+    memset(&gfw_schema, 0, sizeof gfw_schema);
     char *buf = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -171,6 +189,13 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         out->spec.arch = FWM_ARCH_MNM;
         out->spec.mnm = mnm_schema.hp;
         tokens = mnm_schema.tokens;
+    } else if (arch == FWM_ARCH_GFW) {
+        status = fwm_gfw_schema_parse(buf, (size_t)size, &gfw_schema, err);
+        if (status != FWM_OK)
+            goto done;
+        out->spec.arch = FWM_ARCH_GFW;
+        out->spec.gfw = gfw_schema.hp;
+        tokens = gfw_schema.tokens;
     } else if (arch == FWM_ARCH_FWM) {
         status = fwm_schema_parse(buf, (size_t)size, &schema, err);
         if (status != FWM_OK)
@@ -193,6 +218,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     for (size_t k = 0; k < out->layout.count; k++) {
         const fwm_schema_tensor *t = arch == FWM_ARCH_LSTM   ? &lstm_schema.tensors[k]
                                      : arch == FWM_ARCH_MNM ? &mnm_schema.tensors[k]
+                                     : arch == FWM_ARCH_GFW ? &gfw_schema.tensors[k]
                                                              : &schema.tensors[k];
         status = copy_tensor(path, &out->layout, k, t, out->params, err);
         if (status != FWM_OK)
@@ -211,6 +237,7 @@ done:
     fwm_schema_release(&schema);
     fwm_lstm_schema_release(&lstm_schema);
     fwm_mnm_schema_release(&mnm_schema);
+    fwm_gfw_schema_release(&gfw_schema);
     free(buf);
     fclose(f);
     return status;

@@ -19,8 +19,8 @@ fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float 
                            const fwm_write_kv *extra, size_t extra_count, fwm_error *err);
 
 /* Any architecture: params flat in fwm__tensor_layout order for `model`; otherwise as above
- * (fwm_lstm_model_write for `lstm`, fwm_mnm_model_write for `mnm`). A parameter that is not
- * finite is refused (FWM_ERR_INVALID_ARGUMENT naming the tensor): nothing is written. */
+ * (fwm_lstm_model_write for `lstm`, fwm_mnm_model_write for `mnm`, fwm_gfw_model_write for
+ * `gfw`). A parameter that is not finite is refused (FWM_ERR_INVALID_ARGUMENT naming the tensor): nothing is written. */
 fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
                                 const float *params, const char *const *tokens, const char *name,
                                 const fwm_write_kv *extra, size_t extra_count, fwm_error *err);

@@ -10,6 +10,7 @@
 
 extern const fwm__net_ops fwm__net_ops_lstm; /* lstm/lstm_net.c */
 extern const fwm__net_ops fwm__net_ops_mnm;  /* mnm/mnm_net.c */
+extern const fwm__net_ops fwm__net_ops_gfw;  /* gfw/gfw_net.c */
 
 /* ---- fwm ------------------------------------------------------------------------------------ */
 
@@ -99,7 +100,7 @@ static const fwm__net_ops fwm__net_ops_fwm = {
 /* ---- the registry ----------------------------------------------------------------------------- */
 
 static const fwm__net_ops *const registry[] = {&fwm__net_ops_fwm, &fwm__net_ops_lstm,
-                                                &fwm__net_ops_mnm};
+                                                &fwm__net_ops_mnm, &fwm__net_ops_gfw};
 
 fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
                            fwm_error *err)

@@ -1,5 +1,6 @@
 /* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
- * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`), in float, and the small table of
+ * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`,
+ * gfw/gfw_model.h for `gfw`), in float, and the small table of
  * operations that differ between architectures (fwm__net_ops, one per architecture, registered in
  * net.c). The trainer, evaluation, checkpoints and model files work through this handle only, so
  * they are written once for every architecture.
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gfw_model.h"
 #include "lstm_model.h"
 #include "mnm_model.h"
 #include "param_layout.h"
@@ -52,13 +54,14 @@ typedef struct fwm__net_ops {
 struct fwm__net {
     const fwm__net_ops *ops;
     fwm__net_config config;
-    void *impl;                  /* fwm__tm_f32 (fwm), fwm__lstm_tm_f32 (lstm), fwm__mnm_tm_f32 */
+    void *impl;                  /* fwm__tm_f32 (fwm), fwm__lstm_tm_f32 (lstm), fwm__mnm_tm_f32,
+                                    fwm__gfw_tm_f32 */
     fwm__tensor_layout layout;   /* the flat buffers' tensors */
     float *params, *grads;       /* [layout.total] (grads NULL when forward_only) */
     float *state;                /* [lanes][state_size]: carried across calls */
     size_t state_size;           /* floats per lane (fwm: h, c, F; lstm: h, c of every layer;
-                                    mnm: h, c, r, M) */
-    int segment;                 /* fwm: the F checkpoint interval in use; 0 for others */
+                                    mnm: h, c, r, M; gfw: h_F, h_S, F1, F2) */
+    int segment;                 /* fwm, mnm: the checkpoint interval in use; 0 for others */
     /* the last forward call (rows r = t * lanes + b): */
     int len;
     const uint32_t *x, *y;       /* [len * lanes] */

@@ -37,6 +37,8 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
         *out = FWM_ARCH_LSTM;
     else if (strcmp(name, "mnm") == 0)
         *out = FWM_ARCH_MNM;
+    else if (strcmp(name, "gfw") == 0)
+        *out = FWM_ARCH_GFW;
     else
         return -1;
     return 0;
@@ -47,6 +49,7 @@ const char *fwm__train_arch_name(fwm_arch arch)
     return arch == FWM_ARCH_FWM    ? "fwm"
            : arch == FWM_ARCH_LSTM ? "lstm"
            : arch == FWM_ARCH_MNM  ? "mnm"
+           : arch == FWM_ARCH_GFW  ? "gfw"
                                    : "?";
 }
 
@@ -54,6 +57,7 @@ uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
 {
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.vocab_size
            : spec->arch == FWM_ARCH_MNM ? spec->mnm.vocab_size
+           : spec->arch == FWM_ARCH_GFW ? spec->gfw.vocab_size
                                          : spec->fwm.vocab_size;
 }
 
@@ -61,6 +65,7 @@ uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
 {
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.padding_token_id
            : spec->arch == FWM_ARCH_MNM ? spec->mnm.padding_token_id
+           : spec->arch == FWM_ARCH_GFW ? spec->gfw.padding_token_id
                                          : spec->fwm.padding_token_id;
 }
 
@@ -68,6 +73,7 @@ uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
 {
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.eos_token_id
            : spec->arch == FWM_ARCH_MNM ? spec->mnm.eos_token_id
+           : spec->arch == FWM_ARCH_GFW ? spec->gfw.eos_token_id
                                          : spec->fwm.eos_token_id;
 }
 
@@ -114,6 +120,10 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
 {
     if (spec->arch == FWM_ARCH_MNM) {
         fwm__mnm_tensor_layout_init(layout, &spec->mnm);
+        return;
+    }
+    if (spec->arch == FWM_ARCH_GFW) {
+        fwm__gfw_tensor_layout_init(layout, &spec->gfw);
         return;
     }
     memset(layout, 0, sizeof *layout);

@@ -36,13 +36,13 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp);
 
 /* ---- architectures ------------------------------------------------------------------------- */
 
-/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1, FWM_ARCH_MNM = 2: the
- * registry of model_format/arch_list.h, whose values checkpoints store) by name: 0 and *out set when `name`
- * is one the trainer trains, else -1. */
+/* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1, FWM_ARCH_MNM = 2,
+ * FWM_ARCH_GFW = 3: the registry of model_format/arch_list.h, whose values checkpoints store) by
+ * name: 0 and *out set when `name` is one the trainer trains, else -1. */
 int fwm__train_arch_parse(const char *name, fwm_arch *out);
 
 /* A model as the trainer sees it: its architecture and that architecture's hyperparameters (the
- * other member is unused and should be zero). */
+ * other members are unused and should be zero). */
 typedef struct fwm__model_spec {
     fwm_arch arch;
     fwm_hparams fwm;        /* arch FWM */
@@ -51,7 +51,7 @@ typedef struct fwm__model_spec {
     fwm_gfw_hparams gfw;    /* arch GFW */
 } fwm__model_spec;
 
-/* "fwm", "lstm", "mnm": the name of an architecture the trainer trains ("?" for others). */
+/* "fwm", "lstm", "mnm", "gfw": the name of an architecture the trainer trains ("?" for others). */
 const char *fwm__train_arch_name(fwm_arch arch);
 
 /* Ids every architecture has. */

@@ -93,7 +93,7 @@ static inline real TM(sigmoid)(real x)
  * gates[4H] holds the pre-activation g = W_ih e + W_hh h + b on entry, i, f, z, o on return. */
 static __attribute__((unused)) void TM(lstm_cell_forward)(real *gates, const real *c_prev,
                                                           real *c, real *tanh_c, real *h,
-                                  size_t H, real forget_bias)
+                                                          size_t H, real forget_bias)
 {
     real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
 #if FWM_REAL_DOUBLE
@@ -125,8 +125,8 @@ static __attribute__((unused)) void TM(lstm_cell_forward)(real *gates, const rea
  * gradient of c_{t-1}. Writes the gate pre-activation gradients to d_gates[4H]. */
 static __attribute__((unused)) void TM(lstm_cell_backward)(const real *gates,
                                                            const real *c_prev,
-                                                           const real *tanh_c,
-                                   const real *d_h, real *d_c, real *d_gates, size_t H)
+                                                           const real *tanh_c, const real *d_h,
+                                                           real *d_c, real *d_gates, size_t H)
 {
     const real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
     for (size_t j = 0; j < H; j++) {

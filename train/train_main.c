@@ -1,5 +1,5 @@
-/* train_main.c - fwm-train: train an FWM (or, with --arch lstm, the paper's LSTM baseline) on
- * catbAbI and write a model file.
+/* train_main.c - fwm-train: train an FWM (or, with --arch, the paper's LSTM or MNM baseline, or
+ * the Gated Fast Weights model) on catbAbI and write a model file.
  *
  * Reads bAbI v1.2 (--data, --set), builds the vocabulary and the streams (catbabi_stream.h),
  * trains with truncated BPTT and Adam (trainer.h), evaluates on valid during training and on test
@@ -34,10 +34,12 @@ static void usage(FILE *out)
     fwm_lstm_hparams_defaults(&ld);
     fwm_mnm_hparams md; /* and FWM_MNM_HPARAM_LIST's */
     fwm_mnm_hparams_defaults(&md);
+    fwm_gfw_hparams gd; /* and FWM_GFW_HPARAM_LIST's */
+    fwm_gfw_hparams_defaults(&gd);
     fprintf(out,
             "usage: fwm-train [options]\n"
-            "Train a Fast Weight Memory model (or the LSTM or MNM baseline) on catbAbI and write a\n"
-            "model file.\n\n"
+            "Train a Fast Weight Memory model (or the LSTM or MNM baseline, or the Gated Fast\n"
+            "Weights model) on catbAbI and write a model file.\n\n"
             "data:\n"
             "  --data DIR            bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
@@ -60,12 +62,14 @@ static void usage(FILE *out)
             "                        group order (default: 1, or one per process under mpirun);\n"
             "                        results depend on G, not on the number of processes\n"
             "architecture:\n"
-            "  --arch fwm|lstm|mnm   fwm: the Fast Weight Memory (default); lstm: the paper's\n"
+            "  --arch fwm|lstm|mnm|gfw  fwm: the Fast Weight Memory (default); lstm: the paper's\n"
             "                        LSTM baseline (stacked layers, no memory); mnm: the\n"
-            "                        Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md)\n"
+            "                        Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md);\n"
+            "                        gfw: Gated Fast Weights (Schlag & Schmidhuber, docs/MODEL.md)\n"
             "model (the paper's sizes by default, as fwm-init's):\n"
-            "  --embedding E         token embedding size (default %u; lstm %u; mnm %u)\n"
-            "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u)\n"
+            "  --embedding E         token embedding size (default %u; lstm %u; mnm %u; gfw %u)\n"
+            "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u); gfw: the\n"
+            "                        fast net's h_F and inner layer, m >= 2 (default %u)\n"
             "  --layers L            lstm: stacked LSTM layers (default %u)\n"
             "  --memory-s S          fast-weight key 1 size (default %u)\n"
             "  --memory-r R          fast-weight key 2 size (default %u)\n"
@@ -84,6 +88,9 @@ static void usage(FILE *out)
             "  --memory-layers L     the memory net's weight matrices (default %u)\n"
             "  --output-length O     the controller's output y (default %u)\n"
             "  --meta-weight X       the meta-objective's coefficient in the loss (default %g)\n"
+            "  gfw (fwm-init's names; --embedding, --hidden as above):\n"
+            "  --slow-hidden N       the slow net's state h_S (default %u)\n"
+            "  --slow-inner P        the slow net's transition layer (default %u)\n"
             "regularisation (lstm only; AWD-LSTM style, all 0 = off by default, never at\n"
             "evaluation; masks drawn from --seed, the step and the lane):\n"
             "  --dropout-token P     drop whole words of the input (every occurrence in a window)\n"
@@ -92,7 +99,7 @@ static void usage(FILE *out)
             "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
-            "                        --arch lstm: runs/lstm-<mode>; mnm: runs/mnm-<mode>)\n"
+            "                        --arch lstm: runs/lstm-<mode>; mnm, gfw: runs/ARCH-<mode>)\n"
             "  --max-nonfinite N     a window whose loss or gradient is not finite is skipped (no\n"
             "                        update, the lanes' state as before it); after N such windows\n"
             "                        in a row the run stops (default 10; 0: at the first)\n"
@@ -113,12 +120,13 @@ static void usage(FILE *out)
             "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
             "mpirun -np N fwm-train ...: N processes share the lanes (this build: %s).\n",
             fwm__default_data_dir(), d.embedding_length, ld.embedding_length,
-            md.embedding_length, d.hidden_size, ld.hidden_size, md.hidden_size, ld.layer_count,
+            md.embedding_length, gd.embedding_length, d.hidden_size, ld.hidden_size,
+            md.hidden_size, gd.fast_hidden, ld.layer_count,
             d.memory_s, d.memory_r, d.memory_t, d.read_count,
             d.residual ? " (default)" : " (off on catbAbI: default)",
             ld.residual ? " (default)" : "", d.residual ? "" : " (default for fwm)",
             md.head_count, md.key_length, md.value_length, md.memory_hidden, md.memory_layers,
-            md.output_length, (double)FWM_MNM_DEFAULT_META_WEIGHT,
+            md.output_length, (double)FWM_MNM_DEFAULT_META_WEIGHT, gd.slow_hidden, gd.slow_inner,
             fwm__dist_available() ? "with MPI" : "without MPI, one process only");
 }
 
@@ -203,6 +211,8 @@ static int train_main(int argc, char **argv)
     fwm_mnm_hparams *mh = &o.mnm; /* and for --arch mnm (FWM_MNM_HPARAM_LIST) */
     fwm_mnm_hparams_defaults(mh);
     o.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
+    fwm_gfw_hparams *gh = &o.gfw; /* and for --arch gfw (FWM_GFW_HPARAM_LIST: the paper's sizes) */
+    fwm_gfw_hparams_defaults(gh);
     o.max_nonfinite = 10;
     /* --arch first, wherever it is: the size flags below set that architecture's sizes */
     const char *arch_name = "fwm";
@@ -210,10 +220,10 @@ static int train_main(int argc, char **argv)
         if (strcmp(argv[i], "--arch") == 0)
             arch_name = argv[i + 1];
     if (fwm__train_arch_parse(arch_name, &o.arch) != 0) {
-        NOTE("error: --arch expects fwm, lstm or mnm, got '%s'\n", arch_name);
+        NOTE("error: --arch expects fwm, lstm, mnm or gfw, got '%s'\n", arch_name);
         return 2;
     }
-    int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM_ARCH_MNM;
+    int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM_ARCH_MNM, gfw = o.arch == FWM_ARCH_GFW;
     const char *wrong_flag = NULL; /* a size flag of the other architecture */
     int dropout_given = 0;
 
@@ -233,12 +243,12 @@ static int train_main(int argc, char **argv)
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
             lh->residual = 1;
-            if (mnm)
+            if (mnm || gfw)
                 wrong_flag = a;
         } else if (strcmp(a, "--no-residual") == 0) {
             hp->residual = 0;
             lh->residual = 0;
-            if (mnm)
+            if (mnm || gfw)
                 wrong_flag = a;
         } else if (!v) {
             NOTE("error: unknown option or missing value: %s (see --help)\n", a);
@@ -276,6 +286,14 @@ static int train_main(int argc, char **argv)
         } else if (OPT("--meta-weight")) {
             o.meta_weight = fwm__parse_double(a, v, 0, 1e6);
             if (!mnm)
+                wrong_flag = a;
+        } else if (OPT("--slow-hidden")) {
+            gh->slow_hidden = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!gfw)
+                wrong_flag = a;
+        } else if (OPT("--slow-inner")) {
+            gh->slow_inner = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!gfw)
                 wrong_flag = a;
         } else if (OPT("--max-nonfinite")) {
             o.max_nonfinite = (int)fwm__parse_long(a, v, 0, 1 << 30);
@@ -329,27 +347,30 @@ static int train_main(int argc, char **argv)
             note_deprecated(a, "--embed", "--embedding");
             hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
             lh->embedding_length = mh->embedding_length = hp->embedding_length;
+            gh->embedding_length = hp->embedding_length;
         } else if (OPT("--hidden")) {
-            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            /* gfw: m >= 2 (the layer norm of a single number is 0) */
+            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, gfw ? 2 : 1, FWM_MAX_DIM);
             lh->hidden_size = mh->hidden_size = hp->hidden_size;
+            gh->fast_hidden = hp->hidden_size;
         } else if (OPT("--memory-s") || OPT("--mem-s")) {
             note_deprecated(a, "--mem-s", "--memory-s");
             hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm)
+            if (lstm || mnm || gfw)
                 wrong_flag = a;
         } else if (OPT("--memory-r") || OPT("--mem-r")) {
             note_deprecated(a, "--mem-r", "--memory-r");
             hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm)
+            if (lstm || mnm || gfw)
                 wrong_flag = a;
         } else if (OPT("--memory-t") || OPT("--mem-t")) {
             note_deprecated(a, "--mem-t", "--memory-t");
             hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm)
+            if (lstm || mnm || gfw)
                 wrong_flag = a;
         } else if (OPT("--reads")) {
             hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
-            if (lstm || mnm)
+            if (lstm || mnm || gfw)
                 wrong_flag = a;
         } else if (OPT("--run-dir")) {
             run_dir = v;
@@ -378,7 +399,8 @@ static int train_main(int argc, char **argv)
         return 2;
     }
     if (dropout_given && !lstm) {
-        NOTE("error: the --dropout-* options are for --arch lstm (the FWM and the MNM have none)\n");
+        NOTE("error: the --dropout-* options are for --arch lstm (the FWM, the MNM and gfw have "
+             "none)\n");
         return 2;
     }
     o.adam.decay_end = o.steps;
@@ -410,7 +432,8 @@ static int train_main(int argc, char **argv)
     char default_run[64], default_out[4200];
     if (!run_dir) {
         snprintf(default_run, sizeof default_run,
-                 lstm ? "runs/lstm-%s" : mnm ? "runs/mnm-%s" : "runs/%s", mode_name);
+                 lstm ? "runs/lstm-%s" : mnm ? "runs/mnm-%s" : gfw ? "runs/gfw-%s" : "runs/%s",
+                 mode_name);
         run_dir = default_run;
     }
     if (!out_path) {
@@ -467,6 +490,9 @@ static int train_main(int argc, char **argv)
     mh->vocab_size = data.vocab.count;
     mh->padding_token_id = data.pad_id;
     mh->eos_token_id = data.eos_id;
+    gh->vocab_size = data.vocab.count; /* V from the data */
+    gh->padding_token_id = data.pad_id;
+    gh->eos_token_id = data.eos_id;
     o.qmark_id = data.qmark_id;
     o.run_dir = run_dir;
     fwm__model_spec spec; /* what is trained, for evaluation and the model file */
@@ -493,6 +519,19 @@ static int train_main(int argc, char **argv)
              mh->key_length, mh->value_length, mh->memory_layers, mh->memory_hidden,
              mh->output_length, o.meta_weight, mode_name, o.lanes, o.window, o.threads);
         if (fwm_mnm_hparams_check(mh, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            fwm__catbabi_release(&data);
+            return 2;
+        }
+    } else if (gfw) {
+        spec.gfw = *gh;
+        NOTE("vocabulary %u words; gfw E=%u fast m=%u slow N=%u P=%u (fast matrices %llu + %llu "
+             "floats per lane); mode %s; B=%d W=%d; %d thread(s)\n",
+             gh->vocab_size, gh->embedding_length, gh->fast_hidden, gh->slow_hidden,
+             gh->slow_inner, (unsigned long long)(gh->fast_hidden * fwm_gfw_f1_cols(gh)),
+             (unsigned long long)(gh->fast_hidden * fwm_gfw_f2_cols(gh)), mode_name, o.lanes,
+             o.window, o.threads);
+        if (fwm_gfw_hparams_check(gh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;

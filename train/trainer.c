@@ -182,6 +182,8 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         tr->spec.lstm = options->lstm;
     else if (options->arch == FWM_ARCH_MNM)
         tr->spec.mnm = options->mnm;
+    else if (options->arch == FWM_ARCH_GFW)
+        tr->spec.gfw = options->gfw;
     else
         tr->spec.fwm = options->hp;
     fwm_status status = FWM_OK;

@@ -32,13 +32,15 @@
 #include "net.h"
 
 typedef struct fwm__train_options {
-    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM or FWM_ARCH_MNM */
+    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM, FWM_ARCH_MNM or
+                               FWM_ARCH_GFW */
     fwm_hparams hp;          /* arch fwm, complete: sizes, vocabulary size, ids, read policy,
                                 constants */
     fwm_lstm_hparams lstm;   /* arch lstm, complete */
     fwm__dropout dropout;    /* arch lstm: AWD-style dropout (lstm_model.h); 0 = none */
     fwm_mnm_hparams mnm;     /* arch mnm, complete */
     double meta_weight;      /* arch mnm: the meta-objective's coefficient (docs/MODEL.md) */
+    fwm_gfw_hparams gfw;     /* arch gfw, complete */
     int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
                                 state goes back to before it, no update); after this many in a
                                 row the run stops with an error (0: at the first) */

@@ -2,12 +2,14 @@
  * sizes (V=180, E=H=256, S=R=T=32, N_r=3, batch 32, window 200) on random tokens, in tokens/s
  * (lane positions per second). Prints a figure, never fails on time.
  *   bench_train [--threads N] [--steps N] [--lanes B] [--window W] [--mode lm|qm]
- *               [--arch fwm|lstm|mnm] [--layers L] [--hidden H] [--embedding E] [--dropout P]
+ *               [--arch fwm|lstm|mnm|gfw] [--layers L] [--hidden H] [--embedding E] [--dropout P]
  * --arch lstm measures the LSTM baseline instead, at the paper's sizes by default (E=256, H=512,
  * L=4, residual; FWM_LSTM_HPARAM_LIST); --dropout P turns on all four of its dropouts at P.
  * --arch mnm measures the MNM baseline at the FWM paper's catbAbI sizes (FWM_MNM_HPARAM_LIST:
  * E=H=d_o=256, 3 heads, d_k=d_v=100, memory 3 x 100), meta weight 1; --hidden and --embedding
- * apply. */
+ * apply. --arch gfw measures the Gated Fast Weights model at the paper's sizes
+ * (FWM_GFW_HPARAM_LIST: V=E=15, fast m=40, slow N=40, P=100); --hidden (m) and --embedding apply;
+ * its paper's batch is --lanes 256 --window 32. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,19 +35,26 @@ static double cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The LSTM or MNM baseline through the trainer's model handle (as fwm-train --arch lstm|mnm runs
- * it). */
-static int bench_net(int mnm, int threads, int steps, int lanes, int window, int qm, int layers,
+/* The LSTM or MNM baseline or the gfw model through the trainer's model handle (as fwm-train
+ * --arch lstm|mnm|gfw runs it). */
+static int bench_net(fwm_arch arch, int threads, int steps, int lanes, int window, int qm, int layers,
                      int hidden, int embedding, double dropout)
 {
     fwm__net_config config;
     memset(&config, 0, sizeof config);
-    config.model.arch = mnm ? FWM_ARCH_MNM : FWM_ARCH_LSTM;
+    int mnm = arch == FWM_ARCH_MNM, gfw = arch == FWM_ARCH_GFW;
+    config.model.arch = arch;
     fwm_lstm_hparams *hp = &config.model.lstm;
     fwm_lstm_hparams_defaults(hp); /* the paper's sizes */
     fwm_mnm_hparams *mp = &config.model.mnm;
     fwm_mnm_hparams_defaults(mp); /* the FWM paper's catbAbI MNM */
     config.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
+    fwm_gfw_hparams *gp = &config.model.gfw;
+    fwm_gfw_hparams_defaults(gp); /* the paper's associative-retrieval model */
+    if (gfw && hidden > 0)
+        gp->fast_hidden = (uint32_t)hidden;
+    if (gfw && embedding > 0)
+        gp->embedding_length = (uint32_t)embedding;
     if (layers > 0)
         hp->layer_count = (uint32_t)layers;
     if (hidden > 0)
@@ -74,8 +83,9 @@ static int bench_net(int mnm, int threads, int steps, int lanes, int window, int
     uint64_t r = 88172645463325252ull;
     for (size_t i = 0; i < cells; i++) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        x[i] = 1 + (uint32_t)(r % 179);
-        y[i] = 1 + (uint32_t)((r >> 20) % 179);
+        uint32_t others = gfw ? gp->vocab_size - 1 : 179; /* every id but the padding 0 */
+        x[i] = 1 + (uint32_t)(r % others);
+        y[i] = 1 + (uint32_t)((r >> 20) % others);
         if (r % 13 == 0)
             x[i] = 3;
     }
@@ -99,7 +109,15 @@ static int bench_net(int mnm, int threads, int steps, int lanes, int window, int
         }
     }
     double total = t_fwd + t_bwd + t_opt;
-    if (mnm)
+    if (gfw)
+        printf("gfw step (V=%u E=%u fast m=%u slow N=%u P=%u, %zu parameters, %s mode, B=%d, "
+               "W=%d, %d thread(s)): %.3f steps/s, %.0f tokens/s (forward %.0f ms, backward %.0f "
+               "ms, Adam %.1f ms per step); CPU %.0f ms per step\n",
+               gp->vocab_size, gp->embedding_length, gp->fast_hidden, gp->slow_hidden,
+               gp->slow_inner, net->layout.parameter_count, qm ? "QM" : "LM", lanes, window,
+               threads, steps / total, (double)steps * (double)cells / total, 1e3 * t_fwd / steps,
+               1e3 * t_bwd / steps, 1e3 * t_opt / steps, 1e3 * cpu / steps);
+    else if (mnm)
         printf("MNM baseline step (E=%u H=%u heads=%u d_k=%u d_v=%u memory %u x %u d_o=%u, %zu "
                "parameters, %s mode, B=%d, W=%d, %d thread(s)): %.3f steps/s, %.0f tokens/s "
                "(forward %.0f ms, backward %.0f ms, Adam %.1f ms per step); CPU %.0f ms per "
@@ -130,7 +148,7 @@ static int bench_net(int mnm, int threads, int steps, int lanes, int window, int
 int main(int argc, char **argv)
 {
     int threads = fwm__cpu_count(), steps = 10, lanes = 32, window = 200, qm = 0;
-    int lstm = 0, mnm = 0, layers = 0, hidden = 0, embedding = 0;
+    int lstm = 0, mnm = 0, gfw = 0, layers = 0, hidden = 0, embedding = 0;
     double dropout = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--threads") == 0)
@@ -144,7 +162,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--mode") == 0)
             qm = strcmp(argv[i + 1], "qm") == 0;
         else if (strcmp(argv[i], "--arch") == 0)
-            lstm = strcmp(argv[i + 1], "lstm") == 0, mnm = strcmp(argv[i + 1], "mnm") == 0;
+            lstm = strcmp(argv[i + 1], "lstm") == 0, mnm = strcmp(argv[i + 1], "mnm") == 0,
+            gfw = strcmp(argv[i + 1], "gfw") == 0;
         else if (strcmp(argv[i], "--layers") == 0)
             layers = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--hidden") == 0)
@@ -158,8 +177,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (lstm || mnm)
-        return bench_net(mnm, threads, steps, lanes, window, qm, layers, hidden, embedding,
+    if (lstm || mnm || gfw)
+        return bench_net(gfw ? FWM_ARCH_GFW : mnm ? FWM_ARCH_MNM : FWM_ARCH_LSTM, threads, steps, lanes, window, qm, layers, hidden, embedding,
                          dropout);
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;

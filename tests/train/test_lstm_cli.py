@@ -42,17 +42,18 @@ def run(args, expect_rc=0):
     return p
 
 
-def checkpoint_without_seconds(path):
+def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
     """The checkpoint's bytes without its training-time field and the checksum (layout in
     train/checkpoint.c: "FWMTRCK1", u32 version, u32 size of the model block, the block, i32 mode,
     lanes, window, segment, u32 qmark, u64 seed, u64 data hash, i64 step, epoch, window_index,
-    tokens, f64 seconds, ...)."""
+    tokens, f64 seconds, ...). The block's first field is the architecture (fwm_arch): want_arch."""
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(magic == b"FWMTRCK1" and version == 3, "checkpoint magic and version 3")
+    check(magic == b"FWMTRCK1" and version == 4, "checkpoint magic and version 4")
     (arch,) = struct.unpack_from("@I", data, 16)
-    check(arch == 1, "checkpoint records architecture 1 (lstm), got %d" % arch)
+    check(arch == want_arch, "checkpoint records architecture %d (%s), got %d"
+          % (want_arch, arch_name, arch))
     seconds_at = struct.calcsize("@8sII%dsiiiiIQQqqqqd" % block) - 8
     return data[:seconds_at] + data[seconds_at + 8:-8]
 

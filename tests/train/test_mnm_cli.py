@@ -25,15 +25,7 @@ from test_lstm_cli import check, run  # noqa: E402
 
 def checkpoint_without_seconds(path):
     """As test_lstm_cli's, for an MNM checkpoint (architecture 2)."""
-    import struct
-    with open(path, "rb") as f:
-        data = f.read()
-    magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(magic == b"FWMTRCK1" and version == 3, "checkpoint magic and version 3")
-    (arch,) = struct.unpack_from("@I", data, 16)
-    check(arch == 2, "checkpoint records architecture 2 (mnm), got %d" % arch)
-    seconds_at = struct.calcsize("@8sII%dsiiiiIQQqqqqd" % block) - 8
-    return data[:seconds_at] + data[seconds_at + 8:-8]
+    return test_lstm_cli.checkpoint_without_seconds(path, 2, "mnm")
 
 
 def main():
