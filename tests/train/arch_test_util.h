@@ -1,6 +1,7 @@
 /* arch_test_util.h - pieces the trainer's per-architecture tests share instead of copying them:
  * a small deterministic random number source, the finite-difference check of every entry of every
- * tensor of a double-precision model, and the comparison of float gradients with double ones.
+ * tensor of a double-precision model, the comparison of float gradients with double ones, and the
+ * bit-for-bit comparison of float arrays (resumed runs).
  * Header only (static functions); include after check.h. */
 #ifndef FWM_TESTS_TRAIN_ARCH_TEST_UTIL_H
 #define FWM_TESTS_TRAIN_ARCH_TEST_UTIL_H
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "param_layout.h"
@@ -93,6 +95,18 @@ static inline double atu_float_vs_double(const float *g32, const double *g64, si
             worst = e;
     }
     return scale > 0 ? worst / scale : worst;
+}
+
+/* Whether a and b hold the same bits (n floats); the first difference is printed. */
+static inline int atu_same_floats(const char *what, const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+            fprintf(stderr, "%s differs at %zu: %.9g vs %.9g\n", what, i, (double)a[i],
+                    (double)b[i]);
+            return 0;
+        }
+    return 1;
 }
 
 #endif
