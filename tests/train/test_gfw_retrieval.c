@@ -2,7 +2,9 @@
  * fast m=32, slow N=32, P=64) trained by the trainer (--arch gfw) on the synthetic
  * associative-retrieval task of synthetic_data.h (QM mode: loss at "?") must answer held-out
  * queries far better than before training and than chance (1/6), and its training loss must fall
- * well below where it started. STEPS, THREADS (default 1), LR and MODE (lm|qm) environment
+ * well below where it started, and it must beat answering with the last value stored (right for
+ * 60.5% of these queries). Seen: 600 steps (4-7 s of CPU), loss 3.01 -> 0.15, 94.4% of the
+ * held-out queries (92% after 500 steps, 98% after 800, 99% after 1,500). STEPS, THREADS (default 1), LR and MODE (lm|qm) environment
  * variables override the step count, threads, learning rate and loss mode. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +81,7 @@ static double run(long steps, double *untrained, double *loss_start, double *los
 int main(void)
 {
     const char *env = getenv("STEPS");
-    long steps = env ? atol(env) : 1500;
+    long steps = env ? atol(env) : 600;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     steps = env ? steps : 300; /* slower under sanitizers: fewer steps, loose limits */
     int full = 0;
@@ -89,8 +91,8 @@ int main(void)
     double untrained = 0, start = 0, end = 0;
     double trained = run(steps, &untrained, &start, &end);
     CHECK_LE(untrained, 0.40);
-    CHECK_LE(end, (full ? 0.5 : 0.9) * start);
-    if (full)
-        CHECK_GE(trained, 0.60);
+    CHECK_LE(end, (full ? 0.2 : 0.9) * start);
+    if (full) /* answering with the last value stored would be right for 60.5% of the queries */
+        CHECK_GE(trained, 0.85);
     return check_finish("test_gfw_retrieval");
 }
