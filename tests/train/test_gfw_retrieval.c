@@ -1,11 +1,12 @@
 /* test_gfw_retrieval.c - the Gated Fast Weights model learns end to end: a small gfw model (E=16,
  * fast m=32, slow N=32, P=64) trained by the trainer (--arch gfw) on the synthetic
  * associative-retrieval task of synthetic_data.h (QM mode: loss at "?") must answer held-out
- * queries far better than before training and than chance (1/6), and its training loss must fall
- * well below where it started, and it must beat answering with the last value stored (right for
- * 60.5% of these queries). Seen: 600 steps (4-7 s of CPU), loss 3.01 -> 0.15, 94.4% of the
- * held-out queries (92% after 500 steps, 98% after 800, 99% after 1,500). STEPS, THREADS (default 1), LR and MODE (lm|qm) environment
- * variables override the step count, threads, learning rate and loss mode. */
+ * queries far better than before training, than chance (1/6) and than answering with the last
+ * value stored (right for 60.5% of these queries), and its training loss must fall well below
+ * where it started. Seen: 600 steps (4-7 s of CPU), loss 3.01 -> 0.15, 94.4% of the held-out
+ * queries (92% after 500 steps, 98% after 800, 99% after 1,500). STEPS, THREADS (default 1), LR
+ * and MODE (lm|qm) environment variables override the step count, threads, learning rate and loss
+ * mode. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
