@@ -116,6 +116,10 @@ unsigned char *rt_export(const fwm_session *session, size_t *size) {
     unsigned char *blob = malloc(need);
     fwm_error err;
     size_t written = 0;
+    /* asked without a buffer, it says how much it needs */
+    CHECK_STATUS(fwm_session_export(session, NULL, 0, &written, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
+    CHECK_INT(written, need);
+    written = 0;
     if (!blob) {
         CHECK(blob != NULL);
         return NULL;
