@@ -1,21 +1,19 @@
 /* gfw_ops.c - the Gated Fast Weights model's entry in the runtime's registry of architectures
- * (arch_ops.h). The format is registered; until its runtime is built a `gfw` file is refused at
- * load, naming the architecture. */
-#include "arch_ops.h"
-#include "fwm_error.h"
-#include "model_internal.h"
-
-static fwm_status gfw_load(struct fwm_model *model, const void *buf, size_t size,
-                           const fwm_model_params *params, fwm_error *err) {
-    (void)model, (void)buf, (void)size, (void)params;
-    return fwm__error(err, FWM_ERR_UNSUPPORTED,
-                      "architecture 'gfw': this build reads and writes its files but cannot run them");
-}
-
-static void gfw_unload(struct fwm_model *model) { (void)model; }
+ * (arch_ops.h). Its reset state is all zero, so it has no reset hook. */
+#include "gfw_runtime.h"
 
 const fwm_arch_ops fwm__gfw_ops = {
     .name = "gfw",
-    .load = gfw_load,
-    .unload = gfw_unload,
+    .load = fwm__gfw_load,
+    .unload = fwm__gfw_unload,
+    .block_floats = fwm__gfw_block_floats,
+    .lay_out = fwm__gfw_lay_out,
+    .state_floats = fwm__gfw_state_floats,
+    .blob_size = fwm__gfw_blob_size,
+    .step = fwm__gfw_step,
+    .step_sequence = fwm__gfw_step_sequence,
+    .batch_step = fwm__gfw_batch_step,
+    .export_state = fwm__gfw_export,
+    .import_state = fwm__gfw_import,
+    .fill_info = fwm__gfw_fill_info,
 };

@@ -1,4 +1,5 @@
-/* runtime_test_util.c - in-memory random models for the runtime tests and the step benchmark. */
+/* runtime_test_util.c - in-memory random models for the runtime tests and the step benchmark, and
+ * what the tests of the other architectures share (small model files, the step-mode check). */
 #include "runtime_test_util.h"
 
 #include <math.h>
@@ -6,8 +7,13 @@
 
 #include "fwm_alloc.h"
 
+#include "fwm_model_init.h"
+#include "fwm_model_shape.h"
 #include "fwm_rng.h"
+#include "lstm/lstm_schema.h"
+#include "lstm/lstm_init.h"
 #include "session_internal.h"
+#include "xxhash64.h"
 
 fwm_hparams rt_hparams(uint32_t V, uint32_t E, uint32_t H, uint32_t S, uint32_t R, uint32_t T,
                        uint32_t read_count, bool residual, uint32_t read_policy,
@@ -110,6 +116,10 @@ unsigned char *rt_export(const fwm_session *session, size_t *size) {
     unsigned char *blob = malloc(need);
     fwm_error err;
     size_t written = 0;
+    /* asked without a buffer, it says how much it needs */
+    CHECK_STATUS(fwm_session_export(session, NULL, 0, &written, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
+    CHECK_INT(written, need);
+    written = 0;
     if (!blob) {
         CHECK(blob != NULL);
         return NULL;
@@ -142,4 +152,112 @@ bool rt_state(const fwm_session *session, float **h, float **c, float **F) {
     memcpy(*F, blob + 40 + 8 * H, SRT * sizeof(float));
     free(blob);
     return true;
+}
+
+/* ---- the other architectures, on model files ---------------------------------------------------- */
+
+fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed) {
+    fwm_hparams hp;
+    fwm__hparams_defaults(&hp);
+    hp.vocab_size = V, hp.embedding_length = 6, hp.hidden_size = 8;
+    hp.memory_s = hp.memory_r = hp.memory_t = 3;
+    hp.write_scale = 1.0f / 3;
+    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    fwm__tensor_offsets(&hp, offsets);
+    float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
+    if (!data) {
+        CHECK(data != NULL);
+        return NULL;
+    }
+    float *t[FWM_TENSOR_COUNT];
+    fwm_write_spec spec = {.hp = hp, .tokens = vocab};
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
+    fwm__model_init_weights(&hp, seed, t);
+    fwm_error err;
+    fwm_status st = fwm_model_write(path, &spec, &err);
+    CHECK_OK(st, err);
+    free(data);
+    fwm_model *model = NULL;
+    if (st == FWM_OK) CHECK_OK(fwm_model_load(path, NULL, &model, &err), err);
+    return model;
+}
+
+fwm_model *rt_write_lstm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed) {
+    fwm_lstm_hparams hp;
+    fwm_lstm_hparams_defaults(&hp);
+    hp.vocab_size = V, hp.embedding_length = 4, hp.hidden_size = 5, hp.layer_count = 1;
+    size_t total = 0, n = fwm_lstm_tensor_count(&hp);
+    uint64_t rows, cols;
+    char name[48];
+    for (size_t i = 0; i < n; i++) fwm_lstm_tensor_at(&hp, i, name, &rows, &cols), total += rows * cols;
+    float *data = malloc(total * sizeof(float));
+    if (!data) {
+        CHECK(data != NULL);
+        return NULL;
+    }
+    float *t[FWM_LSTM_MAX_TENSORS];
+    fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocab};
+    float *p = data;
+    for (size_t i = 0; i < n; i++) {
+        fwm_lstm_tensor_at(&hp, i, name, &rows, &cols);
+        t[i] = p, spec.tensors[i] = p, p += rows * cols;
+    }
+    fwm__lstm_init_weights(&hp, seed, t);
+    fwm_error err;
+    fwm_status st = fwm_lstm_model_write(path, &spec, &err);
+    CHECK_OK(st, err);
+    free(data);
+    fwm_model *model = NULL;
+    if (st == FWM_OK) CHECK_OK(fwm_model_load(path, NULL, &model, &err), err);
+    return model;
+}
+
+void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint64_t seed) {
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    const size_t V = info.vocab_size, total = n_sessions * steps;
+    uint32_t *tokens = malloc(total * sizeof *tokens), *column = malloc(n_sessions * sizeof *column);
+    float *a = malloc(total * V * sizeof(float)), *b = malloc(total * V * sizeof(float));
+    float *c = malloc(total * V * sizeof(float)), *row = malloc(n_sessions * V * sizeof(float));
+    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
+                **batch = calloc(n_sessions, sizeof *batch);
+    if (!tokens || !column || !a || !b || !c || !row || !single || !seq || !batch) {
+        CHECK(!"out of memory");
+        goto done;
+    }
+    rt_random_tokens(tokens, total, (uint32_t)V, seed);
+    fwm_error err;
+    for (size_t j = 0; j < n_sessions; j++) {
+        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
+        if (!single[j] || !seq[j] || !batch[j]) goto done;
+    }
+    for (size_t j = 0; j < n_sessions; j++) {
+        for (size_t i = 0; i < steps; i++)
+            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
+        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
+    }
+    for (size_t i = 0; i < steps; i++) {
+        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
+        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
+        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
+    }
+    CHECK(memcmp(a, b, total * V * sizeof(float)) == 0);
+    CHECK(memcmp(a, c, total * V * sizeof(float)) == 0);
+    size_t bytes = single[0]->state_bytes;
+    for (size_t j = 0; j < n_sessions; j++) {
+        CHECK(memcmp(single[j]->h, seq[j]->h, bytes) == 0);
+        CHECK(memcmp(single[j]->h, batch[j]->h, bytes) == 0);
+        CHECK_U64(fwm_session_position(batch[j]), steps);
+    }
+done:
+    for (size_t j = 0; j < n_sessions && single && seq && batch; j++)
+        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
+    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
+}
+
+void rt_reseal(unsigned char *blob, size_t size) {
+    uint64_t sum = fwm__xxh64(blob, size - 8, 0);
+    for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
 }

@@ -38,4 +38,23 @@ unsigned char *rt_export(const fwm_session *session, size_t *size);
  * exported blob into malloc'd arrays h[H], c[H], F[S*R*T]; false on failure. */
 bool rt_state(const fwm_session *session, float **h, float **c, float **F);
 
+/* ---- for the tests of the other architectures, on model files (test_lstm_runtime, test_mnm_runtime,
+ * test_gfw_runtime) ---- */
+
+/* Write a tiny model file of the FWM (E 6, H 8, S = R = T = 3) or of the LSTM (one layer, E 4, H 5)
+ * with `vocab` (V tokens) and its initialisation at `seed` to `path`, and load it; NULL on failure
+ * (reported as a check failure). */
+fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed);
+fwm_model *rt_write_lstm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed);
+
+/* Step `n_sessions` new sessions of `model` over `steps` random tokens each three ways (one token at
+ * a time, one sequence, batches across the sessions): every logit and each session's whole state
+ * block (padding included) must be equal bit for bit. For architectures whose state block holds
+ * the whole state (not the FWM, whose pending write lives outside it). */
+void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint64_t seed);
+
+/* Rewrite a state blob's trailing XXH64 after an edit, so that checks behind the checksum are
+ * reached. */
+void rt_reseal(unsigned char *blob, size_t size);
+
 #endif

@@ -9,15 +9,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../check.h"
 #include "fwm/fwm.h"
 #include "fwm_alloc.h"
-#include "fwm_model_init.h"
-#include "fwm_model_shape.h"
 #include "fwm_rng.h"
 #include "lstm/lstm_init.h"
 #include "lstm/lstm_runtime.h"
 #include "lstm/lstm_schema.h"
+#include "runtime_test_util.h"
 #include "xxhash64.h"
 
 static char dir[256];
@@ -70,27 +68,6 @@ static fwm_model *write_lstm(const char *name, uint32_t L, uint32_t E, uint32_t 
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
     CHECK_OK(fwm_lstm_model_write(path_in_dir(name), &spec, &err), err);
-    fwm_model *model = NULL;
-    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
-    return model;
-}
-
-static fwm_model *write_fwm(const char *name) {
-    fwm_hparams hp;
-    fwm__hparams_defaults(&hp);
-    hp.vocab_size = V_TEST, hp.embedding_length = 6, hp.hidden_size = 8;
-    hp.memory_s = hp.memory_r = hp.memory_t = 3;
-    hp.write_scale = 1.0f / 3;
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
-    fwm__tensor_offsets(&hp, offsets);
-    float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
-    float *t[FWM_TENSOR_COUNT];
-    fwm_write_spec spec = {.hp = hp, .tokens = vocabulary};
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
-    fwm__model_init_weights(&hp, 5, t);
-    fwm_error err;
-    CHECK_OK(fwm_model_write(path_in_dir(name), &spec, &err), err);
-    free(data);
     fwm_model *model = NULL;
     CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
     return model;
@@ -195,48 +172,6 @@ static void info_and_reference(void) {
     free(f.data);
 }
 
-/* Step `n_sessions` sessions over `steps` tokens each three ways; every logit and final state equal. */
-static void equivalence_on(fwm_model *model, size_t n_sessions, size_t steps) {
-    const size_t V = V_TEST;
-    uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
-    random_tokens(tokens, n_sessions * steps, n_sessions + steps);
-    float *a = malloc(n_sessions * steps * V * sizeof(float));
-    float *b = malloc(n_sessions * steps * V * sizeof(float));
-    float *c = malloc(n_sessions * steps * V * sizeof(float));
-    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
-                **batch = calloc(n_sessions, sizeof *batch);
-    fwm_error err;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
-    }
-    for (size_t j = 0; j < n_sessions; j++) {
-        for (size_t i = 0; i < steps; i++)
-            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
-        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
-    }
-    uint32_t *column = malloc(n_sessions * sizeof *column);
-    float *row = malloc(n_sessions * V * sizeof(float));
-    for (size_t i = 0; i < steps; i++) {
-        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
-        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
-        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
-    }
-    CHECK(memcmp(a, b, n_sessions * steps * V * sizeof(float)) == 0);
-    CHECK(memcmp(a, c, n_sessions * steps * V * sizeof(float)) == 0);
-    fwm_model_info info;
-    fwm_model_get_info(model, &info);
-    size_t LH = info.session_state_floats / 2;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK(memcmp(single[j]->h, seq[j]->h, LH * sizeof(float)) == 0);
-        CHECK(memcmp(single[j]->c, batch[j]->c, LH * sizeof(float)) == 0);
-        CHECK(memcmp(single[j]->h, batch[j]->h, LH * sizeof(float)) == 0);
-        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
-    }
-    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
-}
-
 static void step_modes_bit_identical(void) {
     static const struct {
         uint32_t L, E, H;
@@ -247,8 +182,8 @@ static void step_modes_bit_identical(void) {
         fwm_model *model = write_lstm("eq.gguf", shapes[k].L, shapes[k].E, shapes[k].H,
                                       shapes[k].residual, 20 + k, false, &f);
         if (!model) continue;
-        equivalence_on(model, 40, 6); /* 40 > the 32-session chunk */
-        equivalence_on(model, 3, 25);
+        rt_check_step_modes(model, 40, 6, 46); /* 40 > the 32-session chunk */
+        rt_check_step_modes(model, 3, 25, 28);
         /* without the input-gate table the step computes W_ih Emb[x] + b itself: same bits */
         float with[V_TEST], without[V_TEST];
         uint32_t tokens[12];
@@ -324,7 +259,7 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), before);
 
     /* a batch mixing architectures */
-    fwm_model *fwm = write_fwm("fwm.gguf");
+    fwm_model *fwm = rt_write_fwm_file(path_in_dir("fwm.gguf"), vocabulary, V_TEST, 5);
     fwm_session *other = NULL;
     if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
     if (other) {
@@ -345,21 +280,11 @@ static void prime_fork_and_refusals(void) {
     free(f.data);
 }
 
-static unsigned char *export_of(const fwm_session *s, size_t *size) {
-    fwm_error err;
-    size_t need = 0;
-    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
-    unsigned char *blob = malloc(need);
-    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
-    CHECK_INT(*size, need);
-    return blob;
-}
-
 static void export_import(void) {
     lstm_file f, g;
     fwm_model *model = write_lstm("blob.gguf", 2, 4, 5, true, 41, false, &f);
     fwm_model *sibling = write_lstm("blob2.gguf", 2, 4, 5, true, 42, false, &g);
-    fwm_model *fwm = write_fwm("blobfwm.gguf");
+    fwm_model *fwm = rt_write_fwm_file(path_in_dir("blobfwm.gguf"), vocabulary, V_TEST, 5);
     if (!model || !sibling || !fwm) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL;
@@ -371,7 +296,7 @@ static void export_import(void) {
     random_tokens(tokens, 30, 5);
     CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
     size_t size = 0;
-    unsigned char *blob = export_of(s, &size);
+    unsigned char *blob = rt_export(s, &size);
     fwm_model_info info;
     fwm_model_get_info(model, &info);
     CHECK_INT(size, info.state_blob_bytes);
@@ -386,7 +311,7 @@ static void export_import(void) {
 
     /* refusals leave the session as it was */
     size_t t_size = 0;
-    unsigned char *t_before = export_of(t, &t_size);
+    unsigned char *t_before = rt_export(t, &t_size);
     unsigned char *copy = malloc(size);
     memcpy(copy, blob, size);
     copy[60] ^= 1;
@@ -396,24 +321,24 @@ static void export_import(void) {
     CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* another LSTM model's blob */
     size_t u_size = 0;
-    unsigned char *u_blob = export_of(u, &u_size);
+    unsigned char *u_blob = rt_export(u, &u_size);
     CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "belongs to model");
     /* an FWM blob into an LSTM session, and the other way */
     size_t w_size = 0;
-    unsigned char *w_blob = export_of(w, &w_size);
+    unsigned char *w_blob = rt_export(w, &w_size);
     CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "architecture 'fwm'");
     CHECK_CONTAINS(err.message, "architecture 'lstm'");
     size_t w_before_size = 0;
-    unsigned char *w_before = export_of(w, &w_before_size);
+    unsigned char *w_before = rt_export(w, &w_before_size);
     CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
     CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
     /* a damaged cross-architecture blob is damaged, not another architecture's */
     CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     size_t after_size = 0;
-    unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
+    unsigned char *t_after = rt_export(t, &after_size), *w_after = rt_export(w, &after_size);
     CHECK(memcmp(t_before, t_after, t_size) == 0);
     CHECK(memcmp(w_before, w_after, w_before_size) == 0);
     /* dims whose size overflows, with a checksum that holds */

@@ -11,17 +11,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../check.h"
 #include "fwm/fwm.h"
 #include "fwm_alloc.h"
-#include "fwm_model_init.h"
-#include "fwm_model_shape.h"
 #include "fwm_rng.h"
-#include "lstm/lstm_init.h"
 #include "mnm/mnm_init.h"
 #include "mnm/mnm_runtime.h"
 #include "mnm/mnm_schema.h"
-#include "xxhash64.h"
+#include "runtime_test_util.h"
 
 static char dir[256];
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
@@ -79,50 +75,6 @@ static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, bool prim
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
     CHECK_OK(fwm_mnm_model_write(path_in_dir(name), &spec, &err), err);
-    fwm_model *model = NULL;
-    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
-    return model;
-}
-
-static fwm_model *write_fwm(const char *name) {
-    fwm_hparams hp;
-    fwm__hparams_defaults(&hp);
-    hp.vocab_size = V_TEST, hp.embedding_length = 6, hp.hidden_size = 8;
-    hp.memory_s = hp.memory_r = hp.memory_t = 3;
-    hp.write_scale = 1.0f / 3;
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
-    fwm__tensor_offsets(&hp, offsets);
-    float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
-    float *t[FWM_TENSOR_COUNT];
-    fwm_write_spec spec = {.hp = hp, .tokens = vocabulary};
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
-    fwm__model_init_weights(&hp, 5, t);
-    fwm_error err;
-    CHECK_OK(fwm_model_write(path_in_dir(name), &spec, &err), err);
-    free(data);
-    fwm_model *model = NULL;
-    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
-    return model;
-}
-
-static fwm_model *write_lstm(const char *name) {
-    fwm_lstm_hparams hp;
-    fwm_lstm_hparams_defaults(&hp);
-    hp.vocab_size = V_TEST, hp.embedding_length = 4, hp.hidden_size = 5, hp.layer_count = 1;
-    float *data = malloc(4096 * sizeof(float));
-    float *t[FWM_LSTM_MAX_TENSORS];
-    fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocabulary};
-    float *p = data;
-    for (size_t i = 0; i < fwm_lstm_tensor_count(&hp); i++) {
-        char tn[48];
-        uint64_t rows, cols;
-        fwm_lstm_tensor_at(&hp, i, tn, &rows, &cols);
-        t[i] = p, spec.tensors[i] = p, p += rows * cols;
-    }
-    fwm__lstm_init_weights(&hp, 6, t);
-    fwm_error err;
-    CHECK_OK(fwm_lstm_model_write(path_in_dir(name), &spec, &err), err);
-    free(data);
     fwm_model *model = NULL;
     CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
     return model;
@@ -325,53 +277,13 @@ static void info_and_reference(void) {
     }
 }
 
-/* Step `n_sessions` sessions over `steps` tokens each three ways; every logit and final state equal. */
-static void equivalence_on(fwm_model *model, size_t n_sessions, size_t steps) {
-    const size_t V = V_TEST;
-    uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
-    random_tokens(tokens, n_sessions * steps, n_sessions + steps);
-    float *a = malloc(n_sessions * steps * V * sizeof(float));
-    float *b = malloc(n_sessions * steps * V * sizeof(float));
-    float *c = malloc(n_sessions * steps * V * sizeof(float));
-    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
-                **batch = calloc(n_sessions, sizeof *batch);
-    fwm_error err;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
-    }
-    for (size_t j = 0; j < n_sessions; j++) {
-        for (size_t i = 0; i < steps; i++)
-            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
-        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
-    }
-    uint32_t *column = malloc(n_sessions * sizeof *column);
-    float *row = malloc(n_sessions * V * sizeof(float));
-    for (size_t i = 0; i < steps; i++) {
-        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
-        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
-        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
-    }
-    CHECK(memcmp(a, b, n_sessions * steps * V * sizeof(float)) == 0);
-    CHECK(memcmp(a, c, n_sessions * steps * V * sizeof(float)) == 0);
-    /* the whole state block (h, c, r, memory and their padding) */
-    size_t bytes = single[0]->state_bytes;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK(memcmp(single[j]->h, seq[j]->h, bytes) == 0);
-        CHECK(memcmp(single[j]->h, batch[j]->h, bytes) == 0);
-        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
-    }
-    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
-}
-
 static void step_modes_bit_identical(void) {
     for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
         mnm_file f;
         fwm_model *model = write_mnm("eq.gguf", SHAPES[k], 20 + k, false, &f);
         if (!model) continue;
-        equivalence_on(model, 40, 6); /* 40 > the 32-session chunk */
-        equivalence_on(model, 3, 25);
+        rt_check_step_modes(model, 40, 6, 46); /* 40 > the 32-session chunk */
+        rt_check_step_modes(model, 3, 25, 28);
         /* without the input-gate table the step computes W_ie Emb[x] + b itself: same bits */
         float with[V_TEST], without[V_TEST];
         uint32_t tokens[12];
@@ -455,7 +367,7 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), before);
 
     /* batches mixing architectures */
-    fwm_model *fwm = write_fwm("fwm.gguf"), *lstm = write_lstm("lstm.gguf");
+    fwm_model *fwm = rt_write_fwm_file(path_in_dir("fwm.gguf"), vocabulary, V_TEST, 5), *lstm = rt_write_lstm_file(path_in_dir("lstm.gguf"), vocabulary, V_TEST, 6);
     fwm_session *other = NULL, *third = NULL;
     if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
     if (lstm) CHECK_OK(fwm_session_create(lstm, &third, &err), err);
@@ -482,28 +394,12 @@ static void prime_fork_and_refusals(void) {
     free(f.data);
 }
 
-static unsigned char *export_of(const fwm_session *s, size_t *size) {
-    fwm_error err;
-    size_t need = 0;
-    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
-    unsigned char *blob = malloc(need);
-    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
-    CHECK_INT(*size, need);
-    return blob;
-}
-
-/* Rewrite a blob's trailing checksum after an edit. */
-static void reseal(unsigned char *blob, size_t size) {
-    uint64_t sum = fwm__xxh64(blob, size - 8, 0);
-    for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
-}
-
 static void export_import(void) {
     mnm_file f, g;
     shape sh = {4, 5, 2, 3, 2, 4, 2, 3};
     fwm_model *model = write_mnm("blob.gguf", sh, 41, false, &f);
     fwm_model *sibling = write_mnm("blob2.gguf", sh, 42, false, &g);
-    fwm_model *fwm = write_fwm("blobfwm.gguf"), *lstm = write_lstm("bloblstm.gguf");
+    fwm_model *fwm = rt_write_fwm_file(path_in_dir("blobfwm.gguf"), vocabulary, V_TEST, 5), *lstm = rt_write_lstm_file(path_in_dir("bloblstm.gguf"), vocabulary, V_TEST, 6);
     if (!model || !sibling || !fwm || !lstm) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL, *x = NULL;
@@ -516,7 +412,7 @@ static void export_import(void) {
     random_tokens(tokens, 30, 5);
     CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
     size_t size = 0;
-    unsigned char *blob = export_of(s, &size);
+    unsigned char *blob = rt_export(s, &size);
     fwm_model_info info;
     fwm_model_get_info(model, &info);
     CHECK_INT(size, info.state_blob_bytes);
@@ -534,7 +430,7 @@ static void export_import(void) {
 
     /* refusals leave the session as it was */
     size_t t_size = 0;
-    unsigned char *t_before = export_of(t, &t_size);
+    unsigned char *t_before = rt_export(t, &t_size);
     unsigned char *copy = malloc(size);
     memcpy(copy, blob, size);
     copy[60] ^= 1;
@@ -544,19 +440,19 @@ static void export_import(void) {
     CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* another MNM model's blob */
     size_t u_size = 0;
-    unsigned char *u_blob = export_of(u, &u_size);
+    unsigned char *u_blob = rt_export(u, &u_size);
     CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "belongs to model");
     /* FWM and LSTM blobs into an MNM session, and the other way */
     size_t w_size = 0, x_size = 0;
-    unsigned char *w_blob = export_of(w, &w_size), *x_blob = export_of(x, &x_size);
+    unsigned char *w_blob = rt_export(w, &w_size), *x_blob = rt_export(x, &x_size);
     CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "architecture 'fwm'");
     CHECK_CONTAINS(err.message, "architecture 'mnm'");
     CHECK_STATUS(fwm_session_import(t, x_blob, x_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
     size_t w_before_size = 0;
-    unsigned char *w_before = export_of(w, &w_before_size);
+    unsigned char *w_before = rt_export(w, &w_before_size);
     CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'mnm'");
     CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
@@ -565,13 +461,13 @@ static void export_import(void) {
     /* a damaged cross-architecture blob is damaged, not another architecture's */
     CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     size_t after_size = 0;
-    unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
+    unsigned char *t_after = rt_export(t, &after_size), *w_after = rt_export(w, &after_size);
     CHECK(memcmp(t_before, t_after, t_size) == 0);
     CHECK(memcmp(w_before, w_after, w_before_size) == 0);
     /* dims whose size overflows, with a checksum that holds */
     memcpy(copy, blob, size);
     for (int i = 32; i < 48; i++) copy[i] = 0xff;
-    reseal(copy, size);
+    rt_reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     CHECK_CONTAINS(err.message, "H=4294967295 d_k=4294967295 d_v=4294967295 D=4294967295");
     /* zero or too many memory layers, a reserved field set */
@@ -582,7 +478,7 @@ static void export_import(void) {
     for (size_t e = 0; e < 3; e++) {
         memcpy(copy, blob, size);
         for (int i = 0; i < 4; i++) copy[edits[e].at + i] = (unsigned char)(edits[e].value >> (8 * i));
-        reseal(copy, size);
+        rt_reseal(copy, size);
         CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
         CHECK_CONTAINS(err.message, "implies 0 bytes");
     }
@@ -590,7 +486,7 @@ static void export_import(void) {
     memcpy(copy, blob, size);
     copy[32] = 4;
     copy[40] = 4;
-    reseal(copy, size);
+    rt_reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* non-finite values, named by where they are */
     static const struct {
@@ -602,11 +498,11 @@ static void export_import(void) {
         memcpy(copy, blob, size);
         const float nan = NAN;
         memcpy(copy + 56 + 4 * places[e].index, &nan, 4);
-        reseal(copy, size);
+        rt_reseal(copy, size);
         CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
         CHECK_CONTAINS(err.message, places[e].name);
     }
-    t_after = (free(t_after), export_of(t, &after_size));
+    t_after = (free(t_after), rt_export(t, &after_size));
     CHECK(memcmp(t_before, t_after, t_size) == 0);
 
     free(t_after), free(w_after), free(w_before), free(w_blob), free(x_blob), free(u_blob), free(t_before);

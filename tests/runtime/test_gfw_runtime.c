@@ -1,0 +1,588 @@
+/* test_gfw_runtime.c - the Gated Fast Weights model in the runtime, through the public API on files
+ * written by fwm_gfw_model_write: loading and model info; the step against a double-precision
+ * evaluation of docs/MODEL.md's equations written out here; the zero reset state (the first logits
+ * are the output bias); single, sequence and batched steps bit-identical (several sizes, more
+ * sessions than a chunk); reset, prime and the start scores; fork; export / import round trip,
+ * damaged blobs, another model's blob and the refusal of another architecture's blob both ways
+ * (the session untouched); FWM-only functions refused; mixed-architecture batches refused;
+ * allocation failures while loading, creating, forking, stepping and writing. The other
+ * architectures' small files and the step-mode check are shared (runtime_test_util.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fwm/fwm.h"
+#include "fwm_alloc.h"
+#include "fwm_rng.h"
+#include "gfw/gfw_init.h"
+#include "gfw/gfw_runtime.h"
+#include "gfw/gfw_schema.h"
+#include "runtime_test_util.h"
+
+static char dir[256];
+static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
+                                         "kitchen", "went", "to", "the", "where", "is"};
+#define V_TEST 13u
+
+static const char *path_in_dir(const char *name) {
+    static char path[4][512];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+typedef struct gfw_file {
+    fwm_gfw_hparams hp;
+    float *data;
+    const float *tensors[FWM_GFW_MAX_TENSORS];
+} gfw_file;
+
+typedef struct shape {
+    uint32_t E, m, N, P;
+} shape;
+
+static const shape SHAPES[] = {
+    {3, 2, 1, 1},     /* the smallest: m = 2, one slow unit */
+    {5, 4, 3, 6},
+    {7, 9, 5, 11},
+    {15, 40, 40, 100}, /* the paper's sizes */
+};
+
+/* Write a GFW model (the spec's Glorot initialisation, then every tensor nudged so that the biases
+ * are not zero) to `name`; keeps the weights in *f for the reference. */
+static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, bool prime, gfw_file *f) {
+    fwm_gfw_hparams hp;
+    fwm_gfw_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = sh.E, hp.fast_hidden = sh.m;
+    hp.slow_hidden = sh.N, hp.slow_inner = sh.P, hp.eos_token_id = 1;
+    size_t n = fwm_gfw_tensor_count(&hp), total = (size_t)fwm_gfw_parameter_count(&hp);
+    f->hp = hp;
+    f->data = malloc(total * sizeof(float));
+    float *t[FWM_GFW_MAX_TENSORS];
+    float *p = f->data;
+    for (size_t i = 0; i < n; i++) {
+        char tn[48];
+        uint64_t rows, cols;
+        fwm_gfw_tensor_at(&hp, i, tn, &rows, &cols);
+        t[i] = p, f->tensors[i] = p, p += rows * cols;
+    }
+    fwm__gfw_init_weights(&hp, seed, t);
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, 99);
+    for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.2, 0.2);
+    fwm_gfw_write_spec spec = {.hp = hp, .name = "test gfw", .tokens = vocabulary};
+    for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
+    const uint32_t prime_tokens[3] = {1, 11, 12};
+    if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
+    fwm_error err;
+    CHECK_OK(fwm_gfw_model_write(path_in_dir(name), &spec, &err), err);
+    fwm_model *model = NULL;
+    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    return model;
+}
+
+/* ---- the reference: docs/MODEL.md's equations in double precision ------------------------------ */
+
+#define RMAX 128 /* every size in these tests is at most this */
+
+typedef struct ref_state {
+    double hF[RMAX], hS[RMAX];
+    double F1[RMAX][RMAX], F2[RMAX][RMAX];
+} ref_state;
+
+static double sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* y = LN(tanh(W x)) for a fast matrix W [m, cols] (doubles). */
+static void ref_fast_layer(double W[RMAX][RMAX], size_t m, size_t cols, const double *x, double eps,
+                           double *y) {
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < m; i++) {
+        double a = 0;
+        for (size_t k = 0; k < cols; k++) a += W[i][k] * x[k];
+        y[i] = tanh(a);
+        mean += y[i];
+    }
+    mean /= (double)m;
+    for (size_t i = 0; i < m; i++) var += (y[i] - mean) * (y[i] - mean);
+    var /= (double)m;
+    for (size_t i = 0; i < m; i++) y[i] = (y[i] - mean) / sqrt(var + eps);
+}
+
+static void ref_gate(double F[RMAX][RMAX], size_t rows, size_t cols, const double *u) {
+    const double *alpha = u, *beta = u + rows, *gamma = beta + cols, *delta = gamma + rows;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            double T = sig(gamma[r]) * sig(delta[c]), H = tanh(alpha[r]) * tanh(beta[c]);
+            F[r][c] = T * H + (1 - T) * F[r][c];
+        }
+}
+
+static void ref_step(const gfw_file *f, ref_state *s, uint32_t x, double *logits) {
+    const fwm_gfw_hparams *hp = &f->hp;
+    size_t E = hp->embedding_length, m = hp->fast_hidden, N = hp->slow_hidden, P = hp->slow_inner;
+    size_t c1 = m + E + 1, c2 = m + 1, out = (size_t)fwm_gfw_slow_out_rows(hp);
+    double eps = hp->layer_norm_epsilon;
+    static double x1[RMAX], a[RMAX + 1], xs[2 * RMAX], sv[RMAX], o[8 * RMAX];
+    const float *e = f->tensors[0] + (size_t)x * E;
+    for (size_t k = 0; k < m; k++) x1[k] = s->hF[k];
+    for (size_t k = 0; k < E; k++) x1[m + k] = e[k];
+    x1[c1 - 1] = 1;
+    ref_fast_layer(s->F1, m, c1, x1, eps, a);
+    a[m] = 1;
+    ref_fast_layer(s->F2, m, c2, a, eps, s->hF);
+    for (size_t v = 0; v < V_TEST; v++) {
+        double acc = f->tensors[6][v];
+        for (size_t k = 0; k < m; k++) acc += (double)f->tensors[5][v * m + k] * s->hF[k];
+        logits[v] = acc;
+    }
+    for (size_t k = 0; k < N; k++) xs[k] = s->hS[k];
+    for (size_t k = 0; k < E; k++) xs[N + k] = e[k];
+    for (size_t i = 0; i < P; i++) {
+        double acc = f->tensors[2][i];
+        for (size_t k = 0; k < N + E; k++) acc += (double)f->tensors[1][i * (N + E) + k] * xs[k];
+        sv[i] = tanh(acc);
+    }
+    for (size_t i = 0; i < out; i++) {
+        double acc = f->tensors[4][i];
+        for (size_t k = 0; k < P; k++) acc += (double)f->tensors[3][i * P + k] * sv[k];
+        o[i] = acc;
+    }
+    for (size_t k = 0; k < N; k++) s->hS[k] = tanh(o[k]);
+    ref_gate(s->F1, m, c1, o + N);
+    ref_gate(s->F2, m, c2, o + N + 2 * (m + c1));
+}
+
+/* Every float of the session's state zero (h_F, h_S, F1, F2). */
+static int state_is_zero(const fwm_session *s) {
+    const unsigned char *p = (const unsigned char *)s->h;
+    for (size_t i = 0; i < s->state_bytes; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+static void info_and_reference(void) {
+    for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
+        gfw_file f;
+        fwm_model *model = write_gfw("ref.gguf", SHAPES[k], 11 + k, false, &f);
+        if (!model) continue;
+        const fwm_gfw_hparams *hp = &f.hp;
+        fwm_model_info info;
+        fwm_model_get_info(model, &info);
+        CHECK_STR(info.architecture, "gfw");
+        CHECK_INT(info.layer_count, 1);
+        CHECK_INT(info.vocab_size, V_TEST);
+        CHECK_INT(info.embedding_length, hp->embedding_length);
+        CHECK_INT(info.hidden_size, hp->fast_hidden);
+        CHECK(info.layer_norm_eps == hp->layer_norm_epsilon);
+        CHECK_INT(info.memory_s, 0);
+        size_t m = hp->fast_hidden, E = hp->embedding_length;
+        CHECK_INT(info.session_state_floats, m + hp->slow_hidden + m * (m + E + 1) + m * (m + 1));
+        CHECK_INT(info.state_blob_bytes, 56 + 4 * info.session_state_floats);
+        CHECK_U64(info.parameter_count, fwm_gfw_parameter_count(hp));
+        CHECK(info.has_checksum && info.checksum_verified);
+        CHECK_STR(info.name, "test gfw");
+        CHECK_INT(info.eos_token_id, 1);
+        CHECK(info.session_state_bytes >= info.session_state_floats * sizeof(float));
+
+        fwm_session *s = NULL;
+        fwm_error err;
+        CHECK_OK(fwm_session_create(model, &s, &err), err);
+        CHECK(state_is_zero(s));
+        /* from the zero state h_F = LN(0) = 0: the first logits are the output bias, exactly */
+        float first[V_TEST];
+        CHECK_OK(fwm_session_step(s, 4, first, &err), err);
+        CHECK(memcmp(first, f.tensors[6], sizeof first) == 0);
+        fwm_session_reset(s);
+        CHECK(state_is_zero(s));
+        ref_state *rs = calloc(1, sizeof *rs);
+        uint32_t tokens[40];
+        rt_random_tokens(tokens, 40, V_TEST, 3 + k);
+        double worst = 0;
+        for (size_t i = 0; i < 40; i++) {
+            float logits[V_TEST];
+            double want[V_TEST];
+            CHECK_OK(fwm_session_step(s, tokens[i], logits, &err), err);
+            ref_step(&f, rs, tokens[i], want);
+            for (size_t v = 0; v < V_TEST; v++) {
+                double d = fabs(logits[v] - want[v]) / (1.0 + fabs(want[v]));
+                if (d > worst) worst = d;
+            }
+        }
+        CHECK_LE(worst, 1e-4); /* 4e-5 seen: the layer norms amplify rounding */
+        /* the final state against the reference's: h_S and F2 element by element */
+        double state_worst = 0;
+        for (size_t i = 0; i < hp->slow_hidden; i++)
+            state_worst = fmax(state_worst, fabs(s->c[i] - rs->hS[i]));
+        const float *F2 = s->F + fwm__gfw_of(model)->f2_offset;
+        for (size_t r = 0; r < m; r++)
+            for (size_t c = 0; c <= m; c++) state_worst = fmax(state_worst, fabs(F2[r * (m + 1) + c] - rs->F2[r][c]));
+        CHECK_LE(state_worst, 1e-4);
+        free(rs);
+        CHECK(!state_is_zero(s));
+        CHECK_INT(fwm_session_position(s), 41 - 1);
+        /* reset: all zero again, as a new session */
+        fwm_session_reset(s);
+        CHECK_INT(fwm_session_position(s), 0);
+        CHECK(state_is_zero(s));
+        fwm_session *fresh = NULL;
+        CHECK_OK(fwm_session_create(model, &fresh, &err), err);
+        float a[V_TEST], b[V_TEST];
+        CHECK_OK(fwm_session_step_sequence(s, tokens, 5, NULL, &err), err);
+        CHECK_OK(fwm_session_step_sequence(fresh, tokens, 5, NULL, &err), err);
+        CHECK_OK(fwm_session_step(s, 4, a, &err), err);
+        CHECK_OK(fwm_session_step(fresh, 4, b, &err), err);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        fwm_session_free(fresh);
+        fwm_session_free(s);
+        fwm_model_free(model);
+        free(f.data);
+    }
+}
+
+static void step_modes_bit_identical(void) {
+    for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
+        gfw_file f;
+        fwm_model *model = write_gfw("eq.gguf", SHAPES[k], 20 + k, false, &f);
+        if (!model) continue;
+        rt_check_step_modes(model, 40, 6, 1 + k); /* 40 > the 32-session chunk */
+        rt_check_step_modes(model, 3, 25, 2 + k);
+        fwm_model_free(model);
+        free(f.data);
+    }
+}
+
+static void prime_fork_and_refusals(void) {
+    gfw_file f;
+    fwm_model *model = write_gfw("prime.gguf", SHAPES[1], 31, true, &f);
+    if (!model) return;
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_INT(info.prime_token_count, 3);
+    fwm_session *primed = NULL, *by_hand = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_session_create(model, &primed, &err), err);
+    CHECK_OK(fwm_session_create(model, &by_hand, &err), err);
+    fwm_session_prime(primed);
+    const uint32_t prime[3] = {1, 11, 12};
+    float last[3 * V_TEST];
+    CHECK_OK(fwm_session_step_sequence(by_hand, prime, 3, last, &err), err);
+    CHECK_INT(fwm_session_position(primed), 3);
+    CHECK(memcmp(primed->h, by_hand->h, primed->state_bytes) == 0);
+    const float *start = fwm_model_start_logits(model);
+    CHECK(start && memcmp(start, last + 2 * V_TEST, V_TEST * sizeof(float)) == 0);
+    fwm_session *again = NULL;
+    CHECK_OK(fwm_session_fork(primed, &again, &err), err);
+    fwm_session_reset(again);
+    CHECK(state_is_zero(again));
+    fwm_session_prime(again);
+    CHECK(memcmp(primed->h, again->h, primed->state_bytes) == 0);
+    fwm_session_free(again);
+
+    /* fork: the child continues as the parent would; the parent is untouched by the child */
+    fwm_session *child = NULL;
+    CHECK_OK(fwm_session_fork(primed, &child, &err), err);
+    float a[V_TEST], b[V_TEST];
+    CHECK_OK(fwm_session_step(primed, 4, a, &err), err);
+    CHECK_OK(fwm_session_step(child, 4, b, &err), err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    CHECK(memcmp(primed->h, child->h, primed->state_bytes) == 0);
+    CHECK_OK(fwm_session_step(child, 5, b, &err), err);
+    CHECK(memcmp(primed->F, child->F, 4 * (size_t)fwm_gfw_fast_elements(&f.hp)) != 0);
+    CHECK_INT(fwm_session_position(primed), 4);
+    CHECK_INT(fwm_session_position(child), 5);
+
+    /* FWM-only functions */
+    float memory[64];
+    CHECK_STATUS(fwm_session_memory(primed, memory, 64, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "architecture is 'gfw'");
+    float k1[4], k2[4], v[4], q[16], k[16], rv[16];
+    fwm_trace trace = {.k1 = k1, .k2 = k2, .v = v, .read_queries = q, .read_keys = k, .read_values = rv};
+    CHECK_STATUS(fwm_session_trace(primed, &trace, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "fwm_session_trace");
+
+    /* tokens out of range: nothing stepped */
+    uint64_t before = fwm_session_position(primed);
+    CHECK_STATUS(fwm_session_step(primed, V_TEST, a, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    const uint32_t bad[2] = {3, 99};
+    CHECK_STATUS(fwm_session_step_sequence(primed, bad, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    CHECK_CONTAINS(err.message, "token 99 at sequence position 1 is out of range");
+    fwm_session *pair[2] = {primed, child};
+    const uint32_t bad2[2] = {3, 13};
+    CHECK_STATUS(fwm_batch_step(pair, bad2, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    fwm_session *twice[2] = {primed, primed};
+    CHECK_STATUS(fwm_batch_step(twice, prime, 2, NULL, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_INT(fwm_session_position(primed), before);
+
+    /* batches mixing architectures */
+    fwm_model *fwm = rt_write_fwm_file(path_in_dir("fwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *lstm = rt_write_lstm_file(path_in_dir("lstm.gguf"), vocabulary, V_TEST, 6);
+    fwm_session *other = NULL, *third = NULL;
+    if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
+    if (lstm) CHECK_OK(fwm_session_create(lstm, &third, &err), err);
+    if (other && third) {
+        const uint32_t t2[2] = {1, 1};
+        fwm_session *mixed[2] = {primed, other};
+        CHECK_STATUS(fwm_batch_step(mixed, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed2[2] = {other, primed};
+        CHECK_STATUS(fwm_batch_step(mixed2, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed3[2] = {third, primed};
+        CHECK_STATUS(fwm_batch_step(mixed3, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        fwm_session *mixed4[2] = {primed, third};
+        CHECK_STATUS(fwm_batch_step(mixed4, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
+        CHECK_INT(fwm_session_position(primed), before);
+        CHECK_INT(fwm_session_position(other), 0);
+        CHECK_INT(fwm_session_position(third), 0);
+    }
+    fwm_session_free(other), fwm_session_free(third);
+    fwm_model_free(fwm), fwm_model_free(lstm);
+    fwm_session_free(child);
+    fwm_session_free(primed);
+    fwm_session_free(by_hand);
+    fwm_model_free(model);
+    free(f.data);
+}
+
+static void export_import(void) {
+    gfw_file f, g;
+    shape sh = {3, 4, 2, 5}; /* F1 [4, 8], F2 [4, 5] */
+    fwm_model *model = write_gfw("blob.gguf", sh, 41, false, &f);
+    fwm_model *sibling = write_gfw("blob2.gguf", sh, 42, false, &g);
+    fwm_model *fwm = rt_write_fwm_file(path_in_dir("blobfwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *lstm = rt_write_lstm_file(path_in_dir("bloblstm.gguf"), vocabulary, V_TEST, 6);
+    if (!model || !sibling || !fwm || !lstm) return;
+    fwm_error err;
+    fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL, *x = NULL;
+    CHECK_OK(fwm_session_create(model, &s, &err), err);
+    CHECK_OK(fwm_session_create(model, &t, &err), err);
+    CHECK_OK(fwm_session_create(sibling, &u, &err), err);
+    CHECK_OK(fwm_session_create(fwm, &w, &err), err);
+    CHECK_OK(fwm_session_create(lstm, &x, &err), err);
+    uint32_t tokens[30];
+    rt_random_tokens(tokens, 30, V_TEST, 5);
+    CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
+    size_t size = 0;
+    unsigned char *blob = rt_export(s, &size);
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    CHECK_INT(size, info.state_blob_bytes);
+    /* h_F 4, h_S 2, F1 32, F2 20 */
+    CHECK_INT(size, 56 + 4 * (4 + 2 + 32 + 20));
+    CHECK(memcmp(blob, "FWMS", 4) == 0);
+    CHECK(memcmp(blob + 16, "gfw\0\0\0\0\0", 8) == 0);
+    /* the body is h_F, h_S, F1, F2 as the session holds them */
+    CHECK(memcmp(blob + 48, s->h, 16) == 0);
+    CHECK(memcmp(blob + 64, s->c, 8) == 0);
+    CHECK(memcmp(blob + 72, s->F, 128) == 0);
+    CHECK(memcmp(blob + 200, s->F + fwm__gfw_of(model)->f2_offset, 80) == 0);
+    CHECK_OK(fwm_session_import(t, blob, size, &err), err);
+    CHECK_INT(fwm_session_position(t), 17);
+    CHECK(memcmp(s->h, t->h, s->state_bytes) == 0);
+    float a[13 * V_TEST], b[13 * V_TEST];
+    CHECK_OK(fwm_session_step_sequence(s, tokens + 17, 13, a, &err), err);
+    CHECK_OK(fwm_session_step_sequence(t, tokens + 17, 13, b, &err), err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+
+    /* refusals leave the session as it was */
+    size_t t_size = 0;
+    unsigned char *t_before = rt_export(t, &t_size);
+    unsigned char *copy = malloc(size);
+    memcpy(copy, blob, size);
+    copy[60] ^= 1;
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "checksum mismatch");
+    CHECK_STATUS(fwm_session_import(t, blob, size - 1, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_STATUS(fwm_session_import(t, NULL, size, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    /* another GFW model's blob */
+    size_t u_size = 0;
+    unsigned char *u_blob = rt_export(u, &u_size);
+    CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "belongs to model");
+    /* FWM and LSTM blobs into a GFW session, and the other way */
+    size_t w_size = 0, x_size = 0;
+    unsigned char *w_blob = rt_export(w, &w_size), *x_blob = rt_export(x, &x_size);
+    CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "architecture 'fwm'");
+    CHECK_CONTAINS(err.message, "architecture 'gfw'");
+    CHECK_STATUS(fwm_session_import(t, x_blob, x_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
+    size_t w_before_size = 0;
+    unsigned char *w_before = rt_export(w, &w_before_size);
+    CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'gfw'");
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
+    CHECK_STATUS(fwm_session_import(x, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'lstm'");
+    /* a damaged cross-architecture blob is damaged, not another architecture's */
+    CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    size_t after_size = 0;
+    unsigned char *t_after = rt_export(t, &after_size), *w_after = rt_export(w, &after_size);
+    CHECK(memcmp(t_before, t_after, t_size) == 0);
+    CHECK(memcmp(w_before, w_after, w_before_size) == 0);
+    /* dims whose size overflows, with a checksum that holds */
+    memcpy(copy, blob, size);
+    for (int i = 32; i < 44; i++) copy[i] = 0xff;
+    rt_reseal(copy, size);
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "m=4294967295 N=4294967295 E=4294967295) implies 0 bytes");
+    /* m zero, a reserved field set */
+    static const struct {
+        int at;
+        uint32_t value;
+    } edits[] = {{32, 0}, {44, 1}};
+    for (size_t e = 0; e < 2; e++) {
+        memcpy(copy, blob, size);
+        for (int i = 0; i < 4; i++) copy[edits[e].at + i] = (unsigned char)(edits[e].value >> (8 * i));
+        rt_reseal(copy, size);
+        CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+        CHECK_CONTAINS(err.message, "implies 0 bytes");
+    }
+    /* N 2 and E 3 swapped with m kept: N + m E differs, refused by size; N 3, E 2: the same total
+     * would need m (2m + E + 2) + N equal, which here it is not either */
+    memcpy(copy, blob, size);
+    copy[36] = 3, copy[40] = 2;
+    rt_reseal(copy, size);
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "implies");
+    /* dims of the same size that differ from the model's: N 6 and E 2 (6 + 4 * 12 = 2 + 4 * 13) */
+    memcpy(copy, blob, size);
+    copy[36] = 6, copy[40] = 2;
+    rt_reseal(copy, size);
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "state blob dims m=4 N=6 E=2 differ from the model's m=4 N=2 E=3");
+    /* non-finite values, named by where they are */
+    static const struct {
+        size_t index;
+        const char *name;
+    } places[] = {{3, "h_F[3]"}, {5, "h_S[1]"}, {6 + 9, "F1 element 9"}, {6 + 32 + 19, "F2 element 19"}};
+    for (size_t e = 0; e < 4; e++) {
+        memcpy(copy, blob, size);
+        const float nan = NAN;
+        memcpy(copy + 48 + 4 * places[e].index, &nan, 4);
+        rt_reseal(copy, size);
+        CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+        CHECK_CONTAINS(err.message, places[e].name);
+    }
+    /* an unknown version */
+    memcpy(copy, blob, size);
+    copy[4] = 3;
+    rt_reseal(copy, size);
+    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    CHECK_CONTAINS(err.message, "state blob version is 3, expected 2 (a 'gfw' session's state)");
+    t_after = (free(t_after), rt_export(t, &after_size));
+    CHECK(memcmp(t_before, t_after, t_size) == 0);
+
+    free(t_after), free(w_after), free(w_before), free(w_blob), free(x_blob), free(u_blob), free(t_before);
+    free(copy), free(blob);
+    fwm_session_free(s), fwm_session_free(t), fwm_session_free(u), fwm_session_free(w), fwm_session_free(x);
+    fwm_model_free(model), fwm_model_free(sibling), fwm_model_free(fwm), fwm_model_free(lstm);
+    free(f.data), free(g.data);
+}
+
+static void allocation_failures(void) {
+    gfw_file f;
+    fwm_model *model = write_gfw("alloc.gguf", SHAPES[1], 51, true, &f);
+    fwm_model_free(model);
+    free(f.data);
+    int failures_seen = 0;
+    for (long n = 1; n < 10000; n++) {
+        fwm_model *lm = NULL;
+        fwm_error lerr;
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &lm, &lerr);
+        long calls = fwm__alloc_calls();
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) {
+            CHECK(calls < n);
+            fwm_model_free(lm);
+            break;
+        }
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+        CHECK(lm == NULL);
+    }
+    CHECK(failures_seen >= 5);
+    /* sessions: create, fork */
+    fwm_model *m = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err), err);
+    for (long n = 1; m && n < 100; n++) {
+        fwm_session *s = NULL, *fork = NULL;
+        fwm__alloc_fail_after(n);
+        fwm_status st = fwm_session_create(m, &s, &err);
+        fwm_status ft = st == FWM_OK ? fwm_session_fork(s, &fork, &err) : FWM_ERR_OUT_OF_MEMORY;
+        fwm__alloc_fail_reset();
+        CHECK(st == FWM_OK || (st == FWM_ERR_OUT_OF_MEMORY && s == NULL));
+        CHECK(ft == FWM_OK || (ft == FWM_ERR_OUT_OF_MEMORY && fork == NULL));
+        fwm_session_free(fork);
+        fwm_session_free(s);
+        if (ft == FWM_OK) break;
+    }
+    fwm_model_free(m);
+    /* a batch step large enough to need heap scratch: the paper's sizes, 40 sessions */
+    gfw_file big;
+    m = write_gfw("allocb.gguf", SHAPES[3], 52, false, &big);
+    free(big.data);
+    fwm_session *batch[40] = {0};
+    uint32_t tokens[40];
+    rt_random_tokens(tokens, 40, V_TEST, 8);
+    for (size_t j = 0; m && j < 40; j++) CHECK_OK(fwm_session_create(m, &batch[j], &err), err);
+    if (m && batch[39]) {
+        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
+        size_t bytes = batch[0]->state_bytes;
+        unsigned char *before = malloc(bytes);
+        memcpy(before, batch[0]->h, bytes);
+        fwm__alloc_fail_after(1);
+        CHECK_STATUS(fwm_batch_step(batch, tokens, 40, NULL, &err), FWM_ERR_OUT_OF_MEMORY, &err);
+        fwm__alloc_fail_reset();
+        for (size_t j = 0; j < 40; j++) CHECK_INT(fwm_session_position(batch[j]), 1);
+        CHECK(memcmp(before, batch[0]->h, bytes) == 0);
+        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
+        free(before);
+    }
+    for (size_t j = 0; j < 40; j++) fwm_session_free(batch[j]);
+    fwm_model_free(m);
+    /* writing */
+    fwm_gfw_hparams hp;
+    fwm_gfw_hparams_defaults(&hp);
+    hp.vocab_size = V_TEST, hp.embedding_length = 2, hp.fast_hidden = 2, hp.slow_hidden = 2;
+    hp.slow_inner = 2, hp.eos_token_id = 1;
+    float zeros[512] = {0};
+    fwm_gfw_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    for (size_t i = 0; i < fwm_gfw_tensor_count(&hp); i++) spec.tensors[i] = zeros;
+    failures_seen = 0;
+    for (long n = 1; n < 1000; n++) {
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_gfw_model_write(path_in_dir("w.gguf"), &spec, &err);
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) break;
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+    }
+    CHECK(failures_seen >= 3);
+    unlink(path_in_dir("w.gguf"));
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fwm-test-gfw-runtime-XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    static const check_case cases[] = {
+        {"info_and_reference", info_and_reference},
+        {"step_modes_bit_identical", step_modes_bit_identical},
+        {"prime_fork_and_refusals", prime_fork_and_refusals},
+        {"export_import", export_import},
+        {"allocation_failures", allocation_failures},
+    };
+    int status = check_run_cases("test_gfw_runtime", cases, sizeof cases / sizeof cases[0]);
+    static const char *const files[] = {"ref.gguf",     "eq.gguf",   "prime.gguf",   "fwm.gguf",
+                                        "lstm.gguf",    "blob.gguf", "blob2.gguf",   "blobfwm.gguf",
+                                        "bloblstm.gguf", "alloc.gguf", "allocb.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_in_dir(files[i]));
+    rmdir(dir);
+    return status;
+}
