@@ -1,7 +1,8 @@
 /* fast_math.h - vectorised exp, sigmoid and tanh over float arrays for the trainer's float path
  * (the LSTM gates and the memory's key/value activations), with libm for the tails. exp is the
  * Cephes single-precision polynomial (within 2 ulp on the clamped range); sigmoid and tanh are
- * built on it (absolute error below 1e-7). The double path of the gradient check uses libm.
+ * built on it (absolute error below 1e-7; fwm__tanh_array_precise also to a small relative error
+ * for small arguments). The double path of the gradient check uses libm.
  * GCC/Clang vector extensions, 8 floats at a time. */
 #ifndef FWM_TRAIN_FAST_MATH_H
 #define FWM_TRAIN_FAST_MATH_H
@@ -72,6 +73,35 @@ static inline void fwm__tanh_array(float *out, const float *in, size_t n)
         /* below 2^-12, tanh(a) = a to float precision; the formula would lose digits there */
         t = fwm__v8_select(a < 2.44140625e-4f, a, t);
         v = fwm__v8_select(negative, -t, t);
+        memcpy(out + i, &v, sizeof v);
+    }
+    for (; i < n; i++)
+        out[i] = tanhf(in[i]);
+}
+
+/* out[i] = tanh(in[i]) (out may be in) to a small relative error for every argument: the Cephes
+ * single-precision tanhf (an odd polynomial below |x| = 0.625, 1 - 2/(exp(2|x|) + 1) above).
+ * fwm__tanh_array's formula has an absolute error near 1e-7 but loses relative precision for small
+ * arguments; the gfw model needs this one, because its layer norms scale small activations up to
+ * unit size (and with them any relative error). */
+static inline void fwm__tanh_array_precise(float *out, const float *in, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        fwm__v8f v;
+        memcpy(&v, in + i, sizeof v);
+        fwm__v8i negative = v < 0.0f;
+        fwm__v8f a = fwm__v8_select(negative, -v, v);
+        fwm__v8f z = v * v;
+        fwm__v8f p = (fwm__v8f){0} - 5.70498872745e-3f;
+        p = p * z + 2.06390887954e-2f;
+        p = p * z - 5.37397155531e-2f;
+        p = p * z + 1.33314422036e-1f;
+        p = p * z - 3.33332819422e-1f;
+        fwm__v8f small = p * z * v + v;
+        fwm__v8f large = 1.0f - 2.0f / (fwm__v8_exp(a + a) + 1.0f);
+        large = fwm__v8_select(negative, -large, large);
+        v = fwm__v8_select(a < 0.625f, small, large);
         memcpy(out + i, &v, sizeof v);
     }
     for (; i < n; i++)

@@ -117,7 +117,7 @@ def main():
     p = run([train, "--dropout-layer", "0.2", "--data", data], expect_rc=2)
     check("--arch lstm" in p.stderr, "dropout refused for fwm")
     p = run([train, "--arch", "rnn"], expect_rc=2)
-    check("--arch expects fwm, lstm or mnm" in p.stderr, "unknown architecture refused")
+    check("--arch expects fwm, lstm, mnm or gfw" in p.stderr, "unknown architecture refused")
     p = run([train, "--data", data, "--set", "1k", "--embedding", "8", "--hidden", "12",
              "--memory-s", "4", "--memory-r", "3", "--memory-t", "4", "--reads", "2", "--lanes",
              "3", "--window", "16", "--threads", "1", "--progress", "0", "--mode", "qm",

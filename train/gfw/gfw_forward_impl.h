@@ -156,13 +156,14 @@ void TM(fwm__gfw_tm_zero_grads)(TM(fwm__gfw_tm) *tm)
 
 /* ---- kernels ---------------------------------------------------------------------------------- */
 
+/* tanh to a small relative error (the layer norms scale small activations up to unit size) */
 static inline void TM(gfw_tanh)(real *out, const real *in, size_t n)
 {
 #if FWM_REAL_DOUBLE
     for (size_t i = 0; i < n; i++)
         out[i] = R_TANH(in[i]);
 #else
-    fwm__tanh_array(out, in, n);
+    fwm__tanh_array_precise(out, in, n);
 #endif
 }
 
