@@ -621,9 +621,26 @@ def check_c_written_gfw(args, workdir):
     path = os.path.join(workdir, "c-written-gfw.gguf")
     failures = 0
     for label, options, factor in GFW_C_CASES:
+        # fwm-init's seed picks the weights: take the first whose data are well-conditioned
         try:
-            fwm_init(args.fwm_init, path, options + ["--seed", "3"])
-            model = GfwModel(path)
+            for seed in range(3, 33):
+                fwm_init(args.fwm_init, path, options + ["--seed", str(seed)])
+                model = GfwModel(path)
+                rng = np.random.default_rng(seed)
+                tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=23)]
+                want = model.logits(tokens)
+                worst = 0.0
+                for _ in range(4):
+                    nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24)
+                              for k, v in model.params.items()}
+                    worst = max(worst, float((np.abs(gfw_reference.forward(model.hp, nudged, tokens)[0] - want)
+                                              / make_golden.tolerance(want)).max()))
+                if worst <= make_golden.MAX_F32_ERROR_FRACTION * factor:
+                    break
+            else:
+                print(f"check_live c-written: {label}: no well-conditioned seed in 30")
+                failures += 1
+                continue
         except (RuntimeError, fwm_reference.FormatError) as exc:
             print(f"check_live c-written: {label}: {exc}")
             failures += 1
@@ -632,21 +649,9 @@ def check_c_written_gfw(args, workdir):
             print(f"check_live c-written: {label}: fwm-init's fwm.fingerprint is missing or differs "
                   f"from the reference's {model.fingerprint:#018x}")
             failures += 1
-        rng = np.random.default_rng(3)
-        tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=23)]
-        want = model.logits(tokens)
-        errors = []
-        for _ in range(4):
-            nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in model.params.items()}
-            errors.append(float((np.abs(gfw_reference.forward(model.hp, nudged, tokens)[0] - want)
-                                 / make_golden.tolerance(want)).max()))
-        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
+        print(f"  {label}: fwm-init {' '.join(options)} --seed {seed}; checksum and fingerprint "
               f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
-              f"{model.prime_tokens}; float32 rounding uses {max(errors):.3f} of the tolerance")
-        if max(errors) > make_golden.MAX_F32_ERROR_FRACTION * factor:
-            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
-            failures += 1
-            continue
+              f"{model.prime_tokens}; float32 rounding uses {worst:.3f} of the tolerance")
         try:
             got = run_fwm(args.fwm_run, path, tokens, workdir)
         except RuntimeError as exc:
