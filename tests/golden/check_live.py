@@ -402,7 +402,11 @@ def check_random_gfw(args, seed):
         model = GfwModel(path)
         tokens = [1] + [int(t) for t in rng.integers(0, whp["V"], size=spec["n_tokens"] - 1)]
         want, facts = make_golden.analyse_gfw(model.hp, model.params, tokens, None, rng)
-        if facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION:
+        # A layer norm of a nearly constant vector amplifies rounding beyond what the nudged
+        # evaluations estimate (the C step's nonlinearities round differently): such draws, and
+        # those near the conditioning limit, are drawn again.
+        if (facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION * 2 / 3
+                and facts["min_pre_norm_std"] >= 0.05):
             break
     else:
         print("check_live random: no well-conditioned gfw model in 50 draws")
