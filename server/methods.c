@@ -305,7 +305,7 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     const fwm_model_info *i = &m->info;
     msgpack_pack_map(pk, 17); /* count the keys below when adding one */
     key_str(pk, "name", m->name);
-    key_str(pk, "architecture", i->architecture); /* "fwm", "lstm" or "mnm" */
+    key_str(pk, "architecture", i->architecture); /* "fwm", "lstm", "mnm" or "gfw" */
     key_u64(pk, "layers", i->layer_count);
     key_str(pk, "fingerprint", m->fingerprint);
     key_u64(pk, "vocab_size", i->vocab_size);

@@ -1,8 +1,9 @@
 /* fwm_init.c - fwm-init: write a randomly initialised model file of any sizes, of the FWM (with the
  * released code's initialisation, model_format/fwm_model_init.h), with --arch lstm of the LSTM
  * baseline (model_format/lstm/lstm_init.h) or with --arch mnm of the Metalearned Neural Memory
- * baseline (model_format/mnm/mnm_init.h), with a vocabulary read from a file (one token per line)
- * or generated, and a seed. Exit status 0 on success, 1 when the model cannot be written, 2 for a
+ * baseline (model_format/mnm/mnm_init.h) or with --arch gfw of the Gated Fast Weights model
+ * (model_format/gfw/gfw_init.h), with a vocabulary read from a file (one token per line), generated,
+ * or for gfw by default the associative retrieval task's 15 symbols, and a seed. Exit status 0 on success, 1 when the model cannot be written, 2 for a
  * usage error (the reason on stderr). */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include "fwm_model_init.h"
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
+#include "gfw/gfw_init.h"
 #include "lstm/lstm_init.h"
 #include "mnm/mnm_init.h"
 
@@ -24,14 +26,17 @@ static void usage(FILE *out) {
     fwm_lstm_hparams_defaults(&l);
     fwm_mnm_hparams m;
     fwm_mnm_hparams_defaults(&m);
+    fwm_gfw_hparams g;
+    fwm_gfw_hparams_defaults(&g);
     fprintf(out,
-            "usage: fwm-init --out PATH [--arch fwm|lstm|mnm] [options]\n"
+            "usage: fwm-init --out PATH [--arch fwm|lstm|mnm|gfw] [options]\n"
             "Write a randomly initialised model (GGUF): the FWM with the released FWM code's init,\n"
             "with --arch lstm the LSTM baseline (docs/MODEL.md, \"The LSTM baseline\"), or with\n"
-            "--arch mnm the Metalearned Neural Memory baseline (docs/MODEL.md, same name).\n"
+            "--arch mnm the Metalearned Neural Memory baseline (docs/MODEL.md, same name), or with\n"
+            "--arch gfw the Gated Fast Weights model (docs/MODEL.md, same name).\n"
             "\n"
             "  --out PATH            model file to write (required; written atomically)\n"
-            "  --arch A              fwm (default), lstm or mnm\n"
+            "  --arch A              fwm (default), lstm, mnm or gfw\n"
             "  --vocab FILE          vocabulary, one token per line (ids in line order)\n"
             "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %" PRIu32 ")\n"
             "  --embedding E         token embedding size (default %" PRIu32 ")\n"
@@ -73,13 +78,23 @@ static void usage(FILE *out) {
             "  --memory-hidden D     the memory net's hidden layers (default %" PRIu32 ")\n"
             "  --memory-layers L     the memory net's weight matrices (default %" PRIu32 ")\n"
             "  --output-length O     the controller's output y (default %" PRIu32 ")\n"
-            "  --forget-bias X       (default %g)\n",
+            "  --forget-bias X       (default %g)\n"
+            "\n"
+            "With --arch gfw: the FWM-only flags but --layer-norm-eps, --residual and --forget-bias\n"
+            "do not apply, and these do (defaults: the paper's associative retrieval model; without\n"
+            "--vocab or --vocab-size the task's 15 symbols, padding \" \", end of sequence \".\"):\n"
+            "  --embedding E         (default %" PRIu32 ")   --hidden m fast net (default %" PRIu32 ")\n"
+            "  --slow-hidden N       the slow net's state (default %" PRIu32 ")\n"
+            "  --slow-inner P        the slow net's transition layer (default %" PRIu32 ")\n"
+            "  --layer-norm-eps X    (default %g)\n",
             d.vocab_size, d.embedding_length, d.hidden_size, d.memory_s, d.memory_r, d.memory_t,
             d.read_count, d.residual ? " (default)" : "", d.residual ? "" : " (default)",
             (double)d.forget_bias, (double)d.beta_bias, (double)d.layer_norm_eps, l.layer_count,
             l.embedding_length, l.hidden_size, l.residual ? "on" : "off", (double)l.forget_bias,
             m.embedding_length, m.hidden_size, m.head_count, m.key_length, m.value_length,
-            m.memory_hidden, m.memory_layers, m.output_length, (double)m.forget_bias);
+            m.memory_hidden, m.memory_layers, m.output_length, (double)m.forget_bias,
+            g.embedding_length, g.fast_hidden, g.slow_hidden, g.slow_inner,
+            (double)g.layer_norm_epsilon);
 }
 
 static int parse_u64(const char *flag, const char *text, uint64_t low, uint64_t high,
@@ -146,6 +161,18 @@ static int generate_vocabulary(uint32_t size, vocabulary *v) {
         v->tokens[i] = strdup(buf);
         if (!v->tokens[i]) return 0;
     }
+    return 1;
+}
+
+/* The associative retrieval task's 15 symbols (docs/AR_TASK.md), in their fixed id order. */
+static int ar_vocabulary(vocabulary *v) {
+    static const char *const symbols[15] = {" ", "a", "b", "c", "d", "e", "f", "g",
+                                            "h", "S", "Q", "(", ")", ",", "."};
+    v->tokens = calloc(15, sizeof *v->tokens);
+    if (!v->tokens) return 0;
+    v->count = 15;
+    for (uint32_t i = 0; i < 15; i++)
+        if (!(v->tokens[i] = strdup(symbols[i]))) return 0;
     return 1;
 }
 
@@ -377,6 +404,55 @@ static int write_mnm(const char *out, const fwm_mnm_hparams *hp, const vocabular
     return 0;
 }
 
+/* --arch gfw: check, initialise and write; returns the exit status. */
+static int write_gfw(const char *out, const fwm_gfw_hparams *hp, const vocabulary *vocab,
+                     const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
+                     size_t prime_count) {
+    fwm_error err;
+    if (fwm_gfw_hparams_check(hp, &err) ||
+        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
+                         FWM_ERR_INVALID_ARGUMENT, &err)) {
+        fprintf(stderr, "fwm-init: %s\n", err.message);
+        return 2;
+    }
+    size_t n = fwm_gfw_tensor_count(hp);
+    uint64_t parameters = fwm_gfw_parameter_count(hp);
+    float *weights = NULL;
+    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
+        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
+        return 1;
+    }
+    float *tensors[FWM_GFW_MAX_TENSORS];
+    fwm_gfw_write_spec spec = {.hp = *hp,
+                               .name = name,
+                               .tokens = (const char *const *)vocab->tokens,
+                               .has_prime_tokens = has_prime,
+                               .prime_tokens = prime_ids,
+                               .prime_count = prime_count};
+    float *next = weights;
+    for (size_t i = 0; i < n; i++) {
+        char tensor[48];
+        uint64_t rows, cols;
+        fwm_gfw_tensor_at(hp, i, tensor, &rows, &cols);
+        tensors[i] = next, spec.tensors[i] = next, next += rows * cols;
+    }
+    fwm__gfw_init_weights(hp, seed, tensors);
+    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
+    spec.extra = extra;
+    spec.extra_count = 3;
+    fwm_status st = fwm_gfw_model_write(out, &spec, &err);
+    free(weights);
+    if (st) {
+        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
+        return 1;
+    }
+    printf("wrote %s: gfw V=%" PRIu32 " E=%" PRIu32 " m=%" PRIu32 " N=%" PRIu32 " P=%" PRIu32
+           ", %" PRIu64 " parameters, %" PRIu64 " state floats, seed %" PRIu64 "\n",
+           out, hp->vocab_size, hp->embedding_length, hp->fast_hidden, hp->slow_hidden,
+           hp->slow_inner, parameters, fwm_gfw_state_floats(hp), seed);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     fwm_hparams hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
     fwm__hparams_defaults(&hp);
@@ -396,6 +472,11 @@ int main(int argc, char **argv) {
     fwm_mnm_hparams_defaults(&mhp);
     const char *mnm_only = NULL;   /* the first flag given that only the MNM has */
     int residual_given = 0;        /* --residual or --no-residual, which the MNM lacks */
+    int gfw = 0;                   /* --arch gfw */
+    fwm_gfw_hparams ghp;           /* its sizes: the defaults, then the flags that apply */
+    fwm_gfw_hparams_defaults(&ghp);
+    const char *gfw_only = NULL;   /* the first flag given that only the GFW has */
+    int eps_given = 0, forget_bias_given = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
@@ -420,7 +501,7 @@ int main(int argc, char **argv) {
         int ok = 1;
         static const char *const fwm_flags[] = {"--memory-s", "--memory-r", "--memory-t", "--reads",
                                                 "--read-policy", "--read-token", "--beta-bias",
-                                                "--write-scale", "--layer-norm-eps"};
+                                                "--write-scale"};
         for (size_t k = 0; k < sizeof fwm_flags / sizeof fwm_flags[0] && !fwm_only; k++)
             if (strcmp(flag, fwm_flags[k]) == 0) fwm_only = fwm_flags[k];
         static const char *const mnm_flags[] = {"--heads", "--key-length", "--value-length",
@@ -428,17 +509,15 @@ int main(int argc, char **argv) {
                                                 "--output-length"};
         for (size_t k = 0; k < sizeof mnm_flags / sizeof mnm_flags[0] && !mnm_only; k++)
             if (strcmp(flag, mnm_flags[k]) == 0) mnm_only = mnm_flags[k];
+        if (!gfw_only && (strcmp(flag, "--slow-hidden") == 0 || strcmp(flag, "--slow-inner") == 0))
+            gfw_only = flag;
         if (strcmp(flag, "--out") == 0)
             out = value;
         else if (strcmp(flag, "--arch") == 0) {
-            if (strcmp(value, "lstm") == 0)
-                lstm = 1, mnm = 0;
-            else if (strcmp(value, "mnm") == 0)
-                lstm = 0, mnm = 1;
-            else if (strcmp(value, "fwm") == 0)
-                lstm = 0, mnm = 0;
-            else {
-                fprintf(stderr, "fwm-init: --arch: expected 'fwm', 'lstm' or 'mnm', found '%s'\n",
+            lstm = strcmp(value, "lstm") == 0, mnm = strcmp(value, "mnm") == 0;
+            gfw = strcmp(value, "gfw") == 0;
+            if (!lstm && !mnm && !gfw && strcmp(value, "fwm") != 0) {
+                fprintf(stderr, "fwm-init: --arch: expected 'fwm', 'lstm', 'mnm' or 'gfw', found '%s'\n",
                         value);
                 ok = 0;
             }
@@ -456,16 +535,20 @@ int main(int argc, char **argv) {
             ok = parse_u32(flag, value, 1, FWM_MNM_MAX_MEMORY_LAYERS, &mhp.memory_layers);
         else if (strcmp(flag, "--output-length") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &mhp.output_length);
+        else if (strcmp(flag, "--slow-hidden") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &ghp.slow_hidden);
+        else if (strcmp(flag, "--slow-inner") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &ghp.slow_inner);
         else if (strcmp(flag, "--vocab") == 0)
             vocab_path = value;
         else if (strcmp(flag, "--vocab-size") == 0)
             ok = parse_u32(flag, value, 2, FWM_MAX_VOCAB_SIZE, &vocab_size);
         else if (strcmp(flag, "--embedding") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.embedding_length),
-            lhp.embedding_length = mhp.embedding_length = hp.embedding_length;
+            lhp.embedding_length = mhp.embedding_length = ghp.embedding_length = hp.embedding_length;
         else if (strcmp(flag, "--hidden") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size),
-            lhp.hidden_size = mhp.hidden_size = hp.hidden_size;
+            lhp.hidden_size = mhp.hidden_size = ghp.fast_hidden = hp.hidden_size;
         else if (strcmp(flag, "--memory-s") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.memory_s);
         else if (strcmp(flag, "--memory-r") == 0)
@@ -492,13 +575,14 @@ int main(int argc, char **argv) {
             eos_token = value, eos_given = 1;
         else if (strcmp(flag, "--forget-bias") == 0)
             ok = parse_float(flag, value, &hp.forget_bias),
-            lhp.forget_bias = mhp.forget_bias = hp.forget_bias;
+            lhp.forget_bias = mhp.forget_bias = hp.forget_bias, forget_bias_given = 1;
         else if (strcmp(flag, "--beta-bias") == 0)
             ok = parse_float(flag, value, &hp.beta_bias);
         else if (strcmp(flag, "--write-scale") == 0)
             ok = parse_float(flag, value, &hp.write_scale), write_scale_given = 1;
         else if (strcmp(flag, "--layer-norm-eps") == 0)
-            ok = parse_float(flag, value, &hp.layer_norm_eps);
+            ok = parse_float(flag, value, &hp.layer_norm_eps),
+            ghp.layer_norm_epsilon = hp.layer_norm_eps, eps_given = 1;
         else if (strcmp(flag, "--seed") == 0)
             ok = parse_u64(flag, value, 0, UINT64_MAX, &seed);
         else if (strcmp(flag, "--name") == 0)
@@ -515,8 +599,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fwm-init: --out PATH is required (see --help)\n");
         return 2;
     }
-    if ((lstm || mnm) && fwm_only) {
+    if ((lstm || mnm || gfw) && fwm_only) {
         fprintf(stderr, "fwm-init: %s applies to --arch fwm only\n", fwm_only);
+        return 2;
+    }
+    if ((lstm || mnm) && eps_given) {
+        fprintf(stderr, "fwm-init: --layer-norm-eps applies to --arch fwm and gfw only\n");
+        return 2;
+    }
+    if (!gfw && gfw_only) {
+        fprintf(stderr, "fwm-init: %s applies to --arch gfw only\n", gfw_only);
+        return 2;
+    }
+    if (gfw && (residual_given || forget_bias_given)) {
+        fprintf(stderr, "fwm-init: %s does not apply to --arch gfw\n",
+                residual_given ? "--residual or --no-residual" : "--forget-bias");
         return 2;
     }
     if (!mnm && mnm_only) {
@@ -540,10 +637,16 @@ int main(int argc, char **argv) {
     int status = 2;
     float *weights = NULL;
     vocabulary vocab = {0};
+    int ar_symbols = gfw && !vocab_path && !vocab_size; /* the AR task's vocabulary */
     if (vocab_path ? !read_vocabulary(vocab_path, &vocab)
-                   : !generate_vocabulary(vocab_size ? vocab_size : default_vocab_size, &vocab)) {
+        : ar_symbols ? !ar_vocabulary(&vocab)
+                     : !generate_vocabulary(vocab_size ? vocab_size : default_vocab_size, &vocab)) {
         if (!vocab_path) fprintf(stderr, "fwm-init: out of memory for the vocabulary\n");
         goto done;
+    }
+    if (ar_symbols) {
+        if (!pad_given) pad_token = " ";
+        if (!eos_given) eos_token = ".";
     }
     hp.vocab_size = vocab.count;
     if (!resolve_token(&vocab, "--pad-token", pad_token, pad_given, 0, &hp.padding_token_id) ||
@@ -562,6 +665,13 @@ int main(int argc, char **argv) {
         lhp.padding_token_id = hp.padding_token_id;
         lhp.eos_token_id = hp.eos_token_id;
         status = write_lstm(out, &lhp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        goto done;
+    }
+    if (gfw) {
+        ghp.vocab_size = hp.vocab_size;
+        ghp.padding_token_id = hp.padding_token_id;
+        ghp.eos_token_id = hp.eos_token_id;
+        status = write_gfw(out, &ghp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
         goto done;
     }
     if (mnm) {

@@ -1,6 +1,6 @@
 /* fwm_inspect.c - fwm-inspect MODEL: print a model file's metadata, tensors, architecture,
  * parameter count and per-session state size; verify its checksum and fingerprint. Exits 0 when
- * the file is a valid model of a registered architecture ("fwm", "lstm", "mnm") whose checksum (if
+ * the file is a valid model of a registered architecture ("fwm", "lstm", "mnm", "gfw") whose checksum (if
  * present) and fingerprint (if present) match; 1 with the reason on stderr for a bad file or a
  * mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without loading
  * the runtime. */
@@ -13,6 +13,7 @@
 #include "arch_list.h"
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
+#include "gfw/gfw_schema.h"
 #include "gguf_reader.h"
 #include "lstm/lstm_schema.h"
 #include "mnm/mnm_schema.h"
@@ -301,6 +302,39 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
     return status;
 }
 
+/* The same for a `gfw` file. */
+static int print_gfw(const char *path, const uint8_t *data, size_t size) {
+    fwm_gfw_schema schema;
+    fwm_error err;
+    fwm_status st = fwm_gfw_schema_parse(data, size, &schema, &err);
+    if (st) {
+        fprintf(stderr, "fwm-inspect: %s: not a valid gfw model (%s): %s\n", path,
+                fwm_status_str(st), err.message);
+        return 1;
+    }
+    const fwm_gfw_hparams *hp = &schema.hp;
+    uint64_t state_floats = fwm_gfw_state_floats(hp), m = hp->fast_hidden;
+    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("architecture: gfw (Gated Fast Weights: fast net %" PRIu32 ", slow net %" PRIu32
+           " with transition layer %" PRIu32 ", embedding %" PRIu32 ", layer norm eps %g, vocabulary %" PRIu32
+           ")\n",
+           hp->fast_hidden, hp->slow_hidden, hp->slow_inner, hp->embedding_length,
+           (double)hp->layer_norm_epsilon, hp->vocab_size);
+    printf("parameters: %" PRIu64 "\n", fwm_gfw_parameter_count(hp));
+    printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h_F: %" PRIu32 "; h_S: %" PRIu32
+           "; F1: %" PRIu64 " x %" PRIu64 "; F2: %" PRIu64 " x %" PRIu64 ")\n",
+           state_floats, state_floats * 4, hp->fast_hidden, hp->slow_hidden, m, fwm_gfw_f1_cols(hp), m,
+           fwm_gfw_f2_cols(hp));
+    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    uint64_t checksum = fwm_gfw_schema_checksum(&schema);
+    uint64_t fingerprint = fwm_gfw_fingerprint(hp, (const char *const *)schema.tokens,
+                                               schema.token_lengths, checksum);
+    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
+                        schema.fingerprint, fingerprint);
+    fwm_gfw_schema_release(&schema);
+    return status;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
@@ -338,6 +372,8 @@ int main(int argc, char **argv) {
         status = print_lstm(path, data, size);
     else if (arch == FWM_ARCH_MNM)
         status = print_mnm(path, data, size);
+    else if (arch == FWM_ARCH_GFW)
+        status = print_gfw(path, data, size);
     else
         status = print_fwm(path, data, size);
     free(data);

@@ -1,6 +1,6 @@
-/* fwm_run.c - fwm-run: step a model (of any registered architecture: fwm, lstm, mnm) over a sentence or
- * a token list and stream each token's top-k next-word predictions to stdout; optionally dump
- * every row of logits to a file.
+/* fwm_run.c - fwm-run: step a model (of any registered architecture: fwm, lstm, mnm, gfw) over a
+ * sentence or a token list and stream each token's top-k next-word predictions to stdout;
+ * optionally dump every row of logits to a file.
  *
  *   fwm-run MODEL (--text "..." | --tokens 3,17,5) [--topk K] [--dump-logits FILE]
  */

@@ -1,10 +1,11 @@
 /* fwm.h - the public C API of libfwm, the Fast Weight Memory inference runtime.
  *
  * What it is for: load a model file (GGUF v3) of a registered architecture: "fwm", the Fast Weight
- * Memory, "lstm", the paper's LSTM baseline, or "mnm", the Metalearned Neural Memory baseline
- * (fwm_model_info.architecture says which); keep per-session state (for the FWM: LSTM h, c and the
- * fast-weight tensor F; for the LSTM: h and c of every layer; for the MNM: the controller's h and
- * c, its read-out r and its memory net's weights) resident, and step one session, a token sequence, or a batch of sessions token by
+ * Memory, "lstm", the paper's LSTM baseline, "mnm", the Metalearned Neural Memory baseline, or
+ * "gfw", the Gated Fast Weights model (fwm_model_info.architecture says which); keep per-session
+ * state (for the FWM: LSTM h, c and the fast-weight tensor F; for the LSTM: h and c of every layer;
+ * for the MNM: the controller's h and c, its read-out r and its memory net's weights; for the GFW:
+ * its two nets' states and its two fast matrices) resident, and step one session, a token sequence, or a batch of sessions token by
  * token. Every function works on every architecture unless it says otherwise. Also: the word-level tokenizer, top-k over logits, and export /
  * import of a session's state as a versioned blob tied to the model's fingerprint.
  *
@@ -112,7 +113,7 @@ FWM_API void fwm_model_free(fwm_model *model);
 typedef struct fwm_model_info {
     uint32_t vocab_size;       /* V */
     uint32_t embedding_length; /* E */
-    uint32_t hidden_size;      /* H */
+    uint32_t hidden_size;      /* H (the GFW: its fast net's m) */
     uint32_t memory_s;         /* S: first key size */
     uint32_t memory_r;         /* R: second key size */
     uint32_t memory_t;         /* T: value size */
@@ -134,9 +135,9 @@ typedef struct fwm_model_info {
      * fwm.session.prime_tokens, or one token, eos_token_id, for a file without that key. */
     uint32_t prime_token_count;
     const uint32_t *prime_tokens; /* owned by the model */
-    const char *architecture;     /* general.architecture: "fwm", "lstm" or "mnm" (static) */
+    const char *architecture;     /* general.architecture: "fwm", "lstm", "mnm" or "gfw" (static) */
     uint32_t layer_count;         /* stacked recurrent layers: 1 for the FWM, L for the LSTM, 1 for
-                                   * the MNM (its controller) */
+                                   * the MNM (its controller) and for the GFW */
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */

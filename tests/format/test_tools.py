@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """test_tools.py FWM_INIT FWM_INSPECT - fwm-init and fwm-inspect as programs.
 
-Both architectures: `fwm`, and `lstm` (fwm-init --arch lstm) whose files are checked here against
-docs/FORMAT.md's LSTM keys, tensor list, checksum and FWMFP2 fingerprint and docs/MODEL.md's
-initialisation, written out independently.
+The architectures: `fwm`; `lstm` (fwm-init --arch lstm) and `gfw` (fwm-init --arch gfw), whose
+files are checked here against their keys, tensor lists, checksum and FWMFP2 fingerprint
+(docs/FORMAT.md, model_format/gfw/gfw_hparams.h) and docs/MODEL.md's initialisation, written out
+independently; and `mnm` through fwm-inspect.
 
 fwm-init writes small models; an independent GGUF reader written here checks each file against
 docs/FORMAT.md (header, key types, alignment, tensor dims and offsets, checksum = XXH64 of the
@@ -250,6 +251,78 @@ def verify_lstm(path, V, E, H, L, what):
     return kv, data, params
 
 
+def gfw_shapes(V, E, m, N, P):
+    """docs/MODEL.md's Gated Fast Weights tensors: F1 [m, m+E+1] and F2 [m, m+1] are state, the slow
+    net writes z (N) and two updates of 2 (rows + cols) each."""
+    out = N + 2 * (m + m + E + 1) + 2 * (m + m + 1)
+    return [("token_embd.weight", (V, E)), ("gfw.slow.0.weight", (P, N + E)), ("gfw.slow.0.bias", (P,)),
+            ("gfw.slow.1.weight", (out, P)), ("gfw.slow.1.bias", (out,)), ("output.weight", (V, m)),
+            ("output.bias", (V,))]
+
+
+def gfw_fingerprint(kv, checksum):
+    """FWMFP2 of a gfw file: the eight keys of the list in order (eps as f32 bits), the vocabulary,
+    the checksum."""
+    b = b"FWMFP2" + struct.pack("<I", 3) + b"gfw"
+    for key in ["gfw.vocab_size", "gfw.embedding_length", "gfw.fast.hidden_size", "gfw.slow.hidden_size",
+                "gfw.slow.inner_size"]:
+        b += struct.pack("<I", kv[key])
+    b += struct.pack("<f", kv["gfw.layer_norm_epsilon"])
+    b += struct.pack("<II", kv["tokenizer.ggml.padding_token_id"], kv["tokenizer.ggml.eos_token_id"])
+    tokens = kv["tokenizer.ggml.tokens"]
+    b += struct.pack("<I", len(tokens))
+    for t in tokens:
+        tb = t.encode("utf-8")
+        b += struct.pack("<I", len(tb)) + tb
+    b += struct.pack("<Q", checksum)
+    return xxhash.xxh64(b).intdigest()
+
+
+def verify_gfw(path, V, E, m, N, P, what):
+    data = open(path, "rb").read()
+    version, kv, types, tensors, data_start = parse(data)
+    check(kv["general.architecture"] == "gfw", f"{what}: architecture gfw")
+    keys = ["gfw.vocab_size", "gfw.embedding_length", "gfw.fast.hidden_size", "gfw.slow.hidden_size",
+            "gfw.slow.inner_size"]
+    for k in keys:
+        check(types[k] == 4, f"{what}: {k} is u32")
+    check(types["gfw.layer_norm_epsilon"] == 6, f"{what}: gfw.layer_norm_epsilon is f32")
+    check([kv[k] for k in keys] == [V, E, m, N, P], f"{what}: sizes {[kv[k] for k in keys]}")
+    listed = gfw_shapes(V, E, m, N, P)
+    check(sorted(tensors) == sorted(n for n, _ in listed), f"{what}: tensor names")
+    check(sorted(tensors, key=lambda n: tensors[n][2]) == [n for n, _ in listed],
+          f"{what}: tensors stored in list order")
+    blob, values = bytearray(), {}
+    for name, shape in listed:
+        dims, ttype, offset = tensors[name]
+        check(dims == list(reversed(shape)), f"{what}: {name} dims {dims}")
+        check(ttype == 0 and offset % 64 == 0, f"{what}: {name} F32 at an aligned offset")
+        n = 4
+        for d in dims:
+            n *= d
+        raw = data[data_start + offset:data_start + offset + n]
+        values[name] = struct.unpack(f"<{n // 4}f", raw)
+        blob.extend(raw)
+    # docs/MODEL.md: at the paper's sizes 46,234 parameters
+    params = sum(r * (c[0] if c else 1) for _, (r, *c) in listed)
+    check(len(blob) // 4 == params, f"{what}: parameters {len(blob) // 4} == formula {params}")
+    # docs/MODEL.md: matrices Glorot-uniform, U(+-sqrt(6 / (rows + cols))); biases 0
+    for name, shape in listed:
+        w = values[name]
+        if len(shape) == 1:
+            check(all(x == 0 for x in w), f"{what}: {name} starts at zero")
+        else:
+            bound = (6 / (shape[0] + shape[1])) ** 0.5
+            largest = max(abs(x) for x in w)
+            check(largest <= bound and (largest > 0.7 * bound or len(w) < 8),
+                  f"{what}: {name} Glorot-uniform within {bound:.4f} (largest {largest:.4f})")
+    if xxhash:
+        checksum = xxhash.xxh64(bytes(blob)).intdigest()
+        check(kv["fwm.checksum"] == checksum, f"{what}: checksum is XXH64 of the data")
+        check(kv["fwm.fingerprint"] == gfw_fingerprint(kv, checksum), f"{what}: FWMFP2 fingerprint")
+    return kv, data, params
+
+
 def inspect_ok(path, parameters, state_floats, what):
     r = run(FWM_INSPECT, path)
     check(r.returncode == 0, f"{what}: fwm-inspect exits 0 (got {r.returncode}: {r.stderr})")
@@ -391,6 +464,42 @@ def main():
         r = run(FWM_INSPECT, b)
         check(r.returncode == 1 and "checksum mismatch" in r.stderr, f"mnm: damaged data refused ({r.stderr})")
 
+        # ---- the Gated Fast Weights model (--arch gfw) ----
+        g = os.path.join(tmp, "gfw.gguf")
+        r = run(FWM_INIT, "--arch", "gfw", "--out", g)
+        check(r.returncode == 0 and "46234 parameters, 3960 state floats" in r.stdout,
+              f"fwm-init --arch gfw: the paper's sizes by default ({r.returncode}: {r.stdout} {r.stderr})")
+        kv, _, params = verify_gfw(g, 15, 15, 40, 40, 100, "gfw defaults")
+        check(params == 46234, "gfw: docs/MODEL.md's 46,234 parameters")
+        check(kv["tokenizer.ggml.tokens"] == [" ", "a", "b", "c", "d", "e", "f", "g", "h", "S", "Q", "(",
+                                              ")", ",", "."],
+              "gfw: the associative retrieval task's 15 symbols by default")
+        check(kv["tokenizer.ggml.padding_token_id"] == 0 and kv["tokenizer.ggml.eos_token_id"] == 14,
+              "gfw: padding the space, end of sequence '.'")
+        r = inspect_ok(g, 46234, 3960, "gfw defaults")
+        check("architecture: gfw (Gated Fast Weights: fast net 40, slow net 40 with transition layer 100, "
+              "embedding 15" in r.stdout, f"inspect: the gfw architecture and sizes ({r.stdout[-600:]})")
+        check("F1: 40 x 56; F2: 40 x 41" in r.stdout and "gfw.slow.1.weight" in r.stdout
+              and "checksum: verified" in r.stdout and "(stored, matches)" in r.stdout,
+              "inspect: gfw tensors listed, fast matrices sized, file verified")
+        gfw_args = ["--arch", "gfw", "--vocab-size", "20", "--embedding", "6", "--hidden", "5",
+                    "--slow-hidden", "7", "--slow-inner", "9", "--layer-norm-eps", "1e-3", "--seed", "4"]
+        r = run(FWM_INIT, "--out", g, *gfw_args, "--prime", "<eos> .")
+        check(r.returncode == 0, f"fwm-init --arch gfw with sizes: exit 0 ({r.stderr})")
+        kv, gfw_data, params = verify_gfw(g, 20, 6, 5, 7, 9, "gfw small")
+        check(abs(kv["gfw.layer_norm_epsilon"] - 1e-3) < 1e-9 and kv["fwm.session.prime_tokens"] == [1, 2],
+              "gfw: --layer-norm-eps and --prime recorded")
+        check(kv["tokenizer.ggml.padding_token_id"] == 0 and kv["tokenizer.ggml.eos_token_id"] == 1,
+              "gfw: a generated vocabulary's <pad> and <eos>")
+        inspect_ok(g, params, 5 + 7 + 5 * 12 + 5 * 6, "gfw small")
+        run(FWM_INIT, "--out", b, *gfw_args, "--prime", "<eos> .")
+        check(open(b, "rb").read() == gfw_data, "gfw: same seed, identical file")
+        damaged = bytearray(gfw_data)
+        damaged[-5] ^= 0x01
+        open(b, "wb").write(damaged)
+        r = run(FWM_INSPECT, b)
+        check(r.returncode == 1 and "checksum mismatch" in r.stderr, f"gfw: damaged data refused ({r.stderr})")
+
         # ---- damaged files ----
         bad = os.path.join(tmp, "bad.gguf")
         damaged = bytearray(data)
@@ -441,7 +550,18 @@ def main():
         open(dup, "w").write("<pad>\n<eos>\n\nmary\n")
         init_refused(["--out", out, "--vocab", dup], "line 3: empty token")
         init_refused(["--out", out, "--vocab", os.path.join(tmp, "none.txt")], "cannot open")
-        init_refused(["--out", out, "--arch", "ntm"], "--arch: expected 'fwm', 'lstm' or 'mnm', found 'ntm'")
+        init_refused(["--out", out, "--arch", "ntm"], "--arch: expected 'fwm', 'lstm', 'mnm' or 'gfw', found 'ntm'")
+        init_refused(["--out", out, "--arch", "gfw", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
+        init_refused(["--out", out, "--arch", "gfw", "--forget-bias", "1"], "--forget-bias does not apply to --arch gfw")
+        init_refused(["--out", out, "--arch", "gfw", "--residual"], "--residual or --no-residual does not apply")
+        init_refused(["--out", out, "--arch", "gfw", "--heads", "2"], "--heads applies to --arch mnm only")
+        init_refused(["--out", out, "--slow-inner", "4"], "--slow-inner applies to --arch gfw only")
+        init_refused(["--out", out, "--arch", "lstm", "--layer-norm-eps", "1e-3"],
+                     "--layer-norm-eps applies to --arch fwm and gfw only")
+        init_refused(["--out", out, "--arch", "gfw", "--hidden", "1"],
+                     "key 'gfw.fast.hidden_size': expected 2 to 65536, found 1")
+        init_refused(["--out", out, "--arch", "gfw", "--layer-norm-eps", "0"],
+                     "key 'gfw.layer_norm_epsilon': expected > 0, found 0")
         init_refused(["--out", out, "--arch", "mnm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
         init_refused(["--out", out, "--arch", "mnm", "--layers", "2"], "--layers applies to --arch lstm only")
         init_refused(["--out", out, "--arch", "mnm", "--residual"],

@@ -1,4 +1,5 @@
-/* fuzz_fixture.c - builds the fixed small models of fuzz_fixture.h (the FWM's, the LSTM's, the MNM's).
+/* fuzz_fixture.c - builds the fixed small models of fuzz_fixture.h (the FWM's, the LSTM's, the MNM's,
+ * the GFW's).
  * Weights follow a formula with exactly representable values, w(t, i) = ((7 i + 3 t) mod 13 - 6) / 32
  * for element i of tensor t (tensor-list order), so make_corpus.py can recompute the FWM's checksum
  * and fingerprint. */
@@ -11,6 +12,7 @@
 
 #include "fwm_hparams.h"
 #include "fwm_schema.h"
+#include "gfw/gfw_hparams.h"
 #include "lstm/lstm_hparams.h"
 #include "mnm/mnm_hparams.h"
 
@@ -69,6 +71,10 @@ static fwm_status write_lstm(const char *path, const void *spec, fwm_error *err)
 
 static fwm_status write_mnm(const char *path, const void *spec, fwm_error *err) {
     return fwm_mnm_model_write(path, spec, err);
+}
+
+static fwm_status write_gfw(const char *path, const void *spec, fwm_error *err) {
+    return fwm_gfw_model_write(path, spec, err);
 }
 
 /* Write a model into a fresh temporary directory, load it fully into memory, remove both. */
@@ -165,6 +171,39 @@ static fwm_model *build_mnm(void) {
     }
     fwm_model *model = write_and_load(write_mnm, &spec);
     for (size_t t = 0; t < count; t++) free(tensors[t]);
+    return model;
+}
+
+static fwm_model *build_gfw(void) {
+    fwm_gfw_write_spec spec;
+    memset(&spec, 0, sizeof spec);
+    fwm_gfw_hparams_defaults(&spec.hp);
+    spec.hp.vocab_size = (uint32_t)FIXTURE_V;
+    spec.hp.embedding_length = 5;
+    spec.hp.fast_hidden = 2;
+    spec.hp.slow_hidden = 2;
+    spec.hp.slow_inner = 3;
+    spec.hp.layer_norm_epsilon = 1.0f / 65536.0f;
+    spec.hp.padding_token_id = 0;
+    spec.hp.eos_token_id = 1;
+    spec.name = "fuzz fixture (gfw)";
+    spec.tokens = fixture_vocabulary;
+    size_t count = fwm_gfw_tensor_count(&spec.hp);
+    float *tensors[FWM_GFW_MAX_TENSORS] = {0};
+    for (size_t t = 0; t < count; t++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_gfw_tensor_at(&spec.hp, t, name, &rows, &cols);
+        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
+    }
+    fwm_model *model = write_and_load(write_gfw, &spec);
+    for (size_t t = 0; t < count; t++) free(tensors[t]);
+    return model;
+}
+
+const fwm_model *fuzz_fixture_gfw_model(void) {
+    static fwm_model *model;
+    if (!model) model = build_gfw();
     return model;
 }
 

@@ -26,4 +26,10 @@ const fwm_model *fuzz_fixture_lstm_model(void);
  * formula. Its blobs are version 2 with dims H 2, d_k 2, d_v 1, D 2, one layer. */
 const fwm_model *fuzz_fixture_mnm_model(void);
 
+/* The Gated Fast Weights fixture (architecture `gfw`): the same vocabulary, E = 5, a fast net of
+ * m = 2, a slow net of N = 2 with a transition layer of P = 3, epsilon 2^-16, weights by the same
+ * formula. Its blobs are version 2 with dims m 2, N 2, E 5 and 2 + 2 + 2 (2 + 5 + 1) + 2 (2 + 1)
+ * = 26 floats. */
+const fwm_model *fuzz_fixture_gfw_model(void);
+
 #endif

@@ -8,7 +8,7 @@
  * a time (which must agree), top-k, fork, state export and import (which must round-trip), reset,
  * the primed start (the prime tokens stepped from zero give the model's start scores);
  * finally the same bytes are loaded again as a copy with the checksum (and fingerprint) verified.
- * Any registered architecture (the corpus has FWM, LSTM and MNM files).
+ * Any registered architecture (the corpus has FWM, LSTM, MNM and GFW files).
  *
  * Sessions are skipped for models whose state exceeds FUZZ_MAX_STATE_FLOATS: the loader allows up
  * to 2^26 fast weights, which is correct but would make each execution take seconds.
@@ -203,6 +203,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else if (info.architecture && strcmp(info.architecture, "mnm") == 0) /* h, c, r, the memory */
         FUZZ_CHECK(info.session_state_floats > 2 * (size_t)info.hidden_size &&
                    info.state_blob_bytes == 64 + 4 * info.session_state_floats);
+    else if (info.architecture && strcmp(info.architecture, "gfw") == 0) /* h_F, h_S, F1, F2 (m = H) */
+        FUZZ_CHECK(info.session_state_floats >
+                       (size_t)info.hidden_size * (2 * (size_t)info.hidden_size + info.embedding_length + 3) &&
+                   info.state_blob_bytes == 56 + 4 * info.session_state_floats);
     else
         FUZZ_CHECK(info.session_state_floats ==
                    2 * (size_t)info.hidden_size +

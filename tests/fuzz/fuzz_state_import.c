@@ -100,5 +100,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (import_both_ways(fuzz_fixture_model(), data, size)) fuzz_inputs_accepted++;
     if (import_both_ways(fuzz_fixture_lstm_model(), data, size)) fuzz_inputs_accepted++;
     if (import_both_ways(fuzz_fixture_mnm_model(), data, size)) fuzz_inputs_accepted++;
+    if (import_both_ways(fuzz_fixture_gfw_model(), data, size)) fuzz_inputs_accepted++;
     return 0;
 }

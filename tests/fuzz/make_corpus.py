@@ -8,14 +8,15 @@ inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, a
   model_load/    small valid model files (F32 / F16 / BF16, both read policies, other layouts and
                  alignments, optional keys present or not) and damaged ones (truncated, bad header,
                  impossible counts and lengths, wrong types, shapes, checksums, bit flips); the
-                 same for the LSTM baseline (`lstm-*`, docs/FORMAT.md section 7) and the MNM
-                 baseline (`mnm-*`).
+                 same for the LSTM baseline (`lstm-*`, docs/FORMAT.md section 7), the MNM
+                 baseline (`mnm-*`) and the Gated Fast Weights model (`gfw-*`).
   state_import/  state blobs for the fixture model of fuzz_fixture.c (valid ones, whose fingerprint
                  this script recomputes from the same hyperparameters, vocabulary and weight
                  formula, and damaged ones), LSTM (version-2) blobs, valid for the LSTM
                  fixture (whose FWMFP2 fingerprint tests/reference/lstm_reference.py computes)
-                 and refused by the FWM's, and MNM blobs, valid for the MNM fixture (fingerprinted
-                 by tests/reference/mnm_reference.py).
+                 and refused by the FWM's, MNM blobs, valid for the MNM fixture (fingerprinted
+                 by tests/reference/mnm_reference.py), and GFW blobs, valid for the GFW fixture
+                 (fingerprinted by tests/reference/gfw_reference.py).
   tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
 
 GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
@@ -338,6 +339,79 @@ def mnm_corpus():
     return files
 
 
+# ---- the gfw schema (model_format/gfw/gfw_hparams.h) -----------------------------------------------
+GFW_KEYS = [("V", "gfw.vocab_size"), ("E", "gfw.embedding_length"), ("m", "gfw.fast.hidden_size"),
+            ("N", "gfw.slow.hidden_size"), ("P", "gfw.slow.inner_size")]
+
+
+def gfw_tensor_list(hp):
+    V, E, m, N, P = (hp[k] for k, _ in GFW_KEYS)
+    out = N + 2 * (m + m + E + 1) + 2 * (m + m + 1)
+    return [("token_embd.weight", V, E), ("gfw.slow.0.weight", P, N + E), ("gfw.slow.0.bias", P, None),
+            ("gfw.slow.1.weight", out, P), ("gfw.slow.1.bias", out, None), ("output.weight", V, m),
+            ("output.bias", V, None)]
+
+
+def gfw_fingerprint(hp, tokens, checksum):
+    b = bytearray(b"FWMFP2") + struct.pack("<I", 3) + b"gfw"
+    b += b"".join(struct.pack("<I", hp[k]) for k, _ in GFW_KEYS)
+    b += struct.pack("<f", hp["eps"]) + struct.pack("<III", hp["pad"], hp["eos"], hp["V"])
+    for t in tokens:
+        e = t.encode()
+        b += struct.pack("<I", len(e)) + e
+    b += struct.pack("<Q", checksum)
+    return xxhash.xxh64(bytes(b)).intdigest()
+
+
+def gfw_model(m=3, V=8, types=None, change=None, drop=(), extra=(), tensor_change=None, drop_tensors=()):
+    hp = dict(V=V, E=3, m=m, N=2, P=4, eps=1 / 65536, pad=0, eos=1)
+    tokens = vocabulary(V)
+    shapes = gfw_tensor_list(hp)
+    rng = random.Random(V * 100 + m)
+    values = [[round(rng.uniform(-1, 1), 3) for _ in range(r * (c or 1))] for _, r, c in shapes]
+    types = types or [GGML_F32] * len(shapes)
+    datas = [encode(v, t) for v, t in zip(values, types)]
+    tensors = []
+    for (tname, rows, cols), t, data in zip(shapes, types, datas):
+        dims, ggml_type = ([cols, rows] if cols is not None else [rows]), t
+        if tensor_change and tname in tensor_change:
+            dims, ggml_type = tensor_change[tname]
+        tensors.append((tname, dims, ggml_type, data))
+    sum_ = xxhash.xxh64(b"".join(datas)).intdigest()
+    kvs = [("general.architecture", STRING, "gfw"), ("general.alignment", U32, 64)]
+    kvs += [(key, U32, hp[k]) for k, key in GFW_KEYS]
+    kvs += [("gfw.layer_norm_epsilon", F32, hp["eps"]), ("tokenizer.ggml.padding_token_id", U32, 0),
+            ("tokenizer.ggml.eos_token_id", U32, 1), ("tokenizer.ggml.model", STRING, "word"),
+            ("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)), ("fwm.checksum", U64, sum_),
+            ("fwm.fingerprint", U64, gfw_fingerprint(hp, tokens, sum_))]
+    kvs += list(extra)
+    if change:
+        kvs = [(k, *change[k]) if k in change else (k, t, v) for k, t, v in kvs]
+    kvs = [kv for kv in kvs if kv[0] not in drop]
+    tensors = [t for t in tensors if t[0] not in drop_tensors]
+    return gguf_file(kvs, tensors, 64)
+
+
+def gfw_corpus():
+    files = {}
+    base = gfw_model()
+    files["gfw-valid-m3"] = base
+    files["gfw-valid-m2-f16-bf16-primed"] = gfw_model(
+        m=2, V=5, types=[GGML_F16, GGML_BF16, GGML_F32, GGML_BF16, GGML_F16, GGML_F32, GGML_F16],
+        extra=[("fwm.session.prime_tokens", ARRAY, (U32, [1, 2]))])
+    files["gfw-bad-fast-hidden-1"] = gfw_model(change={"gfw.fast.hidden_size": (U32, 1)})
+    files["gfw-bad-fast-too-big"] = gfw_model(change={"gfw.fast.hidden_size": (U32, 65536)})
+    files["gfw-bad-epsilon-0"] = gfw_model(change={"gfw.layer_norm_epsilon": (F32, 0.0)})
+    files["gfw-bad-epsilon-u32"] = gfw_model(change={"gfw.layer_norm_epsilon": (U32, 1)})
+    files["gfw-bad-missing-slow-inner"] = gfw_model(drop=("gfw.slow.inner_size",))
+    files["gfw-bad-shape-slow-1"] = gfw_model(tensor_change={"gfw.slow.1.weight": ([4, 40], GGML_F32)})
+    files["gfw-bad-missing-output-bias"] = gfw_model(drop_tensors=("output.bias",))
+    files["gfw-bad-fingerprint"] = gfw_model(change={"fwm.fingerprint": (U64, 99)})
+    for seed in range(2):
+        files[f"gfw-bad-bitflips-{seed}"] = flip_bits(base, 40 + seed, 2 + seed)
+    return files
+
+
 def flip_bits(data, seed, count):
     rng = random.Random(seed)
     b = bytearray(data)
@@ -426,6 +500,7 @@ def model_load_corpus():
         files[f"bad-bitflips-{seed}"] = flip_bits(base, seed, 1 + seed)
     files.update(lstm_corpus())
     files.update(mnm_corpus())
+    files.update(gfw_corpus())
     return files
 
 
@@ -504,7 +579,34 @@ def state_import_corpus():
         body = (b"FWMS" + struct.pack("<IQ", 2, mnm_fixture_fingerprint()) + b"mnm\0\0\0\0\0"
                 + struct.pack("<Q6I", position, 2, 2, 1, 2, 1, 0) + struct.pack("<7f", *values))
         files[name] = body + struct.pack("<Q", xxhash.xxh64(body).intdigest())
+    # a GFW session's blob (version 2, runtime/gfw/gfw_state.c): dims m 2, N 2, E 5, then h_F, h_S,
+    # F1 [2, 8], F2 [2, 3]: 26 floats; with the FWM fixture's fingerprint, refused by every fixture
+    gfw = b"FWMS" + struct.pack("<IQ", 2, fixture_fingerprint()) + b"gfw\0\0\0\0\0"
+    gfw += struct.pack("<Q4I", 5, 2, 2, 5, 0) + struct.pack("<26f", *[0.25] * 26)
+    files["bad-gfw-blob"] = gfw + struct.pack("<Q", xxhash.xxh64(gfw).intdigest())
+    # blobs of the GFW fixture (fuzz_fixture_gfw_model): accepted there, refused by the others
+    rng = random.Random(11)
+    for name, position, values in (("valid-gfw-zero", 0, [0.0] * 26),
+                                   ("valid-gfw-random", 6, [round(rng.uniform(-1, 1), 4) for _ in range(26)])):
+        body = (b"FWMS" + struct.pack("<IQ", 2, gfw_fixture_fingerprint()) + b"gfw\0\0\0\0\0"
+                + struct.pack("<Q4I", position, 2, 2, 5, 0) + struct.pack("<26f", *values))
+        files[name] = body + struct.pack("<Q", xxhash.xxh64(body).intdigest())
     return files
+
+
+def gfw_fixture_fingerprint():
+    """FWMFP2 of fuzz_fixture.c's GFW (E 5, m 2, N 2, P 3, epsilon 2^-16), by the independent
+    reference."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+    import gfw_reference
+    hp = gfw_reference.default_hparams(vocab_size=len(FIXTURE_TOKENS), embedding_length=5, fast_hidden=2,
+                                       slow_hidden=2, slow_inner=3, layer_norm_epsilon=1 / 65536,
+                                       padding_token_id=0, eos_token_id=1)
+    stored = {}
+    for t, (name, shape) in enumerate(gfw_reference.tensor_list(hp)):
+        n = shape[0] * (shape[1] if len(shape) > 1 else 1)
+        stored[name] = struct.pack(f"<{n}f", *[((7 * i + 3 * t) % 13 - 6) / 32 for i in range(n)])
+    return gfw_reference.fingerprint(hp, FIXTURE_TOKENS, gfw_reference.checksum(hp, stored))
 
 
 def mnm_fixture_fingerprint():

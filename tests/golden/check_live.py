@@ -2,8 +2,8 @@
 """check_live.py - compare the C runtime (through fwm-run) with the numpy references, live.
 
 What it is for: three meson tests of suite 'golden' that recompute expected logits with
-tests/reference/fwm_reference.py (and lstm_reference.py, mnm_reference.py) at test time instead of trusting
-committed numbers:
+tests/reference/fwm_reference.py (and lstm_reference.py, mnm_reference.py, gfw_reference.py) at
+test time instead of trusting committed numbers:
 
   check_live.py committed --fwm-run EXE --data DIR
       for every model of DIR/manifest.txt: the reference's logits now must equal the committed
@@ -13,8 +13,8 @@ committed numbers:
       writes a fresh random tiny model with tests/reference/gguf_writer.py (random sizes, variant,
       tensor types, order, checksum or not; the seed is drawn at random unless given, and printed)
       and compares fwm-run with the reference on a random token sequence; then the same for a
-      random tiny `lstm` model (lstm_reference.py) and a random tiny `mnm` model
-      (mnm_reference.py) drawn from the same seed.
+      random tiny `lstm` model (lstm_reference.py), a random tiny `mnm` model (mnm_reference.py)
+      and a random tiny `gfw` model (gguf_writer.py, gfw_reference.py) drawn from the same seed.
   check_live.py c-written --fwm-run EXE --fwm-init EXE
       models written by fwm's own C writer (fwm-init): the reference must read them (and verify
       their checksum) and agree with fwm-run; one tiny model at the golden tolerance, and one of
@@ -23,10 +23,12 @@ committed numbers:
       then `lstm` models written by fwm-init --arch lstm (two tiny ones and the paper's LSTM
       sizes, all at the golden tolerance), whose checksum and FWMFP2 fingerprint the reference
       checks; and `mnm` models written by fwm-init --arch mnm (two tiny ones and the FWM paper's
-      MNM sizes), likewise.
+      MNM sizes), likewise; and `gfw` models written by fwm-init --arch gfw (two tiny ones at the
+      golden tolerance, the paper's sizes at 10 times it, over short streams).
 Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, those of `mnm`
-models (arch=mnm) through mnm_reference.py, and their session-start logits (primed=FILE) and
-fingerprint (fingerprint=0x...) are recomputed too.
+models (arch=mnm) through mnm_reference.py, those of `gfw` models (arch=gfw) through
+gfw_reference.py, and their session-start logits (primed=FILE) and fingerprint (fingerprint=0x...)
+are recomputed too.
 
 Exits 0 on agreement, 1 on a mismatch (printing model, token position, logit index, got, want),
 77 (meson's "skipped") when numpy is not available.
@@ -48,6 +50,7 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 import fwm_reference  # noqa: E402
+import gfw_reference  # noqa: E402
 import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
 import make_golden  # noqa: E402
@@ -82,6 +85,26 @@ class MnmModel:
 
     def logits(self, tokens):
         return mnm_reference.forward(self.hp, self.params, tokens)[0]
+
+
+class GfwModel:
+    """A `gfw` file read by gfw_reference.py, with MnmModel's interface."""
+
+    def __init__(self, path):
+        self.hp, self.vocab, self.params, meta = gfw_reference.read_model(path, verify_checksum=HAVE_XXHASH)
+        _, tensors = fwm_reference.read_gguf(path)
+        key = "fwm.session.prime_tokens"
+        self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
+        self.stored_checksum = meta["fwm.checksum"][1] if "fwm.checksum" in meta else None
+        self.stored_fingerprint = meta["fwm.fingerprint"][1] if "fwm.fingerprint" in meta else None
+        self.fingerprint = None
+        if HAVE_XXHASH:
+            cs = gfw_reference.checksum(self.hp, {n: tensors[n][2]
+                                                  for n, _ in gfw_reference.tensor_list(self.hp)})
+            self.fingerprint = gfw_reference.fingerprint(self.hp, self.vocab, cs)
+
+    def logits(self, tokens):
+        return gfw_reference.forward(self.hp, self.params, tokens)[0]
 
 
 def run_fwm(exe, model_path, tokens, workdir):
@@ -135,8 +158,8 @@ def check_committed(args):
             if arch == "lstm":
                 model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
                 live, _ = lstm_reference.compute_logits(model, tokens)
-            elif arch == "mnm":
-                model = MnmModel(path)
+            elif arch in ("mnm", "gfw"):
+                model = MnmModel(path) if arch == "mnm" else GfwModel(path)
                 live = model.logits(tokens)
             else:
                 model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
@@ -150,7 +173,7 @@ def check_committed(args):
                                 committed.reshape(-1, V) if committed.size % V == 0 else committed,
                                 live, tol / 50)
             if "primed" in opts:
-                if arch == "mnm":
+                if arch in ("mnm", "gfw"):
                     whole = model.logits(model.prime_tokens + tokens)
                 else:
                     whole, _ = lstm_reference.compute_logits(model, model.prime_tokens + tokens)
@@ -352,6 +375,61 @@ def check_random_mnm(args, seed):
         print(f"check_live random: FAILED; model kept in {workdir}")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
+    return check_random_gfw(args, seed)
+
+
+def check_random_gfw(args, seed):
+    """A random `gfw` model from the same seed (its own draws: sizes, tensor types, order, keys,
+    slow-net gain), compared the same way over a short stream (docs/MODEL.md, ambiguity 9)."""
+    workdir = tempfile.mkdtemp(prefix="fwm-golden-random-gfw-")
+    path = os.path.join(workdir, "random-gfw.gguf")
+    type_names = ["f32", "f16", "bf16"]
+    for attempt in range(50):
+        rng = np.random.default_rng([seed, 3000 + attempt])
+        spec = dict(name="random-gfw", V=int(rng.integers(2, len(make_golden.WORDS) + 1)),
+                    E=int(rng.integers(1, 13)), m=int(rng.integers(2, 13)), N=int(rng.integers(1, 13)),
+                    P=int(rng.integers(1, 17)), eps=[1e-5, 1e-4, 1e-3][int(rng.integers(0, 3))],
+                    types={n: type_names[int(rng.integers(0, 3))] for n in gguf_writer.GFW_TENSOR_NAMES},
+                    order=["reversed", "shuffled", "canonical"][int(rng.integers(0, 3))],
+                    checksum=HAVE_XXHASH and bool(rng.integers(0, 2)),
+                    fingerprint=HAVE_XXHASH and bool(rng.integers(0, 2)), gaps=bool(rng.integers(0, 2)),
+                    n_tokens=int(rng.integers(16, 33)))
+        whp, vocab = make_golden.gfw_writer_hp(spec)
+        weights = make_golden.make_gfw_weights(whp, rng, gain=float(rng.uniform(0.5, 2)))
+        gguf_writer.write_gfw_model(path, whp, vocab, weights, types=spec["types"], order=spec["order"],
+                                    checksum=spec["checksum"], fingerprint=spec["fingerprint"],
+                                    gaps=spec["gaps"], rng=rng)
+        model = GfwModel(path)
+        tokens = [1] + [int(t) for t in rng.integers(0, whp["V"], size=spec["n_tokens"] - 1)]
+        want, facts = make_golden.analyse_gfw(model.hp, model.params, tokens, None, rng)
+        # A layer norm of a nearly constant vector amplifies rounding beyond what the nudged
+        # evaluations estimate (the C step's nonlinearities round differently): such draws, and
+        # those near the conditioning limit, are drawn again.
+        if (facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION * 2 / 3
+                and facts["min_pre_norm_std"] >= 0.05):
+            break
+    else:
+        print("check_live random: no well-conditioned gfw model in 50 draws")
+        return 1
+    desc = {k: spec[k] for k in ("V", "E", "m", "N", "P", "eps", "order", "checksum", "fingerprint",
+                                 "gaps")}
+    print(f"  gfw draw {attempt}: {desc}")
+    print(f"  types: {spec['types']}")
+    print(f"  tokens: {','.join(map(str, tokens))}")
+    print(f"  {make_golden.describe_gfw('random gfw', facts, seed)}")
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live random: {exc}\n  model kept in {workdir}")
+        return 1
+    V = spec["V"]
+    failures = compare("random gfw model: fwm-run vs reference",
+                       got.reshape(-1, V) if got.size % V == 0 else got, want,
+                       make_golden.tolerance(want))
+    if failures:
+        print(f"check_live random: FAILED; model kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
     print("check_live random: passed")
     return 0
 
@@ -405,6 +483,7 @@ def check_c_written(args):
         failures += 1
     failures += check_c_written_lstm(args, workdir)
     failures += check_c_written_mnm(args, workdir)
+    failures += check_c_written_gfw(args, workdir)
     if failures:
         print(f"check_live c-written: FAILED; files kept in {workdir}")
         return 1
@@ -513,6 +592,70 @@ def check_c_written_mnm(args, workdir):
             print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
             failures += 1
             continue
+        try:
+            got = run_fwm(args.fwm_run, path, tokens, workdir)
+        except RuntimeError as exc:
+            print(f"check_live c-written: {exc}")
+            failures += 1
+            continue
+        V = model.hp["vocab_size"]
+        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
+                            got.reshape(-1, V) if got.size % V == 0 else got, want,
+                            make_golden.tolerance(want) * factor)
+    return failures
+
+
+# fwm-init --arch gfw cases: label, options, tolerance factor over make_golden.RTOL. At the paper's
+# sizes two layer norms per step over a 40-unit fast net amplify rounding; the stream is short
+# (docs/MODEL.md, ambiguity 9), and the case is held to 10 times the tolerance like the FWM's.
+GFW_C_CASES = [
+    ("gfw tiny, m 2", ["--arch", "gfw", "--vocab-size", "13", "--embedding", "3", "--hidden", "2",
+                       "--slow-hidden", "4", "--slow-inner", "5", "--layer-norm-eps", "1e-3"], 1),
+    ("gfw small, primed", ["--arch", "gfw", "--vocab-size", "15", "--embedding", "6", "--hidden", "7",
+                           "--slow-hidden", "5", "--slow-inner", "9", "--prime", "<eos> . ?"], 1),
+    ("gfw paper sizes", ["--arch", "gfw", "--vocab-size", "15"], 10),
+]
+
+
+def check_c_written_gfw(args, workdir):
+    """`gfw` models written by fwm's C writer (fwm-init --arch gfw, the spec's Glorot-uniform
+    initialisation with zero biases): the reference reads them, verifies their checksum and FWMFP2
+    fingerprint, and agrees with fwm-run over 24 tokens from the zero state; returns the number of
+    failures."""
+    path = os.path.join(workdir, "c-written-gfw.gguf")
+    failures = 0
+    for label, options, factor in GFW_C_CASES:
+        # fwm-init's seed picks the weights: take the first whose data are well-conditioned
+        try:
+            for seed in range(3, 33):
+                fwm_init(args.fwm_init, path, options + ["--seed", str(seed)])
+                model = GfwModel(path)
+                rng = np.random.default_rng(seed)
+                tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=23)]
+                want = model.logits(tokens)
+                worst = 0.0
+                for _ in range(4):
+                    nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24)
+                              for k, v in model.params.items()}
+                    worst = max(worst, float((np.abs(gfw_reference.forward(model.hp, nudged, tokens)[0] - want)
+                                              / make_golden.tolerance(want)).max()))
+                if worst <= make_golden.MAX_F32_ERROR_FRACTION * factor:
+                    break
+            else:
+                print(f"check_live c-written: {label}: no well-conditioned seed in 30")
+                failures += 1
+                continue
+        except (RuntimeError, fwm_reference.FormatError) as exc:
+            print(f"check_live c-written: {label}: {exc}")
+            failures += 1
+            continue
+        if HAVE_XXHASH and (model.stored_checksum is None or model.stored_fingerprint != model.fingerprint):
+            print(f"check_live c-written: {label}: fwm-init's fwm.fingerprint is missing or differs "
+                  f"from the reference's {model.fingerprint:#018x}")
+            failures += 1
+        print(f"  {label}: fwm-init {' '.join(options)} --seed {seed}; checksum and fingerprint "
+              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
+              f"{model.prime_tokens}; float32 rounding uses {worst:.3f} of the tolerance")
         try:
             got = run_fwm(args.fwm_run, path, tokens, workdir)
         except RuntimeError as exc:

@@ -7,8 +7,9 @@
  * fork in the middle, batches of sessions at different positions, and loads without mmap and from
  * a misaligned buffer. Also checks the checksum reporting (present and verified, or absent) and
  * that a damaged tensor byte is caught by the checksum (or the stored fingerprint). Lines with the
- * optional fields (the lstm and mnm models' lines) also check the architecture, the fingerprint the
- * loader computes and the logits from the session start (fwm_session_prime, fwm_model_start_logits).
+ * optional fields (the lstm, mnm and gfw models' lines) also check the architecture, the
+ * fingerprint the loader computes and the logits from the session start (fwm_session_prime,
+ * fwm_model_start_logits).
  *
  * Tolerance (the same rule as make_golden.py and check_live.py): a relative error of 1e-5 of the
  * row's scale, |got - want| <= 1e-5 * max(max_j |want_j|, 1e-3). A logit near zero is a sum of
@@ -424,6 +425,13 @@ static void run_entry(const char *dir, const entry *e) {
     if (!strcmp(arch, "mnm")) /* h, c, r and the memory; the version-2 blob's 56-byte header */
         CHECK(info.layer_count == 1 && info.session_state_floats > 2 * (size_t)info.hidden_size &&
                   info.state_blob_bytes == 64 + 4 * info.session_state_floats,
+              "%s: %u layers, %zu state floats, %zu blob bytes", e->model, info.layer_count,
+              info.session_state_floats, info.state_blob_bytes);
+    if (!strcmp(arch, "gfw")) /* h_F (m = H), h_S, F1 [m, m+E+1], F2 [m, m+1]; 48-byte blob header */
+        CHECK(info.layer_count == 1 &&
+                  info.session_state_floats >
+                      (size_t)info.hidden_size * (2 * (size_t)info.hidden_size + info.embedding_length + 3) &&
+                  info.state_blob_bytes == 56 + 4 * info.session_state_floats,
               "%s: %u layers, %zu state floats, %zu blob bytes", e->model, info.layer_count,
               info.session_state_floats, info.state_blob_bytes);
     if (e->has_fingerprint)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make_golden.py - generate the committed tiny models (`fwm`, `lstm`, `mnm`) and their expected logits.
+"""make_golden.py - generate the committed tiny models (`fwm`, `lstm`, `mnm`, `gfw`) and their expected logits.
 
 What it is for: writing tests/golden/data/ (model files through gguf_writer.py, expected logits
 through fwm_reference.py in float64, stored as little-endian float32, and manifest.txt) from fixed
@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fwm_reference  # noqa: E402
+import gfw_reference  # noqa: E402
 import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
 import mnm_reference  # noqa: E402
@@ -520,6 +521,177 @@ def describe_mnm(name, facts, seed):
             f"effect in tolerances of {effects}")
 
 
+# ---- the `gfw` architecture ----------------------------------------------------------------------
+
+# The committed Gated Fast Weights models (tests/golden/README.md), written by gguf_writer.py (an
+# independent writer; gfw_reference.py reads them): the smallest fast net (m = 2) and larger ones,
+# epsilon at its default and not, F32, F16, BF16 and mixed tensors in every order, checksum and
+# fingerprint keys present or absent, and session starts: the default ([eos]), three tokens, none,
+# five. The recurrence is chaotic with large weights (docs/MODEL.md, ambiguity 9), so the weights
+# stay at the initialisation's scale and the streams are short.
+GFW_MIXED = {"token_embd.weight": "bf16", "gfw.slow.0.weight": "f16", "gfw.slow.1.bias": "bf16",
+             "gfw.slow.1.weight": "f16", "output.bias": "f16"}
+GFW_GOLDEN = [
+    dict(name="gfw1_f32", V=12, E=5, m=4, N=6, P=8, eps=1e-5, types="f32", order="reversed",
+         checksum=True, fingerprint=True, prime=None, gaps=False, n_tokens=32, seed=901),
+    dict(name="gfw2_eps_f16", V=13, E=6, m=7, N=5, P=9, eps=1e-3, types="f16", order="shuffled",
+         checksum=True, fingerprint=False, prime=[1, 5, 3], gaps=True, n_tokens=28, seed=902),
+    dict(name="gfw3_bf16", V=15, E=15, m=10, N=8, P=12, eps=1e-5, types="bf16", order="reversed",
+         checksum=False, fingerprint=False, prime=[], gaps=False, n_tokens=24, seed=903),
+    dict(name="gfw4_m2_mixed", V=14, E=4, m=2, N=3, P=5, eps=1e-5, types=GFW_MIXED,
+         order="canonical", checksum=False, fingerprint=True, prime=[1, 2, 3, 4, 5], gaps=True,
+         n_tokens=30, seed=904),
+]
+
+
+def gfw_writer_hp(spec):
+    """The gguf_writer.py hyperparameter dict and the vocabulary of a GFW model spec."""
+    return dict(V=spec["V"], E=spec["E"], m=spec["m"], N=spec["N"], P=spec["P"], eps=spec["eps"],
+                pad=0, eos=1), WORDS[:spec["V"]]
+
+
+def make_gfw_weights(whp, rng, gain=1.5):
+    """The spec's initialisation (gfw_reference.init_params: Glorot-uniform matrices) with the slow
+    net's weights scaled by `gain`, so that the update gates and candidates move visibly, and
+    non-zero biases everywhere (a bias read with the wrong offset must show)."""
+    hp = gfw_reference.default_hparams(vocab_size=whp["V"], embedding_length=whp["E"],
+                                       fast_hidden=whp["m"], slow_hidden=whp["N"],
+                                       slow_inner=whp["P"])
+    w = {k: np.array(v, dtype=np.float64) for k, v in gfw_reference.init_params(hp, rng).items()}
+    for k in ("gfw.slow.0.weight", "gfw.slow.1.weight"):
+        w[k] = w[k] * gain
+    for k in w:
+        if k.endswith(".bias"):
+            w[k] = w[k] + rng.uniform(-0.3, 0.3, size=w[k].shape)
+    return w
+
+
+def _gfw_logits(hp, params, tokens):
+    return gfw_reference.forward(hp, params, tokens)[0]
+
+
+def analyse_gfw(hp, params, tokens, prime, rng):
+    """Reference logits (float64, from the zero state) plus the facts check_gfw_facts() judges."""
+    logits = _gfw_logits(hp, params, tokens)
+    errors = []
+    for _ in range(4):
+        nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in params.items()}
+        errors.append(_error_over_tol(_gfw_logits(hp, nudged, tokens), logits))
+    m, N, E = hp["fast_hidden"], hp["slow_hidden"], hp["embedding_length"]
+    sizes = gfw_reference.sizes(hp)
+    effects = {}
+    for what, first, count in (("the F1 update", N, sizes["u1"]), ("the F2 update", N + sizes["u1"], sizes["u2"])):
+        other = dict(params)
+        for k in ("gfw.slow.1.weight", "gfw.slow.1.bias"):
+            other[k] = params[k].copy()
+            other[k][first:first + count] = 0
+        effects[what] = _error_over_tol(_gfw_logits(hp, other, tokens), logits)
+    no_hs = dict(params)
+    no_hs["gfw.slow.0.weight"] = params["gfw.slow.0.weight"].copy()
+    no_hs["gfw.slow.0.weight"][:, :N] = 0
+    effects["h_S in the slow net"] = _error_over_tol(_gfw_logits(hp, no_hs, tokens), logits)
+    # the bias columns of F1 and F2 (the last beta and delta of each update)
+    no_bias = dict(params)
+    no_bias["gfw.slow.1.bias"] = params["gfw.slow.1.bias"].copy()
+    no_bias["gfw.slow.1.weight"] = params["gfw.slow.1.weight"].copy()
+    c1, c2 = sizes["f1_cols"], sizes["f2_cols"]
+    for row in (N + m + c1 - 1, N + sizes["u1"] + m + c2 - 1):
+        no_bias["gfw.slow.1.bias"][row] = -40.0  # beta -> tanh = -1: a different bias column
+        no_bias["gfw.slow.1.weight"][row] = 0
+    effects["the fast layers' bias columns"] = _error_over_tol(_gfw_logits(hp, no_bias, tokens), logits)
+    if abs(hp["layer_norm_epsilon"] - 1e-5) > 1e-9:
+        effects["layer_norm_epsilon"] = _error_over_tol(
+            _gfw_logits(dict(hp, layer_norm_epsilon=1e-5), params, tokens), logits)
+    if prime:
+        effects["the prime tokens"] = _error_over_tol(
+            _gfw_logits(hp, params, list(prime) + tokens)[len(prime):], logits)
+    # the fast net's pre-norm spread after the first step (a layer norm of a near-constant vector
+    # would make the data ill-conditioned), and the update gates' range
+    state = gfw_reference.reset_state(hp)
+    P = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
+    stds, gates = [], []
+    for t in tokens:
+        e = P["token_embd.weight"][int(t)]
+        if np.abs(state["F1"]).max() > 0:
+            pre = np.tanh(state["F1"] @ np.concatenate([state["hF"], e, [1.0]]))
+            stds.append(float(pre.std()))
+        _, state, aux = gfw_reference.step(hp, P, state, int(t))
+        o = aux["o"]
+        gamma = o[N + m + c1:N + 2 * m + c1]
+        gates.append(float(np.mean(1 / (1 + np.exp(-gamma)))))
+    facts = {
+        "f32_error_over_tol": max(errors),
+        "effect_over_tol": effects,
+        "min_pre_norm_std": min(stds),
+        "mean_gate": float(np.mean(gates)),
+        "max_abs_logit": float(np.abs(logits).max()),
+    }
+    return logits, facts
+
+
+def check_gfw_facts(name, facts):
+    problems = []
+    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
+        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
+                        "the tolerance (ill-conditioned)")
+    for what, effect in facts["effect_over_tol"].items():
+        if effect < 100:
+            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    if facts["min_pre_norm_std"] < 0.01:
+        problems.append(f"{name}: a fast layer's pre-norm spread falls to {facts['min_pre_norm_std']:.3g}")
+    if not 0.1 < facts["mean_gate"] < 0.9:
+        problems.append(f"{name}: the F1 gates average {facts['mean_gate']:.2f} (saturated)")
+    if facts["max_abs_logit"] < 0.05:
+        problems.append(f"{name}: logits are all tiny")
+    return problems
+
+
+def build_gfw(spec, out_dir, attempts=50):
+    """Write one GFW model with gguf_writer.write_gfw_model, its expected logits from the zero state
+    (NAME.f32) and from the session start (NAME.primed.f32: the rows of the prime tokens, then those
+    of the tokens; the start is [eos] without the key). Returns (manifest line, facts, seed used,
+    problems)."""
+    model_file = spec["name"] + ".gguf"
+    path = os.path.join(out_dir, model_file)
+    whp, vocab = gfw_writer_hp(spec)
+    for attempt in range(attempts):
+        seed = spec["seed"] * 1000 + attempt
+        rng = np.random.default_rng(seed)
+        weights = make_gfw_weights(whp, rng)
+        gguf_writer.write_gfw_model(path, whp, vocab, weights, types=spec["types"], order=spec["order"],
+                                    checksum=spec["checksum"], fingerprint=spec["fingerprint"],
+                                    prime_tokens=spec["prime"], gaps=spec["gaps"], name=spec["name"],
+                                    rng=rng)
+        hp, _, params, _ = gfw_reference.read_model(path)  # re-read: the stored (rounded) values
+        tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
+        logits, facts = analyse_gfw(hp, params, tokens, spec["prime"], rng)
+        problems = check_gfw_facts(spec["name"], facts)
+        if not problems:
+            break
+    expected_file = spec["name"] + ".f32"
+    logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
+    prime = [1] if spec["prime"] is None else list(spec["prime"])
+    primed_file = spec["name"] + ".primed.f32"
+    _gfw_logits(hp, params, prime + tokens).astype("<f4").tofile(os.path.join(out_dir, primed_file))
+    meta, tensors = fwm_reference.read_gguf(path)
+    cs = gfw_reference.checksum(hp, {n: tensors[n][2] for n, _ in gfw_reference.tensor_list(hp)})
+    fingerprint = gfw_reference.fingerprint(hp, vocab, cs)  # what the loader must compute
+    line = (f"{model_file} {expected_file} checksum={'present' if spec['checksum'] else 'absent'} "
+            f"tokens={','.join(map(str, tokens))} arch=gfw "
+            f"fingerprint={fingerprint:#018x} "
+            f"fingerprint_key={'present' if spec['fingerprint'] else 'absent'} "
+            f"primed={primed_file}")
+    return line, facts, seed, problems
+
+
+def describe_gfw(name, facts, seed):
+    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
+    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
+            f"tolerance; min pre-norm std {facts['min_pre_norm_std']:.2f}; mean F1 gate "
+            f"{facts['mean_gate']:.2f}; max |logit| {facts['max_abs_logit']:.2f}; effect in "
+            f"tolerances of {effects}")
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="generate tests/golden/data")
@@ -548,6 +720,13 @@ def main(argv):
         line, facts, seed, problems = build_mnm(spec, args.out)
         lines.append(line)
         print(describe_mnm(spec["name"], facts, seed))
+        all_problems += problems
+    lines += ["# gfw models: arch=gfw, fields as for lstm (written by gguf_writer.py, expected values from",
+              "# gfw_reference.py)"]
+    for spec in GFW_GOLDEN:
+        line, facts, seed, problems = build_gfw(spec, args.out)
+        lines.append(line)
+        print(describe_gfw(spec["name"], facts, seed))
         all_problems += problems
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

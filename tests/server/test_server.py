@@ -752,6 +752,66 @@ def case_mnm_beside_others(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_gfw_beside_others(env):
+    """A Gated Fast Weights file (fwm-init --arch gfw) served beside an FWM and an MNM file: hello
+    names each model's architecture and the GFW's sizes, a GFW session streams, forks, snapshots and
+    restores as the others do; the other architectures' states are refused both ways; `trace` is
+    refused."""
+    fwm_path = env.model("f", seed=3)
+    mnm_path = os.path.join(env.dir, "m.gguf")
+    subprocess.run([env.init, "--arch", "mnm", "--out", mnm_path, "--vocab", env.vocab(), "--embedding", "16",
+                    "--hidden", "24", "--heads", "2", "--key-length", "8", "--value-length", "6",
+                    "--memory-hidden", "10", "--memory-layers", "2", "--output-length", "12", "--seed", "4"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=60)
+    gfw_path = os.path.join(env.dir, "g.gguf")
+    subprocess.run([env.init, "--arch", "gfw", "--out", gfw_path, "--vocab", env.vocab(), "--embedding", "12",
+                    "--hidden", "10", "--slow-hidden", "9", "--slow-inner", "20", "--seed", "6"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=60)
+    server = env.start([fwm_path, mnm_path, gfw_path])
+    c = Client(server.address)
+    models = {m["name"]: m for m in c.call("hello")["models"]}
+    check_eq([models[n]["architecture"] for n in ("f", "m", "g")], ["fwm", "mnm", "gfw"], "the architectures")
+    m = models["g"]
+    check_eq((m["layers"], m["hidden"], m["embedding"], m["memory"], m["reads"], m["default"]),
+             (1, 10, 12, [0, 0, 0], 0, False), "the GFW's sizes (hidden: the fast net's m)")
+    state_floats = 10 + 9 + 10 * (10 + 12 + 1) + 10 * (10 + 1)  # h_F, h_S, F1, F2
+    check_eq(m["state_blob_bytes"], 56 + 4 * state_floats, "the GFW's state blob size")
+    check(m["session_bytes"] >= 4 * state_floats, "session bytes cover the state", m)
+    text = "Mary moved to the bathroom. Where is Mary?"
+    s = c.call("open", model="g", topk=2)["session"]
+    c.call("feed", session=s, text=text)
+    notes = c.take_tokens(s)
+    check_eq(len(notes), len(tokenize(text)), "one note per token")
+    check(all(len(n["topk"]) == 2 for n in notes), "top-k per token", notes[:1])
+    check(len({str(n["topk"]) for n in notes}) > 1, "the predictions change with the input", notes[:3])
+    snap = c.call("snapshot", session=s)
+    check_eq(len(snap["state"]), m["state_blob_bytes"], "snapshot size")
+    check(snap["state"][16:24] == b"gfw\0\0\0\0\0", "the blob names its architecture", snap["state"][:24])
+    f = c.call("fork", session=s)
+    c.call("feed", session=s, text="John went to the hallway.")
+    c.call("feed", session=f["session"], text="John went to the hallway.")
+    after = c.take_tokens(s)
+    check_eq([dict(n, session=s) for n in c.take_tokens(f["session"])], after, "fork continues alike")
+    r = c.call("restore", state=snap["state"], model="g")
+    check_eq(r["pos"], PRIME + len(tokenize(text)), "restored position")
+    c.call("feed", session=r["session"], text="John went to the hallway.")
+    check_eq([dict(n, session=s, topk=n["topk"][:2]) for n in c.take_tokens(r["session"])], after,
+             "the restored session continues alike (its first two words)")
+    # a new session starts from the zero state again, not from the others' fast weights
+    s2 = c.call("open", model="g", topk=2)["session"]
+    c.call("feed", session=s2, text=text)
+    check_eq([dict(n, session=s) for n in c.take_tokens(s2)], notes, "a new session repeats the first")
+    for other in ("f", "m"):
+        e = expect_error("model_mismatch", c.call, "restore", state=snap["state"], model=other)
+        check("architecture 'gfw'" in e.message, "names the blob's architecture", e.message)
+        so = c.call("open", model=other)["session"]
+        e = expect_error("model_mismatch", c.call, "restore", state=c.call("snapshot", session=so)["state"], model="g")
+        check("architecture 'gfw'" in e.message, "names the session's architecture", e.message)
+    e = expect_error("bad_params", c.call, "trace", session=s, text="mary")
+    check("architecture 'gfw'" in e.message and "only 'fwm' models" in e.message, "trace refused by name", e.message)
+    check_eq(server.stop(), 0, "exit status")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
