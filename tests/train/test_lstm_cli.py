@@ -58,6 +58,25 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
     return data[:seconds_at] + data[seconds_at + 8:-8]
 
 
+def as_version_3(path, gfw_block=32):
+    """Rewrite a version-4 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
+    block without its last part (fwm_gfw_hparams, eight 4-byte fields, zero for these
+    architectures), the header's version and block size, and the FNV-1a hash of the bytes before
+    it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, block = struct.unpack_from("@8sII", data, 0)
+    check(version == 4 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
+          "a version-4 checkpoint with an empty gfw part")
+    body = (struct.pack("@8sII", magic, 3, block - gfw_block) + data[16:16 + block - gfw_block]
+            + data[16 + block:-8])
+    h = 1469598103934665603
+    for byte in body:
+        h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    with open(path, "wb") as f:
+        f.write(body + struct.pack("@Q", h))
+
+
 def main():
     train, evaluate, inspect, fwm_run, have_mpi = sys.argv[1:6]
     tmp = tempfile.mkdtemp(prefix="fwm-test-lstm-cli-")
@@ -100,6 +119,13 @@ def main():
     check(checkpoint_without_seconds(os.path.join(a, "checkpoint.bin")) ==
           checkpoint_without_seconds(os.path.join(b, "checkpoint.bin")),
           "resumed run's checkpoint equals the uninterrupted run's")
+    # a version-3 checkpoint (before the gfw model) still resumes, to the same bits
+    v3 = os.path.join(tmp, "v3")
+    run(command(v3, 2))
+    as_version_3(os.path.join(v3, "checkpoint.bin"))
+    p = run(command(v3, 5, "--resume"))
+    with open(model, "rb") as fa, open(os.path.join(v3, "model.gguf"), "rb") as fb:
+        check(fa.read() == fb.read(), "a version-3 checkpoint resumes to the same model file")
     # and the dropout did something: without it the model differs
     c = os.path.join(tmp, "c")
     args = command(c, 5)
