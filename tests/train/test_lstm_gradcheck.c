@@ -12,25 +12,30 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "arch_test_util.h"
 #include "check.h"
 #include "lstm_model.h"
 
 enum { LANES = 2, LEN = 12, QMARK = 3 };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double uniform(double low, double high)
+typedef struct probe {
+    fwm__lstm_tm_f64 *tm;
+    const double *saved;
+    const uint32_t *x, *y;
+} probe;
+
+static double loss_of(void *ctx)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return low + (high - low) * (double)(rng_state >> 11) / 9007199254740992.0;
+    probe *p = ctx;
+    memcpy(p->tm->state, p->saved, LANES * p->tm->state_size * sizeof *p->saved);
+    return fwm__lstm_tm_forward_f64(p->tm, p->x, p->y, LEN);
 }
 
 static void make_tokens(uint32_t *x, uint32_t *y, uint32_t V)
 {
     for (int i = 0; i < LANES * LEN; i++) {
-        x[i] = uniform(0, 1) < 0.3 ? QMARK : 1 + (uint32_t)uniform(0, V - 1);
-        y[i] = uniform(0, 1) < 0.1 ? 0 : 1 + (uint32_t)uniform(0, V - 1); /* some <pad> */
+        x[i] = atu_uniform(0, 1) < 0.3 ? QMARK : 1 + (uint32_t)atu_uniform(0, V - 1);
+        y[i] = atu_uniform(0, 1) < 0.1 ? 0 : 1 + (uint32_t)atu_uniform(0, V - 1); /* some <pad> */
     }
 }
 
@@ -76,7 +81,7 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
     CHECK_INT(tm->use_table, !dropout || token_only);
     for (size_t k = 0; k < tm->layout.count; k++)
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
-            double w = uniform(-0.8, 0.8);
+            double w = atu_uniform(-0.8, 0.8);
             tm->params[tm->layout.offset[k] + i] = w;
             tmf->params[tm->layout.offset[k] + i] = (float)w;
         }
@@ -125,55 +130,15 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
     double loss_f = fwm__lstm_tm_forward_f32(tmf, x, y, LEN);
     fwm__lstm_tm_backward_f32(tmf);
     CHECK_LE(fabs(loss_f - loss), 1e-4 * fabs(loss));
-    double worst_float = 0, grad_scale = 0;
-    for (size_t i = 0; i < tm->layout.total; i++)
-        if (fabs(tm->grads[i]) > grad_scale)
-            grad_scale = fabs(tm->grads[i]);
-    for (size_t i = 0; i < tm->layout.total; i++) {
-        double e = fabs((double)tmf->grads[i] - tm->grads[i]) / grad_scale;
-        if (e > worst_float)
-            worst_float = e;
-    }
+    double worst_float = atu_float_vs_double(tmf->grads, tm->grads, tm->layout.total);
     printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
            worst_float);
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
     memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
-    const double h = 1e-5;
-    double worst_all = 0;
-    for (size_t k = 0; k < tm->layout.count; k++) {
-        double worst = 0, biggest = 0;
-        for (size_t i = 0; i < tm->layout.size[k]; i++) {
-            size_t at = tm->layout.offset[k] + i;
-            double keep = tm->params[at];
-            tm->params[at] = keep + h;
-            memcpy(tm->state, saved, state_n * sizeof *saved);
-            double plus = fwm__lstm_tm_forward_f64(tm, x, y, LEN);
-            tm->params[at] = keep - h;
-            memcpy(tm->state, saved, state_n * sizeof *saved);
-            double minus = fwm__lstm_tm_forward_f64(tm, x, y, LEN);
-            tm->params[at] = keep;
-            double numeric = (plus - minus) / (2 * h), a = analytic[at];
-            double denom = fabs(a) + fabs(numeric);
-            double rel = fabs(a - numeric) / (denom > 1e-5 ? denom : 1e-5);
-            if (rel > worst) {
-                worst = rel;
-                if (getenv("GRADCHECK_VERBOSE"))
-                    printf("  %s[%zu]: analytic %.10g numeric %.10g\n", tm->layout.names[k], i, a,
-                           numeric);
-            }
-            if (fabs(a) > biggest)
-                biggest = fabs(a);
-        }
-        printf("%s: %-22s %4zu entries, largest |grad| %.3g, worst relative error %.3g\n", name,
-               tm->layout.names[k], tm->layout.size[k], biggest, worst);
-        CHECK(biggest > 0); /* every tensor takes part */
-        CHECK_LE(worst, 1e-5);
-        if (worst > worst_all)
-            worst_all = worst;
-    }
-    printf("%s: worst relative error over all tensors %.3g\n", name, worst_all);
+    probe p = {tm, saved, x, y};
+    atu_gradcheck(name, &tm->layout, tm->params, analytic, loss_of, &p, 1e-5, 1e-5, NULL);
     free(analytic);
     free(saved);
     fwm__lstm_tm_free_f64(tm);

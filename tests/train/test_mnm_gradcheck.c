@@ -16,26 +16,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "arch_test_util.h"
 #include "check.h"
 #include "mnm_model.h"
 
 enum { LANES = 2, LEN = 12, QMARK = 3 };
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double uniform(double low, double high)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return low + (high - low) * (double)(rng_state >> 11) / 9007199254740992.0;
-}
-
 static void make_tokens(uint32_t *x, uint32_t *y, uint32_t V)
 {
     for (int i = 0; i < LANES * LEN; i++) {
-        double p = uniform(0, 1);
-        x[i] = p < 0.3 ? QMARK : p < 0.38 ? 0 : 1 + (uint32_t)uniform(0, V - 1);
-        y[i] = uniform(0, 1) < 0.1 ? 0 : 1 + (uint32_t)uniform(0, V - 1); /* some <pad> */
+        double p = atu_uniform(0, 1);
+        x[i] = p < 0.3 ? QMARK : p < 0.38 ? 0 : 1 + (uint32_t)atu_uniform(0, V - 1);
+        y[i] = atu_uniform(0, 1) < 0.1 ? 0 : 1 + (uint32_t)atu_uniform(0, V - 1); /* some <pad> */
     }
 }
 
@@ -71,6 +63,18 @@ static double objective_f64(fwm__mnm_tm_f64 *tm, const double *saved, const uint
     return tm->objective;
 }
 
+typedef struct probe {
+    fwm__mnm_tm_f64 *tm;
+    const double *saved;
+    const uint32_t *x, *y;
+} probe;
+
+static double objective_of(void *ctx)
+{
+    probe *p = ctx;
+    return objective_f64(p->tm, p->saved, p->x, p->y);
+}
+
 static void run_case(const char *name, unsigned layers, int qm, double meta_weight)
 {
     fwm__mnm_config config;
@@ -89,7 +93,7 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
     CHECK_INT(tm->n_segments, 3);
     for (size_t k = 0; k < tm->layout.count; k++)
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
-            double w = uniform(-0.8, 0.8);
+            double w = atu_uniform(-0.8, 0.8);
             size_t at = tm->layout.offset[k] + i;
             tm->params[at] = tm1->params[at] = tmw->params[at] = w;
             tmf->params[at] = (float)w;
@@ -145,62 +149,18 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
     fwm__mnm_tm_forward_f32(tmf, x, y, LEN);
     fwm__mnm_tm_backward_f32(tmf);
     CHECK_LE(fabs(tmf->objective - objective), 1e-4 * fabs(objective));
-    double worst_float = 0, grad_scale = 0;
-    for (size_t i = 0; i < tm->layout.total; i++)
-        if (fabs(tm->grads[i]) > grad_scale)
-            grad_scale = fabs(tm->grads[i]);
-    for (size_t i = 0; i < tm->layout.total; i++) {
-        double e = fabs((double)tmf->grads[i] - tm->grads[i]) / grad_scale;
-        if (e > worst_float)
-            worst_float = e;
-    }
+    double worst_float = atu_float_vs_double(tmf->grads, tm->grads, tm->layout.total);
     printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
            worst_float);
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
     memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
-    const double h = 1e-5;
-    double worst_all = 0;
-    for (size_t k = 0; k < tm->layout.count; k++) {
-        int trained = fwm_mnm_tensor_trained(&tm->hp, k);
-        double worst = 0, biggest = 0, biggest_numeric = 0;
-        for (size_t i = 0; i < tm->layout.size[k]; i++) {
-            size_t at = tm->layout.offset[k] + i;
-            double keep = tm->params[at];
-            tm->params[at] = keep + h;
-            double plus = objective_f64(tm, saved, x, y);
-            tm->params[at] = keep - h;
-            double minus = objective_f64(tm, saved, x, y);
-            tm->params[at] = keep;
-            double numeric = (plus - minus) / (2 * h), a = analytic[at];
-            double denom = fabs(a) + fabs(numeric);
-            double rel = fabs(a - numeric) / (denom > 1e-5 ? denom : 1e-5);
-            if (rel > worst) {
-                worst = rel;
-                if (getenv("GRADCHECK_VERBOSE"))
-                    printf("  %s[%zu]: analytic %.10g numeric %.10g\n", tm->layout.names[k], i, a,
-                           numeric);
-            }
-            if (fabs(a) > biggest)
-                biggest = fabs(a);
-            if (fabs(numeric) > biggest_numeric)
-                biggest_numeric = fabs(numeric);
-        }
-        printf("%s: %-20s %4zu entries, largest |grad| %.3g, worst relative error %.3g%s\n", name,
-               tm->layout.names[k], tm->layout.size[k], biggest, worst,
-               trained ? "" : " (not trained)");
-        if (trained) {
-            CHECK(biggest > 0); /* every trained tensor takes part */
-            CHECK_LE(worst, 1e-5);
-        } else {
-            CHECK(biggest == 0);
-            CHECK(biggest_numeric == 0);
-        }
-        if (worst > worst_all)
-            worst_all = worst;
-    }
-    printf("%s: worst relative error over all tensors %.3g\n", name, worst_all);
+    int trained[FWM__MAX_TENSORS];
+    for (size_t k = 0; k < tm->layout.count; k++)
+        trained[k] = fwm_mnm_tensor_trained(&tm->hp, k);
+    probe p = {tm, saved, x, y};
+    atu_gradcheck(name, &tm->layout, tm->params, analytic, objective_of, &p, 1e-5, 1e-5, trained);
     free(analytic);
     free(saved);
     fwm__mnm_tm_free_f64(tm);
