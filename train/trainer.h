@@ -141,9 +141,9 @@ long fwm__first_nonfinite(const fwm__tensor_layout *layout, const float *values)
 /* Whether this process is rank 0 (the one that evaluates, prints and writes files). */
 int fwm__trainer_is_root(const fwm__trainer *trainer);
 
-/* Collective: the state of every lane (the FWM's h, c, F; the LSTM's h, c of every layer;
- * [lanes][state_size]) into all_state, on rank 0 (other
- * ranks' buffers get only their own lanes). */
+/* Collective: the state of every lane (the FWM's h, c, F; the LSTM's h, c of every layer; the
+ * MNM's h, c, r, M; the gfw model's h_F, h_S, F1, F2; [lanes][state_size]) into all_state, on
+ * rank 0 (other ranks' buffers get only their own lanes). */
 void fwm__trainer_gather_state(const fwm__trainer *trainer, float *all_state);
 /* Set this process's lanes' state from all_state ([lanes][state_size]). */
 void fwm__trainer_set_state(fwm__trainer *trainer, const float *all_state);
