@@ -3,8 +3,8 @@
  * baseline (model_format/lstm/lstm_init.h) or with --arch mnm of the Metalearned Neural Memory
  * baseline (model_format/mnm/mnm_init.h) or with --arch gfw of the Gated Fast Weights model
  * (model_format/gfw/gfw_init.h), with a vocabulary read from a file (one token per line), generated,
- * or for gfw by default the associative retrieval task's 15 symbols, and a seed. Exit status 0 on success, 1 when the model cannot be written, 2 for a
- * usage error (the reason on stderr). */
+ * or for gfw by default the associative retrieval task's 15 symbols, and a seed. Exit status 0 on
+ * success, 1 when the model cannot be written, 2 for a usage error (the reason on stderr). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>

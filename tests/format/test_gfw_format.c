@@ -282,7 +282,8 @@ static uint8_t *build(const variant *v, size_t *size) {
     fwm_gfw_hparams hp = small_hparams();
     fwm_gguf_writer w;
     fwm__gguf_writer_init(&w, 32);
-    put_key(&w, v, "general.architecture", FWM_GGUF_TYPE_STRING, 0, 0, v->architecture ? v->architecture : "gfw");
+    put_key(&w, v, "general.architecture", FWM_GGUF_TYPE_STRING, 0, 0,
+            v->architecture ? v->architecture : "gfw");
     put_key(&w, v, "gfw.vocab_size", FWM_GGUF_TYPE_UINT32, hp.vocab_size, 0, NULL);
     put_key(&w, v, "gfw.embedding_length", FWM_GGUF_TYPE_UINT32, hp.embedding_length, 0, NULL);
     put_key(&w, v, "gfw.fast.hidden_size", FWM_GGUF_TYPE_UINT32, hp.fast_hidden, 0, NULL);

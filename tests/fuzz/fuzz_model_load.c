@@ -204,8 +204,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(info.session_state_floats > 2 * (size_t)info.hidden_size &&
                    info.state_blob_bytes == 64 + 4 * info.session_state_floats);
     else if (info.architecture && strcmp(info.architecture, "gfw") == 0) /* h_F, h_S, F1, F2 (m = H) */
-        FUZZ_CHECK(info.session_state_floats >
-                       (size_t)info.hidden_size * (2 * (size_t)info.hidden_size + info.embedding_length + 3) &&
+        FUZZ_CHECK(info.session_state_floats > (size_t)info.hidden_size * (2 * (size_t)info.hidden_size +
+                                                                        info.embedding_length + 3) &&
                    info.state_blob_bytes == 56 + 4 * info.session_state_floats);
     else
         FUZZ_CHECK(info.session_state_floats ==

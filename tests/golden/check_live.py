@@ -402,11 +402,9 @@ def check_random_gfw(args, seed):
         model = GfwModel(path)
         tokens = [1] + [int(t) for t in rng.integers(0, whp["V"], size=spec["n_tokens"] - 1)]
         want, facts = make_golden.analyse_gfw(model.hp, model.params, tokens, None, rng)
-        # A layer norm of a nearly constant vector amplifies rounding beyond what the nudged
-        # evaluations estimate (the C step's nonlinearities round differently): such draws, and
-        # those near the conditioning limit, are drawn again.
-        if (facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION * 2 / 3
-                and facts["min_pre_norm_std"] >= 0.05):
+        # Layer norms of nearly constant vectors amplify rounding: the C step has been seen at up
+        # to 2.5 times the estimate, so random draws keep a wider margin than the committed data.
+        if facts["f32_error_over_tol"] <= make_golden.MAX_F32_ERROR_FRACTION * 2 / 3:
             break
     else:
         print("check_live random: no well-conditioned gfw model in 50 draws")
@@ -633,7 +631,8 @@ def check_c_written_gfw(args, workdir):
                 rng = np.random.default_rng(seed)
                 tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=23)]
                 want = model.logits(tokens)
-                worst = 0.0
+                worst = float((np.abs(make_golden._gfw_logits_f32(model.hp, model.params, tokens) - want)
+                               / make_golden.tolerance(want)).max())
                 for _ in range(4):
                     nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24)
                               for k, v in model.params.items()}

@@ -570,10 +570,48 @@ def _gfw_logits(hp, params, tokens):
     return gfw_reference.forward(hp, params, tokens)[0]
 
 
+def _gfw_logits_f32(hp, params, tokens):
+    """docs/MODEL.md's step evaluated in float32 throughout (weights, activations, state), for the
+    conditioning estimate only: unlike nudged float64 weights it also rounds every intermediate,
+    which is what an exact-to-float32 implementation does."""
+    f = np.float32
+    P = {k: np.asarray(v, dtype=f) for k, v in params.items()}
+    m, N = hp["fast_hidden"], hp["slow_hidden"]
+    eps = f(hp["layer_norm_epsilon"])
+    s = gfw_reference.sizes(hp)
+    one = np.ones(1, dtype=f)
+
+    def ln(v):
+        mu = v.mean(dtype=f)
+        return (v - mu) / np.sqrt(((v - mu) ** 2).mean(dtype=f) + eps)
+
+    def gate(F, u, rows, cols):
+        a, b = np.tanh(u[:rows]), np.tanh(u[rows:rows + cols])
+        g = f(1) / (f(1) + np.exp(-u[rows + cols:2 * rows + cols]))
+        d = f(1) / (f(1) + np.exp(-u[2 * rows + cols:]))
+        T = np.outer(g, d)
+        return T * np.outer(a, b) + (f(1) - T) * F
+
+    hF, hS = np.zeros(m, dtype=f), np.zeros(N, dtype=f)
+    F1, F2 = np.zeros((m, s["f1_cols"]), dtype=f), np.zeros((m, s["f2_cols"]), dtype=f)
+    out = []
+    for t in tokens:
+        e = P["token_embd.weight"][int(t)]
+        a = ln(np.tanh(F1 @ np.concatenate([hF, e, one])))
+        hF = ln(np.tanh(F2 @ np.concatenate([a, one])))
+        out.append(P["output.weight"] @ hF + P["output.bias"])
+        sv = np.tanh(P["gfw.slow.0.weight"] @ np.concatenate([hS, e]) + P["gfw.slow.0.bias"])
+        o = P["gfw.slow.1.weight"] @ sv + P["gfw.slow.1.bias"]
+        hS = np.tanh(o[:N])
+        F1 = gate(F1, o[N:N + s["u1"]], m, s["f1_cols"])
+        F2 = gate(F2, o[N + s["u1"]:], m, s["f2_cols"])
+    return np.array(out, dtype=np.float64)
+
+
 def analyse_gfw(hp, params, tokens, prime, rng):
     """Reference logits (float64, from the zero state) plus the facts check_gfw_facts() judges."""
     logits = _gfw_logits(hp, params, tokens)
-    errors = []
+    errors = [_error_over_tol(_gfw_logits_f32(hp, params, tokens), logits)]
     for _ in range(4):
         nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in params.items()}
         errors.append(_error_over_tol(_gfw_logits(hp, nudged, tokens), logits))

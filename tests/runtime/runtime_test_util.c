@@ -241,7 +241,8 @@ void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint
     for (size_t i = 0; i < steps; i++) {
         for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
         CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
-        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
+        for (size_t j = 0; j < n_sessions; j++)
+            memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
     }
     CHECK(memcmp(a, b, total * V * sizeof(float)) == 0);
     CHECK(memcmp(a, c, total * V * sizeof(float)) == 0);

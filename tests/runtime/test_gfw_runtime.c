@@ -216,7 +216,8 @@ static void info_and_reference(void) {
             state_worst = fmax(state_worst, fabs(s->c[i] - rs->hS[i]));
         const float *F2 = s->F + fwm__gfw_of(model)->f2_offset;
         for (size_t r = 0; r < m; r++)
-            for (size_t c = 0; c <= m; c++) state_worst = fmax(state_worst, fabs(F2[r * (m + 1) + c] - rs->F2[r][c]));
+            for (size_t c = 0; c <= m; c++)
+                state_worst = fmax(state_worst, fabs(F2[r * (m + 1) + c] - rs->F2[r][c]));
         CHECK_LE(state_worst, 1e-4);
         free(rs);
         CHECK(!state_is_zero(s));
