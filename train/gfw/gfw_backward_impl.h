@@ -33,31 +33,48 @@ static inline void TM(gfw_layer_norm_backward)(real *d_u, const real *d_y, const
 /* One fast matrix F [rows, cols] at step t: dF is the gradient of the matrix the blend made (the
  * next step's) on entry and of F (the one step t read) on return, adding the fast net's share
  * dp in^T; upd the update's activations ([ta; tb; sg; sd]); d_upd their pre-activations' gradient
- * out. col is scratch [2 cols]. */
+ * out. col is scratch [2 cols]. One pass over each row, 32-byte vectors with a scalar tail; with
+ * g = dF[i, j] and T = sg_i sd_j:
+ *   d ta_i = sg_i sum_j g sd_j tb_j,  d sg_i = ta_i sum_j g sd_j tb_j - sum_j g sd_j F_ij,
+ *   d tb_j = sd_j sum_i g sg_i ta_i,  d sd_j = tb_j sum_i g sg_i ta_i - sum_i g sg_i F_ij,
+ *   dF_ij <- g (1 - T) + dp_i in_j. */
 static void TM(gfw_blend_backward)(real *dF, const real *F, const real *upd, const real *dp,
-                                   const real *in, real *d_upd, real *col, real *tmp,
-                                   size_t rows, size_t cols)
+                                   const real *in, real *d_upd, real *col, size_t rows,
+                                   size_t cols)
 {
     const real *ta = upd, *tb = upd + rows, *sg = upd + rows + cols, *sd = upd + 2 * rows + cols;
     real *d_ta = d_upd, *d_tb = d_upd + rows, *d_sg = d_upd + rows + cols,
          *d_sd = d_upd + 2 * rows + cols;
     real *c1 = col, *c2 = col + cols; /* sum_i g sg_i ta_i, sum_i g sg_i F_ij */
     memset(col, 0, 2 * cols * sizeof(real));
+    size_t vector_end = cols / TM_VL * TM_VL;
     for (size_t i = 0; i < rows; i++) {
         real *g = dF + i * cols;
         const real *f = F + i * cols;
         real w = sg[i] * ta[i], s = sg[i], d = dp[i];
-        for (size_t j = 0; j < cols; j++)
-            tmp[j] = g[j] * sd[j];
-        real r1 = TM(dot)(tmp, tb, cols), r2 = TM(dot)(tmp, f, cols);
+        TM(vec) acc1 = (TM(vec)){0}, acc2 = (TM(vec)){0};
+        TM(vec) wv = (TM(vec)){0} + w, sv = (TM(vec)){0} + s, dv = (TM(vec)){0} + d;
+        size_t j = 0;
+        for (; j < vector_end; j += TM_VL) {
+            TM(vec) gv = TM(vload)(g + j), fv = TM(vload)(f + j);
+            TM(vec) gs = gv * TM(vload)(sd + j);
+            acc1 += gs * TM(vload)(tb + j);
+            acc2 += gs * fv;
+            TM(vstore)(c1 + j, TM(vload)(c1 + j) + gv * wv);
+            TM(vstore)(c2 + j, TM(vload)(c2 + j) + gv * fv * sv);
+            TM(vstore)(g + j, gv - gs * sv + dv * TM(vload)(in + j));
+        }
+        real r1 = TM(vsum)(acc1), r2 = TM(vsum)(acc2);
+        for (; j < cols; j++) {
+            real gj = g[j], gs = gj * sd[j];
+            r1 += gs * tb[j];
+            r2 += gs * f[j];
+            c1[j] += gj * w;
+            c2[j] += gj * f[j] * s;
+            g[j] = gj - gs * s + d * in[j];
+        }
         d_ta[i] = s * r1;
         d_sg[i] = ta[i] * r1 - r2;
-        for (size_t j = 0; j < cols; j++) {
-            real gj = g[j];
-            c1[j] += gj * w;
-            c2[j] += gj * s * f[j];
-            g[j] = gj - tmp[j] * s + d * in[j];
-        }
     }
     for (size_t j = 0; j < cols; j++) {
         d_tb[j] = sd[j] * c1[j];
@@ -89,7 +106,7 @@ static void TM(gfw_fast_backward_worker)(void *ctx_pointer, int index, int threa
     real *dp1 = dh + m, *dp2 = dp1 + m;        /* [m] each: of F1 x1, F2 x2 */
     real *dx = dp2 + m;                        /* [c1]: of x1 or x2 */
     real *x1 = dx + c1, *x2 = x1 + c1;         /* [c1], [c2] */
-    real *col = x2 + c2, *tmp = col + 2 * c1;  /* [2 c1], [c1] */
+    real *col = x2 + c2;                       /* [2 c1] */
     const real *emb = GP(tm, GT_EMB);
     for (size_t b = b0; b < b1; b++) {
         memset(dF, 0, FS * sizeof(real));
@@ -127,9 +144,8 @@ static void TM(gfw_fast_backward_worker)(void *ctx_pointer, int index, int threa
             x2[m] = 1;
             const real *upd = tm->updates + row * U;
             real *d_upd = tm->d_updates + row * U;
-            TM(gfw_blend_backward)(dF, F, upd, dp1, x1, d_upd, col, tmp, m, c1);
-            TM(gfw_blend_backward)(dF + m * c1, F2, upd + U1, dp2, x2, d_upd + U1, col, tmp, m,
-                                   c2);
+            TM(gfw_blend_backward)(dF, F, upd, dp1, x1, d_upd, col, m, c1);
+            TM(gfw_blend_backward)(dF + m * c1, F2, upd + U1, dp2, x2, d_upd + U1, col, m, c2);
         }
     }
 }
