@@ -33,6 +33,8 @@ typedef struct fwm__catbabi_split {
     uint8_t *tasks;    /* [n_samples] task 1..20 (0 for data that has no tasks) */
     size_t n_samples;
     size_t n_questions;
+    uint32_t *targets; /* [n_words] a sequence-to-sequence task's target of each word (ar_task.h);
+                          NULL for catbAbI, whose target is the next word */
 } fwm__catbabi_split;
 
 typedef struct fwm__catbabi {
@@ -61,13 +63,16 @@ void fwm__shuffle_order(uint32_t *order, size_t n, uint64_t seed, uint64_t strea
 
 typedef struct fwm__catbabi_stream {
     uint32_t *tokens;  /* [n + 1]: input at position p is tokens[p], its target tokens[p + 1] */
+    uint32_t *targets; /* [n] or NULL: with a split's targets, the target at p is targets[p] */
     uint8_t *tasks;    /* [n]: task of the sample position p belongs to */
     size_t n;
     int lanes;
     size_t lane_length; /* ceil(n / lanes) */
 } fwm__catbabi_stream;
 
-/* Concatenate the split's samples in `order` (NULL: as stored) into `lanes` lanes. */
+/* Concatenate the split's samples in `order` (NULL: as stored) into `lanes` lanes. A split with
+ * targets (a sequence-to-sequence task) is concatenated without <eos> markers, its targets beside
+ * it. */
 fwm_status fwm__catbabi_stream_build(fwm__catbabi_stream *out, const fwm__catbabi_split *split,
                                      const uint32_t *order, uint32_t eos_id, int lanes,
                                      fwm_error *err);

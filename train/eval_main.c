@@ -1,5 +1,6 @@
 /* eval_main.c - fwm-eval: catbAbI accuracy of a model file at "?" positions, overall and per task,
- * with the answer perplexity.
+ * with the answer perplexity; or, with --task ar, the associative retrieval task's metrics (total
+ * and partial accuracy and bits per character, ar_task.h, docs/AR_TASK.md).
  *
  * The data's words are mapped through the model's own vocabulary (a word the model lacks is an
  * error naming it). The split is shuffled once with the fixed evaluation seed and walked with the
@@ -20,6 +21,9 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: fwm-eval MODEL [options]\n"
             "catbAbI accuracy at \"?\" (overall, per task 1-20) and answer perplexity.\n"
+            "  --task catbabi|ar   catbAbI (default) or the associative retrieval task (the\n"
+            "                      model's vocabulary must be the task's 15 symbols)\n"
+            FWM__AR_OPTIONS_HELP
             "  --data DIR          bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER (default 10k)\n"
             "  --split test|valid  (default test)\n"
@@ -32,6 +36,9 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *set = "10k", *split_name = "test";
+    const char *task_name = "catbabi";
+    fwm__ar_config ar;
+    fwm__ar_config_default(&ar);
     int lanes = 0, threads = fwm__cpu_count();
     long max_windows = 0;
     for (int i = 1; i < argc; i++) {
@@ -49,6 +56,10 @@ int main(int argc, char **argv)
         } else if (!v) {
             fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
+        } else if (strcmp(a, "--task") == 0) {
+            task_name = v;
+        } else if (fwm__parse_ar_option(a, v, &ar)) {
+            /* parsed */
         } else if (strcmp(a, "--data") == 0) {
             data_dir = v;
         } else if (strcmp(a, "--set") == 0) {
@@ -79,6 +90,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: --split expects train, valid or test, got '%s'\n", split_name);
         return 2;
     }
+    int task_ar = strcmp(task_name, "ar") == 0;
+    if (!task_ar && strcmp(task_name, "catbabi") != 0) {
+        fprintf(stderr, "error: --task expects catbabi or ar, got '%s'\n", task_name);
+        return 2;
+    }
     if (!lanes)
         lanes = split == FWM__SPLIT_TEST ? 1 : 100;
     if (!data_dir)
@@ -95,9 +111,18 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *folder = fwm__data_folder(set);
-    if (fwm__catbabi_load(&data, data_dir, folder, &model.vocab, fwm__print_message, NULL, &err) !=
-        FWM_OK)
+    if (task_ar) {
+        if (!fwm__ar_vocab_matches(&model.vocab, &err))
+            goto fail;
+        for (int s = 0; s < FWM__SPLIT_COUNT; s++) /* only the split evaluated is generated */
+            if (s != split)
+                ar.queries[s] = 1;
+        if (fwm__ar_load(&data, &ar, &err) != FWM_OK)
+            goto fail;
+    } else if (fwm__catbabi_load(&data, data_dir, folder, &model.vocab, fwm__print_message, NULL,
+                                 &err) != FWM_OK) {
         goto fail;
+    }
     fwm__blas_use_one_thread();
     if (threads > 1 && !(pool = fwm__pool_create(threads))) {
         snprintf(err.message, sizeof err.message, "cannot start %d threads", threads);
@@ -107,6 +132,24 @@ int main(int argc, char **argv)
     fwm__qa_metrics metrics;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (task_ar) {
+        fwm__seq_metrics seq;
+        if (fwm__evaluate_seq(&model.spec, model.params, &data.splits[split], data.pad_id,
+                              &options, pool, &seq, &err) != FWM_OK)
+            goto fail;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        char title[512];
+        snprintf(title, sizeof title,
+                 "%s: associative retrieval, %s split of seed %llu (%zu queries, 1..%d storages), "
+                 "%d lane(s), state carried",
+                 model_path, split_name, (unsigned long long)ar.seed, ar.queries[split],
+                 ar.max_storages, lanes);
+        fwm__print_seq_table(stdout, title, &seq);
+        fprintf(stderr, "(%.1f s)\n",
+                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        exit_code = 0;
+        goto done;
+    }
     if (fwm__evaluate(&model.spec, model.params, &data.splits[split], data.pad_id, data.eos_id,
                       data.qmark_id, &options, pool, &metrics, &err) != FWM_OK)
         goto fail;
