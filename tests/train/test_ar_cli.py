@@ -9,7 +9,8 @@ docs/AR_TASK.md) end to end:
   the runtime-independent numpy references (fwm_reference.py, lstm_reference.py) run over the same
   test stream, with one lane and with three (each lane from the zero state); every target counts
   (the targets equal to the space, which is also the padding id, included);
-* the LSTM and the MNM train on the task and write model files fwm-eval reads;
+* the LSTM and the MNM train on the task and write model files fwm-eval reads; a run stopped
+  and resumed writes the uninterrupted run's model file; a checkpoint of another seed is refused;
 * refusals: --mode with --task ar, an unknown --task, a model whose vocabulary is not the task's.
 
 usage: test_ar_cli.py FWM_TRAIN FWM_EVAL
@@ -127,6 +128,19 @@ def main():
     run([train, "--arch", "lstm", "--embedding", "8", "--hidden", "16", "--layers", "2",
          "--steps", "40", "--eval-every", "0", "--no-test", "--run-dir", lstm_dir] + easy)
     compare(evaluate, lstm_reference, os.path.join(lstm_dir, "model.gguf"), 2, 40, "lstm, 2 lanes")
+    # stopped after 3 steps and resumed to 6: the uninterrupted run's model file
+    base = [train, "--arch", "lstm", "--embedding", "8", "--hidden", "16", "--layers", "1",
+            "--eval-every", "0", "--no-test"] + easy
+    one, two = os.path.join(tmp, "one"), os.path.join(tmp, "two")
+    run(base + ["--steps", "6", "--run-dir", one])
+    run(base + ["--steps", "3", "--run-dir", two])
+    run(base + ["--steps", "6", "--run-dir", two, "--resume"])
+    with open(os.path.join(one, "model.gguf"), "rb") as f1, \
+            open(os.path.join(two, "model.gguf"), "rb") as f2:
+        check(f1.read() == f2.read(), "a resumed --task ar run writes the uninterrupted run's model")
+    p = run(base + ["--steps", "7", "--run-dir", two, "--resume", "--ar-seed", "2"], expect_rc=1)
+    check("training data" in p.stderr, "a checkpoint of another --ar-seed is refused (got %r)"
+          % p.stderr[-300:])
     mnm_dir = os.path.join(tmp, "mnm")
     run([train, "--arch", "mnm", "--embedding", "8", "--hidden", "12", "--heads", "1",
          "--key-length", "4", "--value-length", "4", "--memory-hidden", "6", "--output-length",
