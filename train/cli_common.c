@@ -104,6 +104,21 @@ void fwm__print_seq_table(FILE *out, const char *title, const fwm__seq_metrics *
             s.partial_bpc, s.partial_bpc_all);
 }
 
+void fwm__print_mean_error(FILE *out, const fwm__qa_metrics *m)
+{
+    double error_sum = 0;
+    int tasks = 0, failed = 0;
+    for (int t = 1; t < FWM__METRIC_TASKS; t++)
+        if (m->task_count[t]) {
+            double error = 1.0 - (double)m->task_correct[t] / (double)m->task_count[t];
+            error_sum += error;
+            tasks++;
+            failed += error > 0.05;
+        }
+    fprintf(out, "  mean error %.2f%% over %d task(s); %d task(s) failed (error > 5%%)\n",
+            tasks ? 100 * error_sum / tasks : 0.0, tasks, failed);
+}
+
 void fwm__print_message(void *user, const char *message)
 {
     (void)user;

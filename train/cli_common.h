@@ -39,6 +39,10 @@ int fwm__parse_ar_option(const char *option, const char *value, fwm__ar_config *
  * partial bits over all targets (docs/AR_TASK.md "Protocol and metrics"). */
 void fwm__print_seq_table(FILE *out, const char *title, const fwm__seq_metrics *metrics);
 
+/* The standard bAbI protocol's summary line: the mean error over the tasks that have questions
+ * (1 - accuracy, averaged with each task weighted alike) and the tasks failed (error > 5%). */
+void fwm__print_mean_error(FILE *out, const fwm__qa_metrics *metrics);
+
 /* Message callback that prints "note: <message>" to stderr. */
 void fwm__print_message(void *user, const char *message);
 

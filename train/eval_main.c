@@ -24,6 +24,10 @@ static void usage(FILE *out)
             "  --task catbabi|ar   catbAbI (default) or the associative retrieval task (the\n"
             "                      model's vocabulary must be the task's 15 symbols)\n"
             FWM__AR_OPTIONS_HELP
+            "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
+            "                      (default); standard: a sample per question (the story's\n"
+            "                      statements before it, then the question), each from the\n"
+            "                      reset state; adds the mean error over the tasks\n"
             "  --data DIR          bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER (default 10k)\n"
             "  --split test|valid  (default test)\n"
@@ -36,7 +40,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *set = "10k", *split_name = "test";
-    const char *task_name = "catbabi";
+    const char *task_name = "catbabi", *protocol = "catbabi";
     fwm__ar_config ar;
     fwm__ar_config_default(&ar);
     int lanes = 0, threads = fwm__cpu_count();
@@ -58,6 +62,8 @@ int main(int argc, char **argv)
             return 2;
         } else if (strcmp(a, "--task") == 0) {
             task_name = v;
+        } else if (strcmp(a, "--protocol") == 0) {
+            protocol = v;
         } else if (fwm__parse_ar_option(a, v, &ar)) {
             /* parsed */
         } else if (strcmp(a, "--data") == 0) {
@@ -95,6 +101,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: --task expects catbabi or ar, got '%s'\n", task_name);
         return 2;
     }
+    int standard = strcmp(protocol, "standard") == 0;
+    if ((!standard && strcmp(protocol, "catbabi") != 0) || (standard && task_ar)) {
+        fprintf(stderr, "error: --protocol expects catbabi or standard (bAbI only), got '%s'\n",
+                protocol);
+        return 2;
+    }
     if (!lanes)
         lanes = split == FWM__SPLIT_TEST ? 1 : 100;
     if (!data_dir)
@@ -120,7 +132,8 @@ int main(int argc, char **argv)
         if (fwm__ar_load(&data, &ar, &err) != FWM_OK)
             goto fail;
     } else if (fwm__catbabi_load(&data, data_dir, folder, &model.vocab, fwm__print_message, NULL,
-                                 &err) != FWM_OK) {
+                                 &err) != FWM_OK ||
+               (standard && fwm__catbabi_to_standard(&data, &model.vocab, &err) != FWM_OK)) {
         goto fail;
     }
     fwm__blas_use_one_thread();
@@ -128,7 +141,9 @@ int main(int argc, char **argv)
         snprintf(err.message, sizeof err.message, "cannot start %d threads", threads);
         goto fail;
     }
-    fwm__eval_options options = {lanes, 200, max_windows};
+    fwm__eval_options options = {lanes, 200, max_windows, standard};
+    if (standard)
+        options.window = 64; /* samples of ~60 words: less padding (the figures are the same) */
     fwm__qa_metrics metrics;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -155,9 +170,13 @@ int main(int argc, char **argv)
         goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     char title[512];
-    snprintf(title, sizeof title, "%s: %s split of %s/%s, %d lane(s), state carried", model_path,
-             split_name, data_dir, folder, lanes);
+    snprintf(title, sizeof title, "%s: %s split of %s/%s, %d lane(s), %s", model_path,
+             split_name, data_dir, folder, lanes,
+             standard ? "standard protocol (a sample per question, from the reset state)"
+                      : "state carried");
     fwm__print_task_table(stdout, title, &metrics);
+    if (standard)
+        fwm__print_mean_error(stdout, &metrics);
     fprintf(stderr, "(%.1f s)\n",
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     exit_code = 0;

@@ -28,7 +28,8 @@ static fwm_status evaluate(const fwm__model_spec *model, const float *params,
     fwm__net *tm = NULL;
     fwm__catbabi_stream stream = {0};
     uint32_t *order = NULL, *x = NULL, *y = NULL;
-    uint8_t *tasks = NULL;
+    uint8_t *tasks = NULL, *flags = NULL;
+    float *scratch = NULL;
     fwm_status status = fwm__net_create(&config, pool, &tm, err);
     if (status != FWM_OK)
         goto fail;
@@ -44,8 +45,19 @@ static fwm_status evaluate(const fwm__model_spec *model, const float *params,
         goto fail;
     }
     fwm__shuffle_order(order, split->n_samples, FWM__EVAL_ORDER_SEED, 0);
-    status = fwm__catbabi_stream_build(&stream, split, seq_out ? NULL : order, eos_id,
-                                       options->lanes, err);
+    if (options->reset_per_sample) {
+        flags = calloc((size_t)options->lanes, 1);
+        scratch = malloc((size_t)options->lanes * tm->state_size * sizeof(float));
+        if (!flags || !scratch) {
+            status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "evaluation: out of memory");
+            goto fail;
+        }
+        status = fwm__catbabi_stream_build_aligned(&stream, split, NULL, eos_id, pad_id,
+                                                   options->lanes, options->window, err);
+    } else {
+        status = fwm__catbabi_stream_build(&stream, split, seq_out ? NULL : order, eos_id,
+                                           options->lanes, err);
+    }
     if (status != FWM_OK)
         goto fail;
     size_t windows = fwm__catbabi_window_count(&stream, options->window);
@@ -56,6 +68,10 @@ static fwm_status evaluate(const fwm__model_spec *model, const float *params,
         size_t left = stream.lane_length - start;
         int len = left < (size_t)options->window ? (int)left : options->window;
         fwm__catbabi_window(&stream, start, len, pad_id, x, y, tasks);
+        if (flags) { /* lanes that start a sample here start from the reset state */
+            fwm__catbabi_sample_starts(&stream, start, flags);
+            fwm__net_reset_lanes(tm, flags, scratch);
+        }
         fwm__net_forward(tm, x, y, len);
         if (seq_out)
             fwm__seq_metrics_add(seq_out, tm, pad_id);
@@ -68,6 +84,8 @@ fail:
     free(x);
     free(y);
     free(tasks);
+    free(flags);
+    free(scratch);
     fwm__net_free(tm);
     return status;
 }

@@ -19,6 +19,9 @@ typedef struct fwm__eval_options {
     int lanes;        /* B; 1 for the paper's test protocol */
     int window;       /* steps per forward call (does not change the result) */
     long max_windows; /* stop after this many windows; 0 = the whole split */
+    int reset_per_sample; /* the standard bAbI protocol: each sample (of a split built by
+                             fwm__catbabi_standard_split) from the reset state, laid at window
+                             boundaries in its stored order (fwm__catbabi_stream_build_aligned) */
 } fwm__eval_options;
 
 /* params: a flat buffer in the layout of `model` (fwm__tensor_layout). ids: pad, eos, "?". Never

@@ -44,6 +44,10 @@ static void usage(FILE *out)
             "                        at every target; no --mode)\n"
             "  --data DIR            bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
+            "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
+            "                        (default); standard: a sample per question (the story's\n"
+            "                        statements before it, then the question), each from the\n"
+            "                        reset state at a window boundary of its lane\n"
             "associative retrieval (--task ar):\n" FWM__AR_OPTIONS_HELP
             "training:\n"
             "  --mode lm|qm          lm: loss on every token, read every step (default);\n"
@@ -182,7 +186,7 @@ static int make_dir(const char *path)
 static int train_main(int argc, char **argv)
 {
     const char *data_dir = NULL, *set = "10k", *run_dir = NULL, *out_path = NULL;
-    const char *mode_name = "lm", *task_name = "catbabi";
+    const char *mode_name = "lm", *task_name = "catbabi", *protocol = "catbabi";
     int mode_given = 0;
     fwm__ar_config ar; /* --task ar */
     fwm__ar_config_default(&ar);
@@ -307,6 +311,8 @@ static int train_main(int argc, char **argv)
             mode_given = 1;
         } else if (OPT("--task")) {
             task_name = v;
+        } else if (OPT("--protocol")) {
+            protocol = v;
         } else if (fwm__parse_ar_option(a, v, &ar)) {
             i++;
         } else if (OPT("--steps")) {
@@ -414,6 +420,15 @@ static int train_main(int argc, char **argv)
         NOTE("error: --task expects catbabi or ar, got '%s'\n", task_name);
         return 2;
     }
+    int standard = strcmp(protocol, "standard") == 0;
+    if (!standard && strcmp(protocol, "catbabi") != 0) {
+        NOTE("error: --protocol expects catbabi or standard, got '%s'\n", protocol);
+        return 2;
+    }
+    if (task_ar && standard) {
+        NOTE("error: --protocol standard is for the bAbI tasks, not --task ar\n");
+        return 2;
+    }
     if (task_ar && mode_given) {
         NOTE("error: --mode is for --task catbabi; --task ar takes the loss at every target\n");
         return 2;
@@ -488,6 +503,20 @@ static int train_main(int argc, char **argv)
             NOTE("  %-5s %6zu stories %7zu questions %9zu tokens\n", fwm__split_names[s],
                  data.splits[s].n_samples, data.splits[s].n_questions,
                  data.splits[s].n_words + data.splits[s].n_samples);
+        if (standard) { /* a sample per question, each from the reset state */
+            if (fwm__catbabi_to_standard(&data, &data.vocab, &err) != FWM_OK) {
+                fprintf(stderr, "error: %s\n", err.message);
+                fwm__catbabi_release(&data);
+                return 1;
+            }
+            for (int s = 0; s < FWM__SPLIT_COUNT; s++)
+                NOTE("  standard protocol: %-5s %7zu samples %9zu tokens\n",
+                     fwm__split_names[s], data.splits[s].n_samples,
+                     data.splits[s].n_words + data.splits[s].n_samples);
+            o.reset_per_sample = 1;
+            o.eval.reset_per_sample = 1;
+            o.eval.window = 64; /* samples of ~60 words: less padding (the figures are the same) */
+        }
     }
     hp->vocab_size = data.vocab.count;
     hp->padding_token_id = data.pad_id;
@@ -614,7 +643,8 @@ static int train_main(int argc, char **argv)
         fwm__print_seq_table(stdout, "valid (associative retrieval)", &seq);
         fwm__seq_metrics_to_qa(&seq, &valid);
         if (run_test) {
-            fwm__eval_options test_options = {test_lanes, 200, 0};
+            fwm__eval_options test_options = full;
+            test_options.lanes = test_lanes;
             fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
             if (fwm__evaluate_seq(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST],
                                   data.pad_id, &test_options, tr->pool, &seq, &err) != FWM_OK)
@@ -627,14 +657,19 @@ static int train_main(int argc, char **argv)
                           data.eos_id, data.qmark_id, &full, tr->pool, &valid, &err) != FWM_OK)
             goto fail;
         fwm__print_task_table(stdout, "valid accuracy at \"?\" per task", &valid);
+        if (standard)
+            fwm__print_mean_error(stdout, &valid);
         if (run_test) {
-            fwm__eval_options test_options = {test_lanes, 200, 0};
+            fwm__eval_options test_options = full;
+            test_options.lanes = test_lanes;
             fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
             if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST], data.pad_id,
                               data.eos_id, data.qmark_id, &test_options, tr->pool, &test,
                               &err) != FWM_OK)
                 goto fail;
             fwm__print_task_table(stdout, "test accuracy at \"?\" per task", &test);
+            if (standard)
+                fwm__print_mean_error(stdout, &test);
         }
     }
     char dataset[256];
@@ -644,6 +679,10 @@ static int train_main(int argc, char **argv)
                  "queries, 1..%d storages",
                  (unsigned long long)ar.seed, ar.queries[0], ar.queries[1], ar.queries[2],
                  ar.max_storages);
+    else if (standard)
+        snprintf(dataset, sizeof dataset,
+                 "bAbI v1.2 %s, standard protocol (a sample per question, from the reset state)",
+                 folder);
     else
         snprintf(dataset, sizeof dataset, "catbAbI from bAbI v1.2 %s", folder);
     fwm_write_kv extra[5];
@@ -670,8 +709,8 @@ static int train_main(int argc, char **argv)
     if (task_ar)
         snprintf(name, sizeof name, "%s-ar", fwm__train_arch_name(o.arch));
     else
-        snprintf(name, sizeof name, "%s-catbabi-%s-%s", fwm__train_arch_name(o.arch), set,
-                 mode_name);
+        snprintf(name, sizeof name, "%s-%s-%s-%s", fwm__train_arch_name(o.arch),
+                 standard ? "babi" : "catbabi", set, mode_name);
     if (fwm__model_save_spec(out_path, &spec, tr->net->params,
                              (const char *const *)data.vocab.words, name, extra, n_extra,
                              &err) != FWM_OK)

@@ -121,6 +121,8 @@ void fwm__trainer_free(fwm__trainer *tr)
     free(tr->y);
     free(tr->tasks);
     free(tr->state_before);
+    free(tr->reset_flags);
+    free(tr->reset_scratch);
     free(tr);
 }
 
@@ -139,6 +141,9 @@ fwm_status fwm__trainer_start_epoch(fwm__trainer *tr, fwm_error *err)
 {
     fwm__catbabi_stream_release(&tr->stream);
     fwm__shuffle_order(tr->order, tr->train->n_samples, tr->opt.seed, 1 + (uint64_t)tr->epoch);
+    if (tr->opt.reset_per_sample) /* the standard protocol: samples from the reset state */
+        return fwm__catbabi_stream_build_aligned(&tr->stream, tr->train, tr->order, tr->eos_id,
+                                                 tr->pad_id, tr->opt.lanes, tr->opt.window, err);
     /* a sequence-to-sequence split (ar_task.h) is read as it is, every epoch */
     return fwm__catbabi_stream_build(&tr->stream, tr->train, tr->train->targets ? NULL : tr->order,
                                      tr->eos_id, tr->opt.lanes, err);
@@ -249,6 +254,15 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->y = malloc(cells * sizeof *tr->y);
     tr->tasks = malloc(cells);
     tr->state_before = malloc((size_t)options->lanes * tr->net->state_size * sizeof(float));
+    if (options->reset_per_sample) {
+        tr->reset_flags = calloc((size_t)options->lanes, 1);
+        tr->reset_scratch =
+            malloc((size_t)options->lanes * tr->net->state_size * sizeof(float));
+        if (!tr->reset_flags || !tr->reset_scratch) {
+            status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
+            goto fail;
+        }
+    }
     if (!tr->adam_m || !tr->adam_v || !tr->order || !tr->x || !tr->y || !tr->tasks ||
         !tr->state_before) {
         status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
@@ -309,6 +323,12 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
         loss_rows += fwm__net_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
     long meta_rows = fwm__net_count_meta_rows(&tm->config, tr->x, cells); /* the same (mnm) */
     int G = tr->n_groups;
+    if (tr->opt.reset_per_sample) { /* lanes that start a sample here start from the reset state */
+        fwm__catbabi_sample_starts(&tr->stream, start, tr->reset_flags);
+        for (int g = tr->group_begin; g < tr->group_end; g++)
+            fwm__net_reset_lanes(tr->group_net[g - tr->group_begin],
+                                 tr->reset_flags + tr->group_lane[g], tr->reset_scratch);
+    }
     for (int g = tr->group_begin; g < tr->group_end; g++) /* to go back to if the step fails */
         memcpy(tr->state_before + (size_t)tr->group_lane[g] * tm->state_size,
                tr->group_net[g - tr->group_begin]->state,

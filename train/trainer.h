@@ -47,6 +47,9 @@ typedef struct fwm__train_options {
     fwm__loss_mode mode;     /* LM or QM; INPUT for a sequence-to-sequence task (the splits have
                                 targets, ar_task.h: their metrics are at every target) */
     uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
+    int reset_per_sample;    /* the standard bAbI protocol: every sample starts at a window
+                                boundary of its lane, from the reset state
+                                (fwm__catbabi_stream_build_aligned); 0: catbAbI's carried state */
     int lanes;               /* B, paper 32 */
     int window;              /* truncated-BPTT length, paper 200 */
     int segment;             /* F checkpoint interval in the backward pass; 0 = automatic */
@@ -104,6 +107,8 @@ typedef struct fwm__trainer {
     int nonfinite_in_row;
     float *state_before;      /* [B * state_size]: the lanes' state before the step */
     int stopped;              /* fwm__trainer_run returned early on stop_requested */
+    uint8_t *reset_flags;     /* [B]: lanes starting a sample in this window (reset_per_sample) */
+    float *reset_scratch;     /* [B * state_size] for fwm__net_reset_lanes */
     fwm__seq_metrics last_valid_seq; /* a sequence-to-sequence task's (train->targets) last
                                         validation; last_valid holds its answers' part */
 } fwm__trainer;
