@@ -238,6 +238,31 @@ fwm_status fwm__catbabi_to_standard(fwm__catbabi *data, const fwm__train_vocab *
     return FWM_OK;
 }
 
+void fwm__catbabi_split_keep_tasks(fwm__catbabi_split *split, const uint8_t *keep,
+                                   uint32_t qmark_id)
+{
+    size_t kept = 0, questions = 0, words = 0;
+    for (size_t s = 0; s < split->n_samples; s++) { /* samples are stored in order: moved down */
+        if (split->tasks[s] > FWM__TASK_COUNT || !keep[split->tasks[s]])
+            continue;
+        uint32_t len = split->lengths[s];
+        memmove(split->words + words, split->words + split->starts[s], len * sizeof(uint32_t));
+        if (split->targets)
+            memmove(split->targets + words, split->targets + split->starts[s],
+                    len * sizeof(uint32_t));
+        split->starts[kept] = words;
+        split->lengths[kept] = len;
+        split->tasks[kept] = split->tasks[s];
+        for (uint32_t i = 0; i < len; i++)
+            questions += split->words[words + i] == qmark_id;
+        words += len;
+        kept++;
+    }
+    split->n_samples = kept;
+    split->n_words = words;
+    split->n_questions = questions;
+}
+
 void fwm__shuffle_order(uint32_t *order, size_t n, uint64_t seed, uint64_t stream)
 {
     fwm__rng rng;

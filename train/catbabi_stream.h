@@ -72,6 +72,12 @@ fwm_status fwm__catbabi_standard_split(fwm__catbabi_split *out, const fwm__catba
 fwm_status fwm__catbabi_to_standard(fwm__catbabi *data, const fwm__train_vocab *vocab,
                                     fwm_error *err);
 
+/* Keep only the samples whose task t has keep[t] set (keep: [21], index 0 unused), their words
+ * moved together (samples stored in order, as the loaders store them); n_questions is recounted
+ * as the kept samples' `qmark_id` words. */
+void fwm__catbabi_split_keep_tasks(fwm__catbabi_split *split, const uint8_t *keep,
+                                   uint32_t qmark_id);
+
 /* A permutation of 0..n-1 drawn with fwm__rng (seed, stream): Fisher-Yates. */
 void fwm__shuffle_order(uint32_t *order, size_t n, uint64_t seed, uint64_t stream);
 

@@ -28,6 +28,7 @@ static void usage(FILE *out)
             "                      (default); standard: a sample per question (the story's\n"
             "                      statements before it, then the question), each from the\n"
             "                      reset state; adds the mean error over the tasks\n"
+            "  --tasks LIST        evaluate only these bAbI tasks (e.g. 1,6,20; default all)\n"
             "  --data DIR          bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER (default 10k)\n"
             "  --split test|valid  (default test)\n"
@@ -41,6 +42,8 @@ int main(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *set = "10k", *split_name = "test";
     const char *task_name = "catbabi", *protocol = "catbabi";
+    uint8_t keep_task[FWM__TASK_COUNT + 1]; /* --tasks */
+    int tasks_given = 0;
     fwm__ar_config ar;
     fwm__ar_config_default(&ar);
     int lanes = 0, threads = fwm__cpu_count();
@@ -64,6 +67,14 @@ int main(int argc, char **argv)
             task_name = v;
         } else if (strcmp(a, "--protocol") == 0) {
             protocol = v;
+        } else if (strcmp(a, "--tasks") == 0) {
+            tasks_given = 1;
+            memset(keep_task, 0, sizeof keep_task);
+            char *copy = strdup(v), *save = NULL;
+            for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+                 t = strtok_r(NULL, ",", &save))
+                keep_task[fwm__parse_long(a, t, 1, FWM__TASK_COUNT)] = 1;
+            free(copy);
         } else if (fwm__parse_ar_option(a, v, &ar)) {
             /* parsed */
         } else if (strcmp(a, "--data") == 0) {
@@ -136,6 +147,13 @@ int main(int argc, char **argv)
                (standard && fwm__catbabi_to_standard(&data, &model.vocab, &err) != FWM_OK)) {
         goto fail;
     }
+    if (tasks_given) {
+        if (task_ar) {
+            fprintf(stderr, "error: --tasks is for the bAbI tasks, not --task ar\n");
+            goto done_usage;
+        }
+        fwm__catbabi_split_keep_tasks(&data.splits[split], keep_task, data.qmark_id);
+    }
     fwm__blas_use_one_thread();
     if (threads > 1 && !(pool = fwm__pool_create(threads))) {
         snprintf(err.message, sizeof err.message, "cannot start %d threads", threads);
@@ -183,6 +201,9 @@ int main(int argc, char **argv)
     goto done;
 fail:
     fprintf(stderr, "error: %s\n", err.message);
+    goto done;
+done_usage:
+    exit_code = 2;
 done:
     fwm__pool_free(pool);
     fwm__catbabi_release(&data);

@@ -9,10 +9,12 @@ fwm-eval, against an independent computation.
   it then the question, run from the zero state, the answer the arg-max after "?" (one answer may
   differ between float32 and float64 rounding); the mean error line is the mean of the table's
   errors.
-* Every sample starts from the reset state whatever the lanes: fwm-eval with 16 and 50 lanes (other
-  samples side by side, other lanes) prints the same table for the FWM, the LSTM and the MNM (whose
-  reset state is its initial memory, not zero); the catbAbI protocol (state carried) gives other
-  figures (FWM, LSTM).
+* Every sample starts from the reset state whatever the lanes: fwm-eval --tasks 1,6,20 with 16 and
+  50 lanes (other samples side by side, other lanes) prints the same table for the FWM, the LSTM
+  and the MNM (whose reset state is its initial memory, not zero), and for the FWM the same as
+  those tasks' rows of the whole test split with 7 lanes (20 tasks, 20,000 questions); the catbAbI
+  protocol (state carried) gives other figures.
+* A run stopped at step 150 and resumed to 300 writes the uninterrupted run's model file.
 * Refusals: an unknown --protocol, --protocol standard with --task ar.
 
 usage: test_standard_protocol.py FWM_TRAIN FWM_EVAL DATA_DIR   (exit 77 = skipped: no data)
@@ -116,28 +118,50 @@ def main():
         check("mean error" in p.stdout, "%s: fwm-train prints the valid mean error" % arch)
         models[arch] = (os.path.join(run_dir, "model.gguf"), module)
 
+    # the FWM's run stopped at step 150 and resumed to 300: the same model file, byte for byte (the
+    # lanes' sample layout and resets follow from the seed, the epoch and the window)
+    resumed = os.path.join(tmp, "resumed")
+    fwm_args = [train, "--arch", "fwm", "--embedding", "16", "--hidden", "32", "--memory-s", "8",
+                "--memory-r", "8", "--memory-t", "8"] + common + ["--run-dir", resumed]
+    run(fwm_args + ["--steps", "150"])
+    run(fwm_args + ["--steps", "300", "--resume"])
+    with open(models["fwm"][0], "rb") as f1, open(os.path.join(resumed, "model.gguf"), "rb") as f2:
+        check(f1.read() == f2.read(), "a resumed --protocol standard run writes the uninterrupted "
+              "run's model file")
+
+    only = ",".join(str(t) for t in TASKS)
     for arch, (model, module) in models.items():
         outs = {}
         for lanes in (16, 50):
             p = run([evaluate, model, "--data", data, "--protocol", "standard", "--split", "test",
-                     "--lanes", str(lanes), "--threads", "2"])
+                     "--lanes", str(lanes), "--threads", "2", "--tasks", only])
             outs[lanes] = table(p.stdout)
         rows, mean = outs[50]
-        check(len(rows) == 20 and sum(n for n, _ in rows.values()) == 20000,
-              "%s: 20 tasks, 20,000 test questions (got %d rows)" % (arch, len(rows)))
+        check(sorted(rows) == list(TASKS) and all(n == 1000 for n, _ in rows.values()),
+              "%s: --tasks %s: those tasks' 1,000 test questions each (got %r)" % (arch, only, rows))
         check(outs[16] == outs[50],
               "%s: the same figures with 16 and 50 lanes (every sample from the reset state)"
               % arch)
         if mean and rows:
             want = sum(100 - a for _, a in rows.values()) / len(rows)
-            check(abs(mean[0] - want) < 0.011 and mean[1] == 20,
+            check(abs(mean[0] - want) < 0.011 and mean[1] == len(TASKS),
                   "%s: mean error %.2f%%, the table's %.2f%%" % (arch, mean[0], want))
+        if arch == "fwm":  # all 20 tasks, 7 lanes: the same figures for the three
+            p = run([evaluate, model, "--data", data, "--protocol", "standard", "--split", "test",
+                     "--lanes", "7", "--threads", "2"])
+            every, mean20 = table(p.stdout)
+            check(len(every) == 20 and sum(n for n, _ in every.values()) == 20000
+                  and mean20 is not None and mean20[1] == 20,
+                  "fwm: 20 tasks, 20,000 test questions, a mean error over 20 (got %d rows)"
+                  % len(every))
+            check(all(every.get(t) == rows.get(t) for t in TASKS),
+                  "fwm: tasks %s alone give the figures of the whole test split" % only)
+            p = run([evaluate, model, "--data", data, "--split", "test", "--lanes", "50",
+                     "--threads", "2", "--tasks", only])
+            carried, _ = table(p.stdout)
+            check(carried and carried != rows, "fwm: the catbAbI protocol gives other figures")
         if module is None:
             continue
-        p = run([evaluate, model, "--data", data, "--split", "test", "--lanes", "50",
-                 "--threads", "2"])
-        carried, _ = table(p.stdout)
-        check(carried != rows, "%s: the catbAbI protocol gives other figures" % arch)
         for task in TASKS:
             n, accuracy = reference_accuracy(module, model, data, task)
             got = rows.get(task)
