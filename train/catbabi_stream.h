@@ -58,20 +58,6 @@ fwm_status fwm__catbabi_load(fwm__catbabi *out, const char *data_dir, const char
 void fwm__catbabi_release(fwm__catbabi *data);
 void fwm__catbabi_split_release(fwm__catbabi_split *split);
 
-/* The standard bAbI protocol's samples (docs/TRAINING.md "The standard bAbI protocol"): one per
- * question of each story of `stories`: the story's statements before the question (its earlier
- * questions and answers left out), then the question, its "?" and its answer, with the story's
- * task. A statement is the words up to and including a `period_id` word, a question the words up
- * to `qmark_id`, followed by the answer. FWM_ERR_FORMAT (a "?" without an answer after it),
- * FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm__catbabi_standard_split(fwm__catbabi_split *out, const fwm__catbabi_split *stories,
-                                       uint32_t period_id, uint32_t qmark_id, fwm_error *err);
-
-/* Replace every split of `data` by its standard-protocol samples (fwm__catbabi_standard_split, with
- * the "." of `vocab`, the vocabulary the data was read with, and data->qmark_id). */
-fwm_status fwm__catbabi_to_standard(fwm__catbabi *data, const fwm__train_vocab *vocab,
-                                    fwm_error *err);
-
 /* Keep only the samples whose task t has keep[t] set (keep: [21], index 0 unused), their words
  * moved together (samples stored in order, as the loaders store them); n_questions is recounted
  * as the kept samples' `qmark_id` words. */
@@ -100,25 +86,11 @@ fwm_status fwm__catbabi_stream_build(fwm__catbabi_stream *out, const fwm__catbab
                                      fwm_error *err);
 void fwm__catbabi_stream_release(fwm__catbabi_stream *stream);
 
-/* The samples in `order` (NULL: as stored) laid into `lanes` lanes so that each sample starts at
- * a window boundary (a multiple of `window`) of its lane, for a model whose lane state is reset
- * where a sample starts (sample_starts). Each sample, x = [<eos>] + words and y = words + [<eos>],
- * goes to the lane that has the fewest windows so far (the lowest such lane); the rest of its last
- * window is <pad> with target <pad> (no loss); lanes end with <pad> up to the longest one. */
-fwm_status fwm__catbabi_stream_build_aligned(fwm__catbabi_stream *out,
-                                             const fwm__catbabi_split *split,
-                                             const uint32_t *order, uint32_t eos_id,
-                                             uint32_t pad_id, int lanes, int window,
-                                             fwm_error *err);
-
-/* Which lanes start a sample at lane position `start` (flags[lanes]: 1 or 0; all 0 for a stream
- * without sample_starts). */
-void fwm__catbabi_sample_starts(const fwm__catbabi_stream *stream, size_t start, uint8_t *flags);
-
 /* Number of windows of `window` steps that cover a lane. */
 size_t fwm__catbabi_window_count(const fwm__catbabi_stream *stream, int window);
 
-/* Fill x, y (and tasks, if not NULL) [lanes][len] with lane positions start .. start + len - 1. */
+/* Fill x, y (and tasks, if not NULL) [lanes][len] with lane positions start .. start + len - 1
+ * (targets: the next input, or the stream's targets where it has them). */
 void fwm__catbabi_window(const fwm__catbabi_stream *stream, size_t start, int len,
                          uint32_t pad_id, uint32_t *x, uint32_t *y, uint8_t *tasks);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "babi_standard.h"
 #include "cli_common.h"
 #include "evaluate.h"
 #include "model_io.h"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "babi_standard.h"
 #include "fwm_error.h"
 
 /* One of out (catbAbI: at "?") and seq_out (a split with targets: every non-padding input). */

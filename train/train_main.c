@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "babi_standard.h"
 #include "cli_common.h"
 #include "fwm_error.h"
 #include "fwm_model_shape.h"
@@ -36,8 +37,8 @@ static void usage(FILE *out)
     fwm_mnm_hparams_defaults(&md);
     fprintf(out,
             "usage: fwm-train [options]\n"
-            "Train a Fast Weight Memory model (or the LSTM or MNM baseline) on catbAbI and write a\n"
-            "model file.\n\n"
+            "Train a Fast Weight Memory model (or the LSTM or MNM baseline) on catbAbI (or the\n"
+            "standard bAbI protocol, or the associative retrieval task) and write a model file.\n\n"
             "data:\n"
             "  --task catbabi|ar     catbAbI (default) or the associative retrieval task of the\n"
             "                        Gated Fast Weights paper (docs/AR_TASK.md: generated; loss\n"

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "babi_standard.h"
 #include "fwm_error.h"
 #include "progress.h"
 

@@ -3,7 +3,7 @@
 fwm-eval, against an independent computation.
 
 * A tiny FWM and a tiny LSTM are trained a few hundred steps with --protocol standard on
-  en-valid-10k; fwm-eval --protocol standard's per-task test accuracy, for tasks 1, 6 and 20,
+  en-valid (--set 1k: one sample per question of its training files, counted here); fwm-eval --protocol standard's per-task test accuracy, for tasks 1, 6 and 20,
   equals the accuracy computed by the numpy references (fwm_reference.py, lstm_reference.py) over
   the same stories read here independently: a sample per question, the story's statements before
   it then the question, run from the zero state, the answer the arg-max after "?" (one answer may
@@ -12,7 +12,7 @@ fwm-eval, against an independent computation.
 * Every sample starts from the reset state whatever the lanes: fwm-eval --tasks 1,6,20 with 16 and
   50 lanes (other samples side by side, other lanes) prints the same table for the FWM, the LSTM
   and the MNM (whose reset state is its initial memory, not zero), and for the FWM the same as
-  those tasks' rows of the whole test split with 7 lanes (20 tasks, 20,000 questions); the catbAbI
+  those tasks' rows of the whole test split with 101 lanes (20 tasks, 20,000 questions); the catbAbI
   protocol (state carried) gives other figures.
 * A run stopped at step 150 and resumed to 300 writes the uninterrupted run's model file.
 * Refusals: an unknown --protocol, --protocol standard with --task ar.
@@ -34,6 +34,8 @@ from check_catbabi import words_of  # noqa: E402
 
 failures = 0
 TASKS = (1, 6, 20)
+FOLDER = "en-valid"  # --set 1k: its test split is the 10k one's size (1,000 per task), the rest
+                     # is smaller: the test is quicker
 
 
 def check(cond, what):
@@ -83,7 +85,7 @@ def reference_accuracy(module, model_path, data, task):
     import numpy as np
     model = module.Model(model_path)
     ids = {w: i for i, w in enumerate(model.vocab)}
-    path = os.path.join(data, "en-valid-10k", "qa%d_test.txt" % task)
+    path = os.path.join(data, FOLDER, "qa%d_test.txt" % task)
     correct = total = 0
     for words, answer in samples(path):
         tokens = [ids["<eos>"]] + [ids[w] for w in words]
@@ -95,11 +97,14 @@ def reference_accuracy(module, model_path, data, task):
 
 def main():
     train, evaluate, data = sys.argv[1:4]
-    if not os.path.exists(os.path.join(data, "en-valid-10k", "qa1_test.txt")):
+    if not os.path.exists(os.path.join(data, FOLDER, "qa1_test.txt")):
         print("no bAbI data at", data, "- skipped")
         return 77
     tmp = tempfile.mkdtemp(prefix="fwm-test-standard-")
-    common = ["--data", data, "--protocol", "standard", "--lanes", "32", "--window", "64",
+    train_questions = sum(len(samples(os.path.join(data, FOLDER, "qa%d_train.txt" % t)))
+                          for t in range(1, 21))
+    common = ["--data", data, "--set", "1k", "--protocol", "standard", "--lanes", "32",
+              "--window", "64",
               "--threads", "2", "--progress", "0", "--lr", "0.003", "--eval-every", "0",
               "--no-test"]
     models = {}
@@ -113,7 +118,7 @@ def main():
         run_dir = os.path.join(tmp, arch)
         p = run([train, "--arch", arch] + sizes + common + ["--steps", str(steps), "--run-dir",
                                                             run_dir])
-        check("standard protocol: train  171898 samples" in p.stderr,
+        check("standard protocol: train  %6d samples" % train_questions in p.stderr,
               "%s: one training sample per question (got %r)" % (arch, p.stderr[-600:]))
         check("mean error" in p.stdout, "%s: fwm-train prints the valid mean error" % arch)
         models[arch] = (os.path.join(run_dir, "model.gguf"), module)
@@ -133,8 +138,8 @@ def main():
     for arch, (model, module) in models.items():
         outs = {}
         for lanes in (16, 50):
-            p = run([evaluate, model, "--data", data, "--protocol", "standard", "--split", "test",
-                     "--lanes", str(lanes), "--threads", "2", "--tasks", only])
+            p = run([evaluate, model, "--data", data, "--set", "1k", "--protocol", "standard",
+                     "--split", "test", "--lanes", str(lanes), "--threads", "2", "--tasks", only])
             outs[lanes] = table(p.stdout)
         rows, mean = outs[50]
         check(sorted(rows) == list(TASKS) and all(n == 1000 for n, _ in rows.values()),
@@ -146,9 +151,9 @@ def main():
             want = sum(100 - a for _, a in rows.values()) / len(rows)
             check(abs(mean[0] - want) < 0.011 and mean[1] == len(TASKS),
                   "%s: mean error %.2f%%, the table's %.2f%%" % (arch, mean[0], want))
-        if arch == "fwm":  # all 20 tasks, 7 lanes: the same figures for the three
-            p = run([evaluate, model, "--data", data, "--protocol", "standard", "--split", "test",
-                     "--lanes", "7", "--threads", "2"])
+        if arch == "fwm":  # all 20 tasks, 101 lanes: the same figures for the three
+            p = run([evaluate, model, "--data", data, "--set", "1k", "--protocol", "standard",
+                     "--split", "test", "--lanes", "101", "--threads", "2"])
             every, mean20 = table(p.stdout)
             check(len(every) == 20 and sum(n for n, _ in every.values()) == 20000
                   and mean20 is not None and mean20[1] == 20,
@@ -156,8 +161,8 @@ def main():
                   % len(every))
             check(all(every.get(t) == rows.get(t) for t in TASKS),
                   "fwm: tasks %s alone give the figures of the whole test split" % only)
-            p = run([evaluate, model, "--data", data, "--split", "test", "--lanes", "50",
-                     "--threads", "2", "--tasks", only])
+            p = run([evaluate, model, "--data", data, "--set", "1k", "--split", "test",
+                     "--lanes", "50", "--threads", "2", "--tasks", only])
             carried, _ = table(p.stdout)
             check(carried and carried != rows, "fwm: the catbAbI protocol gives other figures")
         if module is None:
@@ -172,7 +177,7 @@ def main():
                       arch, task, got, accuracy, n))
 
     model = models["fwm"][0]
-    p = run([evaluate, model, "--data", data, "--protocol", "sorted"], expect_rc=2)
+    p = run([evaluate, model, "--data", data, "--set", "1k", "--protocol", "sorted"], expect_rc=2)
     check("--protocol expects catbabi or standard" in p.stderr, "unknown protocol refused")
     p = run([train, "--task", "ar", "--protocol", "standard", "--run-dir",
              os.path.join(tmp, "x")], expect_rc=2)

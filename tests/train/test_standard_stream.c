@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catbabi_stream.h"
+#include "babi_standard.h"
 #include "check.h"
 #include "net.h"
 
