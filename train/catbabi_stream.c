@@ -134,6 +134,7 @@ void fwm__catbabi_split_release(fwm__catbabi_split *split)
     free(split->starts);
     free(split->lengths);
     free(split->tasks);
+    free(split->targets);
     memset(split, 0, sizeof *split);
 }
 
@@ -144,6 +145,31 @@ void fwm__catbabi_release(fwm__catbabi *data)
     fwm__train_vocab_release(&data->vocab);
     for (int s = 0; s < FWM__SPLIT_COUNT; s++)
         fwm__catbabi_split_release(&data->splits[s]);
+}
+
+void fwm__catbabi_split_keep_tasks(fwm__catbabi_split *split, const uint8_t *keep,
+                                   uint32_t qmark_id)
+{
+    size_t kept = 0, questions = 0, words = 0;
+    for (size_t s = 0; s < split->n_samples; s++) { /* samples are stored in order: moved down */
+        if (split->tasks[s] > FWM__TASK_COUNT || !keep[split->tasks[s]])
+            continue;
+        uint32_t len = split->lengths[s];
+        memmove(split->words + words, split->words + split->starts[s], len * sizeof(uint32_t));
+        if (split->targets)
+            memmove(split->targets + words, split->targets + split->starts[s],
+                    len * sizeof(uint32_t));
+        split->starts[kept] = words;
+        split->lengths[kept] = len;
+        split->tasks[kept] = split->tasks[s];
+        for (uint32_t i = 0; i < len; i++)
+            questions += split->words[words + i] == qmark_id;
+        words += len;
+        kept++;
+    }
+    split->n_samples = kept;
+    split->n_words = words;
+    split->n_questions = questions;
 }
 
 void fwm__shuffle_order(uint32_t *order, size_t n, uint64_t seed, uint64_t stream)
@@ -169,18 +195,26 @@ fwm_status fwm__catbabi_stream_build(fwm__catbabi_stream *out, const fwm__catbab
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
                           "stream: need lanes >= 1 (got %d) and samples (got %zu)", lanes,
                           split->n_samples);
-    size_t n = split->n_words + split->n_samples;
+    int seq = split->targets != NULL; /* no <eos> markers; the targets as given */
+    size_t n = split->n_words + (seq ? 0 : split->n_samples);
     out->tokens = malloc((n + 1) * sizeof *out->tokens);
-    out->tasks = malloc(n);
-    if (!out->tokens || !out->tasks) {
+    out->tasks = malloc(n ? n : 1);
+    if (seq)
+        out->targets = malloc((n ? n : 1) * sizeof *out->targets);
+    if (!out->tokens || !out->tasks || (seq && !out->targets)) {
         fwm__catbabi_stream_release(out);
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "stream of %zu tokens: out of memory", n);
     }
     size_t p = 0;
     for (size_t k = 0; k < split->n_samples; k++) {
         size_t s = order ? order[k] : k;
-        out->tasks[p] = split->tasks[s];
-        out->tokens[p++] = eos_id;
+        if (seq) {
+            memcpy(out->targets + p, split->targets + split->starts[s],
+                   split->lengths[s] * sizeof(uint32_t));
+        } else {
+            out->tasks[p] = split->tasks[s];
+            out->tokens[p++] = eos_id;
+        }
         memcpy(out->tokens + p, split->words + split->starts[s],
                split->lengths[s] * sizeof(uint32_t));
         memset(out->tasks + p, split->tasks[s], split->lengths[s]);
@@ -199,6 +233,8 @@ void fwm__catbabi_stream_release(fwm__catbabi_stream *stream)
         return;
     free(stream->tokens);
     free(stream->tasks);
+    free(stream->targets);
+    free(stream->sample_starts);
     memset(stream, 0, sizeof *stream);
 }
 
@@ -217,7 +253,7 @@ void fwm__catbabi_window(const fwm__catbabi_stream *stream, size_t start, int le
             size_t i = (size_t)b * (size_t)len + (size_t)t;
             int inside = lane_pos < stream->lane_length && p < stream->n;
             x[i] = inside ? stream->tokens[p] : pad_id;
-            y[i] = inside ? stream->tokens[p + 1] : pad_id;
+            y[i] = !inside ? pad_id : stream->targets ? stream->targets[p] : stream->tokens[p + 1];
             if (tasks)
                 tasks[i] = inside ? stream->tasks[p] : 0;
         }

@@ -33,6 +33,8 @@ typedef struct fwm__catbabi_split {
     uint8_t *tasks;    /* [n_samples] task 1..20 (0 for data that has no tasks) */
     size_t n_samples;
     size_t n_questions;
+    uint32_t *targets; /* [n_words] a sequence-to-sequence task's target of each word (ar_task.h);
+                          NULL for catbAbI, whose target is the next word */
 } fwm__catbabi_split;
 
 typedef struct fwm__catbabi {
@@ -56,18 +58,29 @@ fwm_status fwm__catbabi_load(fwm__catbabi *out, const char *data_dir, const char
 void fwm__catbabi_release(fwm__catbabi *data);
 void fwm__catbabi_split_release(fwm__catbabi_split *split);
 
+/* Keep only the samples whose task t has keep[t] set (keep: [21], index 0 unused), their words
+ * moved together (samples stored in order, as the loaders store them); n_questions is recounted
+ * as the kept samples' `qmark_id` words. */
+void fwm__catbabi_split_keep_tasks(fwm__catbabi_split *split, const uint8_t *keep,
+                                   uint32_t qmark_id);
+
 /* A permutation of 0..n-1 drawn with fwm__rng (seed, stream): Fisher-Yates. */
 void fwm__shuffle_order(uint32_t *order, size_t n, uint64_t seed, uint64_t stream);
 
 typedef struct fwm__catbabi_stream {
     uint32_t *tokens;  /* [n + 1]: input at position p is tokens[p], its target tokens[p + 1] */
+    uint32_t *targets; /* [n] or NULL: with a split's targets, the target at p is targets[p] */
+    uint8_t *sample_starts; /* [n] or NULL: 1 where a sample starts (a stream of samples that
+                               start at window boundaries, fwm__catbabi_stream_build_aligned) */
     uint8_t *tasks;    /* [n]: task of the sample position p belongs to */
     size_t n;
     int lanes;
     size_t lane_length; /* ceil(n / lanes) */
 } fwm__catbabi_stream;
 
-/* Concatenate the split's samples in `order` (NULL: as stored) into `lanes` lanes. */
+/* Concatenate the split's samples in `order` (NULL: as stored) into `lanes` lanes. A split with
+ * targets (a sequence-to-sequence task) is concatenated without <eos> markers, its targets beside
+ * it. */
 fwm_status fwm__catbabi_stream_build(fwm__catbabi_stream *out, const fwm__catbabi_split *split,
                                      const uint32_t *order, uint32_t eos_id, int lanes,
                                      fwm_error *err);
@@ -76,7 +89,8 @@ void fwm__catbabi_stream_release(fwm__catbabi_stream *stream);
 /* Number of windows of `window` steps that cover a lane. */
 size_t fwm__catbabi_window_count(const fwm__catbabi_stream *stream, int window);
 
-/* Fill x, y (and tasks, if not NULL) [lanes][len] with lane positions start .. start + len - 1. */
+/* Fill x, y (and tasks, if not NULL) [lanes][len] with lane positions start .. start + len - 1
+ * (targets: the next input, or the stream's targets where it has them). */
 void fwm__catbabi_window(const fwm__catbabi_stream *stream, size_t start, int len,
                          uint32_t pad_id, uint32_t *x, uint32_t *y, uint8_t *tasks);
 

@@ -75,6 +75,50 @@ void fwm__print_task_table(FILE *out, const char *title, const fwm__qa_metrics *
             100 * fwm__metrics_accuracy(m), fwm__metrics_perplexity(m));
 }
 
+int fwm__parse_ar_option(const char *option, const char *value, fwm__ar_config *c)
+{
+    if (strcmp(option, "--ar-seed") == 0)
+        c->seed = (uint64_t)fwm__parse_long(option, value, 0, 1L << 60);
+    else if (strcmp(option, "--ar-train") == 0)
+        c->queries[FWM__SPLIT_TRAIN] = (size_t)fwm__parse_long(option, value, 1, 100000000);
+    else if (strcmp(option, "--ar-valid") == 0)
+        c->queries[FWM__SPLIT_VALID] = (size_t)fwm__parse_long(option, value, 1, 100000000);
+    else if (strcmp(option, "--ar-test") == 0)
+        c->queries[FWM__SPLIT_TEST] = (size_t)fwm__parse_long(option, value, 1, 100000000);
+    else if (strcmp(option, "--ar-max-storages") == 0)
+        c->max_storages = (int)fwm__parse_long(option, value, c->min_storages, FWM__AR_MAX_STORAGES);
+    else
+        return 0;
+    return 1;
+}
+
+void fwm__print_seq_table(FILE *out, const char *title, const fwm__seq_metrics *m)
+{
+    fwm__seq_summary s = fwm__seq_metrics_summary(m);
+    fprintf(out,
+            "%s\n"
+            "  targets %9ld  total accuracy   %.8f  total bpc   %.8f\n"
+            "  answers %9ld  partial accuracy %.8f  partial bpc %.8f  partial bpc over all "
+            "targets %.8f\n",
+            title, m->count, s.total_accuracy, s.total_bpc, m->partial_count, s.partial_accuracy,
+            s.partial_bpc, s.partial_bpc_all);
+}
+
+void fwm__print_mean_error(FILE *out, const fwm__qa_metrics *m)
+{
+    double error_sum = 0;
+    int tasks = 0, failed = 0;
+    for (int t = 1; t < FWM__METRIC_TASKS; t++)
+        if (m->task_count[t]) {
+            double error = 1.0 - (double)m->task_correct[t] / (double)m->task_count[t];
+            error_sum += error;
+            tasks++;
+            failed += error > 0.05;
+        }
+    fprintf(out, "  mean error %.2f%% over %d task(s); %d task(s) failed (error > 5%%)\n",
+            tasks ? 100 * error_sum / tasks : 0.0, tasks, failed);
+}
+
 void fwm__print_message(void *user, const char *message)
 {
     (void)user;

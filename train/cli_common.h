@@ -1,10 +1,12 @@
 /* cli_common.h - what fwm-train and fwm-eval share on the command line: option parsing helpers,
- * the default data folder, the per-task table. */
+ * the default data folder, the per-task table, the associative retrieval task's options and
+ * metrics table. */
 #ifndef FWM_TRAIN_CLI_COMMON_H
 #define FWM_TRAIN_CLI_COMMON_H
 
 #include <stdio.h>
 
+#include "ar_task.h"
 #include "metrics.h"
 
 /* The bAbI folder used when --data is not given: $FWM_BABI_DIR, else ../shared/data/babi-v1.2 (beside
@@ -23,6 +25,23 @@ int fwm__cpu_count(void);
 
 /* Per-task accuracy table (tasks 1..20 that have questions) and the overall line. */
 void fwm__print_task_table(FILE *out, const char *title, const fwm__qa_metrics *metrics);
+
+/* The associative retrieval task's options (--ar-seed S, --ar-train N, --ar-valid N, --ar-test N,
+ * --ar-max-storages N): 1 when `option` is one of them (its value parsed into config, or exit 2
+ * with a message), else 0. FWM__AR_OPTIONS_HELP lists them for --help. */
+int fwm__parse_ar_option(const char *option, const char *value, fwm__ar_config *config);
+#define FWM__AR_OPTIONS_HELP                                                                      \
+    "  --ar-seed S           the generator's seed (default 1)\n"                                  \
+    "  --ar-train N --ar-valid N --ar-test N   queries per split (default 100000 5000 5000)\n"   \
+    "  --ar-max-storages N   storages before a query: 1..N (default 10, the paper's)\n"
+
+/* The sequence-to-sequence metrics: total and partial accuracy and bits per character, and the
+ * partial bits over all targets (docs/AR_TASK.md "Protocol and metrics"). */
+void fwm__print_seq_table(FILE *out, const char *title, const fwm__seq_metrics *metrics);
+
+/* The standard bAbI protocol's summary line: the mean error over the tasks that have questions
+ * (1 - accuracy, averaged with each task weighted alike) and the tasks failed (error > 5%). */
+void fwm__print_mean_error(FILE *out, const fwm__qa_metrics *metrics);
 
 /* Message callback that prints "note: <message>" to stderr. */
 void fwm__print_message(void *user, const char *message);

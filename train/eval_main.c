@@ -1,5 +1,6 @@
 /* eval_main.c - fwm-eval: catbAbI accuracy of a model file at "?" positions, overall and per task,
- * with the answer perplexity.
+ * with the answer perplexity; or, with --task ar, the associative retrieval task's metrics (total
+ * and partial accuracy and bits per character, ar_task.h, docs/AR_TASK.md).
  *
  * The data's words are mapped through the model's own vocabulary (a word the model lacks is an
  * error naming it). The split is shuffled once with the fixed evaluation seed and walked with the
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "babi_standard.h"
 #include "cli_common.h"
 #include "evaluate.h"
 #include "model_io.h"
@@ -20,6 +22,14 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: fwm-eval MODEL [options]\n"
             "catbAbI accuracy at \"?\" (overall, per task 1-20) and answer perplexity.\n"
+            "  --task catbabi|ar   catbAbI (default) or the associative retrieval task (the\n"
+            "                      model's vocabulary must be the task's 15 symbols)\n"
+            FWM__AR_OPTIONS_HELP
+            "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
+            "                      (default); standard: a sample per question (the story's\n"
+            "                      statements before it, then the question), each from the\n"
+            "                      reset state; adds the mean error over the tasks\n"
+            "  --tasks LIST        evaluate only these bAbI tasks (e.g. 1,6,20; default all)\n"
             "  --data DIR          bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER (default 10k)\n"
             "  --split test|valid  (default test)\n"
@@ -32,6 +42,11 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *data_dir = NULL, *set = "10k", *split_name = "test";
+    const char *task_name = "catbabi", *protocol = "catbabi";
+    uint8_t keep_task[FWM__TASK_COUNT + 1]; /* --tasks */
+    int tasks_given = 0;
+    fwm__ar_config ar;
+    fwm__ar_config_default(&ar);
     int lanes = 0, threads = fwm__cpu_count();
     long max_windows = 0;
     for (int i = 1; i < argc; i++) {
@@ -49,6 +64,20 @@ int main(int argc, char **argv)
         } else if (!v) {
             fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
             return 2;
+        } else if (strcmp(a, "--task") == 0) {
+            task_name = v;
+        } else if (strcmp(a, "--protocol") == 0) {
+            protocol = v;
+        } else if (strcmp(a, "--tasks") == 0) {
+            tasks_given = 1;
+            memset(keep_task, 0, sizeof keep_task);
+            char *copy = strdup(v), *save = NULL;
+            for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+                 t = strtok_r(NULL, ",", &save))
+                keep_task[fwm__parse_long(a, t, 1, FWM__TASK_COUNT)] = 1;
+            free(copy);
+        } else if (fwm__parse_ar_option(a, v, &ar)) {
+            /* parsed */
         } else if (strcmp(a, "--data") == 0) {
             data_dir = v;
         } else if (strcmp(a, "--set") == 0) {
@@ -79,6 +108,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: --split expects train, valid or test, got '%s'\n", split_name);
         return 2;
     }
+    int task_ar = strcmp(task_name, "ar") == 0;
+    if (!task_ar && strcmp(task_name, "catbabi") != 0) {
+        fprintf(stderr, "error: --task expects catbabi or ar, got '%s'\n", task_name);
+        return 2;
+    }
+    int standard = strcmp(protocol, "standard") == 0;
+    if ((!standard && strcmp(protocol, "catbabi") != 0) || (standard && task_ar)) {
+        fprintf(stderr, "error: --protocol expects catbabi or standard (bAbI only), got '%s'\n",
+                protocol);
+        return 2;
+    }
     if (!lanes)
         lanes = split == FWM__SPLIT_TEST ? 1 : 100;
     if (!data_dir)
@@ -95,32 +135,76 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *folder = fwm__data_folder(set);
-    if (fwm__catbabi_load(&data, data_dir, folder, &model.vocab, fwm__print_message, NULL, &err) !=
-        FWM_OK)
+    if (task_ar) {
+        if (!fwm__ar_vocab_matches(&model.vocab, &err))
+            goto fail;
+        for (int s = 0; s < FWM__SPLIT_COUNT; s++) /* only the split evaluated is generated */
+            if (s != split)
+                ar.queries[s] = 1;
+        if (fwm__ar_load(&data, &ar, &err) != FWM_OK)
+            goto fail;
+    } else if (fwm__catbabi_load(&data, data_dir, folder, &model.vocab, fwm__print_message, NULL,
+                                 &err) != FWM_OK ||
+               (standard && fwm__catbabi_to_standard(&data, &model.vocab, &err) != FWM_OK)) {
         goto fail;
+    }
+    if (tasks_given) {
+        if (task_ar) {
+            fprintf(stderr, "error: --tasks is for the bAbI tasks, not --task ar\n");
+            goto done_usage;
+        }
+        fwm__catbabi_split_keep_tasks(&data.splits[split], keep_task, data.qmark_id);
+    }
     fwm__blas_use_one_thread();
     if (threads > 1 && !(pool = fwm__pool_create(threads))) {
         snprintf(err.message, sizeof err.message, "cannot start %d threads", threads);
         goto fail;
     }
-    fwm__eval_options options = {lanes, 200, max_windows};
+    fwm__eval_options options = {lanes, 200, max_windows, standard};
+    if (standard)
+        options.window = 64; /* samples of ~60 words: less padding (the figures are the same) */
     fwm__qa_metrics metrics;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (task_ar) {
+        fwm__seq_metrics seq;
+        if (fwm__evaluate_seq(&model.spec, model.params, &data.splits[split], data.pad_id,
+                              &options, pool, &seq, &err) != FWM_OK)
+            goto fail;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        char title[512];
+        snprintf(title, sizeof title,
+                 "%s: associative retrieval, %s split of seed %llu (%zu queries, 1..%d storages), "
+                 "%d lane(s), state carried",
+                 model_path, split_name, (unsigned long long)ar.seed, ar.queries[split],
+                 ar.max_storages, lanes);
+        fwm__print_seq_table(stdout, title, &seq);
+        fprintf(stderr, "(%.1f s)\n",
+                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+        exit_code = 0;
+        goto done;
+    }
     if (fwm__evaluate(&model.spec, model.params, &data.splits[split], data.pad_id, data.eos_id,
                       data.qmark_id, &options, pool, &metrics, &err) != FWM_OK)
         goto fail;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     char title[512];
-    snprintf(title, sizeof title, "%s: %s split of %s/%s, %d lane(s), state carried", model_path,
-             split_name, data_dir, folder, lanes);
+    snprintf(title, sizeof title, "%s: %s split of %s/%s, %d lane(s), %s", model_path,
+             split_name, data_dir, folder, lanes,
+             standard ? "standard protocol (a sample per question, from the reset state)"
+                      : "state carried");
     fwm__print_task_table(stdout, title, &metrics);
+    if (standard)
+        fwm__print_mean_error(stdout, &metrics);
     fprintf(stderr, "(%.1f s)\n",
             (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     exit_code = 0;
     goto done;
 fail:
     fprintf(stderr, "error: %s\n", err.message);
+    goto done;
+done_usage:
+    exit_code = 2;
 done:
     fwm__pool_free(pool);
     fwm__catbabi_release(&data);

@@ -173,6 +173,23 @@ void fwm__net_reset_state(fwm__net *net)
     net->ops->reset_state(net->impl);
 }
 
+void fwm__net_reset_lanes(fwm__net *net, const uint8_t *flags, float *scratch)
+{
+    size_t lanes = (size_t)net->config.lanes, k = net->state_size;
+    int any = 0;
+    for (size_t b = 0; b < lanes; b++)
+        any |= flags[b] != 0;
+    if (!any)
+        return;
+    /* every architecture's reset state (the MNM's holds its initial memory) through its own
+     * reset, then the other lanes back */
+    memcpy(scratch, net->state, lanes * k * sizeof(float));
+    fwm__net_reset_state(net);
+    for (size_t b = 0; b < lanes; b++)
+        if (!flags[b])
+            memcpy(net->state + b * k, scratch + b * k, k * sizeof(float));
+}
+
 void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_offset)
 {
     if (net->ops->set_dropout && fwm__dropout_any(&net->config.dropout))

@@ -91,6 +91,9 @@ void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_deno
 long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n);
 void fwm__net_zero_grads(fwm__net *net);
 void fwm__net_reset_state(fwm__net *net);
+/* Reset the lanes b with flags[b] set to the reset state, the others kept (the standard bAbI
+ * protocol: a lane starts a new sample). scratch: [lanes * state_size] floats of the caller's. */
+void fwm__net_reset_lanes(fwm__net *net, const uint8_t *flags, float *scratch);
 /* The dropout masks of training step `step` of a run seeded `seed`; lane b of this model is lane
  * lane_offset + b of the run. A no-op for architectures or configurations without dropout. */
 void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_offset);

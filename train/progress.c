@@ -43,6 +43,16 @@ void fwm__progress_print(FILE *out, const fwm__trainer *tr, double tokens_per_se
 
 void fwm__progress_eval_print(FILE *out, const fwm__trainer *tr)
 {
+    if (tr->valid && tr->valid->targets) { /* a sequence-to-sequence task */
+        fwm__seq_summary v = fwm__seq_metrics_summary(&tr->last_valid_seq);
+        fprintf(out,
+                "eval at step %ld: valid partial accuracy %.2f%% (%ld answers), total accuracy "
+                "%.4f%%, total bpc %.5f, partial bpc %.5f (over all targets %.5f)\n",
+                tr->step, 100 * v.partial_accuracy, tr->last_valid_seq.partial_count,
+                100 * v.total_accuracy, v.total_bpc, v.partial_bpc, v.partial_bpc_all);
+        fflush(out);
+        return;
+    }
     fprintf(out, "eval at step %ld: valid accuracy %.2f%% (%ld questions), answer perplexity %.4f\n",
             tr->step, 100 * fwm__metrics_accuracy(&tr->last_valid), tr->last_valid.count,
             fwm__metrics_perplexity(&tr->last_valid));

@@ -1,5 +1,6 @@
 /* train_main.c - fwm-train: train an FWM (or, with --arch, the paper's LSTM or MNM baseline, or
- * the Gated Fast Weights model) on catbAbI and write a model file.
+ * the Gated Fast Weights model) on catbAbI (or, with --task ar, the associative retrieval task of
+ * ar_task.h) and write a model file.
  *
  * Reads bAbI v1.2 (--data, --set), builds the vocabulary and the streams (catbabi_stream.h),
  * trains with truncated BPTT and Adam (trainer.h), evaluates on valid during training and on test
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "babi_standard.h"
 #include "cli_common.h"
 #include "fwm_error.h"
 #include "fwm_model_shape.h"
@@ -39,10 +41,19 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: fwm-train [options]\n"
             "Train a Fast Weight Memory model (or the LSTM or MNM baseline, or the Gated Fast\n"
-            "Weights model) on catbAbI and write a model file.\n\n"
+            "Weights model) on catbAbI (or the standard bAbI protocol, or the associative\n"
+            "retrieval task) and write a model file.\n\n"
             "data:\n"
+            "  --task catbabi|ar     catbAbI (default) or the associative retrieval task of the\n"
+            "                        Gated Fast Weights paper (docs/AR_TASK.md: generated; loss\n"
+            "                        at every target; no --mode)\n"
             "  --data DIR            bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
+            "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
+            "                        (default); standard: a sample per question (the story's\n"
+            "                        statements before it, then the question), each from the\n"
+            "                        reset state at a window boundary of its lane\n"
+            "associative retrieval (--task ar):\n" FWM__AR_OPTIONS_HELP
             "training:\n"
             "  --mode lm|qm          lm: loss on every token, read every step (default);\n"
             "                        qm: loss and read only at \"?\"\n"
@@ -186,7 +197,10 @@ static int make_dir(const char *path)
 static int train_main(int argc, char **argv)
 {
     const char *data_dir = NULL, *set = "10k", *run_dir = NULL, *out_path = NULL;
-    const char *mode_name = "lm";
+    const char *mode_name = "lm", *task_name = "catbabi", *protocol = "catbabi";
+    int mode_given = 0;
+    fwm__ar_config ar; /* --task ar */
+    fwm__ar_config_default(&ar);
     int resume = 0, force = 0, run_test = 1, test_lanes = 1;
     fwm__train_options o;
     memset(&o, 0, sizeof o);
@@ -315,6 +329,13 @@ static int train_main(int argc, char **argv)
             set = v;
         } else if (OPT("--mode")) {
             mode_name = v;
+            mode_given = 1;
+        } else if (OPT("--task")) {
+            task_name = v;
+        } else if (OPT("--protocol")) {
+            protocol = v;
+        } else if (fwm__parse_ar_option(a, v, &ar)) {
+            i++;
         } else if (OPT("--steps")) {
             o.steps = fwm__parse_long(a, v, 1, 1L << 40);
         } else if (OPT("--lanes")) {
@@ -419,7 +440,28 @@ static int train_main(int argc, char **argv)
              o.lane_groups, dist.size, o.lanes);
         return 2;
     }
-    if (strcmp(mode_name, "lm") == 0)
+    int task_ar = strcmp(task_name, "ar") == 0;
+    if (!task_ar && strcmp(task_name, "catbabi") != 0) {
+        NOTE("error: --task expects catbabi or ar, got '%s'\n", task_name);
+        return 2;
+    }
+    int standard = strcmp(protocol, "standard") == 0;
+    if (!standard && strcmp(protocol, "catbabi") != 0) {
+        NOTE("error: --protocol expects catbabi or standard, got '%s'\n", protocol);
+        return 2;
+    }
+    if (task_ar && standard) {
+        NOTE("error: --protocol standard is for the bAbI tasks, not --task ar\n");
+        return 2;
+    }
+    if (task_ar && mode_given) {
+        NOTE("error: --mode is for --task catbabi; --task ar takes the loss at every target\n");
+        return 2;
+    }
+    if (task_ar) {
+        o.mode = FWM__LOSS_INPUT;
+        mode_name = "ar";
+    } else if (strcmp(mode_name, "lm") == 0)
         o.mode = FWM__LOSS_LM;
     else if (strcmp(mode_name, "qm") == 0)
         o.mode = FWM__LOSS_QM;
@@ -467,17 +509,41 @@ static int train_main(int argc, char **argv)
     fwm__catbabi data;
     fwm__trainer *tr = NULL;
     const char *folder = fwm__data_folder(set);
-    NOTE("reading %s/%s\n", data_dir, folder);
-    if (fwm__catbabi_load(&data, data_dir, folder, NULL,
-                          dist.rank == 0 ? fwm__print_message : NULL, NULL, &err) !=
-        FWM_OK) {
-        fprintf(stderr, "error: %s\n", err.message);
-        return 1;
+    if (task_ar) {
+        NOTE("associative retrieval task, seed %llu\n", (unsigned long long)ar.seed);
+        if (fwm__ar_load(&data, &ar, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            return 2;
+        }
+        for (int s = 0; s < FWM__SPLIT_COUNT; s++)
+            NOTE("  %-5s %7zu queries %9zu characters\n", fwm__split_names[s],
+                 data.splits[s].n_questions, data.splits[s].n_words);
+    } else {
+        NOTE("reading %s/%s\n", data_dir, folder);
+        if (fwm__catbabi_load(&data, data_dir, folder, NULL,
+                              dist.rank == 0 ? fwm__print_message : NULL, NULL, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            return 1;
+        }
+        for (int s = 0; s < FWM__SPLIT_COUNT; s++)
+            NOTE("  %-5s %6zu stories %7zu questions %9zu tokens\n", fwm__split_names[s],
+                 data.splits[s].n_samples, data.splits[s].n_questions,
+                 data.splits[s].n_words + data.splits[s].n_samples);
+        if (standard) { /* a sample per question, each from the reset state */
+            if (fwm__catbabi_to_standard(&data, &data.vocab, &err) != FWM_OK) {
+                fprintf(stderr, "error: %s\n", err.message);
+                fwm__catbabi_release(&data);
+                return 1;
+            }
+            for (int s = 0; s < FWM__SPLIT_COUNT; s++)
+                NOTE("  standard protocol: %-5s %7zu samples %9zu tokens\n",
+                     fwm__split_names[s], data.splits[s].n_samples,
+                     data.splits[s].n_words + data.splits[s].n_samples);
+            o.reset_per_sample = 1;
+            o.eval.reset_per_sample = 1;
+            o.eval.window = 64; /* samples of ~60 words: less padding (the figures are the same) */
+        }
     }
-    for (int s = 0; s < FWM__SPLIT_COUNT; s++)
-        NOTE( "  %-5s %6zu stories %7zu questions %9zu tokens\n", fwm__split_names[s],
-                data.splits[s].n_samples, data.splits[s].n_questions,
-                data.splits[s].n_words + data.splits[s].n_samples);
     hp->vocab_size = data.vocab.count;
     hp->padding_token_id = data.pad_id;
     hp->eos_token_id = data.eos_id;
@@ -611,21 +677,56 @@ static int train_main(int argc, char **argv)
     memset(&test, 0, sizeof test);
     fwm__eval_options full = o.eval;
     full.max_windows = 0;
-    if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_VALID], data.pad_id, data.eos_id,
-                      data.qmark_id, &full, tr->pool, &valid, &err) != FWM_OK)
-        goto fail;
-    fwm__print_task_table(stdout, "valid accuracy at \"?\" per task", &valid);
-    if (run_test) {
-        fwm__eval_options test_options = {test_lanes, 200, 0};
-        fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
-        if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST], data.pad_id,
-                          data.eos_id, data.qmark_id, &test_options, tr->pool, &test,
-                          &err) != FWM_OK)
+    if (task_ar) { /* every metric printed; the answers' (partial) accuracy recorded below */
+        fwm__seq_metrics seq;
+        if (fwm__evaluate_seq(&spec, tr->net->params, &data.splits[FWM__SPLIT_VALID],
+                              data.pad_id, &full, tr->pool, &seq, &err) != FWM_OK)
             goto fail;
-        fwm__print_task_table(stdout, "test accuracy at \"?\" per task", &test);
+        fwm__print_seq_table(stdout, "valid (associative retrieval)", &seq);
+        fwm__seq_metrics_to_qa(&seq, &valid);
+        if (run_test) {
+            fwm__eval_options test_options = full;
+            test_options.lanes = test_lanes;
+            fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
+            if (fwm__evaluate_seq(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST],
+                                  data.pad_id, &test_options, tr->pool, &seq, &err) != FWM_OK)
+                goto fail;
+            fwm__print_seq_table(stdout, "test (associative retrieval)", &seq);
+            fwm__seq_metrics_to_qa(&seq, &test);
+        }
+    } else {
+        if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_VALID], data.pad_id,
+                          data.eos_id, data.qmark_id, &full, tr->pool, &valid, &err) != FWM_OK)
+            goto fail;
+        fwm__print_task_table(stdout, "valid accuracy at \"?\" per task", &valid);
+        if (standard)
+            fwm__print_mean_error(stdout, &valid);
+        if (run_test) {
+            fwm__eval_options test_options = full;
+            test_options.lanes = test_lanes;
+            fprintf(stderr, "testing with %d lane(s) over the whole test stream\n", test_lanes);
+            if (fwm__evaluate(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST], data.pad_id,
+                              data.eos_id, data.qmark_id, &test_options, tr->pool, &test,
+                              &err) != FWM_OK)
+                goto fail;
+            fwm__print_task_table(stdout, "test accuracy at \"?\" per task", &test);
+            if (standard)
+                fwm__print_mean_error(stdout, &test);
+        }
     }
     char dataset[256];
-    snprintf(dataset, sizeof dataset, "catbAbI from bAbI v1.2 %s", folder);
+    if (task_ar)
+        snprintf(dataset, sizeof dataset,
+                 "associative retrieval (seq2seq, Gated Fast Weights paper), seed %llu, %zu/%zu/%zu "
+                 "queries, 1..%d storages",
+                 (unsigned long long)ar.seed, ar.queries[0], ar.queries[1], ar.queries[2],
+                 ar.max_storages);
+    else if (standard)
+        snprintf(dataset, sizeof dataset,
+                 "bAbI v1.2 %s, standard protocol (a sample per question, from the reset state)",
+                 folder);
+    else
+        snprintf(dataset, sizeof dataset, "catbAbI from bAbI v1.2 %s", folder);
     fwm_write_kv extra[5];
     memset(extra, 0, sizeof extra);
     size_t n_extra = 0;
@@ -647,7 +748,11 @@ static int train_main(int argc, char **argv)
         extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&test);
     }
     char name[64];
-    snprintf(name, sizeof name, "%s-catbabi-%s-%s", fwm__train_arch_name(o.arch), set, mode_name);
+    if (task_ar)
+        snprintf(name, sizeof name, "%s-ar", fwm__train_arch_name(o.arch));
+    else
+        snprintf(name, sizeof name, "%s-%s-%s-%s", fwm__train_arch_name(o.arch),
+                 standard ? "babi" : "catbabi", set, mode_name);
     if (fwm__model_save_spec(out_path, &spec, tr->net->params,
                              (const char *const *)data.vocab.words, name, extra, n_extra,
                              &err) != FWM_OK)

@@ -20,7 +20,9 @@
 /* Which target positions carry loss. */
 typedef enum fwm__loss_mode {
     FWM__LOSS_LM = 0, /* every position whose target is not <pad> */
-    FWM__LOSS_QM = 1  /* only positions whose input is the read token ("?"), target not <pad> */
+    FWM__LOSS_QM = 1, /* only positions whose input is the read token ("?"), target not <pad> */
+    FWM__LOSS_INPUT = 2 /* every position whose input is not <pad> (a sequence-to-sequence task
+                           whose padding id is also a target, ar_task.h: its targets all count) */
 } fwm__loss_mode;
 
 /* Sizes fixed at creation. */
@@ -38,11 +40,13 @@ typedef struct fwm__tm_config {
 } fwm__tm_config;
 
 /* Whether the target y of input x carries loss: y is not <pad> and, in QM mode, x is the loss
- * token. The one rule of every architecture's forward pass, also used to count a step's loss rows
+ * token; in INPUT mode, x is not <pad> (whatever y is). The one rule of every architecture's forward pass, also used to count a step's loss rows
  * in advance. */
 static inline int fwm__is_loss_position(fwm__loss_mode mode, uint32_t loss_token_id,
                                         uint32_t padding_token_id, uint32_t x, uint32_t y)
 {
+    if (mode == FWM__LOSS_INPUT)
+        return x != padding_token_id;
     return y != padding_token_id && (mode == FWM__LOSS_LM || x == loss_token_id);
 }
 

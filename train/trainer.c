@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "babi_standard.h"
 #include "fwm_error.h"
 #include "progress.h"
 
@@ -121,6 +122,8 @@ void fwm__trainer_free(fwm__trainer *tr)
     free(tr->y);
     free(tr->tasks);
     free(tr->state_before);
+    free(tr->reset_flags);
+    free(tr->reset_scratch);
     free(tr);
 }
 
@@ -139,8 +142,12 @@ fwm_status fwm__trainer_start_epoch(fwm__trainer *tr, fwm_error *err)
 {
     fwm__catbabi_stream_release(&tr->stream);
     fwm__shuffle_order(tr->order, tr->train->n_samples, tr->opt.seed, 1 + (uint64_t)tr->epoch);
-    return fwm__catbabi_stream_build(&tr->stream, tr->train, tr->order, tr->eos_id,
-                                     tr->opt.lanes, err);
+    if (tr->opt.reset_per_sample) /* the standard protocol: samples from the reset state */
+        return fwm__catbabi_stream_build_aligned(&tr->stream, tr->train, tr->order, tr->eos_id,
+                                                 tr->pad_id, tr->opt.lanes, tr->opt.window, err);
+    /* a sequence-to-sequence split (ar_task.h) is read as it is, every epoch */
+    return fwm__catbabi_stream_build(&tr->stream, tr->train, tr->train->targets ? NULL : tr->order,
+                                     tr->eos_id, tr->opt.lanes, err);
 }
 
 fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__catbabi_split *train,
@@ -250,6 +257,15 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->y = malloc(cells * sizeof *tr->y);
     tr->tasks = malloc(cells);
     tr->state_before = malloc((size_t)options->lanes * tr->net->state_size * sizeof(float));
+    if (options->reset_per_sample) {
+        tr->reset_flags = calloc((size_t)options->lanes, 1);
+        tr->reset_scratch =
+            malloc((size_t)options->lanes * tr->net->state_size * sizeof(float));
+        if (!tr->reset_flags || !tr->reset_scratch) {
+            status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
+            goto fail;
+        }
+    }
     if (!tr->adam_m || !tr->adam_v || !tr->order || !tr->x || !tr->y || !tr->tasks ||
         !tr->state_before) {
         status = fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
@@ -270,6 +286,23 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
 fail:
     fwm__trainer_free(tr);
     return status;
+}
+
+/* The step's answer metrics: at "?" for catbAbI; for a sequence-to-sequence split, at the targets
+ * that are not the blank (the padding id). */
+static void add_answer_metrics(const fwm__trainer *tr, fwm__qa_metrics *m, const fwm__net *net,
+                               const uint8_t *tasks)
+{
+    if (!tr->train->targets) {
+        fwm__metrics_add(m, net, tr->opt.qmark_id, tasks);
+        return;
+    }
+    fwm__seq_metrics seq;
+    memset(&seq, 0, sizeof seq);
+    fwm__seq_metrics_add(&seq, net, tr->pad_id);
+    fwm__qa_metrics answers;
+    fwm__seq_metrics_to_qa(&seq, &answers);
+    fwm__metrics_merge(m, &answers);
 }
 
 fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
@@ -293,6 +326,12 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
         loss_rows += fwm__net_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
     long meta_rows = fwm__net_count_meta_rows(&tm->config, tr->x, cells); /* the same (mnm) */
     int G = tr->n_groups;
+    if (tr->opt.reset_per_sample) { /* lanes that start a sample here start from the reset state */
+        fwm__catbabi_sample_starts(&tr->stream, start, tr->reset_flags);
+        for (int g = tr->group_begin; g < tr->group_end; g++)
+            fwm__net_reset_lanes(tr->group_net[g - tr->group_begin],
+                                 tr->reset_flags + tr->group_lane[g], tr->reset_scratch);
+    }
     for (int g = tr->group_begin; g < tr->group_end; g++) /* to go back to if the step fails */
         memcpy(tr->state_before + (size_t)tr->group_lane[g] * tm->state_size,
                tr->group_net[g - tr->group_begin]->state,
@@ -311,13 +350,13 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
         fwm__net_set_dropout(gt, tr->opt.seed, (uint64_t)tr->step, tr->group_lane[g]);
         fwm__net_forward(gt, tr->x + at, tr->y + at, len);
         if (G == 1) {
-            fwm__metrics_add(&tr->running, gt, tr->opt.qmark_id, tr->tasks);
+            add_answer_metrics(tr, &tr->running, gt, tr->tasks);
         } else {
             fwm__group_stats *st = &tr->group_stats[g];
             memset(st, 0, sizeof *st);
             st->loss_sum = gt->loss_sum;
             st->meta_sum = gt->meta_sum;
-            fwm__metrics_add(&st->metrics, gt, tr->opt.qmark_id, tr->tasks + at);
+            add_answer_metrics(tr, &st->metrics, gt, tr->tasks + at);
         }
         fwm__net_backward_meta(gt, loss_rows, meta_rows);
         if (inject_nan && g == tr->group_begin) /* tests: a gradient that is not finite */
@@ -392,6 +431,12 @@ fwm_status fwm__trainer_evaluate(fwm__trainer *tr, fwm__qa_metrics *out, fwm_err
 {
     if (!tr->valid)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "no validation split");
+    if (tr->valid->targets) { /* all the metrics kept; the answers' in *out */
+        fwm_status status = fwm__evaluate_seq(&tr->spec, tr->net->params, tr->valid, tr->pad_id,
+                                              &tr->opt.eval, tr->pool, &tr->last_valid_seq, err);
+        fwm__seq_metrics_to_qa(&tr->last_valid_seq, out);
+        return status;
+    }
     return fwm__evaluate(&tr->spec, tr->net->params, tr->valid, tr->pad_id, tr->eos_id,
                          tr->opt.qmark_id, &tr->opt.eval, tr->pool, out, err);
 }

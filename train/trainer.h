@@ -46,8 +46,12 @@ typedef struct fwm__train_options {
                                 row the run stops with an error (0: at the first) */
     long fault_nan_step;     /* tests: the gradient of this step (1-based) is made NaN, once;
                                 0 = never */
-    fwm__loss_mode mode;     /* LM or QM */
+    fwm__loss_mode mode;     /* LM or QM; INPUT for a sequence-to-sequence task (the splits have
+                                targets, ar_task.h: their metrics are at every target) */
     uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
+    int reset_per_sample;    /* the standard bAbI protocol: every sample starts at a window
+                                boundary of its lane, from the reset state
+                                (fwm__catbabi_stream_build_aligned); 0: catbAbI's carried state */
     int lanes;               /* B, paper 32 */
     int window;              /* truncated-BPTT length, paper 200 */
     int segment;             /* F checkpoint interval in the backward pass; 0 = automatic */
@@ -105,6 +109,10 @@ typedef struct fwm__trainer {
     int nonfinite_in_row;
     float *state_before;      /* [B * state_size]: the lanes' state before the step */
     int stopped;              /* fwm__trainer_run returned early on stop_requested */
+    uint8_t *reset_flags;     /* [B]: lanes starting a sample in this window (reset_per_sample) */
+    float *reset_scratch;     /* [B * state_size] for fwm__net_reset_lanes */
+    fwm__seq_metrics last_valid_seq; /* a sequence-to-sequence task's (train->targets) last
+                                        validation; last_valid holds its answers' part */
 } fwm__trainer;
 
 /* Set up training from step 0: parameters from `init_params` (flat, layout order) or, when NULL,
@@ -123,7 +131,8 @@ fwm_status fwm__trainer_step(fwm__trainer *trainer, fwm_error *err);
  * run early (at a step boundary: the checkpoint resumes exactly there). */
 fwm_status fwm__trainer_run(fwm__trainer *trainer, fwm_error *err);
 
-/* Evaluate the current parameters on the valid split (opt.eval) into *out. */
+/* Evaluate the current parameters on the valid split (opt.eval) into *out (a sequence-to-sequence
+ * split: its answers, the targets that are not the blank; every metric in last_valid_seq). */
 fwm_status fwm__trainer_evaluate(fwm__trainer *trainer, fwm__qa_metrics *out, fwm_error *err);
 
 /* Checkpoints (checkpoint.c): everything the next step depends on, written atomically. Loading
