@@ -134,9 +134,20 @@ typedef struct fwm_model_info {
      * fwm.session.prime_tokens, or one token, eos_token_id, for a file without that key. */
     uint32_t prime_token_count;
     const uint32_t *prime_tokens; /* owned by the model */
-    const char *architecture;     /* general.architecture: "fwm", "lstm" or "mnm" (static) */
+    const char *architecture;     /* general.architecture: "fwm", "lstm", "mnm" or "stm" (static) */
     uint32_t layer_count;         /* stacked recurrent layers: 1 for the FWM, L for the LSTM, 1 for
-                                   * the MNM (its controller) */
+                                   * the MNM (its controller), 1 for the STM */
+    /* Whether every step predicts the next token: true for every architecture but an stm model in
+     * sentence mode, which predicts only at a question's end (fwm_session_has_prediction). */
+    bool predicts_every_token;
+    /* The STM's reading of tokens (docs/MODEL.md, "The STM"); 0 / false for other architectures.
+     * sentence_input: sentence mode (one step per sentence, answers after the question end) rather
+     * than word mode; the two end tokens; max_sentence_words: the words of a sentence it encodes
+     * (P, sentence mode); reset_on_eos: eos_token_id restores the reset state. */
+    bool sentence_input;
+    uint32_t statement_end_token_id, question_end_token_id;
+    uint32_t max_sentence_words;
+    bool reset_on_eos;
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */
@@ -144,7 +155,7 @@ FWM_API void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
 
 /* The next-word scores (V floats, owned by the model) of a session in the start state
  * (fwm_session_prime): what the step over the last prime token returned. NULL when the model has no
- * prime tokens. */
+ * prime tokens, or when that step predicted nothing (fwm_session_has_prediction). */
 FWM_API const float *fwm_model_start_logits(const fwm_model *model);
 
 /* The text of token `id`, or NULL when id >= V. */
@@ -191,7 +202,14 @@ FWM_API uint64_t fwm_session_position(const fwm_session *session);
 
 /* Step one token. `logits` receives V floats (the next-word scores), or may be NULL: then the read
  * and output (which change no state) are skipped. FWM_ERR_TOKEN_OUT_OF_RANGE leaves the state
- * untouched. */
+ * untouched.
+ *
+ * Positions that predict nothing: every step of the fwm, lstm and mnm architectures (and of an stm
+ * model in word mode) predicts the next token. An stm model in sentence mode reads a sentence at a
+ * time and predicts only at a question's end (the answer); at every other token its step fills the
+ * logits row with quiet NaNs (so `isnan(row[0])` tells such a row apart, in this and the sequence
+ * and batch steps alike; fwm_top_k gives no entries for it) and fwm_session_has_prediction is false
+ * until the next step. */
 FWM_API fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
 
 /* Step `count` tokens in order. `logits` receives count*V floats (row i after token i), or NULL.
@@ -208,6 +226,13 @@ FWM_API fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_
 FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
                                   float *logits, fwm_error *err);
 
+/* Whether the session's last step predicted the next token (its logits are scores, not the NaN row
+ * of a position that predicts nothing): always true for the fwm, lstm and mnm architectures and for
+ * an stm model in word mode, whatever the session has read; for an stm model in sentence mode true
+ * only from a question's end to the next token (a new, reset or primed session: false). Follows the
+ * state through fork, prime, export and import. false for NULL. */
+FWM_API bool fwm_session_has_prediction(const fwm_session *session);
+
 /* ---- predictions -------------------------------------------------------------------------------- */
 typedef struct fwm_prediction {
     uint32_t token;    /* token id */
@@ -215,7 +240,8 @@ typedef struct fwm_prediction {
 } fwm_prediction;
 
 /* The k most probable tokens of one row of `vocab_size` logits, most probable first (ties: lower id
- * first). Writes min(k, vocab_size) entries and returns that number. Thread-safe. */
+ * first). Writes min(k, vocab_size) entries and returns that number; 0 for a row of NaNs only (a
+ * position that predicts nothing). Thread-safe. */
 FWM_API size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_prediction *out);
 
 /* ---- session state blobs ------------------------------------------------------------------------
