@@ -25,7 +25,8 @@ committed numbers:
       checks; and `mnm` models written by fwm-init --arch mnm (two tiny ones and the FWM paper's
       MNM sizes), likewise.
 Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, those of `mnm`
-models (arch=mnm) through mnm_reference.py, and their session-start logits (primed=FILE) and
+models (arch=mnm) through mnm_reference.py, those of `stm` models (arch=stm) through
+stm_reference.py (NaN rows where the model predicts nothing, on both sides), and their session-start logits (primed=FILE) and
 fingerprint (fingerprint=0x...) are recomputed too.
 
 Exits 0 on agreement, 1 on a mismatch (printing model, token position, logit index, got, want),
@@ -52,6 +53,7 @@ import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
 import make_golden  # noqa: E402
 import mnm_reference  # noqa: E402
+import stm_reference  # noqa: E402
 
 try:
     import xxhash  # noqa: F401
@@ -84,6 +86,25 @@ class MnmModel:
         return mnm_reference.forward(self.hp, self.params, tokens)[0]
 
 
+class StmModel(MnmModel):
+    """An `stm` file read by stm_reference.py, with the same interface; its logits have a NaN row
+    where the model predicts nothing (sentence mode: every token but a question's end)."""
+
+    def __init__(self, path):
+        self.hp, self.vocab, self.params = stm_reference.read_model(path, verify_checksum=HAVE_XXHASH)
+        meta, tensors = fwm_reference.read_gguf(path)
+        key = "fwm.session.prime_tokens"
+        self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
+        self.fingerprint = None
+        if HAVE_XXHASH:
+            cs = stm_reference.checksum(self.hp, {n: tensors[n][2]
+                                                  for n, _ in stm_reference.tensor_list(self.hp)})
+            self.fingerprint = stm_reference.fingerprint(self.hp, self.vocab, cs)
+
+    def logits(self, tokens):
+        return make_golden._stm_rows(self.hp, self.params, tokens)
+
+
 def run_fwm(exe, model_path, tokens, workdir):
     """fwm-run's logits for `tokens` as a [n, V] float32 array, or raise RuntimeError."""
     out = os.path.join(workdir, "fwm-run-logits.f32")
@@ -103,7 +124,8 @@ def compare(label, got, want, tol):
         print(f"MISMATCH {label}: {got.shape[0]} floats, expected {want.size} "
               f"({want.shape[0]} tokens x V {want.shape[1]})")
         return 1
-    bad = ~(np.abs(got.astype(np.float64) - want) <= tol)  # NaN counts as bad
+    silent = np.isnan(want[:, :1]) & np.isnan(got)  # where nothing is predicted: NaN both sides
+    bad = ~(np.abs(got.astype(np.float64) - want) <= tol) & ~silent  # NaN counts as bad elsewhere
     for k, (pos, idx) in enumerate(zip(*np.nonzero(bad))):
         if k == MAX_REPORTS:
             print(f"  ... {int(bad.sum())} mismatching logits in all")
@@ -114,7 +136,9 @@ def compare(label, got, want, tol):
     if bad.any():
         print(f"  {label}: FAILED")
     else:
-        print(f"  {label}: ok, worst |diff| / tolerance {float((np.abs(got - want) / tol).max()):.4f}")
+        ratio = np.abs(got - want) / tol
+        worst = float(np.nanmax(ratio)) if not np.isnan(ratio).all() else 0.0
+        print(f"  {label}: ok, worst |diff| / tolerance {worst:.4f}")
     return int(bad.sum())
 
 
@@ -135,8 +159,8 @@ def check_committed(args):
             if arch == "lstm":
                 model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
                 live, _ = lstm_reference.compute_logits(model, tokens)
-            elif arch == "mnm":
-                model = MnmModel(path)
+            elif arch in ("mnm", "stm"):
+                model = MnmModel(path) if arch == "mnm" else StmModel(path)
                 live = model.logits(tokens)
             else:
                 model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
@@ -150,7 +174,7 @@ def check_committed(args):
                                 committed.reshape(-1, V) if committed.size % V == 0 else committed,
                                 live, tol / 50)
             if "primed" in opts:
-                if arch == "mnm":
+                if arch in ("mnm", "stm"):
                     whole = model.logits(model.prime_tokens + tokens)
                 else:
                     whole, _ = lstm_reference.compute_logits(model, model.prime_tokens + tokens)
