@@ -352,7 +352,7 @@ def main():
         changed[at:at + 4] = b"mnmx"
         open(b, "wb").write(changed)
         r = run(FWM_INSPECT, b)
-        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm)' in r.stderr,
+        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm, stm)' in r.stderr,
               f"unknown architecture named with the known ones ({r.stderr})")
 
         # ---- the Metalearned Neural Memory baseline (--arch mnm) ----
@@ -441,7 +441,7 @@ def main():
         open(dup, "w").write("<pad>\n<eos>\n\nmary\n")
         init_refused(["--out", out, "--vocab", dup], "line 3: empty token")
         init_refused(["--out", out, "--vocab", os.path.join(tmp, "none.txt")], "cannot open")
-        init_refused(["--out", out, "--arch", "ntm"], "--arch: expected 'fwm', 'lstm' or 'mnm', found 'ntm'")
+        init_refused(["--out", out, "--arch", "ntm"], "--arch: expected 'fwm', 'lstm', 'mnm' or 'stm', found 'ntm'")
         init_refused(["--out", out, "--arch", "mnm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
         init_refused(["--out", out, "--arch", "mnm", "--layers", "2"], "--layers applies to --arch lstm only")
         init_refused(["--out", out, "--arch", "mnm", "--residual"],
