@@ -286,7 +286,8 @@ static int print_stm(const char *path, const uint8_t *data, size_t size) {
     printf(", end words '%s' and '%s', reset on eos %s, vocabulary %" PRIu32 ")\n",
            schema.tokens[hp->statement_end_token_id], schema.tokens[hp->question_end_token_id],
            hp->reset_on_eos ? "on" : "off", hp->vocab_size);
-    printf("parameters: %" PRIu64 " (the initial memories %" PRIu64 " of them)\n", parameters,
+    printf("parameters: %" PRIu64 "\n", parameters);
+    printf("initial memories: %" PRIu64 " of them (stm.item.init, stm.relation.init)\n",
            fwm_stm_state_floats(hp));
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (Mi: %" PRIu32 " x %" PRIu32
            "; Mr: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",

@@ -391,6 +391,33 @@ def main():
         r = run(FWM_INSPECT, b)
         check(r.returncode == 1 and "checksum mismatch" in r.stderr, f"mnm: damaged data refused ({r.stderr})")
 
+        # ---- the STM (--arch stm), both input modes ----
+        st = os.path.join(tmp, "stm.gguf")
+        stm_args = ["--arch", "stm", "--vocab-size", "20", "--embedding", "6", "--memory-size", "5",
+                    "--queries", "3", "--sentence-length", "4", "--answer-hidden", "7"]
+        r = run(FWM_INIT, "--out", st, *stm_args)
+        check(r.returncode == 0 and "stm sentence mode V=20 E=6 P=4 d=5 n_q=3" in r.stdout,
+              f"fwm-init --arch stm: exit 0 ({r.stderr}{r.stdout})")
+        r = run(FWM_INSPECT, st)
+        check(r.returncode == 0 and "architecture: stm (self-attentive associative memory: sentence mode" in r.stdout
+              and "end words '.' and '?'" in r.stdout and "session state: 100 floats, 424 bytes" in r.stdout
+              and "stm.answer.role.2.weight2" in r.stdout and "checksum: verified" in r.stdout,
+              f"inspect: stm sentence mode ({r.stdout[-800:]}{r.stderr})")
+        r = run(FWM_INIT, "--out", st, *stm_args, "--input", "word", "--relation-length", "2",
+                "--reset-on-eos", "off")
+        check(r.returncode == 0 and "reset_on_eos=off" in r.stdout, f"fwm-init --arch stm --input word ({r.stderr})")
+        # V 20, E 6, d 5, n_q 3, n_r 2: Emb 120, maps 13 * 7, gates 2 * 50 + 10, SAM 9 * 6 + 2 * 45,
+        # alpha 3, transfer 75 + 5, memories 100, G2 2 * 26, G3 20 * 7
+        r = inspect_ok(st, 120 + 91 + 110 + 144 + 3 + 80 + 100 + 52 + 140, 100, "stm word mode")
+        check("stm.distill.weight" in r.stdout and "stm.position.weight" not in r.stdout,
+              "inspect: the word-mode tensor list")
+        r = run(FWM_INIT, "--out", st, "--arch", "stm", "--vocab-size", "20", "--hidden", "4")
+        check(r.returncode == 2 and "--hidden does not apply to --arch stm" in r.stderr, "stm: --hidden refused")
+        r = run(FWM_INIT, "--out", st, "--queries", "4")
+        check(r.returncode == 2 and "--queries applies to --arch stm only" in r.stderr, "fwm: --queries refused")
+        r = run(FWM_INIT, "--out", st, "--arch", "stm", "--vocab-size", "20", "--question-end", "w7", "--statement-end", "w7")
+        check(r.returncode == 2 and "stm.question_end_token_id" in r.stderr, f"stm: one end word twice refused ({r.stderr})")
+
         # ---- damaged files ----
         bad = os.path.join(tmp, "bad.gguf")
         damaged = bytearray(data)
