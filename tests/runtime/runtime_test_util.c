@@ -8,6 +8,7 @@
 
 #include "fwm_rng.h"
 #include "session_internal.h"
+#include "xxhash64.h"
 
 fwm_hparams rt_hparams(uint32_t V, uint32_t E, uint32_t H, uint32_t S, uint32_t R, uint32_t T,
                        uint32_t read_count, bool residual, uint32_t read_policy,
@@ -142,4 +143,65 @@ bool rt_state(const fwm_session *session, float **h, float **c, float **F) {
     memcpy(*F, blob + 40 + 8 * H, SRT * sizeof(float));
     free(blob);
     return true;
+}
+
+/* ---- shared by the tests of the architectures other than the FWM -------------------------------- */
+
+void rt_check_step_modes(const fwm_model *model, const uint32_t *tokens, size_t n_sessions,
+                         size_t steps) {
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    const size_t V = info.vocab_size, rows = n_sessions * steps;
+    float *a = malloc(rows * V * sizeof(float)), *b = malloc(rows * V * sizeof(float));
+    float *c = malloc(rows * V * sizeof(float)), *row = malloc(n_sessions * V * sizeof(float));
+    uint32_t *column = malloc(n_sessions * sizeof *column);
+    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
+                **batch = calloc(n_sessions, sizeof *batch);
+    CHECK(a && b && c && row && column && single && seq && batch);
+    fwm_error err;
+    for (size_t j = 0; single && seq && batch && j < n_sessions; j++) {
+        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
+        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
+    }
+    if (a && b && c && row && column && single && seq && batch && single[n_sessions - 1] &&
+        seq[n_sessions - 1] && batch[n_sessions - 1]) {
+        for (size_t j = 0; j < n_sessions; j++) {
+            for (size_t i = 0; i < steps; i++)
+                CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
+            CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
+        }
+        for (size_t i = 0; i < steps; i++) {
+            for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
+            CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
+            for (size_t j = 0; j < n_sessions; j++)
+                memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
+        }
+        CHECK(memcmp(a, b, rows * V * sizeof(float)) == 0);
+        CHECK(memcmp(a, c, rows * V * sizeof(float)) == 0);
+        size_t bytes = single[0]->state_bytes; /* the whole state block, padding included */
+        for (size_t j = 0; j < n_sessions; j++) {
+            CHECK(memcmp(single[j]->h, seq[j]->h, bytes) == 0);
+            CHECK(memcmp(single[j]->h, batch[j]->h, bytes) == 0);
+            CHECK(fwm_session_position(batch[j]) == steps);
+        }
+    }
+    for (size_t j = 0; single && seq && batch && j < n_sessions; j++)
+        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
+    free(single), free(seq), free(batch), free(column), free(row), free(a), free(b), free(c);
+}
+
+unsigned char *rt_export_queried(const fwm_session *s, size_t *size) {
+    fwm_error err;
+    size_t need = 0;
+    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
+    unsigned char *blob = malloc(need ? need : 1);
+    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
+    CHECK_INT(*size, need);
+    return blob;
+}
+
+void rt_reseal(unsigned char *blob, size_t size) {
+    uint64_t sum = fwm__xxh64(blob, size - 8, 0);
+    for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
 }

@@ -38,4 +38,21 @@ unsigned char *rt_export(const fwm_session *session, size_t *size);
  * exported blob into malloc'd arrays h[H], c[H], F[S*R*T]; false on failure. */
 bool rt_state(const fwm_session *session, float **h, float **c, float **F);
 
+/* ---- shared by the tests of the architectures other than the FWM (lstm, mnm, stm) ---- */
+
+/* Step `n_sessions` fresh sessions of `model` over `steps` tokens each (session j reads
+ * tokens[j * steps .. (j + 1) * steps)) three ways: fwm_session_step token by token,
+ * fwm_session_step_sequence, and fwm_batch_step over all of them per position. Checks that every
+ * row of logits (NaN rows of positions that predict nothing included) and every session's whole
+ * state block are bit-identical across the three. */
+void rt_check_step_modes(const fwm_model *model, const uint32_t *tokens, size_t n_sessions,
+                         size_t steps);
+
+/* An exported blob through the size query (FWM_ERR_BUFFER_TOO_SMALL with the size) and the export:
+ * a new malloc'd buffer of *size bytes. */
+unsigned char *rt_export_queried(const fwm_session *session, size_t *size);
+
+/* Rewrite a blob's trailing XXH64 after an edit. */
+void rt_reseal(unsigned char *blob, size_t size);
+
 #endif

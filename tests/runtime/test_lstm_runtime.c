@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "runtime_test_util.h"
 #include "fwm/fwm.h"
 #include "fwm_alloc.h"
 #include "fwm_model_init.h"
@@ -195,46 +195,12 @@ static void info_and_reference(void) {
     free(f.data);
 }
 
-/* Step `n_sessions` sessions over `steps` tokens each three ways; every logit and final state equal. */
+/* Step `n_sessions` sessions over `steps` random tokens each three ways (rt_check_step_modes). */
 static void equivalence_on(fwm_model *model, size_t n_sessions, size_t steps) {
-    const size_t V = V_TEST;
     uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
     random_tokens(tokens, n_sessions * steps, n_sessions + steps);
-    float *a = malloc(n_sessions * steps * V * sizeof(float));
-    float *b = malloc(n_sessions * steps * V * sizeof(float));
-    float *c = malloc(n_sessions * steps * V * sizeof(float));
-    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
-                **batch = calloc(n_sessions, sizeof *batch);
-    fwm_error err;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
-    }
-    for (size_t j = 0; j < n_sessions; j++) {
-        for (size_t i = 0; i < steps; i++)
-            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
-        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
-    }
-    uint32_t *column = malloc(n_sessions * sizeof *column);
-    float *row = malloc(n_sessions * V * sizeof(float));
-    for (size_t i = 0; i < steps; i++) {
-        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
-        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
-        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
-    }
-    CHECK(memcmp(a, b, n_sessions * steps * V * sizeof(float)) == 0);
-    CHECK(memcmp(a, c, n_sessions * steps * V * sizeof(float)) == 0);
-    fwm_model_info info;
-    fwm_model_get_info(model, &info);
-    size_t LH = info.session_state_floats / 2;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK(memcmp(single[j]->h, seq[j]->h, LH * sizeof(float)) == 0);
-        CHECK(memcmp(single[j]->c, batch[j]->c, LH * sizeof(float)) == 0);
-        CHECK(memcmp(single[j]->h, batch[j]->h, LH * sizeof(float)) == 0);
-        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
-    }
-    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
+    rt_check_step_modes(model, tokens, n_sessions, steps);
+    free(tokens);
 }
 
 static void step_modes_bit_identical(void) {
@@ -345,15 +311,6 @@ static void prime_fork_and_refusals(void) {
     free(f.data);
 }
 
-static unsigned char *export_of(const fwm_session *s, size_t *size) {
-    fwm_error err;
-    size_t need = 0;
-    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
-    unsigned char *blob = malloc(need);
-    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
-    CHECK_INT(*size, need);
-    return blob;
-}
 
 static void export_import(void) {
     lstm_file f, g;
@@ -371,7 +328,7 @@ static void export_import(void) {
     random_tokens(tokens, 30, 5);
     CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
     size_t size = 0;
-    unsigned char *blob = export_of(s, &size);
+    unsigned char *blob = rt_export_queried(s, &size);
     fwm_model_info info;
     fwm_model_get_info(model, &info);
     CHECK_INT(size, info.state_blob_bytes);
@@ -386,7 +343,7 @@ static void export_import(void) {
 
     /* refusals leave the session as it was */
     size_t t_size = 0;
-    unsigned char *t_before = export_of(t, &t_size);
+    unsigned char *t_before = rt_export_queried(t, &t_size);
     unsigned char *copy = malloc(size);
     memcpy(copy, blob, size);
     copy[60] ^= 1;
@@ -396,24 +353,24 @@ static void export_import(void) {
     CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* another LSTM model's blob */
     size_t u_size = 0;
-    unsigned char *u_blob = export_of(u, &u_size);
+    unsigned char *u_blob = rt_export_queried(u, &u_size);
     CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "belongs to model");
     /* an FWM blob into an LSTM session, and the other way */
     size_t w_size = 0;
-    unsigned char *w_blob = export_of(w, &w_size);
+    unsigned char *w_blob = rt_export_queried(w, &w_size);
     CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "architecture 'fwm'");
     CHECK_CONTAINS(err.message, "architecture 'lstm'");
     size_t w_before_size = 0;
-    unsigned char *w_before = export_of(w, &w_before_size);
+    unsigned char *w_before = rt_export_queried(w, &w_before_size);
     CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
     CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
     /* a damaged cross-architecture blob is damaged, not another architecture's */
     CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     size_t after_size = 0;
-    unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
+    unsigned char *t_after = rt_export_queried(t, &after_size), *w_after = rt_export_queried(w, &after_size);
     CHECK(memcmp(t_before, t_after, t_size) == 0);
     CHECK(memcmp(w_before, w_after, w_before_size) == 0);
     /* dims whose size overflows, with a checksum that holds */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../check.h"
+#include "runtime_test_util.h"
 #include "fwm/fwm.h"
 #include "fwm_alloc.h"
 #include "fwm_model_init.h"
@@ -325,44 +325,12 @@ static void info_and_reference(void) {
     }
 }
 
-/* Step `n_sessions` sessions over `steps` tokens each three ways; every logit and final state equal. */
+/* Step `n_sessions` sessions over `steps` random tokens each three ways (rt_check_step_modes). */
 static void equivalence_on(fwm_model *model, size_t n_sessions, size_t steps) {
-    const size_t V = V_TEST;
     uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
     random_tokens(tokens, n_sessions * steps, n_sessions + steps);
-    float *a = malloc(n_sessions * steps * V * sizeof(float));
-    float *b = malloc(n_sessions * steps * V * sizeof(float));
-    float *c = malloc(n_sessions * steps * V * sizeof(float));
-    fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
-                **batch = calloc(n_sessions, sizeof *batch);
-    fwm_error err;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK_OK(fwm_session_create(model, &single[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &seq[j], &err), err);
-        CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
-    }
-    for (size_t j = 0; j < n_sessions; j++) {
-        for (size_t i = 0; i < steps; i++)
-            CHECK_OK(fwm_session_step(single[j], tokens[j * steps + i], a + (j * steps + i) * V, &err), err);
-        CHECK_OK(fwm_session_step_sequence(seq[j], tokens + j * steps, steps, b + j * steps * V, &err), err);
-    }
-    uint32_t *column = malloc(n_sessions * sizeof *column);
-    float *row = malloc(n_sessions * V * sizeof(float));
-    for (size_t i = 0; i < steps; i++) {
-        for (size_t j = 0; j < n_sessions; j++) column[j] = tokens[j * steps + i];
-        CHECK_OK(fwm_batch_step(batch, column, n_sessions, row, &err), err);
-        for (size_t j = 0; j < n_sessions; j++) memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
-    }
-    CHECK(memcmp(a, b, n_sessions * steps * V * sizeof(float)) == 0);
-    CHECK(memcmp(a, c, n_sessions * steps * V * sizeof(float)) == 0);
-    /* the whole state block (h, c, r, memory and their padding) */
-    size_t bytes = single[0]->state_bytes;
-    for (size_t j = 0; j < n_sessions; j++) {
-        CHECK(memcmp(single[j]->h, seq[j]->h, bytes) == 0);
-        CHECK(memcmp(single[j]->h, batch[j]->h, bytes) == 0);
-        fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
-    }
-    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
+    rt_check_step_modes(model, tokens, n_sessions, steps);
+    free(tokens);
 }
 
 static void step_modes_bit_identical(void) {
@@ -482,21 +450,7 @@ static void prime_fork_and_refusals(void) {
     free(f.data);
 }
 
-static unsigned char *export_of(const fwm_session *s, size_t *size) {
-    fwm_error err;
-    size_t need = 0;
-    CHECK_STATUS(fwm_session_export(s, NULL, 0, &need, &err), FWM_ERR_BUFFER_TOO_SMALL, &err);
-    unsigned char *blob = malloc(need);
-    CHECK_OK(fwm_session_export(s, blob, need, size, &err), err);
-    CHECK_INT(*size, need);
-    return blob;
-}
 
-/* Rewrite a blob's trailing checksum after an edit. */
-static void reseal(unsigned char *blob, size_t size) {
-    uint64_t sum = fwm__xxh64(blob, size - 8, 0);
-    for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
-}
 
 static void export_import(void) {
     mnm_file f, g;
@@ -516,7 +470,7 @@ static void export_import(void) {
     random_tokens(tokens, 30, 5);
     CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
     size_t size = 0;
-    unsigned char *blob = export_of(s, &size);
+    unsigned char *blob = rt_export_queried(s, &size);
     fwm_model_info info;
     fwm_model_get_info(model, &info);
     CHECK_INT(size, info.state_blob_bytes);
@@ -534,7 +488,7 @@ static void export_import(void) {
 
     /* refusals leave the session as it was */
     size_t t_size = 0;
-    unsigned char *t_before = export_of(t, &t_size);
+    unsigned char *t_before = rt_export_queried(t, &t_size);
     unsigned char *copy = malloc(size);
     memcpy(copy, blob, size);
     copy[60] ^= 1;
@@ -544,19 +498,19 @@ static void export_import(void) {
     CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* another MNM model's blob */
     size_t u_size = 0;
-    unsigned char *u_blob = export_of(u, &u_size);
+    unsigned char *u_blob = rt_export_queried(u, &u_size);
     CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "belongs to model");
     /* FWM and LSTM blobs into an MNM session, and the other way */
     size_t w_size = 0, x_size = 0;
-    unsigned char *w_blob = export_of(w, &w_size), *x_blob = export_of(x, &x_size);
+    unsigned char *w_blob = rt_export_queried(w, &w_size), *x_blob = rt_export_queried(x, &x_size);
     CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "architecture 'fwm'");
     CHECK_CONTAINS(err.message, "architecture 'mnm'");
     CHECK_STATUS(fwm_session_import(t, x_blob, x_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
     size_t w_before_size = 0;
-    unsigned char *w_before = export_of(w, &w_before_size);
+    unsigned char *w_before = rt_export_queried(w, &w_before_size);
     CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
     CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'mnm'");
     CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
@@ -565,13 +519,13 @@ static void export_import(void) {
     /* a damaged cross-architecture blob is damaged, not another architecture's */
     CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     size_t after_size = 0;
-    unsigned char *t_after = export_of(t, &after_size), *w_after = export_of(w, &after_size);
+    unsigned char *t_after = rt_export_queried(t, &after_size), *w_after = rt_export_queried(w, &after_size);
     CHECK(memcmp(t_before, t_after, t_size) == 0);
     CHECK(memcmp(w_before, w_after, w_before_size) == 0);
     /* dims whose size overflows, with a checksum that holds */
     memcpy(copy, blob, size);
     for (int i = 32; i < 48; i++) copy[i] = 0xff;
-    reseal(copy, size);
+    rt_reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     CHECK_CONTAINS(err.message, "H=4294967295 d_k=4294967295 d_v=4294967295 D=4294967295");
     /* zero or too many memory layers, a reserved field set */
@@ -582,7 +536,7 @@ static void export_import(void) {
     for (size_t e = 0; e < 3; e++) {
         memcpy(copy, blob, size);
         for (int i = 0; i < 4; i++) copy[edits[e].at + i] = (unsigned char)(edits[e].value >> (8 * i));
-        reseal(copy, size);
+        rt_reseal(copy, size);
         CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
         CHECK_CONTAINS(err.message, "implies 0 bytes");
     }
@@ -590,7 +544,7 @@ static void export_import(void) {
     memcpy(copy, blob, size);
     copy[32] = 4;
     copy[40] = 4;
-    reseal(copy, size);
+    rt_reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     /* non-finite values, named by where they are */
     static const struct {
@@ -602,11 +556,11 @@ static void export_import(void) {
         memcpy(copy, blob, size);
         const float nan = NAN;
         memcpy(copy + 56 + 4 * places[e].index, &nan, 4);
-        reseal(copy, size);
+        rt_reseal(copy, size);
         CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
         CHECK_CONTAINS(err.message, places[e].name);
     }
-    t_after = (free(t_after), export_of(t, &after_size));
+    t_after = (free(t_after), rt_export_queried(t, &after_size));
     CHECK(memcmp(t_before, t_after, t_size) == 0);
 
     free(t_after), free(w_after), free(w_before), free(w_blob), free(x_blob), free(u_blob), free(t_before);
