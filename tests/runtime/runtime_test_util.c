@@ -8,6 +8,8 @@
 
 #include "fwm_rng.h"
 #include "session_internal.h"
+#include "fwm_model_init.h"
+#include "fwm_model_shape.h"
 #include "xxhash64.h"
 
 fwm_hparams rt_hparams(uint32_t V, uint32_t E, uint32_t H, uint32_t S, uint32_t R, uint32_t T,
@@ -204,4 +206,27 @@ unsigned char *rt_export_queried(const fwm_session *s, size_t *size) {
 void rt_reseal(unsigned char *blob, size_t size) {
     uint64_t sum = fwm__xxh64(blob, size - 8, 0);
     for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
+}
+
+fwm_model *rt_write_fwm_file(const char *path, const char *const *tokens, uint32_t V) {
+    fwm_hparams hp;
+    fwm__hparams_defaults(&hp);
+    hp.vocab_size = V, hp.embedding_length = 6, hp.hidden_size = 8;
+    hp.memory_s = hp.memory_r = hp.memory_t = 3;
+    hp.write_scale = 1.0f / 3;
+    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    fwm__tensor_offsets(&hp, offsets);
+    float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
+    if (!data) return NULL;
+    float *t[FWM_TENSOR_COUNT];
+    fwm_write_spec spec = {.hp = hp, .tokens = tokens};
+    for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
+    fwm__model_init_weights(&hp, 5, t);
+    fwm_error err;
+    fwm_model *model = NULL;
+    fwm_status st = fwm_model_write(path, &spec, &err);
+    CHECK_OK(st, err);
+    free(data);
+    if (st == FWM_OK) CHECK_OK(fwm_model_load(path, NULL, &model, &err), err);
+    return model;
 }

@@ -52,6 +52,10 @@ void rt_check_step_modes(const fwm_model *model, const uint32_t *tokens, size_t 
  * a new malloc'd buffer of *size bytes. */
 unsigned char *rt_export_queried(const fwm_session *session, size_t *size);
 
+/* A small FWM file (E 6, H 8, S = R = T = 3, the released code's initialisation, seed 5) over
+ * `tokens` (V of them) written to `path` and loaded; NULL (a check failure) on error. */
+fwm_model *rt_write_fwm_file(const char *path, const char *const *tokens, uint32_t V);
+
 /* Rewrite a blob's trailing XXH64 after an edit. */
 void rt_reseal(unsigned char *blob, size_t size);
 
