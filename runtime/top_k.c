@@ -13,9 +13,6 @@ static int ranks_above(float a, uint32_t a_id, float b, uint32_t b_id) {
 size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_prediction *out) {
     if (!logits || !out || vocab_size == 0 || k == 0) return 0;
     if (k > vocab_size) k = vocab_size;
-    uint32_t finite_or_inf = 0; /* a row of NaNs only is a position that predicts nothing */
-    while (finite_or_inf < vocab_size && isnan(logits[finite_or_inf])) finite_or_inf++;
-    if (finite_or_inf == vocab_size) return 0;
 
     float max = -INFINITY;
     for (uint32_t i = 0; i < vocab_size; i++)

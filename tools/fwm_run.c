@@ -157,8 +157,9 @@ int main(int argc, char **argv) {
             goto done;
         }
         printf("%ld\t%s\t->", i, fwm_model_token_text(model, tokens[i]));
-        if (!fwm_session_has_prediction(session)) printf(" (nothing predicted)");
-        size_t k = fwm_top_k(logits, info.vocab_size, (size_t)topk, predictions);
+        bool predicted = fwm_session_has_prediction(session);
+        if (!predicted) printf(" (nothing predicted)");
+        size_t k = predicted ? fwm_top_k(logits, info.vocab_size, (size_t)topk, predictions) : 0;
         for (size_t j = 0; j < k; j++)
             printf(" %s %.4f", fwm_model_token_text(model, predictions[j].token),
                    predictions[j].probability);

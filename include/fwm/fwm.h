@@ -208,8 +208,7 @@ FWM_API uint64_t fwm_session_position(const fwm_session *session);
  * model in word mode) predicts the next token. An stm model in sentence mode reads a sentence at a
  * time and predicts only at a question's end (the answer); at every other token its step fills the
  * logits row with quiet NaNs (so `isnan(row[0])` tells such a row apart, in this and the sequence
- * and batch steps alike; fwm_top_k gives no entries for it) and fwm_session_has_prediction is false
- * until the next step. */
+ * and batch steps alike) and fwm_session_has_prediction is false until the next step. */
 FWM_API fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
 
 /* Step `count` tokens in order. `logits` receives count*V floats (row i after token i), or NULL.
@@ -240,8 +239,7 @@ typedef struct fwm_prediction {
 } fwm_prediction;
 
 /* The k most probable tokens of one row of `vocab_size` logits, most probable first (ties: lower id
- * first). Writes min(k, vocab_size) entries and returns that number; 0 for a row of NaNs only (a
- * position that predicts nothing). Thread-safe. */
+ * first). Writes min(k, vocab_size) entries and returns that number. Thread-safe. */
 FWM_API size_t fwm_top_k(const float *logits, uint32_t vocab_size, size_t k, fwm_prediction *out);
 
 /* ---- session state blobs ------------------------------------------------------------------------
