@@ -47,6 +47,8 @@ typedef struct fwm_arch_ops {
     /* Whether the session's last step predicted the next token (fwm_session_has_prediction); NULL
      * where every step does. */
     bool (*has_prediction)(const struct fwm_session *session);
+    /* fwm_session_skip_answer; NULL where there is no answer slot. */
+    bool (*skip_answer)(struct fwm_session *session);
     /* Exact size of an exported blob. */
     size_t (*blob_size)(const struct fwm_model *model);
     /* As the public functions of the same names (fwm.h), for a session of this architecture. */

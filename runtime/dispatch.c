@@ -45,6 +45,12 @@ bool fwm_session_has_prediction(const fwm_session *session) {
     return ops->has_prediction ? ops->has_prediction(session) : true;
 }
 
+bool fwm_session_skip_answer(fwm_session *session) {
+    if (!session) return false;
+    const fwm_arch_ops *ops = ops_of(session);
+    return ops->skip_answer ? ops->skip_answer(session) : false;
+}
+
 size_t fwm__state_blob_size(const struct fwm_model *model) {
     return fwm__arch_ops(model->arch)->blob_size(model);
 }

@@ -232,6 +232,14 @@ FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *
  * state through fork, prime, export and import. false for NULL. */
 FWM_API bool fwm_session_has_prediction(const fwm_session *session);
 
+/* An stm model in sentence mode takes the token read after a question's end as its answer and
+ * ignores it (docs/MODEL.md, "The STM"). When no answer will follow (a question asked without
+ * feeding its answer, as fwm-serve's `ask` without `commit`), this closes that answer slot so that
+ * the next token starts a new sentence; the position is unchanged and nothing is predicted after it
+ * (fwm_session_has_prediction becomes false). Returns whether a slot was open; false, changing
+ * nothing, for every other session (other architectures, word mode, no open slot, NULL). */
+FWM_API bool fwm_session_skip_answer(fwm_session *session);
+
 /* ---- predictions -------------------------------------------------------------------------------- */
 typedef struct fwm_prediction {
     uint32_t token;    /* token id */

@@ -1,7 +1,7 @@
 /* stm_model.c - loading an `stm` model file into a ready-to-step fwm_model (through the STM
  * schema, model_format/stm/), its model info, the layout of its sessions' state, their reset state
- * (the initial memories, an empty sentence buffer, a closed answer slot), and whether a session's
- * last step predicted anything. */
+ * (the initial memories, an empty sentence buffer, a closed answer slot), whether a session's
+ * last step predicted anything, and closing an answer slot no answer will fill. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -129,4 +129,12 @@ void fwm__stm_reset_state(struct fwm_session *session) {
 bool fwm__stm_has_prediction(const struct fwm_session *session) {
     const fwm_stm_model *sm = fwm__stm_of(session->model);
     return !sm->sentence || session->words[FWM_STM_WORD_SLOT(sm)] != 0;
+}
+
+/* Close an open answer slot (sentence mode) without reading an answer. */
+bool fwm__stm_skip_answer(struct fwm_session *session) {
+    const fwm_stm_model *sm = fwm__stm_of(session->model);
+    if (!sm->sentence || !session->words[FWM_STM_WORD_SLOT(sm)]) return false;
+    session->words[FWM_STM_WORD_SLOT(sm)] = 0;
+    return true;
 }

@@ -10,6 +10,7 @@ const fwm_arch_ops fwm__stm_ops = {
     .state_floats = fwm__stm_state_floats,
     .reset_state = fwm__stm_reset_state,
     .has_prediction = fwm__stm_has_prediction,
+    .skip_answer = fwm__stm_skip_answer,
     .blob_size = fwm__stm_blob_size,
     .step = fwm__stm_step,
     .step_sequence = fwm__stm_step_sequence,

@@ -63,6 +63,7 @@ void fwm__stm_lay_out(struct fwm_session *session, float *base);
 size_t fwm__stm_state_floats(const struct fwm_model *model);
 void fwm__stm_reset_state(struct fwm_session *session);
 bool fwm__stm_has_prediction(const struct fwm_session *session);
+bool fwm__stm_skip_answer(struct fwm_session *session);
 
 /* stm_step.c */
 fwm_status fwm__stm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
