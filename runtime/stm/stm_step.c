@@ -4,9 +4,11 @@
  * then runs one chunk routine on up to CHUNK_SESSIONS sessions at a time. The products with weights
  * every session shares are batched across the chunk, and across the rows of each session's memory
  * (fwm__matvec_batch, whose arithmetic per element does not depend on the batch): the input maps,
- * the gates' Ug tanh(Mi[r]) over every row r, the SAM projection over every row of A, the
- * relational transfer G1 over every column of S, eq. 14's G2 over every slot and G3, and the answer
- * module's MLPs and Z. Everything on one session's own memories runs per session in a fixed order.
+ * the gates' Ug tanh(Mi[r]) over every row r, the SAM projection over every row of A, eq. 14's G2
+ * over every slot and G3, and the answer module's MLPs and Z; the relational transfer G1 runs over
+ * every column of one session's S at a time (its S^T, n_q d^2 floats, stays in cache that way; the
+ * kernel's register blocking gains nothing from more vectors). Everything on one session's own
+ * memories runs per session in a fixed order.
  * So single, sequence and batched steps are bit-identical by construction.
  *
  * Per token (docs/MODEL.md, "The STM (self-attentive associative memory)"):
@@ -53,14 +55,14 @@ static dims dims_of(const fwm_stm_hparams *hp) {
 
 /* Per-call scratch for `capacity` sessions. Per session (kept across the batched products): the
  * step's input x (or the question vector), a, c, z, the gate input part u, one d x d buffer (tanh(Mi),
- * then A, then T), the gates G, the projection Pm^T, S^T for the transfer, eq. 14's r, and the
- * answer module's vectors. Shared (per-session work runs one session at a time): Pm, the attention
- * weights, v^T, S, the read's weights and vr, a row of the outer product. Then the pointer arrays of
+ * then A), the gates G, the projection Pm^T, eq. 14's r, and the answer module's vectors. Shared
+ * (per-session work runs one session at a time): Pm, the attention weights, v^T, S, S^T and T for
+ * the transfer, the read's weights and vr, a row of the outer product. Then the pointer arrays of
  * the batched products. */
 typedef struct workspace {
-    float *x, *a, *c, *z, *u, *D1, *G, *PmT, *ST, *rr, *ans;
-    size_t xs, as, zs, us, D1s, Gs, PmTs, STs, rrs, anss;
-    float *Pm, *Wt, *VT, *S, *w, *vr, *row;
+    float *x, *a, *c, *z, *u, *D1, *G, *PmT, *rr, *ans;
+    size_t xs, as, zs, us, D1s, Gs, PmTs, rrs, anss;
+    float *Pm, *Wt, *VT, *S, *ST, *T, *w, *vr, *row;
     const float **px, **pb;
     float **py;
     float *heap;
@@ -71,11 +73,10 @@ static size_t answer_floats(const dims *k) { return 4 * pad16(k->Ha) + 5 * pad16
 static fwm_status workspace_init(workspace *ws, const dims *k, size_t capacity, fwm_error *err) {
     ws->xs = pad16(k->E), ws->as = pad16(k->d), ws->zs = pad16(k->nq), ws->us = pad16(2 * k->d);
     ws->D1s = pad16(k->dd), ws->Gs = pad16(2 * k->dd), ws->PmTs = pad16(k->pq * k->d);
-    ws->STs = pad16(k->nq * k->dd), ws->rrs = pad16(k->nq * k->nr), ws->anss = answer_floats(k);
-    size_t per = ws->xs + 2 * ws->as + ws->zs + ws->us + ws->D1s + ws->Gs + ws->PmTs + ws->STs + ws->rrs +
-                 ws->anss;
+    ws->rrs = pad16(k->nq * k->nr), ws->anss = answer_floats(k);
+    size_t per = ws->xs + 2 * ws->as + ws->zs + ws->us + ws->D1s + ws->Gs + ws->PmTs + ws->rrs + ws->anss;
     size_t shared = pad16(k->pq * k->d) + pad16(k->qd * k->nq) + pad16(k->d * k->nq) +
-                    pad16(k->nq * k->dd) + pad16(k->qd) + pad16(k->d) + pad16(k->d);
+                    2 * pad16(k->nq * k->dd) + pad16(k->dd) + pad16(k->qd) + pad16(k->d) + pad16(k->d);
     size_t vectors = capacity * k->d;
     if (k->qd > vectors) vectors = k->qd;
     if (capacity * k->nq > vectors) vectors = capacity * k->nq;
@@ -94,13 +95,14 @@ static fwm_status workspace_init(workspace *ws, const dims *k, size_t capacity, 
     ws->D1 = p, p += ws->D1s * capacity;
     ws->G = p, p += ws->Gs * capacity;
     ws->PmT = p, p += ws->PmTs * capacity;
-    ws->ST = p, p += ws->STs * capacity;
     ws->rr = p, p += ws->rrs * capacity;
     ws->ans = p, p += ws->anss * capacity;
     ws->Pm = p, p += pad16(k->pq * k->d);
     ws->Wt = p, p += pad16(k->qd * k->nq);
     ws->VT = p, p += pad16(k->d * k->nq);
     ws->S = p, p += pad16(k->nq * k->dd);
+    ws->ST = p, p += pad16(k->nq * k->dd);
+    ws->T = p, p += pad16(k->dd);
     ws->w = p, p += pad16(k->qd);
     ws->vr = p, p += pad16(k->d);
     ws->row = p, p += pad16(k->d);
@@ -173,6 +175,29 @@ static void lanes_matvec(workspace *ws, const float *W, size_t rows, size_t cols
         ws->py[i] = y + lane[i] * ys;
     }
     fwm__matvec_batch(W, rows, cols, m, ws->px, b ? ws->pb : NULL, ws->py);
+}
+
+/* The relational transfer of one session, its S in ws->S: T[b] = G1 S[:, :, b] + g1 for every
+ * column b (S^T's rows, transposed in 16 x 16 tiles, one product over all d of them; the kernel's
+ * arithmetic per element does not depend on how many vectors a call takes, so taking one session at
+ * a time keeps S^T in cache without changing a bit), then Mi = Mi' + alpha3 T. */
+static void transfer(const fwm_stm_model *sm, const dims *k, workspace *ws, float *Mi, float alpha3) {
+    size_t d = k->d, qd = k->qd;
+    const float *S = ws->S;
+    float *ST = ws->ST, *T = ws->T;
+    for (size_t n0 = 0; n0 < qd; n0 += 16)
+        for (size_t b0 = 0; b0 < d; b0 += 16) {
+            size_t n1 = n0 + 16 < qd ? n0 + 16 : qd, b1 = b0 + 16 < d ? b0 + 16 : d;
+            for (size_t n = n0; n < n1; n++)
+                for (size_t b = b0; b < b1; b++) ST[b * qd + n] = S[n * d + b];
+        }
+    for (size_t b = 0; b < d; b++) {
+        ws->px[b] = ST + b * qd;
+        ws->pb[b] = sm->transfer_bias;
+        ws->py[b] = T + b * d;
+    }
+    fwm__matvec_batch(sm->transfer_weight, d, qd, d, ws->px, ws->pb, ws->py);
+    for (size_t n = 0; n < k->dd; n++) Mi[n] = FWM_FMAF(alpha3, T[n], Mi[n]);
 }
 
 /* The core step for the sessions lane[0..m) of the chunk, their inputs in ws->x. */
@@ -252,28 +277,9 @@ static void core_step(const fwm_stm_model *sm, const dims *k, workspace *ws, fwm
             ws->py[n] = S + n * d;
         }
         fwm__matvec_batch(ws->VT, d, nq, qd, ws->px, NULL, ws->py);
-        if (alpha3 != 0.0f) { /* S^T for the transfer: column b of S as one vector */
-            float *ST = ws->ST + lane[i] * ws->STs;
-            for (size_t n = 0; n < qd; n++)
-                for (size_t b = 0; b < d; b++) ST[b * qd + n] = S[n * d + b];
-        }
+        if (alpha3 != 0.0f) transfer(sm, k, ws, s->F, alpha3);
         /* Mr = alpha1 Mr + S */
         for (size_t n = 0; n < qd * d; n++) s->Mr[n] = FWM_FMAF(alpha1, s->Mr[n], S[n]);
-    }
-    if (alpha3 == 0.0f) return;
-    /* T[b] = G1 S^T[b] + g1 for every column b of every lane in one product; Mi = Mi' + alpha3 T */
-    for (size_t i = 0; i < m; i++)
-        for (size_t b = 0; b < d; b++) {
-            size_t v = i * d + b;
-            ws->px[v] = ws->ST + lane[i] * ws->STs + b * qd;
-            ws->pb[v] = sm->transfer_bias;
-            ws->py[v] = ws->D1 + lane[i] * ws->D1s + b * d;
-        }
-    fwm__matvec_batch(sm->transfer_weight, d, qd, m * d, ws->px, ws->pb, ws->py);
-    for (size_t i = 0; i < m; i++) {
-        float *Mi = sessions[lane[i]]->F;
-        const float *T = ws->D1 + lane[i] * ws->D1s;
-        for (size_t n = 0; n < k->dd; n++) Mi[n] = FWM_FMAF(alpha3, T[n], Mi[n]);
     }
 }
 
