@@ -228,7 +228,7 @@ FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *
 /* Whether the session's last step predicted the next token (its logits are scores, not the NaN row
  * of a position that predicts nothing): always true for the fwm, lstm and mnm architectures and for
  * an stm model in word mode, whatever the session has read; for an stm model in sentence mode true
- * only from a question's end to the next token (a new, reset or primed session: false). Follows the
+ * only from a question's end to the next token (a new or reset session: false). Follows the
  * state through fork, prime, export and import. false for NULL. */
 FWM_API bool fwm_session_has_prediction(const fwm_session *session);
 
