@@ -20,7 +20,8 @@
     X(FWM, "fwm", fwm)   \
     X(LSTM, "lstm", lstm) \
     X(MNM, "mnm", mnm)    \
-    X(GFW, "gfw", gfw)
+    X(GFW, "gfw", gfw)    \
+    X(STM, "stm", stm)
 
 typedef enum fwm_arch {
 #define FWM_ARCH_ENUM_(id, name, prefix) FWM_ARCH_##id,
@@ -29,13 +30,13 @@ typedef enum fwm_arch {
         FWM_ARCH_COUNT
 } fwm_arch;
 
-/* "fwm", "lstm", "mnm", "gfw"; NULL outside the list. */
+/* "fwm", "lstm", "mnm", "gfw", "stm"; NULL outside the list. */
 const char *fwm__arch_name(fwm_arch arch);
 
 /* The architecture a parsed container declares: general.architecture must be a string naming a
  * registered architecture. FWM_ERR_FORMAT for a missing or mistyped key, FWM_ERR_UNSUPPORTED for
  * an unknown name ("key 'general.architecture': unknown architecture \"ntm\" (known: fwm, lstm, mnm,
- * gfw)"). */
+ * gfw, stm)"). */
 fwm_status fwm__arch_of_file(const fwm_gguf_file *f, fwm_arch *out, fwm_error *err);
 
 /* The same from a whole file in memory (parses the container). */

@@ -15,6 +15,7 @@
 #ifndef FWM_RUNTIME_ARCH_OPS_H
 #define FWM_RUNTIME_ARCH_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,11 @@ typedef struct fwm_arch_ops {
     /* Called by a reset (and so by create) after the block is zeroed, to set the parts of the reset
      * state that are not zero (the MNM's initial memory); NULL where the reset state is all zero. */
     void (*reset_state)(struct fwm_session *session);
+    /* Whether the session's last step predicted the next token (fwm_session_has_prediction); NULL
+     * where every step does. */
+    bool (*has_prediction)(const struct fwm_session *session);
+    /* fwm_session_skip_answer; NULL where there is no answer slot. */
+    bool (*skip_answer)(struct fwm_session *session);
     /* Exact size of an exported blob. */
     size_t (*blob_size)(const struct fwm_model *model);
     /* As the public functions of the same names (fwm.h), for a session of this architecture. */

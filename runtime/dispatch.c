@@ -1,7 +1,8 @@
 /* dispatch.c - the runtime's registry of architectures and the public entry points that depend on
  * a session's architecture: stepping (single, sequence, batch) and state export / import. Each
  * looks the session's model up in the registry (arch_ops.h) and calls its architecture's function;
- * a NULL session goes to the FWM's, which refuses it with its usual message. An import first
+ * so does the question whether a session's last step predicted anything. A NULL session goes to
+ * the FWM's, which refuses it with its usual message. An import first
  * refuses a blob of another architecture, naming both (the architectures' own imports then judge
  * blobs of their own kind). Also the checks every blob version shares (state_blob_common.h). */
 #include <inttypes.h>
@@ -36,6 +37,18 @@ fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, 
                           float *logits, fwm_error *err) {
     const fwm_session *first = count && sessions ? sessions[0] : NULL;
     return ops_of(first)->batch_step(sessions, tokens, count, logits, err);
+}
+
+bool fwm_session_has_prediction(const fwm_session *session) {
+    if (!session) return false;
+    const fwm_arch_ops *ops = ops_of(session);
+    return ops->has_prediction ? ops->has_prediction(session) : true;
+}
+
+bool fwm_session_skip_answer(fwm_session *session) {
+    if (!session) return false;
+    const fwm_arch_ops *ops = ops_of(session);
+    return ops->skip_answer ? ops->skip_answer(session) : false;
 }
 
 size_t fwm__state_blob_size(const struct fwm_model *model) {

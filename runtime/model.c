@@ -361,6 +361,7 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     info->name = model->name ? model->name : "";
     info->prime_token_count = model->prime_count;
     info->prime_tokens = model->prime_tokens;
+    info->predicts_every_token = true;
     ops->fill_info(model, info);
 }
 
@@ -380,7 +381,8 @@ void fwm__fwm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
 }
 
 const float *fwm_model_start_logits(const fwm_model *model) {
-    return model ? model->start_logits : NULL;
+    if (!model || (model->start && !fwm_session_has_prediction(model->start))) return NULL;
+    return model->start_logits;
 }
 
 const char *fwm_model_token_text(const fwm_model *model, uint32_t id) {

@@ -17,7 +17,9 @@
  * state block (arch_ops.h), zeroed by a reset and copied by a fork. For the FWM: h[H], c[H],
  * F[S*R*T] (T fastest) and the pending write's k1[S], k2[R], d[T], each starting on an aligned
  * boundary. For the LSTM: h[L][H] and c[L][H] (runtime/lstm/), F and the pending write NULL. For
- * the MNM: h[H], c[H], r[d_v] and its memory M^1..M^Lm in F (runtime/mnm/).
+ * the MNM: h[H], c[H], r[d_v] and its memory M^1..M^Lm in F (runtime/mnm/). For the STM: its
+ * item memory Mi in F (h points there too: the block's start), its relational memory in Mr, and in
+ * sentence mode the word buffer in `words` (runtime/stm/).
  *
  * The fast weights the model means are F with the last write applied: each step's write (a rank-1
  * update and a normalisation, see step.c) is kept pending and applied by the next step's one pass
@@ -29,6 +31,9 @@ struct fwm_session {
     float *c;                      /* [H] LSTM cell state ([L*H] likewise) */
     float *F;                      /* [S*R*T] fast weights before the pending write (the MNM's memory) */
     float *r;                      /* the MNM's previous read-out [d_v]; NULL for the others */
+    float *Mr;                     /* the STM's relational memory [n_q d, d]; NULL for the others */
+    uint32_t *words;               /* the STM's sentence buffer, its length and the answer-slot
+                                    * flag [P + 2] (sentence mode); NULL otherwise */
     float *pending_k1;             /* [S] the pending write's key k1 */
     float *pending_k2;             /* [R] its key k2 */
     float *pending_d;              /* [T] its delta beta (v - v_old) write_scale */

@@ -128,8 +128,10 @@ static void pack_predictions(msgpack_packer *pk, const fwm_model *model, const f
     }
 }
 
+/* The top k of the session's last prediction; none where its last step predicted nothing (an stm
+ * model in sentence mode: every token but a question's end). */
 static size_t top_k(fwm__job_context *ctx, const fwm__session_entry *e, size_t k) {
-    if (!e->has_logits || k == 0) return 0;
+    if (!e->has_logits || k == 0 || (e->session && !fwm_session_has_prediction(e->session))) return 0;
     return fwm_top_k(e->last_logits, ctx->infos[e->model_index].vocab_size, k, ctx->predictions);
 }
 
@@ -220,6 +222,7 @@ static bool take_answer(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *
     if (!job->answer_topk) return false;
     memcpy(job->answer_topk, ctx->predictions, n * sizeof *job->answer_topk);
     job->answer_topk_count = job->topk > 0 ? n : 0;
+    job->answer_found = n > 0;
     if (n > 0) {
         job->answer_token = ctx->predictions[0].token;
         job->answer_probability = ctx->predictions[0].probability;
@@ -230,12 +233,15 @@ static bool take_answer(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *
 
 static bool finish_ask(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
     fwm__durable_step(ctx, e, job->tokens, job->done);
+    /* Without commit no answer follows: an answer slot (stm, sentence mode) is closed here, and the
+     * state recorded, since the log holds tokens only. The answer was taken already. */
+    bool has_answer = job->answer_topk && e->has_logits && job->answer_found;
+    if (!job->commit && fwm_session_skip_answer(e->session)) fwm__durable_snapshot(ctx, e);
     msgpack_packer pk;
     size_t offset = 0;
     bool packed = job->respond && begin(ctx, job, &pk, &offset);
     if (packed) {
         const fwm_model *model = ctx->models[e->model_index];
-        bool has_answer = job->answer_topk && e->has_logits;
         const char *word = has_answer ? fwm_model_token_text(model, job->answer_token) : "";
         fwm__rpc_pack_response_head(&pk, job->msgid);
         msgpack_pack_map(&pk, 6);

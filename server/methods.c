@@ -303,9 +303,10 @@ static bool not_overloaded(request *r, size_t count) {
 
 static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_default) {
     const fwm_model_info *i = &m->info;
-    msgpack_pack_map(pk, 17); /* count the keys below when adding one */
+    bool stm = strcmp(i->architecture, "stm") == 0;
+    msgpack_pack_map(pk, stm ? 22 : 17); /* count the keys below when adding one */
     key_str(pk, "name", m->name);
-    key_str(pk, "architecture", i->architecture); /* "fwm", "lstm", "mnm" or "gfw" */
+    key_str(pk, "architecture", i->architecture); /* "fwm", "lstm", "mnm", "gfw" or "stm" */
     key_u64(pk, "layers", i->layer_count);
     key_str(pk, "fingerprint", m->fingerprint);
     key_u64(pk, "vocab_size", i->vocab_size);
@@ -331,6 +332,14 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     msgpack_pack_array(pk, i->prime_token_count);
     for (uint32_t t = 0; t < i->prime_token_count; t++)
         fwm__rpc_pack_cstr(pk, fwm_model_token_text(m->model, i->prime_tokens[t]));
+    if (!stm) return;
+    /* how an STM reads tokens: in sentence mode it predicts only after a question's end */
+    key_str(pk, "input", i->sentence_input ? "sentence" : "word");
+    key_str(pk, "statement_end", fwm_model_token_text(m->model, i->statement_end_token_id));
+    key_str(pk, "question_end", fwm_model_token_text(m->model, i->question_end_token_id));
+    key_u64(pk, "max_sentence_words", i->max_sentence_words);
+    key(pk, "reset_on_eos");
+    fwm__rpc_pack_bool(pk, i->reset_on_eos);
 }
 
 #define MAX_WRONG_TOKENS 3 /* per connection, then it is closed */

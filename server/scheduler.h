@@ -76,6 +76,8 @@ typedef struct fwm__job {
     float answer_probability;
     fwm_prediction *answer_topk; /* owned, topk entries */
     size_t answer_topk_count;
+    bool answer_found;          /* ASK: the question's end predicted something (stm sentence mode
+                                 * predicts only there; every other model always) */
     fwm__session_entry *child; /* FORK: the new entry (owned until posted for insertion) */
     void *blob;                /* RESTORE: owned copy */
     size_t blob_size;

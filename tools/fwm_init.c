@@ -1,10 +1,11 @@
 /* fwm_init.c - fwm-init: write a randomly initialised model file of any sizes, of the FWM (with the
  * released code's initialisation, model_format/fwm_model_init.h), with --arch lstm of the LSTM
- * baseline (model_format/lstm/lstm_init.h) or with --arch mnm of the Metalearned Neural Memory
- * baseline (model_format/mnm/mnm_init.h) or with --arch gfw of the Gated Fast Weights model
- * (model_format/gfw/gfw_init.h), with a vocabulary read from a file (one token per line), generated,
- * or for gfw by default the associative retrieval task's 15 symbols, and a seed. Exit status 0 on
- * success, 1 when the model cannot be written, 2 for a usage error (the reason on stderr). */
+ * baseline (model_format/lstm/lstm_init.h), with --arch mnm of the Metalearned Neural Memory
+ * baseline (model_format/mnm/mnm_init.h), with --arch gfw of the Gated Fast Weights model
+ * (model_format/gfw/gfw_init.h) or with --arch stm of the STM (model_format/stm/stm_init.h), with a
+ * vocabulary read from a file (one token per line), generated, or for gfw by default the
+ * associative retrieval task's 15 symbols, and a seed. Exit status 0 on success, 1 when the model
+ * cannot be written, 2 for a usage error (the reason on stderr). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -18,6 +19,8 @@
 #include "gfw/gfw_init.h"
 #include "lstm/lstm_init.h"
 #include "mnm/mnm_init.h"
+#include "stm/stm_init.h"
+#include "stm/stm_schema.h"
 
 static void usage(FILE *out) {
     fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
@@ -28,15 +31,18 @@ static void usage(FILE *out) {
     fwm_mnm_hparams_defaults(&m);
     fwm_gfw_hparams g;
     fwm_gfw_hparams_defaults(&g);
+    fwm_stm_hparams st;
+    fwm_stm_hparams_defaults(&st);
     fprintf(out,
-            "usage: fwm-init --out PATH [--arch fwm|lstm|mnm|gfw] [options]\n"
+            "usage: fwm-init --out PATH [--arch fwm|lstm|mnm|gfw|stm] [options]\n"
             "Write a randomly initialised model (GGUF): the FWM with the released FWM code's init,\n"
-            "with --arch lstm the LSTM baseline (docs/MODEL.md, \"The LSTM baseline\"), or with\n"
-            "--arch mnm the Metalearned Neural Memory baseline (docs/MODEL.md, same name), or with\n"
-            "--arch gfw the Gated Fast Weights model (docs/MODEL.md, same name).\n"
+            "with --arch lstm the LSTM baseline (docs/MODEL.md, \"The LSTM baseline\"), with\n"
+            "--arch mnm the Metalearned Neural Memory baseline (docs/MODEL.md, same name), with\n"
+            "--arch gfw the Gated Fast Weights model (docs/MODEL.md, same name), or with --arch stm\n"
+            "the STM (docs/MODEL.md, \"The STM (self-attentive associative memory)\").\n"
             "\n"
             "  --out PATH            model file to write (required; written atomically)\n"
-            "  --arch A              fwm (default), lstm, mnm or gfw\n"
+            "  --arch A              fwm (default), lstm, mnm, gfw or stm\n"
             "  --vocab FILE          vocabulary, one token per line (ids in line order)\n"
             "  --vocab-size N        generated vocabulary: <pad> <eos> . ? w4 w5 ... (default %" PRIu32 ")\n"
             "  --embedding E         token embedding size (default %" PRIu32 ")\n"
@@ -86,7 +92,19 @@ static void usage(FILE *out) {
             "  --embedding E         (default %" PRIu32 ")   --hidden m fast net (default %" PRIu32 ")\n"
             "  --slow-hidden N       the slow net's state (default %" PRIu32 ")\n"
             "  --slow-inner P        the slow net's transition layer (default %" PRIu32 ")\n"
-            "  --layer-norm-eps X    (default %g)\n",
+            "  --layer-norm-eps X    (default %g)\n"
+            "\n"
+            "With --arch stm: of the flags above only --vocab*, --embedding, --pad-token, --eos-token,\n"
+            "--prime, --seed and --name apply, and these do (defaults: the paper's bAbI sizes):\n"
+            "  --input MODE          sentence (default: a step per sentence, answers at \"?\") or word\n"
+            "  --embedding E         (default %" PRIu32 ")\n"
+            "  --sentence-length P   words of a sentence encoded (default %" PRIu32 ")\n"
+            "  --memory-size d       item memory d x d, relational n_q x d x d (default %" PRIu32 ")\n"
+            "  --queries N           n_q (default %" PRIu32 ")\n"
+            "  --relation-length N   n_r, the word-mode output per query (default %" PRIu32 ")\n"
+            "  --answer-hidden N     the answer module's MLPs (default %" PRIu32 ")\n"
+            "  --reset-on-eos on|off <eos> restores the reset state (default on)\n"
+            "  --statement-end WORD  (default \".\")   --question-end WORD (default \"?\")\n",
             d.vocab_size, d.embedding_length, d.hidden_size, d.memory_s, d.memory_r, d.memory_t,
             d.read_count, d.residual ? " (default)" : "", d.residual ? "" : " (default)",
             (double)d.forget_bias, (double)d.beta_bias, (double)d.layer_norm_eps, l.layer_count,
@@ -94,7 +112,8 @@ static void usage(FILE *out) {
             m.embedding_length, m.hidden_size, m.head_count, m.key_length, m.value_length,
             m.memory_hidden, m.memory_layers, m.output_length, (double)m.forget_bias,
             g.embedding_length, g.fast_hidden, g.slow_hidden, g.slow_inner,
-            (double)g.layer_norm_epsilon);
+            (double)g.layer_norm_epsilon, st.embedding_length, st.sentence_length, st.memory_size,
+            st.query_count, st.relation_length, st.answer_hidden);
 }
 
 static int parse_u64(const char *flag, const char *text, uint64_t low, uint64_t high,
@@ -453,6 +472,58 @@ static int write_gfw(const char *out, const fwm_gfw_hparams *hp, const vocabular
     return 0;
 }
 
+/* --arch stm: check, initialise and write; returns the exit status. */
+static int write_stm(const char *out, const fwm_stm_hparams *hp, const vocabulary *vocab,
+                     const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
+                     size_t prime_count) {
+    fwm_error err;
+    if (fwm_stm_hparams_check(hp, &err) ||
+        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
+                         FWM_ERR_INVALID_ARGUMENT, &err)) {
+        fprintf(stderr, "fwm-init: %s\n", err.message);
+        return 2;
+    }
+    size_t n = fwm_stm_tensor_count(hp);
+    uint64_t parameters = 0, counts[FWM_STM_MAX_TENSORS];
+    for (size_t i = 0; i < n; i++) {
+        char tensor[48];
+        uint64_t rows, cols;
+        fwm_stm_tensor_at(hp, i, tensor, &rows, &cols);
+        counts[i] = rows * cols;
+        parameters += counts[i];
+    }
+    float *weights = NULL;
+    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
+        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
+        return 1;
+    }
+    float *tensors[FWM_STM_MAX_TENSORS];
+    fwm_stm_write_spec spec = {.hp = *hp,
+                               .name = name,
+                               .tokens = (const char *const *)vocab->tokens,
+                               .has_prime_tokens = has_prime,
+                               .prime_tokens = prime_ids,
+                               .prime_count = prime_count};
+    float *next = weights;
+    for (size_t i = 0; i < n; i++) tensors[i] = next, spec.tensors[i] = next, next += counts[i];
+    fwm__stm_init_weights(hp, seed, tensors);
+    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
+    spec.extra = extra;
+    spec.extra_count = 3;
+    fwm_status st = fwm_stm_model_write(out, &spec, &err);
+    free(weights);
+    if (st) {
+        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
+        return 1;
+    }
+    printf("wrote %s: stm %s mode V=%" PRIu32 " E=%" PRIu32 " P=%" PRIu32 " d=%" PRIu32 " n_q=%" PRIu32
+           " n_r=%" PRIu32 " H_a=%" PRIu32 " reset_on_eos=%s, %" PRIu64 " parameters, seed %" PRIu64 "\n",
+           out, hp->input_mode == FWM_STM_INPUT_SENTENCE ? "sentence" : "word", hp->vocab_size,
+           hp->embedding_length, hp->sentence_length, hp->memory_size, hp->query_count,
+           hp->relation_length, hp->answer_hidden, hp->reset_on_eos ? "on" : "off", parameters, seed);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     fwm_hparams hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
     fwm__hparams_defaults(&hp);
@@ -477,6 +548,12 @@ int main(int argc, char **argv) {
     fwm_gfw_hparams_defaults(&ghp);
     const char *gfw_only = NULL;   /* the first flag given that only the GFW has */
     int eps_given = 0, forget_bias_given = 0;
+    int stm = 0;                   /* --arch stm */
+    fwm_stm_hparams shp;           /* its sizes: the defaults, then the flags that apply */
+    fwm_stm_hparams_defaults(&shp);
+    const char *stm_only = NULL;   /* the first flag given that only the STM has */
+    const char *statement_end = ".", *question_end = "?";
+    int statement_end_given = 0, question_end_given = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
@@ -511,13 +588,19 @@ int main(int argc, char **argv) {
             if (strcmp(flag, mnm_flags[k]) == 0) mnm_only = mnm_flags[k];
         if (!gfw_only && (strcmp(flag, "--slow-hidden") == 0 || strcmp(flag, "--slow-inner") == 0))
             gfw_only = flag;
+        static const char *const stm_flags[] = {"--input", "--sentence-length", "--memory-size",
+                                                "--queries", "--relation-length", "--answer-hidden",
+                                                "--reset-on-eos", "--statement-end", "--question-end"};
+        for (size_t k = 0; k < sizeof stm_flags / sizeof stm_flags[0] && !stm_only; k++)
+            if (strcmp(flag, stm_flags[k]) == 0) stm_only = stm_flags[k];
         if (strcmp(flag, "--out") == 0)
             out = value;
         else if (strcmp(flag, "--arch") == 0) {
             lstm = strcmp(value, "lstm") == 0, mnm = strcmp(value, "mnm") == 0;
-            gfw = strcmp(value, "gfw") == 0;
-            if (!lstm && !mnm && !gfw && strcmp(value, "fwm") != 0) {
-                fprintf(stderr, "fwm-init: --arch: expected 'fwm', 'lstm', 'mnm' or 'gfw', found '%s'\n",
+            gfw = strcmp(value, "gfw") == 0, stm = strcmp(value, "stm") == 0;
+            if (!lstm && !mnm && !gfw && !stm && strcmp(value, "fwm") != 0) {
+                fprintf(stderr,
+                        "fwm-init: --arch: expected 'fwm', 'lstm', 'mnm', 'gfw' or 'stm', found '%s'\n",
                         value);
                 ok = 0;
             }
@@ -539,13 +622,44 @@ int main(int argc, char **argv) {
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &ghp.slow_hidden);
         else if (strcmp(flag, "--slow-inner") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &ghp.slow_inner);
+        else if (strcmp(flag, "--input") == 0) {
+            if (strcmp(value, "sentence") == 0)
+                shp.input_mode = FWM_STM_INPUT_SENTENCE;
+            else if (strcmp(value, "word") == 0)
+                shp.input_mode = FWM_STM_INPUT_WORD;
+            else {
+                fprintf(stderr, "fwm-init: --input: expected 'sentence' or 'word', found '%s'\n", value);
+                ok = 0;
+            }
+        } else if (strcmp(flag, "--reset-on-eos") == 0) {
+            if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0)
+                shp.reset_on_eos = strcmp(value, "on") == 0;
+            else {
+                fprintf(stderr, "fwm-init: --reset-on-eos: expected 'on' or 'off', found '%s'\n", value);
+                ok = 0;
+            }
+        } else if (strcmp(flag, "--sentence-length") == 0)
+            ok = parse_u32(flag, value, 1, FWM_STM_MAX_SENTENCE_LENGTH, &shp.sentence_length);
+        else if (strcmp(flag, "--memory-size") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &shp.memory_size);
+        else if (strcmp(flag, "--queries") == 0)
+            ok = parse_u32(flag, value, 1, FWM_STM_MAX_QUERIES, &shp.query_count);
+        else if (strcmp(flag, "--relation-length") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &shp.relation_length);
+        else if (strcmp(flag, "--answer-hidden") == 0)
+            ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &shp.answer_hidden);
+        else if (strcmp(flag, "--statement-end") == 0)
+            statement_end = value, statement_end_given = 1;
+        else if (strcmp(flag, "--question-end") == 0)
+            question_end = value, question_end_given = 1;
         else if (strcmp(flag, "--vocab") == 0)
             vocab_path = value;
         else if (strcmp(flag, "--vocab-size") == 0)
             ok = parse_u32(flag, value, 2, FWM_MAX_VOCAB_SIZE, &vocab_size);
         else if (strcmp(flag, "--embedding") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.embedding_length),
-            lhp.embedding_length = mhp.embedding_length = ghp.embedding_length = hp.embedding_length;
+            lhp.embedding_length = mhp.embedding_length = ghp.embedding_length = hp.embedding_length,
+            shp.embedding_length = hp.embedding_length;
         else if (strcmp(flag, "--hidden") == 0)
             ok = parse_u32(flag, value, 1, FWM_MAX_DIM, &hp.hidden_size),
             lhp.hidden_size = mhp.hidden_size = ghp.fast_hidden = hp.hidden_size;
@@ -597,6 +711,25 @@ int main(int argc, char **argv) {
     }
     if (!out) {
         fprintf(stderr, "fwm-init: --out PATH is required (see --help)\n");
+        return 2;
+    }
+    if (stm) { /* the STM shares only the vocabulary, token, embedding, prime, seed and name flags */
+        const char *other = fwm_only   ? fwm_only
+                            : mnm_only ? mnm_only
+                            : gfw_only ? gfw_only
+                                       : NULL;
+        if (!other && eps_given) other = "--layer-norm-eps";
+        if (!other && layers_given) other = "--layers";
+        for (int i = 1; i < argc && !other; i++)
+            if (!strcmp(argv[i], "--hidden") || !strcmp(argv[i], "--forget-bias") ||
+                !strcmp(argv[i], "--residual") || !strcmp(argv[i], "--no-residual"))
+                other = argv[i];
+        if (other) {
+            fprintf(stderr, "fwm-init: %s does not apply to --arch stm\n", other);
+            return 2;
+        }
+    } else if (stm_only) {
+        fprintf(stderr, "fwm-init: %s applies to --arch stm only\n", stm_only);
         return 2;
     }
     if ((lstm || mnm || gfw) && fwm_only) {
@@ -672,6 +805,20 @@ int main(int argc, char **argv) {
         ghp.padding_token_id = hp.padding_token_id;
         ghp.eos_token_id = hp.eos_token_id;
         status = write_gfw(out, &ghp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        goto done;
+    }
+    if (stm) {
+        shp.vocab_size = hp.vocab_size;
+        shp.padding_token_id = hp.padding_token_id;
+        shp.eos_token_id = hp.eos_token_id;
+        /* sentence mode needs both end words in the vocabulary; word mode only keeps their ids */
+        int need = shp.input_mode == FWM_STM_INPUT_SENTENCE;
+        if (!resolve_token(&vocab, "--statement-end", statement_end, need || statement_end_given, 0,
+                           &shp.statement_end_token_id) ||
+            !resolve_token(&vocab, "--question-end", question_end, need || question_end_given, 0,
+                           &shp.question_end_token_id))
+            goto done;
+        status = write_stm(out, &shp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
         goto done;
     }
     if (mnm) {

@@ -1,9 +1,9 @@
 /* fwm_inspect.c - fwm-inspect MODEL: print a model file's metadata, tensors, architecture,
  * parameter count and per-session state size; verify its checksum and fingerprint. Exits 0 when
- * the file is a valid model of a registered architecture ("fwm", "lstm", "mnm", "gfw") whose checksum (if
- * present) and fingerprint (if present) match; 1 with the reason on stderr for a bad file or a
- * mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without loading
- * the runtime. */
+ * the file is a valid model of a registered architecture ("fwm", "lstm", "mnm", "gfw", "stm") whose
+ * checksum (if present) and fingerprint (if present) match; 1 with the reason on stderr for a bad
+ * file or a mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without
+ * loading the runtime. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "gguf_reader.h"
 #include "lstm/lstm_schema.h"
 #include "mnm/mnm_schema.h"
+#include "stm/stm_schema.h"
 
 #define SHOWN_ELEMENTS 8     /* array elements printed before "... N more" */
 #define SHOWN_STRING_BYTES 120
@@ -260,6 +261,49 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
     return status;
 }
 
+/* The same for an `stm` file. */
+static int print_stm(const char *path, const uint8_t *data, size_t size) {
+    fwm_stm_schema schema;
+    fwm_error err;
+    fwm_status st = fwm_stm_schema_parse(data, size, &schema, &err);
+    if (st) {
+        fprintf(stderr, "fwm-inspect: %s: not a valid stm model (%s): %s\n", path,
+                fwm_status_str(st), err.message);
+        return 1;
+    }
+    const fwm_stm_hparams *hp = &schema.hp;
+    uint64_t parameters = 0;
+    for (size_t i = 0; i < schema.tensor_count; i++) parameters += schema.tensors[i].rows * schema.tensors[i].cols;
+    bool sentence = hp->input_mode == FWM_STM_INPUT_SENTENCE;
+    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("architecture: stm (self-attentive associative memory: %s mode, embedding %" PRIu32
+           ", memory %" PRIu32 ", %" PRIu32 " queries, ",
+           sentence ? "sentence" : "word", hp->embedding_length, hp->memory_size, hp->query_count);
+    if (sentence)
+        printf("sentences of up to %" PRIu32 " words, answer MLPs %" PRIu32, hp->sentence_length,
+               hp->answer_hidden);
+    else
+        printf("relation length %" PRIu32, hp->relation_length);
+    printf(", end words '%s' and '%s', reset on eos %s, vocabulary %" PRIu32 ")\n",
+           schema.tokens[hp->statement_end_token_id], schema.tokens[hp->question_end_token_id],
+           hp->reset_on_eos ? "on" : "off", hp->vocab_size);
+    printf("parameters: %" PRIu64 "\n", parameters);
+    printf("initial memories: %" PRIu64 " of them (stm.item.init, stm.relation.init)\n",
+           fwm_stm_state_floats(hp));
+    printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (Mi: %" PRIu32 " x %" PRIu32
+           "; Mr: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
+           fwm_stm_state_floats(hp), fwm_stm_state_bytes(hp), hp->memory_size, hp->memory_size,
+           hp->query_count, hp->memory_size, hp->memory_size, sentence ? "; the sentence buffer" : "");
+    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    uint64_t checksum = fwm_stm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm_stm_fingerprint(hp, (const char *const *)schema.tokens,
+                                               schema.token_lengths, checksum);
+    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
+                        schema.fingerprint, fingerprint);
+    fwm_stm_schema_release(&schema);
+    return status;
+}
+
 /* The same for an `mnm` file. */
 static int print_mnm(const char *path, const uint8_t *data, size_t size) {
     fwm_mnm_schema schema;
@@ -374,6 +418,8 @@ int main(int argc, char **argv) {
         status = print_mnm(path, data, size);
     else if (arch == FWM_ARCH_GFW)
         status = print_gfw(path, data, size);
+    else if (arch == FWM_ARCH_STM)
+        status = print_stm(path, data, size);
     else
         status = print_fwm(path, data, size);
     free(data);

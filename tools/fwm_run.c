@@ -1,5 +1,5 @@
-/* fwm_run.c - fwm-run: step a model (of any registered architecture: fwm, lstm, mnm, gfw) over a
- * sentence or a token list and stream each token's top-k next-word predictions to stdout;
+/* fwm_run.c - fwm-run: step a model (of any registered architecture: fwm, lstm, mnm, gfw, stm) over
+ * a sentence or a token list and stream each token's top-k next-word predictions to stdout;
  * optionally dump every row of logits to a file.
  *
  *   fwm-run MODEL (--text "..." | --tokens 3,17,5) [--topk K] [--dump-logits FILE]
@@ -22,6 +22,8 @@ static const char usage[] =
     "  --tokens LIST        input token ids, comma-separated\n"
     "  --topk K             predictions per token (default 5, 0 for none)\n"
     "  --dump-logits FILE   write all logits as little-endian float32, one row of V per input token\n"
+    "                       (a row of NaNs where the model predicts nothing: an stm model in sentence\n"
+    "                       mode predicts only at a question's end)\n"
     "  --help               this text\n";
 
 static int fail(const char *format, const char *detail) {
@@ -155,7 +157,9 @@ int main(int argc, char **argv) {
             goto done;
         }
         printf("%ld\t%s\t->", i, fwm_model_token_text(model, tokens[i]));
-        size_t k = fwm_top_k(logits, info.vocab_size, (size_t)topk, predictions);
+        bool predicted = fwm_session_has_prediction(session);
+        if (!predicted) printf(" (nothing predicted)");
+        size_t k = predicted ? fwm_top_k(logits, info.vocab_size, (size_t)topk, predictions) : 0;
         for (size_t j = 0; j < k; j++)
             printf(" %s %.4f", fwm_model_token_text(model, predictions[j].token),
                    predictions[j].probability);

@@ -1,13 +1,15 @@
 /* fwm.h - the public C API of libfwm, the Fast Weight Memory inference runtime.
  *
  * What it is for: load a model file (GGUF v3) of a registered architecture: "fwm", the Fast Weight
- * Memory, "lstm", the paper's LSTM baseline, "mnm", the Metalearned Neural Memory baseline, or
- * "gfw", the Gated Fast Weights model (fwm_model_info.architecture says which); keep per-session
- * state (for the FWM: LSTM h, c and the fast-weight tensor F; for the LSTM: h and c of every layer;
- * for the MNM: the controller's h and c, its read-out r and its memory net's weights; for the GFW:
- * its two nets' states and its two fast matrices) resident, and step one session, a token sequence, or a batch of sessions token by
- * token. Every function works on every architecture unless it says otherwise. Also: the word-level tokenizer, top-k over logits, and export /
- * import of a session's state as a versioned blob tied to the model's fingerprint.
+ * Memory, "lstm", the paper's LSTM baseline, "mnm", the Metalearned Neural Memory baseline, "gfw",
+ * the Gated Fast Weights model, or "stm", the STM (fwm_model_info.architecture says which); keep
+ * per-session state (for the FWM: LSTM h, c and the fast-weight tensor F; for the LSTM: h and c of
+ * every layer; for the MNM: the controller's h and c, its read-out r and its memory net's weights;
+ * for the GFW: its two nets' states and its two fast matrices; for the STM: its item and relational
+ * memories, and in sentence mode the sentence being read and the answer slot) resident, and step
+ * one session, a token sequence, or a batch of sessions token by token. Every function works on
+ * every architecture unless it says otherwise. Also: the word-level tokenizer, top-k over logits,
+ * and export / import of a session's state as a versioned blob tied to the model's fingerprint.
  *
  * What it is not for: sockets, training, printing. The library never prints, never exits, never
  * aborts on bad input and keeps no global error state. Every fallible function returns an
@@ -135,9 +137,21 @@ typedef struct fwm_model_info {
      * fwm.session.prime_tokens, or one token, eos_token_id, for a file without that key. */
     uint32_t prime_token_count;
     const uint32_t *prime_tokens; /* owned by the model */
-    const char *architecture;     /* general.architecture: "fwm", "lstm", "mnm" or "gfw" (static) */
+    const char *architecture;     /* general.architecture: "fwm", "lstm", "mnm", "gfw" or "stm"
+                                   * (static) */
     uint32_t layer_count;         /* stacked recurrent layers: 1 for the FWM, L for the LSTM, 1 for
-                                   * the MNM (its controller) and for the GFW */
+                                   * the MNM (its controller), for the GFW and for the STM */
+    /* Whether every step predicts the next token: true for every architecture but an stm model in
+     * sentence mode, which predicts only at a question's end (fwm_session_has_prediction). */
+    bool predicts_every_token;
+    /* The STM's reading of tokens (docs/MODEL.md, "The STM"); 0 / false for other architectures.
+     * sentence_input: sentence mode (one step per sentence, answers after the question end) rather
+     * than word mode; the two end tokens; max_sentence_words: the words of a sentence it encodes
+     * (P, sentence mode); reset_on_eos: eos_token_id restores the reset state. */
+    bool sentence_input;
+    uint32_t statement_end_token_id, question_end_token_id;
+    uint32_t max_sentence_words;
+    bool reset_on_eos;
 } fwm_model_info;
 
 /* Fill *info. Thread-safe. */
@@ -145,7 +159,7 @@ FWM_API void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
 
 /* The next-word scores (V floats, owned by the model) of a session in the start state
  * (fwm_session_prime): what the step over the last prime token returned. NULL when the model has no
- * prime tokens. */
+ * prime tokens, or when that step predicted nothing (fwm_session_has_prediction). */
 FWM_API const float *fwm_model_start_logits(const fwm_model *model);
 
 /* The text of token `id`, or NULL when id >= V. */
@@ -192,7 +206,13 @@ FWM_API uint64_t fwm_session_position(const fwm_session *session);
 
 /* Step one token. `logits` receives V floats (the next-word scores), or may be NULL: then the read
  * and output (which change no state) are skipped. FWM_ERR_TOKEN_OUT_OF_RANGE leaves the state
- * untouched. */
+ * untouched.
+ *
+ * Positions that predict nothing: every step of the fwm, lstm, mnm and gfw architectures (and of an
+ * stm model in word mode) predicts the next token. An stm model in sentence mode reads a sentence at a
+ * time and predicts only at a question's end (the answer); at every other token its step fills the
+ * logits row with quiet NaNs (so `isnan(row[0])` tells such a row apart, in this and the sequence
+ * and batch steps alike) and fwm_session_has_prediction is false until the next step. */
 FWM_API fwm_status fwm_session_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
 
 /* Step `count` tokens in order. `logits` receives count*V floats (row i after token i), or NULL.
@@ -208,6 +228,21 @@ FWM_API fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_
  * FWM_ERR_TOKEN_OUT_OF_RANGE leave every session untouched. */
 FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
                                   float *logits, fwm_error *err);
+
+/* Whether the session's last step predicted the next token (its logits are scores, not the NaN row
+ * of a position that predicts nothing): always true for the fwm, lstm, mnm and gfw architectures and
+ * for an stm model in word mode, whatever the session has read; for an stm model in sentence mode true
+ * only from a question's end to the next token (a new or reset session: false). Follows the
+ * state through fork, prime, export and import. false for NULL. */
+FWM_API bool fwm_session_has_prediction(const fwm_session *session);
+
+/* An stm model in sentence mode takes the token read after a question's end as its answer and
+ * ignores it (docs/MODEL.md, "The STM"). When no answer will follow (a question asked without
+ * feeding its answer, as fwm-serve's `ask` without `commit`), this closes that answer slot so that
+ * the next token starts a new sentence; the position is unchanged and nothing is predicted after it
+ * (fwm_session_has_prediction becomes false). Returns whether a slot was open; false, changing
+ * nothing, for every other session (other architectures, word mode, no open slot, NULL). */
+FWM_API bool fwm_session_skip_answer(fwm_session *session);
 
 /* ---- predictions -------------------------------------------------------------------------------- */
 typedef struct fwm_prediction {

@@ -444,7 +444,7 @@ static void registry(void) {
     fwm_arch arch;
     fwm_error err;
     CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
-    CHECK_CONTAINS(err.message, "unknown architecture \"ntm\" (known: fwm, lstm, mnm, gfw");
+    CHECK_CONTAINS(err.message, "unknown architecture \"ntm\" (known: fwm, lstm, mnm, gfw, stm)");
     CHECK_STR(fwm__arch_name(FWM_ARCH_GFW), "gfw");
     fwm__free(file);
 }

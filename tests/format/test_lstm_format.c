@@ -366,7 +366,8 @@ static void schema_refusals(void) {
     fwm_arch arch;
     fwm_error err;
     CHECK_STATUS(fwm__arch_detect(file, size, &arch, &err), FWM_ERR_UNSUPPORTED, &err);
-    CHECK_CONTAINS(err.message, "key 'general.architecture': unknown architecture \"ntm\" (known: fwm, lstm, mnm, gfw");
+    CHECK_CONTAINS(err.message,
+                   "key 'general.architecture': unknown architecture \"ntm\" (known: fwm, lstm, mnm, gfw, stm)");
     fwm__free(file);
     CHECK_STR(fwm__arch_name(FWM_ARCH_FWM), "fwm");
     CHECK_STR(fwm__arch_name(FWM_ARCH_LSTM), "lstm");

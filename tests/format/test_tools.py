@@ -425,7 +425,7 @@ def main():
         changed[at:at + 4] = b"mnmx"
         open(b, "wb").write(changed)
         r = run(FWM_INSPECT, b)
-        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm, gfw' in r.stderr,
+        check(r.returncode == 1 and 'unknown architecture "mnmx" (known: fwm, lstm, mnm, gfw, stm)' in r.stderr,
               f"unknown architecture named with the known ones ({r.stderr})")
 
         # ---- the Metalearned Neural Memory baseline (--arch mnm) ----
@@ -499,6 +499,32 @@ def main():
         open(b, "wb").write(damaged)
         r = run(FWM_INSPECT, b)
         check(r.returncode == 1 and "checksum mismatch" in r.stderr, f"gfw: damaged data refused ({r.stderr})")
+        # ---- the STM (--arch stm), both input modes ----
+        st = os.path.join(tmp, "stm.gguf")
+        stm_args = ["--arch", "stm", "--vocab-size", "20", "--embedding", "6", "--memory-size", "5",
+                    "--queries", "3", "--sentence-length", "4", "--answer-hidden", "7"]
+        r = run(FWM_INIT, "--out", st, *stm_args)
+        check(r.returncode == 0 and "stm sentence mode V=20 E=6 P=4 d=5 n_q=3" in r.stdout,
+              f"fwm-init --arch stm: exit 0 ({r.stderr}{r.stdout})")
+        r = run(FWM_INSPECT, st)
+        check(r.returncode == 0 and "architecture: stm (self-attentive associative memory: sentence mode" in r.stdout
+              and "end words '.' and '?'" in r.stdout and "session state: 100 floats, 424 bytes" in r.stdout
+              and "stm.answer.role.2.weight2" in r.stdout and "checksum: verified" in r.stdout,
+              f"inspect: stm sentence mode ({r.stdout[-800:]}{r.stderr})")
+        r = run(FWM_INIT, "--out", st, *stm_args, "--input", "word", "--relation-length", "2",
+                "--reset-on-eos", "off")
+        check(r.returncode == 0 and "reset_on_eos=off" in r.stdout, f"fwm-init --arch stm --input word ({r.stderr})")
+        # V 20, E 6, d 5, n_q 3, n_r 2: Emb 120, maps 13 * 7, gates 2 * 50 + 10, SAM 9 * 6 + 2 * 45,
+        # alpha 3, transfer 75 + 5, memories 100, G2 2 * 26, G3 20 * 7
+        r = inspect_ok(st, 120 + 91 + 110 + 144 + 3 + 80 + 100 + 52 + 140, 100, "stm word mode")
+        check("stm.distill.weight" in r.stdout and "stm.position.weight" not in r.stdout,
+              "inspect: the word-mode tensor list")
+        r = run(FWM_INIT, "--out", st, "--arch", "stm", "--vocab-size", "20", "--hidden", "4")
+        check(r.returncode == 2 and "--hidden does not apply to --arch stm" in r.stderr, "stm: --hidden refused")
+        r = run(FWM_INIT, "--out", st, "--queries", "4")
+        check(r.returncode == 2 and "--queries applies to --arch stm only" in r.stderr, "fwm: --queries refused")
+        r = run(FWM_INIT, "--out", st, "--arch", "stm", "--vocab-size", "20", "--question-end", "w7", "--statement-end", "w7")
+        check(r.returncode == 2 and "stm.question_end_token_id" in r.stderr, f"stm: one end word twice refused ({r.stderr})")
 
         # ---- damaged files ----
         bad = os.path.join(tmp, "bad.gguf")
@@ -550,7 +576,8 @@ def main():
         open(dup, "w").write("<pad>\n<eos>\n\nmary\n")
         init_refused(["--out", out, "--vocab", dup], "line 3: empty token")
         init_refused(["--out", out, "--vocab", os.path.join(tmp, "none.txt")], "cannot open")
-        init_refused(["--out", out, "--arch", "ntm"], "--arch: expected 'fwm', 'lstm', 'mnm' or 'gfw', found 'ntm'")
+        init_refused(["--out", out, "--arch", "ntm"],
+                     "--arch: expected 'fwm', 'lstm', 'mnm', 'gfw' or 'stm', found 'ntm'")
         init_refused(["--out", out, "--arch", "gfw", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
         init_refused(["--out", out, "--arch", "gfw", "--forget-bias", "1"], "--forget-bias does not apply to --arch gfw")
         init_refused(["--out", out, "--arch", "gfw", "--residual"], "--residual or --no-residual does not apply")
@@ -562,6 +589,11 @@ def main():
                      "key 'gfw.fast.hidden_size': expected 2 to 65536, found 1")
         init_refused(["--out", out, "--arch", "gfw", "--layer-norm-eps", "0"],
                      "key 'gfw.layer_norm_epsilon': expected > 0, found 0")
+        init_refused(["--out", out, "--arch", "stm", "--slow-hidden", "4"],
+                     "--slow-hidden does not apply to --arch stm")
+        init_refused(["--out", out, "--arch", "stm", "--layer-norm-eps", "1e-3"],
+                     "--layer-norm-eps does not apply to --arch stm")
+        init_refused(["--out", out, "--arch", "gfw", "--queries", "2"], "--queries applies to --arch stm only")
         init_refused(["--out", out, "--arch", "mnm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
         init_refused(["--out", out, "--arch", "mnm", "--layers", "2"], "--layers applies to --arch lstm only")
         init_refused(["--out", out, "--arch", "mnm", "--residual"],

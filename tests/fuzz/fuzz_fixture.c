@@ -1,5 +1,5 @@
 /* fuzz_fixture.c - builds the fixed small models of fuzz_fixture.h (the FWM's, the LSTM's, the MNM's,
- * the GFW's).
+ * the GFW's, the STM's).
  * Weights follow a formula with exactly representable values, w(t, i) = ((7 i + 3 t) mod 13 - 6) / 32
  * for element i of tensor t (tensor-list order), so make_corpus.py can recompute the FWM's checksum
  * and fingerprint. */
@@ -15,6 +15,7 @@
 #include "gfw/gfw_hparams.h"
 #include "lstm/lstm_hparams.h"
 #include "mnm/mnm_hparams.h"
+#include "stm/stm_hparams.h"
 
 /* Lower-case and without white space, so that tokenizing the token texts joined by spaces gives
  * the same ids back (fuzz_tokenize.c relies on it). Ids are positions. */
@@ -75,6 +76,10 @@ static fwm_status write_mnm(const char *path, const void *spec, fwm_error *err) 
 
 static fwm_status write_gfw(const char *path, const void *spec, fwm_error *err) {
     return fwm_gfw_model_write(path, spec, err);
+}
+
+static fwm_status write_stm(const char *path, const void *spec, fwm_error *err) {
+    return fwm_stm_model_write(path, spec, err);
 }
 
 /* Write a model into a fresh temporary directory, load it fully into memory, remove both. */
@@ -201,9 +206,49 @@ static fwm_model *build_gfw(void) {
     return model;
 }
 
+static fwm_model *build_stm(void) {
+    fwm_stm_write_spec spec;
+    memset(&spec, 0, sizeof spec);
+    fwm_stm_hparams_defaults(&spec.hp);
+    spec.hp.vocab_size = (uint32_t)FIXTURE_V;
+    spec.hp.input_mode = FWM_STM_INPUT_SENTENCE;
+    spec.hp.embedding_length = 5;
+    spec.hp.sentence_length = 3;
+    spec.hp.memory_size = 2;
+    spec.hp.query_count = 2;
+    spec.hp.relation_length = 2;
+    spec.hp.answer_hidden = 2;
+    spec.hp.sam_norm_eps = 1.0f / 65536.0f;
+    spec.hp.answer_norm_eps = 1.0f / 65536.0f;
+    spec.hp.reset_on_eos = true;
+    spec.hp.statement_end_token_id = 2; /* "." */
+    spec.hp.question_end_token_id = 3;  /* "?" */
+    spec.hp.padding_token_id = 0;
+    spec.hp.eos_token_id = 1;
+    spec.name = "fuzz fixture (stm)";
+    spec.tokens = fixture_vocabulary;
+    size_t count = fwm_stm_tensor_count(&spec.hp);
+    float *tensors[FWM_STM_MAX_TENSORS] = {0};
+    for (size_t t = 0; t < count; t++) {
+        char name[48];
+        uint64_t rows, cols;
+        fwm_stm_tensor_at(&spec.hp, t, name, &rows, &cols);
+        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
+    }
+    fwm_model *model = write_and_load(write_stm, &spec);
+    for (size_t t = 0; t < count; t++) free(tensors[t]);
+    return model;
+}
+
 const fwm_model *fuzz_fixture_gfw_model(void) {
     static fwm_model *model;
     if (!model) model = build_gfw();
+    return model;
+}
+
+const fwm_model *fuzz_fixture_stm_model(void) {
+    static fwm_model *model;
+    if (!model) model = build_stm();
     return model;
 }
 

@@ -32,4 +32,10 @@ const fwm_model *fuzz_fixture_mnm_model(void);
  * = 26 floats. */
 const fwm_model *fuzz_fixture_gfw_model(void);
 
+/* The STM's fixture (architecture `stm`, sentence mode): the same vocabulary ("." and "?" its end
+ * words, <eos> resetting), E = 5, P = 3, d = 2, two queries, answer MLPs of 2, both layer-norm
+ * epsilons 2^-16, weights and initial memories by the same formula. Its blobs are version 2 with dims
+ * d 2, n_q 2, mode 0, P 3: 12 floats, then 3 word ids, the length and the slot. */
+const fwm_model *fuzz_fixture_stm_model(void);
+
 #endif

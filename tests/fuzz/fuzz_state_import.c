@@ -1,8 +1,8 @@
 /* fuzz_state_import.c - fuzz target: any bytes as a session state blob for a valid model.
  *
- * The models are the fixed fixtures (fuzz_fixture.h), the FWM's, the LSTM's and the MNM's: each
- * input goes to a session of each (a client's `restore` may send any bytes to any model), twice,
- * into a session that already holds some state:
+ * The models are the fixed fixtures (fuzz_fixture.h), the FWM's, the LSTM's, the MNM's, the GFW's
+ * and the STM's: each input goes to a session of each (a client's `restore` may send any bytes to
+ * any model), twice, into a session that already holds some state:
  *   1. as it is;
  *   2. "repaired": the fingerprint field set to the model's and the trailing XXH64 recomputed, so
  *      that mutations reach the checks behind the checksum (dims, finiteness) instead of all
@@ -67,7 +67,7 @@ static int try_import(const fwm_model *model, const fwm_model_info *info, const 
             FUZZ_CHECK_STATUS(status, FWM_OK, err);
         }
         FUZZ_CHECK(fwm_session_position(session) == position + 3);
-        fwm_prediction top[2];
+        fwm_prediction top[2]; /* also for a position that predicts nothing (stm): a NaN row */
         FUZZ_CHECK(fwm_top_k(logits, info->vocab_size, 2, top) == 2);
         free(logits);
     }
@@ -101,5 +101,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (import_both_ways(fuzz_fixture_lstm_model(), data, size)) fuzz_inputs_accepted++;
     if (import_both_ways(fuzz_fixture_mnm_model(), data, size)) fuzz_inputs_accepted++;
     if (import_both_ways(fuzz_fixture_gfw_model(), data, size)) fuzz_inputs_accepted++;
+    if (import_both_ways(fuzz_fixture_stm_model(), data, size)) fuzz_inputs_accepted++;
     return 0;
 }

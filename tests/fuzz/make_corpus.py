@@ -15,8 +15,9 @@ inputs that once found a bug, and fuzzed-*, a libFuzzer run's minimized finds, a
                  formula, and damaged ones), LSTM (version-2) blobs, valid for the LSTM
                  fixture (whose FWMFP2 fingerprint tests/reference/lstm_reference.py computes)
                  and refused by the FWM's, MNM blobs, valid for the MNM fixture (fingerprinted
-                 by tests/reference/mnm_reference.py), and GFW blobs, valid for the GFW fixture
-                 (fingerprinted by tests/reference/gfw_reference.py).
+                 by tests/reference/mnm_reference.py), GFW blobs, valid for the GFW fixture
+                 (fingerprinted by tests/reference/gfw_reference.py), and blobs for the STM's
+                 fixture (`*-stm-*`, fingerprinted by tests/reference/stm_reference.py).
   tokenize/      texts over the fixture's vocabulary, unknown words, odd bytes and white space.
 
 GGUF and the fwm schema are written here independently of the C writer, from docs/FORMAT.md.
@@ -591,6 +592,19 @@ def state_import_corpus():
         body = (b"FWMS" + struct.pack("<IQ", 2, gfw_fixture_fingerprint()) + b"gfw\0\0\0\0\0"
                 + struct.pack("<Q4I", position, 2, 2, 5, 0) + struct.pack("<26f", *values))
         files[name] = body + struct.pack("<Q", xxhash.xxh64(body).intdigest())
+    # blobs of the STM fixture (fuzz_fixture_stm_model, sentence mode): d 2, n_q 2, P 3; Mi, Mr, then
+    # the buffered word ids, the buffer's length and the answer slot
+    fp = stm_fixture_fingerprint()
+    for name, position, words, ok in (("valid-stm-buffer", 6, [4, 6, 0, 2, 0], True),
+                                      ("valid-stm-answer-slot", 9, [0, 0, 0, 0, 1], True),
+                                      ("bad-stm-slot-with-words", 9, [4, 0, 0, 1, 1], False),
+                                      ("bad-stm-word-beyond-length", 9, [4, 6, 7, 2, 0], False),
+                                      ("bad-stm-long-buffer", 9, [4, 6, 7, 4, 0], False)):
+        body = (b"FWMS" + struct.pack("<IQ", 2, fp) + b"stm\0\0\0\0\0"
+                + struct.pack("<Q6I", position, 2, 2, 0, 3, 0, 0)
+                + struct.pack("<12f", *[((5 * i) % 7 - 3) / 4 for i in range(12)])
+                + struct.pack("<5I", *words))
+        files[name] = body + struct.pack("<Q", xxhash.xxh64(body).intdigest())
     return files
 
 
@@ -607,6 +621,23 @@ def gfw_fixture_fingerprint():
         n = shape[0] * (shape[1] if len(shape) > 1 else 1)
         stored[name] = struct.pack(f"<{n}f", *[((7 * i + 3 * t) % 13 - 6) / 32 for i in range(n)])
     return gfw_reference.fingerprint(hp, FIXTURE_TOKENS, gfw_reference.checksum(hp, stored))
+
+
+def stm_fixture_fingerprint():
+    """FWMFP2 of fuzz_fixture.c's STM (sentence mode, E 5, P 3, d 2, n_q 2, n_r 2, H_a 2, epsilons
+    2^-16), by the independent reference."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+    import stm_reference
+    hp = stm_reference.default_hparams(vocab_size=len(FIXTURE_TOKENS), input_mode=0, embedding_length=5,
+                                       sentence_length=3, memory_size=2, query_count=2, relation_length=2,
+                                       answer_hidden=2, sam_norm_eps=2.0 ** -16, answer_norm_eps=2.0 ** -16,
+                                       reset_on_eos=True, statement_end_token_id=2, question_end_token_id=3,
+                                       padding_token_id=0, eos_token_id=1)
+    stored = {}
+    for t, (name, shape) in enumerate(stm_reference.tensor_list(hp)):
+        n = shape[0] * (shape[1] if len(shape) > 1 else 1)
+        stored[name] = struct.pack(f"<{n}f", *[((7 * i + 3 * t) % 13 - 6) / 32 for i in range(n)])
+    return stm_reference.fingerprint(hp, FIXTURE_TOKENS, stm_reference.checksum(hp, stored))
 
 
 def mnm_fixture_fingerprint():

@@ -2,8 +2,8 @@
 """check_live.py - compare the C runtime (through fwm-run) with the numpy references, live.
 
 What it is for: three meson tests of suite 'golden' that recompute expected logits with
-tests/reference/fwm_reference.py (and lstm_reference.py, mnm_reference.py, gfw_reference.py) at
-test time instead of trusting committed numbers:
+tests/reference/fwm_reference.py (and lstm_reference.py, mnm_reference.py, gfw_reference.py,
+stm_reference.py) at test time instead of trusting committed numbers:
 
   check_live.py committed --fwm-run EXE --data DIR
       for every model of DIR/manifest.txt: the reference's logits now must equal the committed
@@ -27,8 +27,9 @@ test time instead of trusting committed numbers:
       golden tolerance, the paper's sizes at 10 times it, over short streams).
 Manifest lines of `lstm` models (arch=lstm) are run through lstm_reference.py, those of `mnm`
 models (arch=mnm) through mnm_reference.py, those of `gfw` models (arch=gfw) through
-gfw_reference.py, and their session-start logits (primed=FILE) and fingerprint (fingerprint=0x...)
-are recomputed too.
+gfw_reference.py, those of `stm` models (arch=stm) through stm_reference.py (NaN rows where the
+model predicts nothing, on both sides), and their session-start logits (primed=FILE) and
+fingerprint (fingerprint=0x...) are recomputed too.
 
 Exits 0 on agreement, 1 on a mismatch (printing model, token position, logit index, got, want),
 77 (meson's "skipped") when numpy is not available.
@@ -55,6 +56,7 @@ import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
 import make_golden  # noqa: E402
 import mnm_reference  # noqa: E402
+import stm_reference  # noqa: E402
 
 try:
     import xxhash  # noqa: F401
@@ -107,6 +109,27 @@ class GfwModel:
         return gfw_reference.forward(self.hp, self.params, tokens)[0]
 
 
+class StmModel(MnmModel):
+    """An `stm` file read by stm_reference.py, with the same interface; its logits have a NaN row
+    where the model predicts nothing (sentence mode: every token but a question's end)."""
+
+    def __init__(self, path):
+        self.hp, self.vocab, self.params = stm_reference.read_model(path, verify_checksum=HAVE_XXHASH)
+        meta, tensors = fwm_reference.read_gguf(path)
+        key = "fwm.session.prime_tokens"
+        self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
+        self.stored_checksum = meta["fwm.checksum"][1] if "fwm.checksum" in meta else None
+        self.stored_fingerprint = meta["fwm.fingerprint"][1] if "fwm.fingerprint" in meta else None
+        self.fingerprint = None
+        if HAVE_XXHASH:
+            cs = stm_reference.checksum(self.hp, {n: tensors[n][2]
+                                                  for n, _ in stm_reference.tensor_list(self.hp)})
+            self.fingerprint = stm_reference.fingerprint(self.hp, self.vocab, cs)
+
+    def logits(self, tokens):
+        return make_golden._stm_rows(self.hp, self.params, tokens)
+
+
 def run_fwm(exe, model_path, tokens, workdir):
     """fwm-run's logits for `tokens` as a [n, V] float32 array, or raise RuntimeError."""
     out = os.path.join(workdir, "fwm-run-logits.f32")
@@ -126,7 +149,8 @@ def compare(label, got, want, tol):
         print(f"MISMATCH {label}: {got.shape[0]} floats, expected {want.size} "
               f"({want.shape[0]} tokens x V {want.shape[1]})")
         return 1
-    bad = ~(np.abs(got.astype(np.float64) - want) <= tol)  # NaN counts as bad
+    silent = np.isnan(want[:, :1]) & np.isnan(got)  # where nothing is predicted: NaN both sides
+    bad = ~(np.abs(got.astype(np.float64) - want) <= tol) & ~silent  # NaN counts as bad elsewhere
     for k, (pos, idx) in enumerate(zip(*np.nonzero(bad))):
         if k == MAX_REPORTS:
             print(f"  ... {int(bad.sum())} mismatching logits in all")
@@ -137,7 +161,9 @@ def compare(label, got, want, tol):
     if bad.any():
         print(f"  {label}: FAILED")
     else:
-        print(f"  {label}: ok, worst |diff| / tolerance {float((np.abs(got - want) / tol).max()):.4f}")
+        ratio = np.abs(got - want) / tol
+        worst = float(np.nanmax(ratio)) if not np.isnan(ratio).all() else 0.0
+        print(f"  {label}: ok, worst |diff| / tolerance {worst:.4f}")
     return int(bad.sum())
 
 
@@ -158,8 +184,8 @@ def check_committed(args):
             if arch == "lstm":
                 model = lstm_reference.Model(path, verify_checksum=HAVE_XXHASH)
                 live, _ = lstm_reference.compute_logits(model, tokens)
-            elif arch in ("mnm", "gfw"):
-                model = MnmModel(path) if arch == "mnm" else GfwModel(path)
+            elif arch in ("mnm", "gfw", "stm"):
+                model = {"mnm": MnmModel, "gfw": GfwModel, "stm": StmModel}[arch](path)
                 live = model.logits(tokens)
             else:
                 model = fwm_reference.Model(path, verify_checksum=HAVE_XXHASH)
@@ -173,7 +199,7 @@ def check_committed(args):
                                 committed.reshape(-1, V) if committed.size % V == 0 else committed,
                                 live, tol / 50)
             if "primed" in opts:
-                if arch in ("mnm", "gfw"):
+                if arch in ("mnm", "gfw", "stm"):
                     whole = model.logits(model.prime_tokens + tokens)
                 else:
                     whole, _ = lstm_reference.compute_logits(model, model.prime_tokens + tokens)

@@ -7,7 +7,7 @@
  * fork in the middle, batches of sessions at different positions, and loads without mmap and from
  * a misaligned buffer. Also checks the checksum reporting (present and verified, or absent) and
  * that a damaged tensor byte is caught by the checksum (or the stored fingerprint). Lines with the
- * optional fields (the lstm, mnm and gfw models' lines) also check the architecture, the
+ * optional fields (the lstm, mnm, gfw and stm models' lines) also check the architecture, the
  * fingerprint the loader computes and the logits from the session start (fwm_session_prime,
  * fwm_model_start_logits).
  *
@@ -182,6 +182,17 @@ typedef struct comparison {
 /* Compare one row of V logits after the token at `position`. */
 static void compare_row(comparison *c, size_t position, const float *got, const float *want,
                         uint32_t V) {
+    if (isnan(want[0])) { /* a position that predicts nothing (stm sentence mode): a row of NaNs */
+        for (uint32_t j = 0; j < V; j++) {
+            if (isnan(got[j])) continue;
+            failures++;
+            if (c->reported++ < MAX_REPORTS)
+                fprintf(stderr, "MISMATCH %s [%s] token position %zu predicts nothing, logit %u is %.9g\n",
+                        c->model, c->mode, position, j, got[j]);
+            break;
+        }
+        return;
+    }
     double scale = SCALE_FLOOR;
     for (uint32_t j = 0; j < V; j++) scale = fmax(scale, fabs(want[j]));
     double tol = RTOL * scale;
@@ -327,6 +338,9 @@ static void run_primed(const char *dir, const fwm_model *model, const entry *e, 
     if (P == 0) {
         CHECK(start == NULL, "%s: fwm_model_start_logits is not NULL without prime tokens",
               e->model);
+    } else if (isnan(want[(P - 1) * V])) { /* the last prime token predicts nothing */
+        CHECK(start == NULL, "%s: fwm_model_start_logits is not NULL where the start predicts nothing",
+              e->model);
     } else {
         CHECK(start != NULL, "%s: fwm_model_start_logits is NULL with %zu prime tokens", e->model,
               P);
@@ -432,6 +446,13 @@ static void run_entry(const char *dir, const entry *e) {
                   info.session_state_floats >
                       (size_t)info.hidden_size * (2 * (size_t)info.hidden_size + info.embedding_length + 3) &&
                   info.state_blob_bytes == 56 + 4 * info.session_state_floats,
+              "%s: %u layers, %zu state floats, %zu blob bytes", e->model, info.layer_count,
+              info.session_state_floats, info.state_blob_bytes);
+    if (!strcmp(arch, "stm")) /* Mi and Mr (+ P + 2 words in sentence mode); the 56-byte header */
+        CHECK(info.layer_count == 1 &&
+                  info.state_blob_bytes == 64 + 4 * (info.session_state_floats +
+                                                     (info.sentence_input ? info.max_sentence_words + 2 : 0)) &&
+                  info.predicts_every_token == !info.sentence_input,
               "%s: %u layers, %zu state floats, %zu blob bytes", e->model, info.layer_count,
               info.session_state_floats, info.state_blob_bytes);
     if (e->has_fingerprint)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""make_golden.py - generate the committed tiny models (`fwm`, `lstm`, `mnm`, `gfw`) and their expected logits.
+"""make_golden.py - generate the committed tiny models (`fwm`, `lstm`, `mnm`, `gfw`, `stm`) and their
+expected logits.
 
 What it is for: writing tests/golden/data/ (model files through gguf_writer.py, expected logits
 through fwm_reference.py in float64, stored as little-endian float32, and manifest.txt) from fixed
@@ -10,6 +11,9 @@ tests' tolerance). It is also the library of tiny-model helpers that tests/golde
 for its random model.
 
 Run:  /usr/bin/python3 tests/reference/make_golden.py [--out tests/golden/data]
+          [--only-fwm] [--only-lstm] [--only-mnm] [--only-gfw] [--only-stm]
+      (with --only-* flags only those architectures' models are regenerated; the manifest's other
+      lines are kept as they are, in the manifest's architecture order)
 """
 
 import argparse
@@ -24,6 +28,7 @@ import gfw_reference  # noqa: E402
 import gguf_writer  # noqa: E402
 import lstm_reference  # noqa: E402
 import mnm_reference  # noqa: E402
+import stm_reference  # noqa: E402
 
 # The tests' tolerance (tests/golden/test_golden.c and check_live.py use the same rule): a relative
 # error of 1e-5 measured against the row's scale, the largest |logit| of the row,
@@ -520,7 +525,6 @@ def describe_mnm(name, facts, seed):
             f"tolerance; min beta {facts['min_beta']:.2f}; max |logit| {facts['max_abs_logit']:.2f}; "
             f"effect in tolerances of {effects}")
 
-
 # ---- the `gfw` architecture ----------------------------------------------------------------------
 
 # The committed Gated Fast Weights models (tests/golden/README.md), written by gguf_writer.py (an
@@ -730,42 +734,205 @@ def describe_gfw(name, facts, seed):
             f"tolerances of {effects}")
 
 
+# ---- the `stm` architecture ----------------------------------------------------------------------
+
+# The committed STM models (tests/golden/README.md), written by stm_reference.py's own writer (F32):
+# sentence mode with and without reset_on_eos (sentences longer than P, questions, answers, <eos>
+# inside a sentence and in the answer slot), word mode with and without it; α all non-zero so that
+# the relational read and transfer count. Session starts: the default ([eos]), none, three tokens.
+# Rows where the model predicts nothing (sentence mode: every token but a question's end) are NaN
+# in the expected files: the runtime must give NaN rows there.
+STM_GOLDEN = [
+    dict(name="stm1_sentence", V=16, mode=stm_reference.SENTENCE, E=6, P=5, d=5, nq=3, nr=2, Ha=7,
+         reset_on_eos=True, prime=None, n_sentences=14, seed=901),
+    dict(name="stm2_sentence_noreset", V=14, mode=stm_reference.SENTENCE, E=5, P=3, d=4, nq=2, nr=2,
+         Ha=6, reset_on_eos=False, prime=[], n_sentences=12, seed=902),
+    dict(name="stm3_word", V=13, mode=stm_reference.WORD, E=5, P=4, d=4, nq=3, nr=3, Ha=4,
+         reset_on_eos=True, prime=[1, 4, 5], n_tokens=36, seed=903),
+    dict(name="stm4_word_noreset", V=12, mode=stm_reference.WORD, E=4, P=4, d=3, nq=2, nr=4, Ha=4,
+         reset_on_eos=False, prime=None, n_tokens=32, seed=904),
+]
+STM_STATEMENT_END, STM_QUESTION_END = 7, 10  # "." and "?" of WORDS
+
+
+def stm_writer_hp(spec):
+    hp = stm_reference.default_hparams(
+        vocab_size=spec["V"], input_mode=spec["mode"], embedding_length=spec["E"],
+        sentence_length=spec["P"], memory_size=spec["d"], query_count=spec["nq"],
+        relation_length=spec["nr"], answer_hidden=spec["Ha"], reset_on_eos=spec["reset_on_eos"],
+        statement_end_token_id=STM_STATEMENT_END, question_end_token_id=STM_QUESTION_END,
+        padding_token_id=0, eos_token_id=1)
+    return hp, WORDS[:spec["V"]]
+
+
+def make_stm_weights(hp, rng):
+    """The spec's initialisation with larger input maps and embeddings (so that sentences move the
+    memories visibly), non-zero biases, and α = (0.9, 0.7, 0.5)."""
+    w = {k: np.array(v, dtype=np.float64) for k, v in stm_reference.init_params(hp, rng).items()}
+    for k in w:
+        if k.startswith(("token_embd", "stm.write", "stm.value", "stm.select")):
+            w[k] = w[k] * 3.0
+        if k.endswith(("bias", "bias1", "bias2")) and k != "stm.gate.bias":
+            w[k] = w[k] + rng.uniform(-0.3, 0.3, size=w[k].shape)
+    if "stm.position.weight" in w:
+        w["stm.position.weight"] = 1.0 + rng.uniform(-0.5, 0.5, size=w["stm.position.weight"].shape)
+    w["stm.sam.norm.weight"] = 1.0 + rng.uniform(-0.3, 0.3, size=w["stm.sam.norm.weight"].shape)
+    w["stm.sam.norm.bias"] = rng.uniform(-0.3, 0.3, size=w["stm.sam.norm.bias"].shape)
+    w["stm.alpha"] = np.array([0.9, 0.7, 0.5])
+    return w
+
+
+def stm_tokens(spec, hp, rng):
+    """Word mode: <eos> then random ids. Sentence mode: <eos>, then sentences of 1 to P + 2 random
+    words (ids 2.. other than the end tokens and <eos>), each ended by "." or by "?" and an answer;
+    an <eos> inside one sentence and one in an answer slot."""
+    V = hp["vocab_size"]
+    if hp["input_mode"] == stm_reference.WORD:
+        return [1] + [int(t) for t in rng.integers(0, V, size=spec["n_tokens"] - 1)]
+    words = [t for t in range(2, V) if t not in (STM_STATEMENT_END, STM_QUESTION_END)]
+    out = [1]
+    for i in range(spec["n_sentences"]):
+        n = int(rng.integers(1, hp["sentence_length"] + 3))
+        sentence = [int(rng.choice(words)) for _ in range(n)]
+        if i == spec["n_sentences"] // 2:
+            sentence.insert(n // 2, 1)  # <eos> inside a sentence
+        question = i % 3 == 2
+        out += sentence + [STM_QUESTION_END if question else STM_STATEMENT_END]
+        if question:
+            out.append(1 if i == spec["n_sentences"] - 4 else int(rng.choice(words)))
+    return out
+
+
+def _stm_rows(hp, params, tokens):
+    """One row per token: the logits, or NaN where the token predicts nothing."""
+    outs, _ = stm_reference.forward(hp, params, tokens)
+    nan = np.full(hp["vocab_size"], np.nan)
+    return np.array([nan if o is None else o for o in outs])
+
+
+def build_stm(spec, out_dir, attempts=50):
+    """Write one STM model with stm_reference.write_model, its expected rows from the reset state
+    (NAME.f32) and from the session start (NAME.primed.f32). Returns (manifest line, facts, seed,
+    problems)."""
+    model_file = spec["name"] + ".gguf"
+    path = os.path.join(out_dir, model_file)
+    hp, vocab = stm_writer_hp(spec)
+    for attempt in range(attempts):
+        seed = spec["seed"] * 1000 + attempt
+        rng = np.random.default_rng(seed)
+        weights = make_stm_weights(hp, rng)
+        stm_reference.write_model(path, hp, vocab, weights, name=spec["name"],
+                                  prime_tokens=spec["prime"])
+        _, _, params = stm_reference.read_model(path)
+        tokens = stm_tokens(spec, hp, rng)
+        rows = _stm_rows(hp, params, tokens)
+        live = ~np.isnan(rows[:, 0])
+        errors = []
+        for _ in range(4):
+            nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in params.items()}
+            errors.append(_error_over_tol(_stm_rows(hp, nudged, tokens)[live], rows[live]))
+        effects = {}
+        for what, change in (("the transfer (alpha3)", ("stm.alpha", np.array([0.9, 0.7, 0.0]))),
+                             ("the relational read (alpha2)", ("stm.alpha", np.array([0.9, 0.0, 0.5]))),
+                             ("the initial item memory", ("stm.item.init", params["stm.item.init"] * 0.5))):
+            other = dict(params)
+            other[change[0]] = change[1]
+            effects[what] = _error_over_tol(_stm_rows(hp, other, tokens)[live], rows[live])
+        facts = {"f32_error_over_tol": max(errors), "effect_over_tol": effects,
+                 "predicted_rows": int(live.sum()), "max_abs_logit": float(np.abs(rows[live]).max())}
+        problems = []
+        if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
+            problems.append(f"{spec['name']}: float32 rounding may use {facts['f32_error_over_tol']:.2f} "
+                            "of the tolerance (ill-conditioned)")
+        for what, effect in effects.items():
+            if effect < 100:
+                problems.append(f"{spec['name']}: {what} changes the logits by only {effect:.1f} tolerances")
+        if facts["max_abs_logit"] < 0.05:
+            problems.append(f"{spec['name']}: logits are all tiny")
+        if not problems:
+            break
+    expected_file = spec["name"] + ".f32"
+    rows.astype("<f4").tofile(os.path.join(out_dir, expected_file))
+    prime = [1] if spec["prime"] is None else list(spec["prime"])
+    primed_file = spec["name"] + ".primed.f32"
+    _stm_rows(hp, params, prime + tokens).astype("<f4").tofile(os.path.join(out_dir, primed_file))
+    meta, _ = fwm_reference.read_gguf(path)
+    line = (f"{model_file} {expected_file} checksum=present "
+            f"tokens={','.join(map(str, tokens))} arch=stm "
+            f"fingerprint={meta['fwm.fingerprint'][1]:#018x} fingerprint_key=present "
+            f"primed={primed_file}")
+    return line, facts, seed, problems
+
+
+def describe_stm(name, facts, seed):
+    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
+    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
+            f"tolerance; {facts['predicted_rows']} predicted rows; max |logit| "
+            f"{facts['max_abs_logit']:.2f}; effect in tolerances of {effects}")
+
+
+STM_MANIFEST_COMMENT = ("# stm models: arch=stm, fields as for lstm (written by stm_reference.py's writer); "
+                        "NaN rows where nothing is predicted")
+
+
+# The manifest's sections in order: each architecture's comment lines, then its models' lines.
+MANIFEST_HEADER = ["# fwm golden data, generated by tests/reference/make_golden.py (do not edit).",
+                   "# model expected-logits checksum=present|absent tokens=comma-separated-ids",
+                   f"# tolerance: |got - want| <= {RTOL:g} * max(max |want| over the row, {SCALE_FLOOR:g})"]
+SECTIONS = [
+    ("fwm", [], GOLDEN, lambda spec, out: build(spec, out),
+     lambda spec, facts, seed: describe(spec["name"], spec["n_tokens"], facts, seed)),
+    ("lstm", ["# lstm models: arch=lstm; fingerprint= the FWMFP2 fingerprint the loader must compute;",
+              "# fingerprint_key=present|absent: fwm.fingerprint stored in the file; primed= the expected",
+              "# logits from the session start: one row per prime token, then one per token"],
+     LSTM_GOLDEN, build_lstm, lambda spec, facts, seed: describe_lstm(spec["name"], facts, seed)),
+    ("mnm", ["# mnm models: arch=mnm, fields as for lstm (written by mnm_reference.py's writer)"],
+     MNM_GOLDEN, build_mnm, lambda spec, facts, seed: describe_mnm(spec["name"], facts, seed)),
+    ("gfw", ["# gfw models: arch=gfw, fields as for lstm (written by gguf_writer.py, expected values from",
+             "# gfw_reference.py)"],
+     GFW_GOLDEN, build_gfw, lambda spec, facts, seed: describe_gfw(spec["name"], facts, seed)),
+    ("stm", [STM_MANIFEST_COMMENT],
+     STM_GOLDEN, build_stm, lambda spec, facts, seed: describe_stm(spec["name"], facts, seed)),
+]
+
+
+def manifest_arch(line):
+    """The architecture of a manifest model line (`fwm` without an arch= field)."""
+    for field in line.split()[2:]:
+        if field.startswith("arch="):
+            return field[len("arch="):]
+    return "fwm"
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="generate tests/golden/data")
     ap.add_argument("--out", default=os.path.join(here, "..", "golden", "data"))
+    for arch, *_ in SECTIONS:
+        ap.add_argument(f"--only-{arch}", action="store_true",
+                        help=f"regenerate the {arch} models only, keeping the manifest's other lines "
+                             "(several --only-* flags combine)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    lines = ["# fwm golden data, generated by tests/reference/make_golden.py (do not edit).",
-             "# model expected-logits checksum=present|absent tokens=comma-separated-ids",
-             f"# tolerance: |got - want| <= {RTOL:g} * max(max |want| over the row, {SCALE_FLOOR:g})"]
+    selected = {arch for arch, *_ in SECTIONS if getattr(args, f"only_{arch}")}
+    kept = {}  # the existing manifest's model lines of the architectures not regenerated
+    if selected:
+        with open(os.path.join(args.out, "manifest.txt")) as f:
+            for ln in f:
+                if ln.strip() and not ln.startswith("#"):
+                    kept.setdefault(manifest_arch(ln), []).append(ln.rstrip("\n"))
+    lines = list(MANIFEST_HEADER)
     all_problems = []
-    for spec in GOLDEN:
-        line, facts, seed, problems = build(spec, args.out)
-        lines.append(line)
-        print(describe(spec["name"], spec["n_tokens"], facts, seed))
-        all_problems += problems
-    lines += ["# lstm models: arch=lstm; fingerprint= the FWMFP2 fingerprint the loader must compute;",
-              "# fingerprint_key=present|absent: fwm.fingerprint stored in the file; primed= the expected",
-              "# logits from the session start: one row per prime token, then one per token"]
-    for spec in LSTM_GOLDEN:
-        line, facts, seed, problems = build_lstm(spec, args.out)
-        lines.append(line)
-        print(describe_lstm(spec["name"], facts, seed))
-        all_problems += problems
-    lines += ["# mnm models: arch=mnm, fields as for lstm (written by mnm_reference.py's writer)"]
-    for spec in MNM_GOLDEN:
-        line, facts, seed, problems = build_mnm(spec, args.out)
-        lines.append(line)
-        print(describe_mnm(spec["name"], facts, seed))
-        all_problems += problems
-    lines += ["# gfw models: arch=gfw, fields as for lstm (written by gguf_writer.py, expected values from",
-              "# gfw_reference.py)"]
-    for spec in GFW_GOLDEN:
-        line, facts, seed, problems = build_gfw(spec, args.out)
-        lines.append(line)
-        print(describe_gfw(spec["name"], facts, seed))
-        all_problems += problems
+    for arch, comments, specs, build_one, describe_one in SECTIONS:
+        lines += comments
+        if selected and arch not in selected:
+            lines += kept.get(arch, [])
+            continue
+        for spec in specs:
+            line, facts, seed, problems = build_one(spec, args.out)
+            lines.append(line)
+            print(describe_one(spec, facts, seed))
+            all_problems += problems
     with open(os.path.join(args.out, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     if all_problems:

@@ -212,20 +212,20 @@ fwm_model *rt_write_lstm_file(const char *path, const char *const *vocab, uint32
     return model;
 }
 
-void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint64_t seed) {
+void rt_check_step_modes(const fwm_model *model, const uint32_t *tokens, size_t n_sessions,
+                         size_t steps) {
     fwm_model_info info;
     fwm_model_get_info(model, &info);
     const size_t V = info.vocab_size, total = n_sessions * steps;
-    uint32_t *tokens = malloc(total * sizeof *tokens), *column = malloc(n_sessions * sizeof *column);
+    uint32_t *column = malloc(n_sessions * sizeof *column);
     float *a = malloc(total * V * sizeof(float)), *b = malloc(total * V * sizeof(float));
     float *c = malloc(total * V * sizeof(float)), *row = malloc(n_sessions * V * sizeof(float));
     fwm_session **single = calloc(n_sessions, sizeof *single), **seq = calloc(n_sessions, sizeof *seq),
                 **batch = calloc(n_sessions, sizeof *batch);
-    if (!tokens || !column || !a || !b || !c || !row || !single || !seq || !batch) {
+    if (!column || !a || !b || !c || !row || !single || !seq || !batch) {
         CHECK(!"out of memory");
         goto done;
     }
-    rt_random_tokens(tokens, total, (uint32_t)V, seed);
     fwm_error err;
     for (size_t j = 0; j < n_sessions; j++) {
         CHECK_OK(fwm_session_create(model, &single[j], &err), err);
@@ -244,9 +244,10 @@ void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint
         for (size_t j = 0; j < n_sessions; j++)
             memcpy(c + (j * steps + i) * V, row + j * V, V * sizeof(float));
     }
+    /* bit for bit, NaN rows of positions that predict nothing included */
     CHECK(memcmp(a, b, total * V * sizeof(float)) == 0);
     CHECK(memcmp(a, c, total * V * sizeof(float)) == 0);
-    size_t bytes = single[0]->state_bytes;
+    size_t bytes = single[0]->state_bytes; /* the whole state block, padding included */
     for (size_t j = 0; j < n_sessions; j++) {
         CHECK(memcmp(single[j]->h, seq[j]->h, bytes) == 0);
         CHECK(memcmp(single[j]->h, batch[j]->h, bytes) == 0);
@@ -255,7 +256,21 @@ void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint
 done:
     for (size_t j = 0; j < n_sessions && single && seq && batch; j++)
         fwm_session_free(single[j]), fwm_session_free(seq[j]), fwm_session_free(batch[j]);
-    free(single), free(seq), free(batch), free(column), free(row), free(tokens), free(a), free(b), free(c);
+    free(single), free(seq), free(batch), free(column), free(row), free(a), free(b), free(c);
+}
+
+void rt_check_step_modes_random(const fwm_model *model, size_t n_sessions, size_t steps,
+                                uint64_t seed) {
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    uint32_t *tokens = malloc(n_sessions * steps * sizeof *tokens);
+    if (!tokens) {
+        CHECK(!"out of memory");
+        return;
+    }
+    rt_random_tokens(tokens, n_sessions * steps, info.vocab_size, seed);
+    rt_check_step_modes(model, tokens, n_sessions, steps);
+    free(tokens);
 }
 
 void rt_reseal(unsigned char *blob, size_t size) {

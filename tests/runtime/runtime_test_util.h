@@ -30,16 +30,17 @@ void rt_model_free(struct fwm_model *model);
 /* Uniform random token ids below V, from `seed`. */
 void rt_random_tokens(uint32_t *tokens, size_t count, uint32_t V, uint64_t seed);
 
-/* A session's whole state (position, h, c, F) as an exported blob in a new malloc'd buffer of
- * *size bytes; NULL on failure (reported as a check failure). */
+/* A session's state as an exported blob, of any architecture, in a new malloc'd buffer of *size
+ * bytes: asked for through the size query first (which must answer FWM_ERR_BUFFER_TOO_SMALL with
+ * the model's state_blob_bytes), then exported. NULL on failure (reported as a check failure). */
 unsigned char *rt_export(const fwm_session *session, size_t *size);
 
 /* The session's state as the model means it (F with any pending write applied), decoded from its
  * exported blob into malloc'd arrays h[H], c[H], F[S*R*T]; false on failure. */
 bool rt_state(const fwm_session *session, float **h, float **c, float **F);
 
-/* ---- for the tests of the other architectures, on model files (test_lstm_runtime, test_mnm_runtime,
- * test_gfw_runtime) ---- */
+/* ---- shared by the tests of the other architectures, on model files (test_lstm_runtime,
+ * test_mnm_runtime, test_gfw_runtime, test_stm_runtime) ---- */
 
 /* Write a tiny model file of the FWM (E 6, H 8, S = R = T = 3) or of the LSTM (one layer, E 4, H 5)
  * with `vocab` (V tokens) and its initialisation at `seed` to `path`, and load it; NULL on failure
@@ -47,11 +48,18 @@ bool rt_state(const fwm_session *session, float **h, float **c, float **F);
 fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed);
 fwm_model *rt_write_lstm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed);
 
-/* Step `n_sessions` new sessions of `model` over `steps` random tokens each three ways (one token at
- * a time, one sequence, batches across the sessions): every logit and each session's whole state
+/* Step `n_sessions` new sessions of `model` over `steps` tokens each (session j reads
+ * tokens[j * steps .. (j + 1) * steps)) three ways: fwm_session_step token by token,
+ * fwm_session_step_sequence, and fwm_batch_step across the sessions per position. Every row of
+ * logits (NaN rows of positions that predict nothing included) and each session's whole state
  * block (padding included) must be equal bit for bit. For architectures whose state block holds
  * the whole state (not the FWM, whose pending write lives outside it). */
-void rt_check_step_modes(fwm_model *model, size_t n_sessions, size_t steps, uint64_t seed);
+void rt_check_step_modes(const fwm_model *model, const uint32_t *tokens, size_t n_sessions,
+                         size_t steps);
+
+/* The same over uniform random tokens drawn from `seed` (rt_random_tokens). */
+void rt_check_step_modes_random(const fwm_model *model, size_t n_sessions, size_t steps,
+                                uint64_t seed);
 
 /* Rewrite a state blob's trailing XXH64 after an edit, so that checks behind the checksum are
  * reached. */

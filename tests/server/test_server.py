@@ -751,6 +751,96 @@ def case_mnm_beside_others(env):
     check("architecture 'mnm'" in e.message and "only 'fwm' models" in e.message, "trace refused by name", e.message)
     check_eq(server.stop(), 0, "exit status")
 
+def case_stm_beside_fwm(env):
+    """STM files (fwm-init --arch stm, untrained, sentence and word mode) served beside an FWM file:
+    hello reports how an STM reads tokens; in sentence mode statements predict nothing (empty topk in
+    the notifications and in predict), a question's "?" predicts, the answer word fills the answer
+    slot, `ask` without commit closes the slot itself (the next question reads as if none had been
+    asked) and with commit feeds the answer; snapshot mid-sentence, restore and fork continue alike;
+    the FWM's states are refused both ways and `trace` is refused; word mode predicts at every word."""
+    fwm_path = env.model("f", seed=3)
+    stm_path, word_path = os.path.join(env.dir, "s.gguf"), os.path.join(env.dir, "w.gguf")
+    sizes = ["--embedding", "12", "--memory-size", "8", "--queries", "3", "--sentence-length", "6",
+             "--answer-hidden", "10", "--relation-length", "4"]
+    subprocess.run([env.init, "--arch", "stm", "--out", stm_path, "--vocab", env.vocab(), "--seed", "5", *sizes],
+                   check=True, stdout=subprocess.DEVNULL, timeout=60)
+    subprocess.run([env.init, "--arch", "stm", "--input", "word", "--reset-on-eos", "off", "--out", word_path,
+                    "--vocab", env.vocab(), "--seed", "6", *sizes], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    server = env.start([fwm_path, stm_path, word_path])
+    c = Client(server.address)
+    models = {m["name"]: m for m in c.call("hello")["models"]}
+    m = models["s"]
+    check_eq((m["architecture"], m["input"], m["statement_end"], m["question_end"], m["max_sentence_words"],
+              m["reset_on_eos"], m["default"]), ("stm", "sentence", ".", "?", 6, True, False), "the STM's reading")
+    check_eq((models["w"]["input"], models["w"]["reset_on_eos"]), ("word", False), "the word-mode STM")
+    check("input" not in models["f"], "the FWM has no STM fields", models["f"])
+    floats = 8 * 8 * (1 + 3)
+    check_eq(m["state_blob_bytes"], 64 + 4 * (floats + 6 + 2), "the STM's state blob size (Mi, Mr, the buffer)")
+    check_eq(models["w"]["state_blob_bytes"], 64 + 4 * floats, "the word-mode STM's blob size")
+
+    story = "Mary moved to the bathroom. John went to the hallway."
+    s = c.call("open", model="s", topk=2)["session"]
+    check_eq(c.call("predict", session=s)["topk"], [], "nothing predicted after the start (<eos>)")
+    c.call("feed", session=s, text=story)
+    notes = c.take_tokens(s)
+    check_eq(len(notes), len(tokenize(story)), "one note per token")
+    check(all(n["topk"] == [] for n in notes), "statements predict nothing", notes[:2])
+    c.call("feed", session=s, text="Where is Mary?")
+    notes = c.take_tokens(s)
+    check(all(n["topk"] == [] for n in notes[:-1]) and len(notes[-1]["topk"]) == 2,
+          "only the question's end predicts", notes)
+    check_eq(c.call("predict", session=s)["topk"], notes[-1]["topk"], "predict after the question")
+    c.call("feed", session=s, text="bathroom")
+    check_eq(c.take_tokens(s)[0]["topk"], [], "the answer word predicts nothing")
+    check_eq(c.call("predict", session=s)["topk"], [], "nor does predict after it")
+
+    # ask without commit: the answer, then the slot is closed (no answer follows)
+    a = c.call("open", model="s", topk=2)["session"]
+    b = c.call("open", model="s", topk=2)["session"]
+    for x in (a, b):
+        c.call("feed", session=x, text=story, notify=False)
+    r = c.call("ask", session=a, question="Where is John")
+    check(r["answer"] != "" and len(r["topk"]) == 2 and r["committed"] is False, "ask answers", r)
+    check_eq(r["pos"], PRIME + len(tokenize(story)) + 4, "ask without commit: the question read, no answer")
+    check_eq(c.call("predict", session=a)["topk"], [], "the slot is closed: nothing predicted")
+    q = "Where is Mary?"
+    c.call("feed", session=a, text=q)
+    c.call("feed", session=b, text=q)
+    check_eq([n["topk"] for n in c.take_tokens(a)], [n["topk"] for n in c.take_tokens(b)],
+             "after an uncommitted ask the next question reads as if none had been asked")
+    c.call("feed", session=b, text="bathroom", notify=False)  # b's question still waits for its answer
+    r2 = c.call("ask", session=b, question="Where is John?", commit=True)
+    check(r2["committed"] is True and r2["answer"] == r["answer"], "ask with commit: the same answer, fed", r2)
+    check_eq(c.call("predict", session=b)["topk"], [], "the committed answer filled the slot")
+
+    # a snapshot mid-sentence holds the buffer; restore and fork continue alike
+    c.call("feed", session=a, text="John went", notify=False)
+    snap = c.call("snapshot", session=a)
+    check_eq(len(snap["state"]), m["state_blob_bytes"], "snapshot size")
+    f = c.call("fork", session=a)["session"]
+    rs = c.call("restore", state=snap["state"], model="s", topk=2)["session"]
+    rest = "to the garden. Where is John?"
+    for x in (a, f, rs):
+        c.call("feed", session=x, text=rest)
+    want = [n["topk"] for n in c.take_tokens(a)]
+    check(want[-1] != [] and all(t == [] for t in want[:-1]), "the rest of the sentence, then the answer", want)
+    check_eq([n["topk"] for n in c.take_tokens(f)], want, "the fork continues alike")
+    check_eq([n["topk"] for n in c.take_tokens(rs)], want, "the restored session continues alike")
+    e = expect_error("model_mismatch", c.call, "restore", state=snap["state"], model="f")
+    check("architecture 'stm'" in e.message and "architecture 'fwm'" in e.message, "names both architectures",
+          e.message)
+    sf = c.call("open", model="f")["session"]
+    expect_error("model_mismatch", c.call, "restore", state=c.call("snapshot", session=sf)["state"], model="s")
+    e = expect_error("bad_params", c.call, "trace", session=s, text="mary")
+    check("architecture 'stm'" in e.message and "only 'fwm' models" in e.message, "trace refused by name", e.message)
+
+    # word mode: a prediction after every word
+    w = c.call("open", model="w", topk=3)["session"]
+    check_eq(len(c.call("predict", session=w)["topk"]), 3, "word mode predicts from the start")
+    c.call("feed", session=w, text=story)
+    check(all(len(n["topk"]) == 3 for n in c.take_tokens(w)), "word mode: top-k per token")
+    check_eq(server.stop(), 0, "exit status")
+
 
 def case_gfw_beside_others(env):
     """A Gated Fast Weights file (fwm-init --arch gfw) served beside an FWM and an MNM file: hello

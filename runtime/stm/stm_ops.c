@@ -1,0 +1,21 @@
+/* stm_ops.c - the STM's entry in the runtime's registry of architectures (arch_ops.h). */
+#include "stm_runtime.h"
+
+const fwm_arch_ops fwm__stm_ops = {
+    .name = "stm",
+    .load = fwm__stm_load,
+    .unload = fwm__stm_unload,
+    .block_floats = fwm__stm_block_floats,
+    .lay_out = fwm__stm_lay_out,
+    .state_floats = fwm__stm_state_floats,
+    .reset_state = fwm__stm_reset_state,
+    .has_prediction = fwm__stm_has_prediction,
+    .skip_answer = fwm__stm_skip_answer,
+    .blob_size = fwm__stm_blob_size,
+    .step = fwm__stm_step,
+    .step_sequence = fwm__stm_step_sequence,
+    .batch_step = fwm__stm_batch_step,
+    .export_state = fwm__stm_export,
+    .import_state = fwm__stm_import,
+    .fill_info = fwm__stm_fill_info,
+};
