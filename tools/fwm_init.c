@@ -319,176 +319,127 @@ static int resolve_token(const vocabulary *v, const char *flag, const char *word
             {.key = "fwm.training.seed", .kind = FWM_WRITE_KV_U64, .value.u64 = (seed)},         \
     }
 
-/* --arch lstm: check, initialise and write; returns the exit status. */
-static int write_lstm(const char *out, const fwm_lstm_hparams *hp, const vocabulary *vocab,
-                      const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
-                      size_t prime_count) {
-    fwm_error err;
-    if (fwm_lstm_hparams_check(hp, &err) ||
-        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
-                         FWM_ERR_INVALID_ARGUMENT, &err)) {
-        fprintf(stderr, "fwm-init: %s\n", err.message);
-        return 2;
+/* What the files written for the four architectures beside the FWM share. */
+typedef struct init_file {
+    const char *name;
+    const char *const *tokens;
+    bool has_prime;
+    const uint32_t *prime_ids;
+    size_t prime_count;
+    const fwm_write_kv *extra;
+    size_t extra_count;
+} init_file;
+
+/* One architecture beside the FWM as write_arch sees it: its own functions behind a `const void *`
+ * to its hyperparameters (INIT_ARCH below defines them), and its one-line summary. */
+typedef struct init_arch {
+    fwm_status (*check)(const void *hp, fwm_error *err);
+    size_t (*tensor_count)(const void *hp);
+    void (*tensor_at)(const void *hp, size_t i, char name[48], uint64_t *rows, uint64_t *cols);
+    void (*init_weights)(const void *hp, uint64_t seed, float *const *tensors);
+    fwm_status (*write)(const char *out, const void *hp, const init_file *file, float *const *tensors,
+                        fwm_error *err);
+    void (*summary)(const char *out, const void *hp, uint64_t parameters, uint64_t seed);
+} init_arch;
+
+#define INIT_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define INIT_MAX_TENSORS                                                                          \
+    INIT_MAX(INIT_MAX(FWM_LSTM_MAX_TENSORS, FWM_MNM_MAX_TENSORS),                                 \
+             INIT_MAX(FWM_GFW_MAX_TENSORS, FWM_STM_MAX_TENSORS))
+
+/* The functions of init_arch for fwm_<arch>_... (arch: lstm, mnm, gfw or stm). */
+#define INIT_ARCH(arch)                                                                           \
+    static fwm_status arch##_check(const void *hp, fwm_error *err) {                              \
+        return fwm_##arch##_hparams_check(hp, err);                                               \
+    }                                                                                             \
+    static size_t arch##_tensor_count(const void *hp) { return fwm_##arch##_tensor_count(hp); }   \
+    static void arch##_tensor_at(const void *hp, size_t i, char name[48], uint64_t *rows,         \
+                                 uint64_t *cols) {                                                \
+        fwm_##arch##_tensor_at(hp, i, name, rows, cols);                                          \
+    }                                                                                             \
+    static void arch##_init_weights(const void *hp, uint64_t seed, float *const *tensors) {       \
+        fwm__##arch##_init_weights(hp, seed, tensors);                                            \
+    }                                                                                             \
+    static fwm_status arch##_write(const char *out, const void *hp, const init_file *file,        \
+                                   float *const *tensors, fwm_error *err) {                       \
+        fwm_##arch##_write_spec spec = {.hp = *(const fwm_##arch##_hparams *)hp,                   \
+                                        .name = file->name,                                       \
+                                        .tokens = file->tokens,                                   \
+                                        .extra = file->extra,                                     \
+                                        .extra_count = file->extra_count,                         \
+                                        .has_prime_tokens = file->has_prime,                      \
+                                        .prime_tokens = file->prime_ids,                          \
+                                        .prime_count = file->prime_count};                        \
+        for (size_t i = 0; i < fwm_##arch##_tensor_count(hp); i++) spec.tensors[i] = tensors[i];  \
+        return fwm_##arch##_model_write(out, &spec, err);                                         \
     }
-    size_t n = fwm_lstm_tensor_count(hp);
-    uint64_t parameters = 0, counts[FWM_LSTM_MAX_TENSORS];
-    for (size_t i = 0; i < n; i++) {
-        char tensor[48];
-        uint64_t rows, cols;
-        fwm_lstm_tensor_at(hp, i, tensor, &rows, &cols);
-        counts[i] = rows * cols;
-        parameters += counts[i];
-    }
-    float *weights = NULL;
-    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
-        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
-        return 1;
-    }
-    float *tensors[FWM_LSTM_MAX_TENSORS];
-    fwm_lstm_write_spec spec = {.hp = *hp,
-                                .name = name,
-                                .tokens = (const char *const *)vocab->tokens,
-                                .has_prime_tokens = has_prime,
-                                .prime_tokens = prime_ids,
-                                .prime_count = prime_count};
-    float *next = weights;
-    for (size_t i = 0; i < n; i++) tensors[i] = next, spec.tensors[i] = next, next += counts[i];
-    fwm__lstm_init_weights(hp, seed, tensors);
-    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
-    spec.extra = extra;
-    spec.extra_count = 3;
-    fwm_status st = fwm_lstm_model_write(out, &spec, &err);
-    free(weights);
-    if (st) {
-        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
-        return 1;
-    }
+
+INIT_ARCH(lstm)
+INIT_ARCH(mnm)
+INIT_ARCH(gfw)
+INIT_ARCH(stm)
+
+static void lstm_summary(const char *out, const void *arch_hp, uint64_t parameters, uint64_t seed) {
+    const fwm_lstm_hparams *hp = arch_hp;
     printf("wrote %s: lstm V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 " L=%" PRIu32
            " residual=%s, %" PRIu64 " parameters, seed %" PRIu64 "\n",
            out, hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->layer_count,
            hp->residual ? "on" : "off", parameters, seed);
-    return 0;
 }
 
-/* --arch mnm: check, initialise and write; returns the exit status. */
-static int write_mnm(const char *out, const fwm_mnm_hparams *hp, const vocabulary *vocab,
-                     const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
-                     size_t prime_count) {
-    fwm_error err;
-    if (fwm_mnm_hparams_check(hp, &err) ||
-        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
-                         FWM_ERR_INVALID_ARGUMENT, &err)) {
-        fprintf(stderr, "fwm-init: %s\n", err.message);
-        return 2;
-    }
-    size_t n = fwm_mnm_tensor_count(hp);
-    uint64_t parameters = 0, counts[FWM_MNM_MAX_TENSORS];
-    for (size_t i = 0; i < n; i++) {
-        char tensor[48];
-        uint64_t rows, cols;
-        fwm_mnm_tensor_at(hp, i, tensor, &rows, &cols);
-        counts[i] = rows * cols;
-        parameters += counts[i];
-    }
-    float *weights = NULL;
-    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
-        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
-        return 1;
-    }
-    float *tensors[FWM_MNM_MAX_TENSORS];
-    fwm_mnm_write_spec spec = {.hp = *hp,
-                               .name = name,
-                               .tokens = (const char *const *)vocab->tokens,
-                               .has_prime_tokens = has_prime,
-                               .prime_tokens = prime_ids,
-                               .prime_count = prime_count};
-    float *next = weights;
-    for (size_t i = 0; i < n; i++) tensors[i] = next, spec.tensors[i] = next, next += counts[i];
-    fwm__mnm_init_weights(hp, seed, tensors);
-    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
-    spec.extra = extra;
-    spec.extra_count = 3;
-    fwm_status st = fwm_mnm_model_write(out, &spec, &err);
-    free(weights);
-    if (st) {
-        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
-        return 1;
-    }
+static void mnm_summary(const char *out, const void *arch_hp, uint64_t parameters, uint64_t seed) {
+    const fwm_mnm_hparams *hp = arch_hp;
     printf("wrote %s: mnm V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 " heads=%" PRIu32 " d_k=%" PRIu32
            " d_v=%" PRIu32 " D=%" PRIu32 " L_m=%" PRIu32 " d_o=%" PRIu32 ", %" PRIu64
            " floats (%" PRIu64 " in the fixed initial memory), seed %" PRIu64 "\n",
            out, hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->head_count,
            hp->key_length, hp->value_length, hp->memory_hidden, hp->memory_layers, hp->output_length,
            parameters, fwm_mnm_memory_elements(hp), seed);
-    return 0;
 }
 
-/* --arch gfw: check, initialise and write; returns the exit status. */
-static int write_gfw(const char *out, const fwm_gfw_hparams *hp, const vocabulary *vocab,
-                     const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
-                     size_t prime_count) {
-    fwm_error err;
-    if (fwm_gfw_hparams_check(hp, &err) ||
-        fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
-                         FWM_ERR_INVALID_ARGUMENT, &err)) {
-        fprintf(stderr, "fwm-init: %s\n", err.message);
-        return 2;
-    }
-    size_t n = fwm_gfw_tensor_count(hp);
-    uint64_t parameters = fwm_gfw_parameter_count(hp);
-    float *weights = NULL;
-    if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
-        fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
-        return 1;
-    }
-    float *tensors[FWM_GFW_MAX_TENSORS];
-    fwm_gfw_write_spec spec = {.hp = *hp,
-                               .name = name,
-                               .tokens = (const char *const *)vocab->tokens,
-                               .has_prime_tokens = has_prime,
-                               .prime_tokens = prime_ids,
-                               .prime_count = prime_count};
-    float *next = weights;
-    for (size_t i = 0; i < n; i++) {
-        char tensor[48];
-        uint64_t rows, cols;
-        fwm_gfw_tensor_at(hp, i, tensor, &rows, &cols);
-        tensors[i] = next, spec.tensors[i] = next, next += rows * cols;
-    }
-    fwm__gfw_init_weights(hp, seed, tensors);
-    fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
-    spec.extra = extra;
-    spec.extra_count = 3;
-    fwm_status st = fwm_gfw_model_write(out, &spec, &err);
-    free(weights);
-    if (st) {
-        fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
-        return 1;
-    }
+static void gfw_summary(const char *out, const void *arch_hp, uint64_t parameters, uint64_t seed) {
+    const fwm_gfw_hparams *hp = arch_hp;
     printf("wrote %s: gfw V=%" PRIu32 " E=%" PRIu32 " m=%" PRIu32 " N=%" PRIu32 " P=%" PRIu32
            ", %" PRIu64 " parameters, %" PRIu64 " state floats, seed %" PRIu64 "\n",
            out, hp->vocab_size, hp->embedding_length, hp->fast_hidden, hp->slow_hidden,
            hp->slow_inner, parameters, fwm_gfw_state_floats(hp), seed);
-    return 0;
 }
 
-/* --arch stm: check, initialise and write; returns the exit status. */
-static int write_stm(const char *out, const fwm_stm_hparams *hp, const vocabulary *vocab,
-                     const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
-                     size_t prime_count) {
+static void stm_summary(const char *out, const void *arch_hp, uint64_t parameters, uint64_t seed) {
+    const fwm_stm_hparams *hp = arch_hp;
+    printf("wrote %s: stm %s mode V=%" PRIu32 " E=%" PRIu32 " P=%" PRIu32 " d=%" PRIu32 " n_q=%" PRIu32
+           " n_r=%" PRIu32 " H_a=%" PRIu32 " reset_on_eos=%s, %" PRIu64 " parameters, seed %" PRIu64 "\n",
+           out, hp->input_mode == FWM_STM_INPUT_SENTENCE ? "sentence" : "word", hp->vocab_size,
+           hp->embedding_length, hp->sentence_length, hp->memory_size, hp->query_count,
+           hp->relation_length, hp->answer_hidden, hp->reset_on_eos ? "on" : "off", parameters, seed);
+}
+
+static const init_arch lstm_arch = {lstm_check,        lstm_tensor_count, lstm_tensor_at,
+                                    lstm_init_weights, lstm_write,        lstm_summary};
+static const init_arch mnm_arch = {mnm_check,        mnm_tensor_count, mnm_tensor_at,
+                                   mnm_init_weights, mnm_write,        mnm_summary};
+static const init_arch gfw_arch = {gfw_check,        gfw_tensor_count, gfw_tensor_at,
+                                   gfw_init_weights, gfw_write,        gfw_summary};
+static const init_arch stm_arch = {stm_check,        stm_tensor_count, stm_tensor_at,
+                                   stm_init_weights, stm_write,        stm_summary};
+
+/* --arch lstm, mnm, gfw or stm: check, initialise and write; returns the exit status. */
+static int write_arch(const init_arch *arch, const char *out, const void *hp, const vocabulary *vocab,
+                      const char *name, uint64_t seed, bool has_prime, const uint32_t *prime_ids,
+                      size_t prime_count) {
     fwm_error err;
-    if (fwm_stm_hparams_check(hp, &err) ||
+    if (arch->check(hp, &err) ||
         fwm__vocab_check((const char *const *)vocab->tokens, NULL, vocab->count,
                          FWM_ERR_INVALID_ARGUMENT, &err)) {
         fprintf(stderr, "fwm-init: %s\n", err.message);
         return 2;
     }
-    size_t n = fwm_stm_tensor_count(hp);
-    uint64_t parameters = 0, counts[FWM_STM_MAX_TENSORS];
+    size_t n = arch->tensor_count(hp);
+    uint64_t parameters = 0, counts[INIT_MAX_TENSORS];
     for (size_t i = 0; i < n; i++) {
         char tensor[48];
         uint64_t rows, cols;
-        fwm_stm_tensor_at(hp, i, tensor, &rows, &cols);
+        arch->tensor_at(hp, i, tensor, &rows, &cols);
         counts[i] = rows * cols;
         parameters += counts[i];
     }
@@ -497,30 +448,25 @@ static int write_stm(const char *out, const fwm_stm_hparams *hp, const vocabular
         fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
         return 1;
     }
-    float *tensors[FWM_STM_MAX_TENSORS];
-    fwm_stm_write_spec spec = {.hp = *hp,
-                               .name = name,
-                               .tokens = (const char *const *)vocab->tokens,
-                               .has_prime_tokens = has_prime,
-                               .prime_tokens = prime_ids,
-                               .prime_count = prime_count};
+    float *tensors[INIT_MAX_TENSORS];
     float *next = weights;
-    for (size_t i = 0; i < n; i++) tensors[i] = next, spec.tensors[i] = next, next += counts[i];
-    fwm__stm_init_weights(hp, seed, tensors);
+    for (size_t i = 0; i < n; i++) tensors[i] = next, next += counts[i];
+    arch->init_weights(hp, seed, tensors);
     fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
-    spec.extra = extra;
-    spec.extra_count = 3;
-    fwm_status st = fwm_stm_model_write(out, &spec, &err);
+    init_file file = {.name = name,
+                      .tokens = (const char *const *)vocab->tokens,
+                      .has_prime = has_prime,
+                      .prime_ids = prime_ids,
+                      .prime_count = prime_count,
+                      .extra = extra,
+                      .extra_count = 3};
+    fwm_status st = arch->write(out, hp, &file, tensors, &err);
     free(weights);
     if (st) {
         fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st), err.message);
         return 1;
     }
-    printf("wrote %s: stm %s mode V=%" PRIu32 " E=%" PRIu32 " P=%" PRIu32 " d=%" PRIu32 " n_q=%" PRIu32
-           " n_r=%" PRIu32 " H_a=%" PRIu32 " reset_on_eos=%s, %" PRIu64 " parameters, seed %" PRIu64 "\n",
-           out, hp->input_mode == FWM_STM_INPUT_SENTENCE ? "sentence" : "word", hp->vocab_size,
-           hp->embedding_length, hp->sentence_length, hp->memory_size, hp->query_count,
-           hp->relation_length, hp->answer_hidden, hp->reset_on_eos ? "on" : "off", parameters, seed);
+    arch->summary(out, hp, parameters, seed);
     return 0;
 }
 
@@ -797,14 +743,16 @@ int main(int argc, char **argv) {
         lhp.vocab_size = hp.vocab_size;
         lhp.padding_token_id = hp.padding_token_id;
         lhp.eos_token_id = hp.eos_token_id;
-        status = write_lstm(out, &lhp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        status = write_arch(&lstm_arch, out, &lhp, &vocab, name, seed, prime != NULL, prime_ids,
+                            prime_count);
         goto done;
     }
     if (gfw) {
         ghp.vocab_size = hp.vocab_size;
         ghp.padding_token_id = hp.padding_token_id;
         ghp.eos_token_id = hp.eos_token_id;
-        status = write_gfw(out, &ghp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        status = write_arch(&gfw_arch, out, &ghp, &vocab, name, seed, prime != NULL, prime_ids,
+                            prime_count);
         goto done;
     }
     if (stm) {
@@ -818,14 +766,16 @@ int main(int argc, char **argv) {
             !resolve_token(&vocab, "--question-end", question_end, need || question_end_given, 0,
                            &shp.question_end_token_id))
             goto done;
-        status = write_stm(out, &shp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        status = write_arch(&stm_arch, out, &shp, &vocab, name, seed, prime != NULL, prime_ids,
+                            prime_count);
         goto done;
     }
     if (mnm) {
         mhp.vocab_size = hp.vocab_size;
         mhp.padding_token_id = hp.padding_token_id;
         mhp.eos_token_id = hp.eos_token_id;
-        status = write_mnm(out, &mhp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
+        status = write_arch(&mnm_arch, out, &mhp, &vocab, name, seed, prime != NULL, prime_ids,
+                            prime_count);
         goto done;
     }
     if (fwm__hparams_check(&hp, FWM_ERR_INVALID_ARGUMENT, &err) ||
