@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fwm_alloc.h"
 #include "fwm_model_shape.h"
@@ -269,4 +270,169 @@ uint64_t read_u64_at(const fixture *f, uint64_t offset) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = v << 8 | f->data[offset + i];
     return v;
+}
+
+/* ---- shared by the per-architecture format tests --------------------------------------------- */
+
+static char test_dir[256];
+
+int test_dir_make(const char *test) {
+    const char *base = getenv("TMPDIR");
+    snprintf(test_dir, sizeof test_dir, "%s/fwm-%s-XXXXXX", base && base[0] ? base : "/tmp", test);
+    if (!mkdtemp(test_dir)) {
+        perror("mkdtemp");
+        return 0;
+    }
+    return 1;
+}
+
+const char *test_dir_path(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", test_dir, name);
+    return path;
+}
+
+void test_dir_remove(void) { rmdir(test_dir); }
+
+uint8_t *read_whole_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+static void le32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t expected_fwmfp2(const char *arch, const uint32_t *fields, size_t field_count,
+                         const char *const *tokens, uint32_t token_count, uint64_t checksum) {
+    uint8_t buf[4096];
+    size_t n = 0;
+    uint32_t arch_length = (uint32_t)strlen(arch);
+    memcpy(buf, "FWMFP2", 6), n += 6;
+    le32(buf + n, arch_length), n += 4;
+    memcpy(buf + n, arch, arch_length), n += arch_length;
+    for (size_t i = 0; i < field_count; i++) le32(buf + n, fields[i]), n += 4;
+    le32(buf + n, token_count), n += 4;
+    for (uint32_t i = 0; i < token_count; i++) {
+        uint32_t len = (uint32_t)strlen(tokens[i]);
+        le32(buf + n, len), n += 4;
+        memcpy(buf + n, tokens[i], len), n += len;
+    }
+    for (int i = 0; i < 8; i++) buf[n++] = (uint8_t)(checksum >> (8 * i));
+    return fwm__xxh64(buf, n, 0);
+}
+
+float *fill_tensors_at(const void *hp, size_t count, tensor_at_fn at, const float **tensors) {
+    size_t total = 0;
+    uint64_t rows, cols;
+    char name[48];
+    for (size_t i = 0; i < count; i++) {
+        at(hp, i, name, &rows, &cols);
+        total += rows * cols;
+    }
+    float *data = malloc(total * sizeof *data);
+    for (size_t k = 0; k < total; k++) data[k] = (float)k * 0.01f - 1.0f;
+    size_t next = 0;
+    for (size_t i = 0; i < count; i++) {
+        at(hp, i, name, &rows, &cols);
+        tensors[i] = data + next;
+        next += rows * cols;
+    }
+    return data;
+}
+
+void check_stored_tensors(const fwm_schema_tensor *stored, size_t count, const void *hp,
+                          tensor_at_fn at, const float *const *expected) {
+    for (size_t i = 0; i < count; i++) {
+        char name[48];
+        uint64_t rows, cols;
+        at(hp, i, name, &rows, &cols);
+        CHECK_U64(stored[i].rows, rows);
+        CHECK_U64(stored[i].cols, cols);
+        CHECK(stored[i].type == FWM_GGML_TYPE_F32);
+        CHECK(stored[i].file_offset % 64 == 0);
+        CHECK(memcmp(stored[i].data, expected[i], rows * cols * 4) == 0);
+    }
+}
+
+void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, const char *key,
+                     uint32_t type, uint32_t u, float f, const char *s) {
+    if (omit_key && strcmp(omit_key, key) == 0) return;
+    if (retype_key && strcmp(retype_key, key) == 0) {
+        if (type == FWM_GGUF_TYPE_STRING)
+            fwm__gguf_writer_add_u32(w, key, 1);
+        else
+            fwm__gguf_writer_add_i32(w, key, 1);
+        return;
+    }
+    switch (type) {
+    case FWM_GGUF_TYPE_UINT32: fwm__gguf_writer_add_u32(w, key, u); break;
+    case FWM_GGUF_TYPE_BOOL: fwm__gguf_writer_add_bool(w, key, u != 0); break;
+    case FWM_GGUF_TYPE_FLOAT32: fwm__gguf_writer_add_f32(w, key, f); break;
+    default: fwm__gguf_writer_add_string(w, key, s); break;
+    }
+}
+
+void add_damaged_tensors(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
+                         tensor_is_matrix_fn is_matrix, const tensor_damage *d) {
+    static float values[4096];
+    static uint16_t halves[4096];
+    for (size_t i = 0; i < 4096; i++) values[i] = 0.25f, halves[i] = 0x3400; /* 0.25 in F16 */
+    for (size_t i = 0; i < count + (d->extra_name ? 1 : 0); i++) {
+        char name[48];
+        uint64_t rows, cols;
+        int matrix;
+        if (i < count) {
+            at(hp, i, name, &rows, &cols);
+            matrix = is_matrix(hp, i);
+        } else {
+            snprintf(name, sizeof name, "%s", d->extra_name);
+            rows = d->extra_rows, cols = d->extra_cols, matrix = d->extra_matrix;
+        }
+        if (d->omit_tensor && strcmp(d->omit_tensor, name) == 0) continue;
+        if (d->reshape_tensor && strcmp(d->reshape_tensor, name) == 0) rows++;
+        uint64_t dims[2] = {matrix ? cols : rows, rows};
+        uint32_t type = FWM_GGML_TYPE_F32;
+        const void *data = values;
+        uint64_t bytes = rows * cols * 4;
+        if (d->f16_tensor && strcmp(d->f16_tensor, name) == 0)
+            type = FWM_GGML_TYPE_F16, data = halves, bytes = rows * cols * 2;
+        if (d->type_tensor && strcmp(d->type_tensor, name) == 0) type = d->tensor_type;
+        fwm__gguf_writer_add_tensor(w, name, matrix ? 2 : 1, dims, type, data, bytes, 0);
+    }
+}
+
+void expect_parse(fwm_status st, const fwm_error *err, fwm_status status, const char *needle) {
+    if (st != status || (needle && !strstr(err->message, needle))) {
+        fprintf(stderr, "expected %s '%s', got %s '%s'\n", fwm_status_str(status), needle ? needle : "",
+                fwm_status_str(st), st ? err->message : "");
+        check_failures++;
+    }
+}
+
+void expect_missing_keys(const char *const *keys, size_t count, try_key_fn try_key) {
+    for (size_t k = 0; k < count; k++) {
+        char needle[96];
+        snprintf(needle, sizeof needle, "missing key '%s'", keys[k]);
+        try_key(keys[k], NULL, FWM_ERR_FORMAT, needle);
+    }
+}
+
+void expect_retyped_keys(const retyped_key *retyped, size_t count, try_key_fn try_key) {
+    for (size_t k = 0; k < count; k++) {
+        char needle[160];
+        snprintf(needle, sizeof needle, "key '%s': %s", retyped[k].key, retyped[k].found);
+        try_key(NULL, retyped[k].key, FWM_ERR_FORMAT, needle);
+    }
 }

@@ -82,4 +82,69 @@ uint64_t read_u64_at(const fixture *f, uint64_t offset);
 uint16_t float_to_f16(float x);
 uint16_t float_to_bf16(float x);
 
+/* ---- shared by the per-architecture format tests (lstm, mnm, gfw, stm) ------------------------ */
+
+/* The i-th tensor of an architecture's hyperparameters `hp` (its fwm_<arch>_tensor_at). */
+typedef void (*tensor_at_fn)(const void *hp, size_t i, char name[48], uint64_t *rows, uint64_t *cols);
+/* Whether that tensor is stored as a matrix (its fwm__<arch>_tensor_is_matrix). */
+typedef int (*tensor_is_matrix_fn)(const void *hp, size_t i);
+
+/* A fresh temporary folder named after `test` (returns 0, reported, when it cannot be made), the
+ * path of `name` in it (a static buffer), and its removal. */
+int test_dir_make(const char *test);
+const char *test_dir_path(const char *name);
+void test_dir_remove(void);
+
+/* A whole file read into a malloc'd buffer (NULL when it cannot be read). */
+uint8_t *read_whole_file(const char *path, size_t *size);
+
+/* FWMFP2 written out from docs/FORMAT.md, byte by byte: the architecture's name, its fields as u32,
+ * the vocabulary (lengths and bytes) and the checksum, hashed with XXH64. */
+uint64_t expected_fwmfp2(const char *arch, const uint32_t *fields, size_t field_count,
+                         const char *const *tokens, uint32_t token_count, uint64_t checksum);
+
+/* Tensors filled with distinct values, one after the other: tensors[i] for i < count points into
+ * the returned buffer (owned by the caller: free it). */
+float *fill_tensors_at(const void *hp, size_t count, tensor_at_fn at, const float **tensors);
+
+/* The parsed tensors against tensor_at: shapes, F32, 64-byte aligned, bytes equal to expected[i]. */
+void check_stored_tensors(const fwm_schema_tensor *stored, size_t count, const void *hp,
+                          tensor_at_fn at, const float *const *expected);
+
+/* A key written as `type` (u32, bool, f32 or string), left out when it is omit_key, or written as
+ * an i32 1 (a u32 1 for strings) when it is retype_key. */
+void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, const char *key,
+                     uint32_t type, uint32_t u, float f, const char *s);
+
+/* How a hand-built file's tensors differ from the schema (NULL fields: no such damage). */
+typedef struct tensor_damage {
+    const char *omit_tensor;    /* a tensor left out */
+    const char *reshape_tensor; /* a tensor written with one more row */
+    const char *f16_tensor;     /* a tensor stored as F16 (halves of the same values) */
+    const char *type_tensor;    /* a tensor whose GGML type is written as tensor_type */
+    uint32_t tensor_type;
+    const char *extra_name;     /* one more F32 tensor of extra_rows x extra_cols */
+    uint64_t extra_rows, extra_cols;
+    int extra_matrix;
+} tensor_damage;
+
+/* The schema's tensors (every value 0.25) with `d`'s damage. */
+void add_damaged_tensors(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
+                         tensor_is_matrix_fn is_matrix, const tensor_damage *d);
+
+/* A parse that returned `st` (message in err) against the expected status and message part
+ * (FWM_OK: success); a mismatch is reported and counted as a failure. */
+void expect_parse(fwm_status st, const fwm_error *err, fwm_status status, const char *needle);
+
+/* One hand-built file per key: each of `keys` left out must be refused as "missing key '<key>'"
+ * (try_key builds and parses the file with that key omitted or retyped, then calls expect_parse). */
+typedef void (*try_key_fn)(const char *omit_key, const char *retype_key, fwm_status status,
+                           const char *needle);
+void expect_missing_keys(const char *const *keys, size_t count, try_key_fn try_key);
+/* Each retyped[k].key written with the wrong type must be refused as "key '<key>': <found>". */
+typedef struct retyped_key {
+    const char *key, *found;
+} retyped_key;
+void expect_retyped_keys(const retyped_key *retyped, size_t count, try_key_fn try_key);
+
 #endif

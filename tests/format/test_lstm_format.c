@@ -9,13 +9,12 @@
 #include <unistd.h>
 
 #include "arch_list.h"
-#include "check.h"
+#include "format_test_util.h"
 #include "fwm_alloc.h"
 #include "gguf_writer.h"
 #include "lstm/lstm_schema.h"
 #include "xxhash64.h"
 
-static char dir[256];
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "garden", "n,w"};
 
 static fwm_lstm_hparams small_hparams(void) {
@@ -29,72 +28,24 @@ static fwm_lstm_hparams small_hparams(void) {
     return hp;
 }
 
+static void tensor_at(const void *hp, size_t i, char name[48], uint64_t *rows, uint64_t *cols) {
+    fwm_lstm_tensor_at(hp, i, name, rows, cols);
+}
+
+static int tensor_is_matrix(const void *hp, size_t i) { return fwm__lstm_tensor_is_matrix(hp, i); }
+
 /* Tensors filled with distinct values (owned by the caller: free data). */
 static float *fill_tensors(const fwm_lstm_hparams *hp, fwm_lstm_write_spec *spec) {
-    size_t total = 0, n = fwm_lstm_tensor_count(hp);
-    uint64_t rows, cols;
-    char name[48];
-    for (size_t i = 0; i < n; i++) {
-        fwm_lstm_tensor_at(hp, i, name, &rows, &cols);
-        total += rows * cols;
-    }
-    float *data = malloc(total * sizeof *data);
-    for (size_t k = 0; k < total; k++) data[k] = (float)k * 0.01f - 1.0f;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        fwm_lstm_tensor_at(hp, i, name, &rows, &cols);
-        spec->tensors[i] = data + at;
-        at += rows * cols;
-    }
-    return data;
+    return fill_tensors_at(hp, fwm_lstm_tensor_count(hp), tensor_at, spec->tensors);
 }
 
-static const char *path_in_dir(const char *name) {
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
-}
-
-static uint8_t *read_whole(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
-    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return data;
-}
-
-static void le32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* FWMFP2 written out from docs/FORMAT.md, byte by byte. */
+/* FWMFP2 of `hp` with the test vocabulary (format_test_util.h writes it out from docs/FORMAT.md). */
 static uint64_t expected_fingerprint(const fwm_lstm_hparams *hp, uint64_t checksum) {
-    uint8_t buf[4096];
-    size_t n = 0;
-    memcpy(buf, "FWMFP2", 6), n += 6;
-    le32(buf + n, 4), n += 4;
-    memcpy(buf + n, "lstm", 4), n += 4;
     uint32_t fb;
     memcpy(&fb, &hp->forget_bias, 4);
     uint32_t fields[8] = {hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->layer_count,
                           hp->residual ? 1u : 0u, fb, hp->padding_token_id, hp->eos_token_id};
-    for (int i = 0; i < 8; i++) le32(buf + n, fields[i]), n += 4;
-    le32(buf + n, hp->vocab_size), n += 4;
-    for (uint32_t i = 0; i < hp->vocab_size; i++) {
-        uint32_t len = (uint32_t)strlen(vocabulary[i]);
-        le32(buf + n, len), n += 4;
-        memcpy(buf + n, vocabulary[i], len), n += len;
-    }
-    for (int i = 0; i < 8; i++) buf[n++] = (uint8_t)(checksum >> (8 * i));
-    return fwm__xxh64(buf, n, 0);
+    return expected_fwmfp2("lstm", fields, 8, vocabulary, hp->vocab_size, checksum);
 }
 
 static void round_trip(void) {
@@ -106,9 +57,9 @@ static void round_trip(void) {
     const fwm_write_kv extra[1] = {{.key = "fwm.training.steps", .kind = FWM_WRITE_KV_U32, .value.u32 = 9}};
     spec.extra = extra, spec.extra_count = 1;
     fwm_error err;
-    CHECK_OK(fwm_lstm_model_write(path_in_dir("a.gguf"), &spec, &err), err);
+    CHECK_OK(fwm_lstm_model_write(test_dir_path("a.gguf"), &spec, &err), err);
     size_t size = 0;
-    uint8_t *file = read_whole(path_in_dir("a.gguf"), &size);
+    uint8_t *file = read_whole_file(test_dir_path("a.gguf"), &size);
     CHECK(file != NULL);
     fwm_arch arch = FWM_ARCH_COUNT;
     CHECK_OK(fwm__arch_detect(file, size, &arch, &err), err);
@@ -121,16 +72,7 @@ static void round_trip(void) {
     CHECK_INT(s.prime_count, 2);
     CHECK_INT(s.prime_tokens[1], 4);
     CHECK_INT(s.tensor_count, 9);
-    for (size_t i = 0; i < s.tensor_count; i++) {
-        char name[48];
-        uint64_t rows, cols;
-        fwm_lstm_tensor_at(&hp, i, name, &rows, &cols);
-        CHECK_U64(s.tensors[i].rows, rows);
-        CHECK_U64(s.tensors[i].cols, cols);
-        CHECK(s.tensors[i].type == FWM_GGML_TYPE_F32);
-        CHECK(s.tensors[i].file_offset % 64 == 0);
-        CHECK(memcmp(s.tensors[i].data, spec.tensors[i], rows * cols * 4) == 0);
-    }
+    check_stored_tensors(s.tensors, s.tensor_count, &hp, tensor_at, spec.tensors);
     /* layer 1 reads H inputs, layer 0 E */
     CHECK_U64(s.tensors[1].cols, 5);
     CHECK_U64(s.tensors[4].cols, 3);
@@ -151,7 +93,7 @@ static void round_trip(void) {
     fwm_lstm_schema_release(&s);
     free(file);
     free(data);
-    unlink(path_in_dir("a.gguf"));
+    unlink(test_dir_path("a.gguf"));
 }
 
 static void hparams_checks(void) {
@@ -190,24 +132,24 @@ static void writer_refusals(void) {
     fwm_error err;
     fwm_lstm_write_spec bad = spec;
     bad.tensors[4] = NULL;
-    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_lstm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "tensor 'blk.1.lstm.weight_ih' has no data");
     bad = spec;
     const char *dup[7] = {"<pad>", "<eos>", ".", "?", "john", "john", "n,w"};
     bad.tokens = dup;
-    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_lstm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "duplicate token 'john'");
     bad = spec;
     const fwm_write_kv extra[1] = {{.key = "lstm.hidden_size", .kind = FWM_WRITE_KV_U32}};
     bad.extra = extra, bad.extra_count = 1;
-    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_lstm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "extra key 'lstm.hidden_size' is written by fwm_lstm_model_write itself");
     bad = spec;
     const uint32_t prime[1] = {7};
     bad.has_prime_tokens = true, bad.prime_tokens = prime, bad.prime_count = 1;
-    CHECK_STATUS(fwm_lstm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_lstm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "prime token 0 is 7");
-    CHECK(access(path_in_dir("b.gguf"), F_OK) != 0);
+    CHECK(access(test_dir_path("b.gguf"), F_OK) != 0);
     free(data);
 }
 
@@ -227,20 +169,7 @@ typedef struct variant {
 
 static void put_key(fwm_gguf_writer *w, const variant *v, const char *key, uint32_t type,
                     uint32_t u, float f, const char *s) {
-    if (v->omit_key && strcmp(v->omit_key, key) == 0) return;
-    if (v->retype_key && strcmp(v->retype_key, key) == 0) {
-        if (type == FWM_GGUF_TYPE_STRING)
-            fwm__gguf_writer_add_u32(w, key, 1);
-        else
-            fwm__gguf_writer_add_i32(w, key, 1);
-        return;
-    }
-    switch (type) {
-    case FWM_GGUF_TYPE_UINT32: fwm__gguf_writer_add_u32(w, key, u); break;
-    case FWM_GGUF_TYPE_BOOL: fwm__gguf_writer_add_bool(w, key, u != 0); break;
-    case FWM_GGUF_TYPE_FLOAT32: fwm__gguf_writer_add_f32(w, key, f); break;
-    default: fwm__gguf_writer_add_string(w, key, s); break;
-    }
+    put_damaged_key(w, v->omit_key, v->retype_key, key, type, u, f, s);
 }
 
 /* A small LSTM file built key by key (not by fwm_lstm_model_write), with `v`'s damage. */
@@ -260,31 +189,16 @@ static uint8_t *build(const variant *v, size_t *size) {
     put_key(&w, v, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
     if (!(v->omit_key && strcmp(v->omit_key, "tokenizer.ggml.tokens") == 0))
         fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 7);
-    static float values[4096];
-    static uint16_t halves[4096];
-    for (size_t i = 0; i < 4096; i++) values[i] = 0.25f, halves[i] = 0x3400; /* 0.25 in F16 */
-    size_t n = fwm_lstm_tensor_count(&hp);
-    for (size_t i = 0; i < n + (v->extra_tensor ? 1 : 0); i++) {
-        char name[48];
-        uint64_t rows, cols;
-        int matrix;
-        if (i < n) {
-            fwm_lstm_tensor_at(&hp, i, name, &rows, &cols);
-            matrix = fwm__lstm_tensor_is_matrix(&hp, i);
-        } else {
-            snprintf(name, sizeof name, "blk.9.lstm.bias"), rows = 12, cols = 1, matrix = 0;
-        }
-        if (v->omit_tensor && strcmp(v->omit_tensor, name) == 0) continue;
-        if (v->reshape_tensor && strcmp(v->reshape_tensor, name) == 0) rows++;
-        uint64_t dims[2] = {matrix ? cols : rows, rows};
-        uint32_t type = FWM_GGML_TYPE_F32;
-        const void *data = values;
-        uint64_t bytes = rows * cols * 4;
-        if (v->f16_tensor && strcmp(v->f16_tensor, name) == 0)
-            type = FWM_GGML_TYPE_F16, data = halves, bytes = rows * cols * 2;
-        if (v->type_tensor && strcmp(v->type_tensor, name) == 0) type = v->tensor_type;
-        fwm__gguf_writer_add_tensor(&w, name, matrix ? 2 : 1, dims, type, data, bytes, 0);
-    }
+    tensor_damage d = {.omit_tensor = v->omit_tensor,
+                      .reshape_tensor = v->reshape_tensor,
+                      .f16_tensor = v->f16_tensor,
+                      .type_tensor = v->type_tensor,
+                      .tensor_type = v->tensor_type,
+                      .extra_name = v->extra_tensor ? "blk.9.lstm.bias" : NULL,
+                      .extra_rows = 12,
+                      .extra_cols = 1,
+                      .extra_matrix = 0};
+    add_damaged_tensors(&w, &hp, fwm_lstm_tensor_count(&hp), tensor_at, tensor_is_matrix, &d);
     uint8_t *file = NULL;
     fwm_error err;
     CHECK_OK(fwm__gguf_writer_finish(&w, &file, size, NULL, &err), err);
@@ -299,13 +213,16 @@ static void expect(const variant *v, fwm_status status, const char *needle) {
     fwm_lstm_schema s;
     fwm_error err;
     fwm_status st = fwm_lstm_schema_parse(file, size, &s, &err);
-    if (st != status || (needle && !strstr(err.message, needle))) {
-        fprintf(stderr, "expected %s '%s', got %s '%s'\n", fwm_status_str(status), needle ? needle : "",
-                fwm_status_str(st), st ? err.message : "");
-        check_failures++;
-    }
+    expect_parse(st, &err, status, needle);
     if (!st) fwm_lstm_schema_release(&s);
     fwm__free(file);
+}
+
+/* A file with `omit_key` left out or `retype_key` retyped, parsed (for expect_missing_keys and
+ * expect_retyped_keys). */
+static void try_key(const char *omit_key, const char *retype_key, fwm_status status, const char *needle) {
+    variant v = {.omit_key = omit_key, .retype_key = retype_key};
+    expect(&v, status, needle);
 }
 
 static void schema_refusals(void) {
@@ -315,15 +232,8 @@ static void schema_refusals(void) {
         "general.architecture", "lstm.vocab_size", "lstm.embedding_length", "lstm.hidden_size",
         "lstm.block_count", "lstm.residual", "lstm.forget_bias", "tokenizer.ggml.padding_token_id",
         "tokenizer.ggml.eos_token_id", "tokenizer.ggml.model", "tokenizer.ggml.tokens"};
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        variant v = {.omit_key = keys[k]};
-        char needle[96];
-        snprintf(needle, sizeof needle, "missing key '%s'", keys[k]);
-        expect(&v, FWM_ERR_FORMAT, needle);
-    }
-    static const struct {
-        const char *key, *found;
-    } retyped[] = {
+    expect_missing_keys(keys, sizeof keys / sizeof keys[0], try_key);
+    static const retyped_key retyped[] = {
         {"lstm.vocab_size", "expected type u32, found i32"},
         {"lstm.block_count", "expected type u32, found i32"},
         {"lstm.residual", "expected type bool, found i32"},
@@ -332,12 +242,7 @@ static void schema_refusals(void) {
         {"tokenizer.ggml.model", "expected type string, found u32"},
         {"general.architecture", "expected type string, found u32"},
     };
-    for (size_t k = 0; k < sizeof retyped / sizeof retyped[0]; k++) {
-        variant v = {.retype_key = retyped[k].key};
-        char needle[160];
-        snprintf(needle, sizeof needle, "key '%s': %s", retyped[k].key, retyped[k].found);
-        expect(&v, FWM_ERR_FORMAT, needle);
-    }
+    expect_retyped_keys(retyped, sizeof retyped / sizeof retyped[0], try_key);
     variant v = {.architecture = "fwm"};
     expect(&v, FWM_ERR_FORMAT, "key 'general.architecture': expected \"lstm\", found \"fwm\"");
     v = (variant){.omit_tensor = "blk.1.lstm.weight_hh"};
@@ -375,12 +280,7 @@ static void schema_refusals(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fwm-test-lstm-format-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!test_dir_make("test-lstm-format")) return 1;
     static const check_case cases[] = {
         {"round_trip", round_trip},
         {"hparams_checks", hparams_checks},
@@ -388,6 +288,6 @@ int main(void) {
         {"schema_refusals", schema_refusals},
     };
     int status = check_run_cases("test_lstm_format", cases, sizeof cases / sizeof cases[0]);
-    rmdir(dir);
+    test_dir_remove();
     return status;
 }

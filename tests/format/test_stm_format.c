@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "arch_list.h"
-#include "check.h"
+#include "format_test_util.h"
 #include "fwm_alloc.h"
 #include "gguf_writer.h"
 #include "stm/stm_init.h"
@@ -18,7 +18,6 @@
 #include "writer_common.h"
 #include "xxhash64.h"
 
-static char dir[256];
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "garden", "n,w", "is"};
 
 static fwm_stm_hparams small_hparams(uint32_t mode) {
@@ -37,59 +36,19 @@ static fwm_stm_hparams small_hparams(uint32_t mode) {
     return hp;
 }
 
+static void tensor_at(const void *hp, size_t i, char name[48], uint64_t *rows, uint64_t *cols) {
+    fwm_stm_tensor_at(hp, i, name, rows, cols);
+}
+
+static int tensor_is_matrix(const void *hp, size_t i) { return fwm__stm_tensor_is_matrix(hp, i); }
+
 /* Tensors filled with distinct values (owned by the caller: free data). */
 static float *fill_tensors(const fwm_stm_hparams *hp, fwm_stm_write_spec *spec) {
-    size_t total = 0, n = fwm_stm_tensor_count(hp);
-    uint64_t rows, cols;
-    char name[48];
-    for (size_t i = 0; i < n; i++) {
-        fwm_stm_tensor_at(hp, i, name, &rows, &cols);
-        total += rows * cols;
-    }
-    float *data = malloc(total * sizeof *data);
-    for (size_t k = 0; k < total; k++) data[k] = (float)k * 0.01f - 1.0f;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        fwm_stm_tensor_at(hp, i, name, &rows, &cols);
-        spec->tensors[i] = data + at;
-        at += rows * cols;
-    }
-    return data;
+    return fill_tensors_at(hp, fwm_stm_tensor_count(hp), tensor_at, spec->tensors);
 }
 
-static const char *path_in_dir(const char *name) {
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
-}
-
-static uint8_t *read_whole(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
-    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return data;
-}
-
-static void le32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* FWMFP2 written out from docs/FORMAT.md, byte by byte. */
+/* FWMFP2 of `hp` with the test vocabulary (format_test_util.h writes it out from docs/FORMAT.md). */
 static uint64_t expected_fingerprint(const fwm_stm_hparams *hp, uint64_t checksum) {
-    uint8_t buf[4096];
-    size_t n = 0;
-    memcpy(buf, "FWMFP2", 6), n += 6;
-    le32(buf + n, 3), n += 4;
-    memcpy(buf + n, "stm", 3), n += 3;
     uint32_t es, ea;
     memcpy(&es, &hp->sam_norm_eps, 4);
     memcpy(&ea, &hp->answer_norm_eps, 4);
@@ -98,15 +57,7 @@ static uint64_t expected_fingerprint(const fwm_stm_hparams *hp, uint64_t checksu
                            hp->relation_length, hp->answer_hidden, es,
                            ea,                 hp->reset_on_eos ? 1u : 0u, hp->statement_end_token_id,
                            hp->question_end_token_id, hp->padding_token_id, hp->eos_token_id};
-    for (int i = 0; i < 15; i++) le32(buf + n, fields[i]), n += 4;
-    le32(buf + n, hp->vocab_size), n += 4;
-    for (uint32_t i = 0; i < hp->vocab_size; i++) {
-        uint32_t len = (uint32_t)strlen(vocabulary[i]);
-        le32(buf + n, len), n += 4;
-        memcpy(buf + n, vocabulary[i], len), n += len;
-    }
-    for (int i = 0; i < 8; i++) buf[n++] = (uint8_t)(checksum >> (8 * i));
-    return fwm__xxh64(buf, n, 0);
+    return expected_fwmfp2("stm", fields, 15, vocabulary, hp->vocab_size, checksum);
 }
 
 static void round_trip_mode(uint32_t mode) {
@@ -117,9 +68,9 @@ static void round_trip_mode(uint32_t mode) {
     const uint32_t prime[2] = {1, 4};
     spec.has_prime_tokens = true, spec.prime_tokens = prime, spec.prime_count = 2;
     fwm_error err;
-    CHECK_OK(fwm_stm_model_write(path_in_dir("a.gguf"), &spec, &err), err);
+    CHECK_OK(fwm_stm_model_write(test_dir_path("a.gguf"), &spec, &err), err);
     size_t size = 0;
-    uint8_t *file = read_whole(path_in_dir("a.gguf"), &size);
+    uint8_t *file = read_whole_file(test_dir_path("a.gguf"), &size);
     CHECK(file != NULL);
     fwm_arch arch = FWM_ARCH_COUNT;
     CHECK_OK(fwm__arch_detect(file, size, &arch, &err), err);
@@ -131,15 +82,7 @@ static void round_trip_mode(uint32_t mode) {
     for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
     CHECK_INT(s.prime_count, 2);
     CHECK_INT(s.tensor_count, mode == FWM_STM_INPUT_SENTENCE ? 38 : 23);
-    for (size_t i = 0; i < s.tensor_count; i++) {
-        char name[48];
-        uint64_t rows, cols;
-        fwm_stm_tensor_at(&hp, i, name, &rows, &cols);
-        CHECK_U64(s.tensors[i].rows, rows);
-        CHECK_U64(s.tensors[i].cols, cols);
-        CHECK(s.tensors[i].type == FWM_GGML_TYPE_F32);
-        CHECK(memcmp(s.tensors[i].data, spec.tensors[i], rows * cols * 4) == 0);
-    }
+    check_stored_tensors(s.tensors, s.tensor_count, &hp, tensor_at, spec.tensors);
     char name[48];
     uint64_t rows, cols;
     fwm_stm_tensor_at(&hp, s.tensor_count - 2, name, &rows, &cols);
@@ -167,7 +110,7 @@ static void round_trip_mode(uint32_t mode) {
     fwm_stm_schema_release(&s);
     free(file);
     free(data);
-    unlink(path_in_dir("a.gguf"));
+    unlink(test_dir_path("a.gguf"));
 }
 
 static void round_trip(void) {
@@ -247,18 +190,18 @@ static void writer_refusals(void) {
     fwm_error err;
     fwm_stm_write_spec bad = spec;
     bad.tensors[37] = NULL;
-    CHECK_STATUS(fwm_stm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_stm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "tensor 'output.weight' has no data");
     bad = spec;
     bad.hp.statement_end_token_id = 3;
-    CHECK_STATUS(fwm_stm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_stm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "stm.question_end_token_id");
     bad = spec;
     const fwm_write_kv extra[1] = {{.key = "stm.reset_on_eos", .kind = FWM_WRITE_KV_U32}};
     bad.extra = extra, bad.extra_count = 1;
-    CHECK_STATUS(fwm_stm_model_write(path_in_dir("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm_stm_model_write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "extra key 'stm.reset_on_eos' is written by fwm_stm_model_write itself");
-    CHECK(access(path_in_dir("b.gguf"), F_OK) != 0);
+    CHECK(access(test_dir_path("b.gguf"), F_OK) != 0);
     free(data);
 }
 
@@ -293,24 +236,13 @@ static uint8_t *build(const variant *v, size_t *size) {
 #undef PUT_
     fwm__gguf_writer_add_string(&w, "tokenizer.ggml.model", "word");
     fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 8);
-    static float values[4096];
-    for (size_t i = 0; i < 4096; i++) values[i] = 0.25f;
-    size_t n = fwm_stm_tensor_count(&hp);
-    for (size_t i = 0; i < n + (v->extra_tensor ? 1 : 0); i++) {
-        char name[48];
-        uint64_t rows, cols;
-        int matrix;
-        if (i < n) {
-            fwm_stm_tensor_at(&hp, i, name, &rows, &cols);
-            matrix = fwm__stm_tensor_is_matrix(&hp, i);
-        } else {
-            snprintf(name, sizeof name, "%s", v->extra_tensor), rows = 3, cols = 1, matrix = 0;
-        }
-        if (v->omit_tensor && strcmp(v->omit_tensor, name) == 0) continue;
-        if (v->reshape_tensor && strcmp(v->reshape_tensor, name) == 0) rows++;
-        uint64_t dims[2] = {matrix ? cols : rows, rows};
-        fwm__gguf_writer_add_tensor(&w, name, matrix ? 2 : 1, dims, FWM_GGML_TYPE_F32, values, rows * cols * 4, 0);
-    }
+    tensor_damage d = {.omit_tensor = v->omit_tensor,
+                      .reshape_tensor = v->reshape_tensor,
+                      .extra_name = v->extra_tensor,
+                      .extra_rows = 3,
+                      .extra_cols = 1,
+                      .extra_matrix = 0};
+    add_damaged_tensors(&w, &hp, fwm_stm_tensor_count(&hp), tensor_at, tensor_is_matrix, &d);
     uint8_t *file = NULL;
     fwm_error err;
     CHECK_OK(fwm__gguf_writer_finish(&w, &file, size, NULL, &err), err);
@@ -324,11 +256,7 @@ static void expect(const variant *v, fwm_status status, const char *needle) {
     fwm_stm_schema s;
     fwm_error err;
     fwm_status st = fwm_stm_schema_parse(file, size, &s, &err);
-    if (st != status || (needle && !strstr(err.message, needle))) {
-        fprintf(stderr, "expected %s '%s', got %s '%s'\n", fwm_status_str(status), needle ? needle : "",
-                fwm_status_str(st), st ? err.message : "");
-        check_failures++;
-    }
+    expect_parse(st, &err, status, needle);
     if (!st) fwm_stm_schema_release(&s);
     fwm__free(file);
 }
@@ -413,12 +341,7 @@ static void registry(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fwm-test-stm-format-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!test_dir_make("test-stm-format")) return 1;
     static const check_case cases[] = {
         {"round_trip", round_trip},
         {"hparams_checks", hparams_checks},
@@ -428,6 +351,6 @@ int main(void) {
         {"registry", registry},
     };
     int status = check_run_cases("test_stm_format", cases, sizeof cases / sizeof cases[0]);
-    rmdir(dir);
+    test_dir_remove();
     return status;
 }
