@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fwm_alloc.h"
 
@@ -276,4 +277,101 @@ void rt_check_step_modes_random(const fwm_model *model, size_t n_sessions, size_
 void rt_reseal(unsigned char *blob, size_t size) {
     uint64_t sum = fwm__xxh64(blob, size - 8, 0);
     for (int i = 0; i < 8; i++) blob[size - 8 + i] = (unsigned char)(sum >> (8 * i));
+}
+
+static char rt_dir[256];
+
+int rt_dir_make(const char *test) {
+    const char *base = getenv("TMPDIR");
+    snprintf(rt_dir, sizeof rt_dir, "%s/fwm-%s-XXXXXX", base && base[0] ? base : "/tmp", test);
+    if (!mkdtemp(rt_dir)) {
+        perror("mkdtemp");
+        return 0;
+    }
+    return 1;
+}
+
+const char *rt_path(const char *name) {
+    static char path[4][512];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 512, "%s/%s", rt_dir, name);
+    return p;
+}
+
+void rt_dir_remove(const char *const *names, size_t count) {
+    for (size_t i = 0; i < count; i++) unlink(rt_path(names[i]));
+    rmdir(rt_dir);
+}
+
+void rt_check_load_and_session_oom(const char *path) {
+    int failures_seen = 0;
+    for (long n = 1; n < 10000; n++) {
+        fwm_model *lm = NULL;
+        fwm_error lerr;
+        fwm__alloc_fail_after(n);
+        fwm_status s = fwm_model_load(path, NULL, &lm, &lerr);
+        long calls = fwm__alloc_calls();
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) {
+            CHECK(calls < n);
+            fwm_model_free(lm);
+            break;
+        }
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+        CHECK(lm == NULL);
+    }
+    CHECK(failures_seen >= 5);
+    fwm_model *m = NULL;
+    fwm_error err;
+    CHECK_OK(fwm_model_load(path, NULL, &m, &err), err);
+    for (long n = 1; m && n < 100; n++) {
+        fwm_session *s = NULL, *fork = NULL;
+        fwm__alloc_fail_after(n);
+        fwm_status st = fwm_session_create(m, &s, &err);
+        fwm_status ft = st == FWM_OK ? fwm_session_fork(s, &fork, &err) : FWM_ERR_OUT_OF_MEMORY;
+        fwm__alloc_fail_reset();
+        CHECK(st == FWM_OK || (st == FWM_ERR_OUT_OF_MEMORY && s == NULL));
+        CHECK(ft == FWM_OK || (ft == FWM_ERR_OUT_OF_MEMORY && fork == NULL));
+        fwm_session_free(fork);
+        fwm_session_free(s);
+        if (ft == FWM_OK) break;
+    }
+    fwm_model_free(m);
+}
+
+void rt_check_batch_oom(fwm_model *model, const uint32_t *tokens, int steps_before) {
+    fwm_session *batch[40] = {0};
+    fwm_error err;
+    for (size_t j = 0; model && j < 40; j++) CHECK_OK(fwm_session_create(model, &batch[j], &err), err);
+    if (model && batch[39]) {
+        for (int k = 0; k < steps_before; k++) CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
+        size_t bytes = batch[0]->state_bytes;
+        unsigned char *before = malloc(bytes);
+        memcpy(before, batch[0]->h, bytes);
+        fwm__alloc_fail_after(1);
+        CHECK_STATUS(fwm_batch_step(batch, tokens, 40, NULL, &err), FWM_ERR_OUT_OF_MEMORY, &err);
+        fwm__alloc_fail_reset();
+        for (size_t j = 0; j < 40; j++) CHECK_INT(fwm_session_position(batch[j]), steps_before);
+        CHECK(memcmp(before, batch[0]->h, bytes) == 0);
+        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
+        free(before);
+    }
+    for (size_t j = 0; j < 40; j++) fwm_session_free(batch[j]);
+}
+
+void rt_check_write_oom(rt_write_fn write, const void *spec, const char *path) {
+    fwm_error err;
+    int failures_seen = 0;
+    for (long n = 1; n < 1000; n++) {
+        fwm__alloc_fail_after(n);
+        fwm_status s = write(path, spec, &err);
+        fwm__alloc_fail_reset();
+        if (s == FWM_OK) break;
+        failures_seen++;
+        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
+    }
+    CHECK(failures_seen >= 3);
+    unlink(path);
 }

@@ -65,4 +65,27 @@ void rt_check_step_modes_random(const fwm_model *model, size_t n_sessions, size_
  * reached. */
 void rt_reseal(unsigned char *blob, size_t size);
 
+/* A fresh temporary folder named after `test` (0, reported, when it cannot be made); rt_path: the
+ * path of `name` in it (one of four static buffers used in turn, so four can be held at once);
+ * rt_dir_remove: unlink `names` in it, then remove it. */
+int rt_dir_make(const char *test);
+const char *rt_path(const char *name);
+void rt_dir_remove(const char *const *names, size_t count);
+
+/* Allocation failures around the model file `path`: fwm_model_load failing at each allocation in
+ * turn until it loads (each time FWM_ERR_OUT_OF_MEMORY and no model, at least five times), then
+ * session create and fork failing at each allocation in turn (an error leaves no session). */
+void rt_check_load_and_session_oom(const char *path);
+
+/* Forty sessions of `model` (at least) after `steps_before` batch steps over tokens[40]: a batch
+ * step failing at its first allocation is refused with FWM_ERR_OUT_OF_MEMORY and leaves every
+ * position and session 0's state block as they were; the next step works. Frees the sessions. */
+void rt_check_batch_oom(fwm_model *model, const uint32_t *tokens, int steps_before);
+
+/* An architecture's model writer (fwm_<arch>_model_write) behind a `const void *` spec. */
+typedef fwm_status (*rt_write_fn)(const char *path, const void *spec, fwm_error *err);
+/* The writer failing at each allocation in turn until it writes `path` (each time
+ * FWM_ERR_OUT_OF_MEMORY, at least three times); the file is then removed. */
+void rt_check_write_oom(rt_write_fn write, const void *spec, const char *path);
+
 #endif

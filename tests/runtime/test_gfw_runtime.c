@@ -19,18 +19,9 @@
 #include "gfw/gfw_schema.h"
 #include "runtime_test_util.h"
 
-static char dir[256];
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
                                          "kitchen", "went", "to", "the", "where", "is"};
 #define V_TEST 13u
-
-static const char *path_in_dir(const char *name) {
-    static char path[4][512];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 512, "%s/%s", dir, name);
-    return p;
-}
 
 typedef struct gfw_file {
     fwm_gfw_hparams hp;
@@ -76,9 +67,9 @@ static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, bool prim
     const uint32_t prime_tokens[3] = {1, 11, 12};
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    CHECK_OK(fwm_gfw_model_write(path_in_dir(name), &spec, &err), err);
+    CHECK_OK(fwm_gfw_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
-    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
     return model;
 }
 
@@ -316,8 +307,8 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), before);
 
     /* batches mixing architectures */
-    fwm_model *fwm = rt_write_fwm_file(path_in_dir("fwm.gguf"), vocabulary, V_TEST, 5);
-    fwm_model *lstm = rt_write_lstm_file(path_in_dir("lstm.gguf"), vocabulary, V_TEST, 6);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("fwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *lstm = rt_write_lstm_file(rt_path("lstm.gguf"), vocabulary, V_TEST, 6);
     fwm_session *other = NULL, *third = NULL;
     if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
     if (lstm) CHECK_OK(fwm_session_create(lstm, &third, &err), err);
@@ -349,8 +340,8 @@ static void export_import(void) {
     shape sh = {3, 4, 2, 5}; /* F1 [4, 8], F2 [4, 5] */
     fwm_model *model = write_gfw("blob.gguf", sh, 41, false, &f);
     fwm_model *sibling = write_gfw("blob2.gguf", sh, 42, false, &g);
-    fwm_model *fwm = rt_write_fwm_file(path_in_dir("blobfwm.gguf"), vocabulary, V_TEST, 5);
-    fwm_model *lstm = rt_write_lstm_file(path_in_dir("bloblstm.gguf"), vocabulary, V_TEST, 6);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("blobfwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *lstm = rt_write_lstm_file(rt_path("bloblstm.gguf"), vocabulary, V_TEST, 6);
     if (!model || !sibling || !fwm || !lstm) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL, *x = NULL;
@@ -481,68 +472,23 @@ static void export_import(void) {
     free(f.data), free(g.data);
 }
 
+static fwm_status model_write(const char *path, const void *spec, fwm_error *err) {
+    return fwm_gfw_model_write(path, spec, err);
+}
+
 static void allocation_failures(void) {
     gfw_file f;
     fwm_model *model = write_gfw("alloc.gguf", SHAPES[1], 51, true, &f);
     fwm_model_free(model);
     free(f.data);
-    int failures_seen = 0;
-    for (long n = 1; n < 10000; n++) {
-        fwm_model *lm = NULL;
-        fwm_error lerr;
-        fwm__alloc_fail_after(n);
-        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &lm, &lerr);
-        long calls = fwm__alloc_calls();
-        fwm__alloc_fail_reset();
-        if (s == FWM_OK) {
-            CHECK(calls < n);
-            fwm_model_free(lm);
-            break;
-        }
-        failures_seen++;
-        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
-        CHECK(lm == NULL);
-    }
-    CHECK(failures_seen >= 5);
-    /* sessions: create, fork */
-    fwm_model *m = NULL;
-    fwm_error err;
-    CHECK_OK(fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err), err);
-    for (long n = 1; m && n < 100; n++) {
-        fwm_session *s = NULL, *fork = NULL;
-        fwm__alloc_fail_after(n);
-        fwm_status st = fwm_session_create(m, &s, &err);
-        fwm_status ft = st == FWM_OK ? fwm_session_fork(s, &fork, &err) : FWM_ERR_OUT_OF_MEMORY;
-        fwm__alloc_fail_reset();
-        CHECK(st == FWM_OK || (st == FWM_ERR_OUT_OF_MEMORY && s == NULL));
-        CHECK(ft == FWM_OK || (ft == FWM_ERR_OUT_OF_MEMORY && fork == NULL));
-        fwm_session_free(fork);
-        fwm_session_free(s);
-        if (ft == FWM_OK) break;
-    }
-    fwm_model_free(m);
+    rt_check_load_and_session_oom(rt_path("alloc.gguf"));
     /* a batch step large enough to need heap scratch: the paper's sizes, 40 sessions */
     gfw_file big;
-    m = write_gfw("allocb.gguf", SHAPES[3], 52, false, &big);
+    fwm_model *m = write_gfw("allocb.gguf", SHAPES[3], 52, false, &big);
     free(big.data);
-    fwm_session *batch[40] = {0};
     uint32_t tokens[40];
     rt_random_tokens(tokens, 40, V_TEST, 8);
-    for (size_t j = 0; m && j < 40; j++) CHECK_OK(fwm_session_create(m, &batch[j], &err), err);
-    if (m && batch[39]) {
-        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
-        size_t bytes = batch[0]->state_bytes;
-        unsigned char *before = malloc(bytes);
-        memcpy(before, batch[0]->h, bytes);
-        fwm__alloc_fail_after(1);
-        CHECK_STATUS(fwm_batch_step(batch, tokens, 40, NULL, &err), FWM_ERR_OUT_OF_MEMORY, &err);
-        fwm__alloc_fail_reset();
-        for (size_t j = 0; j < 40; j++) CHECK_INT(fwm_session_position(batch[j]), 1);
-        CHECK(memcmp(before, batch[0]->h, bytes) == 0);
-        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
-        free(before);
-    }
-    for (size_t j = 0; j < 40; j++) fwm_session_free(batch[j]);
+    rt_check_batch_oom(m, tokens, 1);
     fwm_model_free(m);
     /* writing */
     fwm_gfw_hparams hp;
@@ -552,26 +498,11 @@ static void allocation_failures(void) {
     float zeros[512] = {0};
     fwm_gfw_write_spec spec = {.hp = hp, .tokens = vocabulary};
     for (size_t i = 0; i < fwm_gfw_tensor_count(&hp); i++) spec.tensors[i] = zeros;
-    failures_seen = 0;
-    for (long n = 1; n < 1000; n++) {
-        fwm__alloc_fail_after(n);
-        fwm_status s = fwm_gfw_model_write(path_in_dir("w.gguf"), &spec, &err);
-        fwm__alloc_fail_reset();
-        if (s == FWM_OK) break;
-        failures_seen++;
-        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
-    }
-    CHECK(failures_seen >= 3);
-    unlink(path_in_dir("w.gguf"));
+    rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fwm-test-gfw-runtime-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!rt_dir_make("test-gfw-runtime")) return 1;
     static const check_case cases[] = {
         {"info_and_reference", info_and_reference},
         {"step_modes_bit_identical", step_modes_bit_identical},
@@ -583,7 +514,6 @@ int main(void) {
     static const char *const files[] = {"ref.gguf",     "eq.gguf",   "prime.gguf",   "fwm.gguf",
                                         "lstm.gguf",    "blob.gguf", "blob2.gguf",   "blobfwm.gguf",
                                         "bloblstm.gguf", "alloc.gguf", "allocb.gguf"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_in_dir(files[i]));
-    rmdir(dir);
+    rt_dir_remove(files, sizeof files / sizeof files[0]);
     return status;
 }

@@ -18,18 +18,9 @@
 #include "runtime_test_util.h"
 #include "xxhash64.h"
 
-static char dir[256];
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
                                          "kitchen", "went", "to", "the", "where", "is"};
 #define V_TEST 13u
-
-static const char *path_in_dir(const char *name) {
-    static char path[4][512];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 512, "%s/%s", dir, name);
-    return p;
-}
 
 typedef struct lstm_file {
     fwm_lstm_hparams hp;
@@ -67,9 +58,9 @@ static fwm_model *write_lstm(const char *name, uint32_t L, uint32_t E, uint32_t 
     const uint32_t prime_tokens[3] = {1, 11, 12};
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    CHECK_OK(fwm_lstm_model_write(path_in_dir(name), &spec, &err), err);
+    CHECK_OK(fwm_lstm_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
-    CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
     return model;
 }
 
@@ -259,7 +250,7 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), before);
 
     /* a batch mixing architectures */
-    fwm_model *fwm = rt_write_fwm_file(path_in_dir("fwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("fwm.gguf"), vocabulary, V_TEST, 5);
     fwm_session *other = NULL;
     if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
     if (other) {
@@ -284,7 +275,7 @@ static void export_import(void) {
     lstm_file f, g;
     fwm_model *model = write_lstm("blob.gguf", 2, 4, 5, true, 41, false, &f);
     fwm_model *sibling = write_lstm("blob2.gguf", 2, 4, 5, true, 42, false, &g);
-    fwm_model *fwm = rt_write_fwm_file(path_in_dir("blobfwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("blobfwm.gguf"), vocabulary, V_TEST, 5);
     if (!model || !sibling || !fwm) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL;
@@ -364,61 +355,22 @@ static void export_import(void) {
     free(f.data), free(g.data);
 }
 
+static fwm_status model_write(const char *path, const void *spec, fwm_error *err) {
+    return fwm_lstm_model_write(path, spec, err);
+}
+
 static void allocation_failures(void) {
     lstm_file f;
     fwm_model *model = write_lstm("alloc.gguf", 2, 4, 5, true, 51, true, &f);
     fwm_model_free(model);
     free(f.data);
-    int failures_seen = 0;
-    for (long n = 1; n < 10000; n++) {
-        fwm_model *lm = NULL;
-        fwm_error lerr;
-        fwm__alloc_fail_after(n);
-        fwm_status s = fwm_model_load(path_in_dir("alloc.gguf"), NULL, &lm, &lerr);
-        long calls = fwm__alloc_calls();
-        fwm__alloc_fail_reset();
-        if (s == FWM_OK) {
-            CHECK(calls < n);
-            fwm_model_free(lm);
-            break;
-        }
-        failures_seen++;
-        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
-        CHECK(lm == NULL);
-    }
-    CHECK(failures_seen >= 5);
-    /* sessions: create, fork, a batch step large enough to need heap scratch */
-    fwm_model *m = NULL;
-    fwm_error err;
-    CHECK_OK(fwm_model_load(path_in_dir("alloc.gguf"), NULL, &m, &err), err);
-    for (long n = 1; m && n < 100; n++) {
-        fwm_session *s = NULL, *fork = NULL;
-        fwm__alloc_fail_after(n);
-        fwm_status st = fwm_session_create(m, &s, &err);
-        fwm_status ft = st == FWM_OK ? fwm_session_fork(s, &fork, &err) : FWM_ERR_OUT_OF_MEMORY;
-        fwm__alloc_fail_reset();
-        CHECK(st == FWM_OK || (st == FWM_ERR_OUT_OF_MEMORY && s == NULL));
-        CHECK(ft == FWM_OK || (ft == FWM_ERR_OUT_OF_MEMORY && fork == NULL));
-        fwm_session_free(fork);
-        fwm_session_free(s);
-        if (ft == FWM_OK) break;
-    }
-    fwm_model_free(m);
+    rt_check_load_and_session_oom(rt_path("alloc.gguf"));
     lstm_file big;
-    m = write_lstm("allocb.gguf", 1, 4, 32, false, 52, false, &big); /* H = 32: heap scratch */
+    fwm_model *m = write_lstm("allocb.gguf", 1, 4, 32, false, 52, false, &big); /* H = 32: heap scratch */
     free(big.data);
-    fwm_session *batch[40] = {0};
     uint32_t tokens[40];
     random_tokens(tokens, 40, 8);
-    for (size_t j = 0; m && j < 40; j++) CHECK_OK(fwm_session_create(m, &batch[j], &err), err);
-    if (m && batch[39]) {
-        fwm__alloc_fail_after(1);
-        CHECK_STATUS(fwm_batch_step(batch, tokens, 40, NULL, &err), FWM_ERR_OUT_OF_MEMORY, &err);
-        fwm__alloc_fail_reset();
-        for (size_t j = 0; j < 40; j++) CHECK_INT(fwm_session_position(batch[j]), 0);
-        CHECK_OK(fwm_batch_step(batch, tokens, 40, NULL, &err), err);
-    }
-    for (size_t j = 0; j < 40; j++) fwm_session_free(batch[j]);
+    rt_check_batch_oom(m, tokens, 0);
     fwm_model_free(m);
     /* writing */
     fwm_lstm_hparams hp;
@@ -427,26 +379,11 @@ static void allocation_failures(void) {
     float zeros[256] = {0};
     fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocabulary};
     for (size_t i = 0; i < fwm_lstm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
-    failures_seen = 0;
-    for (long n = 1; n < 1000; n++) {
-        fwm__alloc_fail_after(n);
-        fwm_status s = fwm_lstm_model_write(path_in_dir("w.gguf"), &spec, &err);
-        fwm__alloc_fail_reset();
-        if (s == FWM_OK) break;
-        failures_seen++;
-        CHECK_INT(s, FWM_ERR_OUT_OF_MEMORY);
-    }
-    CHECK(failures_seen >= 3);
-    unlink(path_in_dir("w.gguf"));
+    rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fwm-test-lstm-runtime-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!rt_dir_make("test-lstm-runtime")) return 1;
     static const check_case cases[] = {
         {"info_and_reference", info_and_reference},
         {"step_modes_bit_identical", step_modes_bit_identical},
@@ -457,7 +394,6 @@ int main(void) {
     int status = check_run_cases("test_lstm_runtime", cases, sizeof cases / sizeof cases[0]);
     static const char *const files[] = {"ref.gguf", "eq.gguf", "prime.gguf", "fwm.gguf", "blob.gguf",
                                         "blob2.gguf", "blobfwm.gguf", "alloc.gguf", "allocb.gguf"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(path_in_dir(files[i]));
-    rmdir(dir);
+    rt_dir_remove(files, sizeof files / sizeof files[0]);
     return status;
 }

@@ -18,20 +18,11 @@
 #include "stm/stm_runtime.h"
 #include "stm/stm_schema.h"
 
-static char dir[256];
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
                                          "kitchen", "went", "to", "the", "where", "is"};
 #define V_TEST 13u
 enum { PAD = 0, EOS = 1, DOT = 2, QM = 3, JOHN = 4, MARY = 5, GARDEN = 6, KITCHEN = 7, WENT = 8,
        TO = 9, THE = 10, WHERE = 11, IS = 12 };
-
-static const char *path_in_dir(const char *name) {
-    static char path[4][512];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 512, "%s/%s", dir, name);
-    return p;
-}
 
 typedef struct shape {
     uint32_t mode, E, P, d, nq, nr, Ha;
@@ -69,10 +60,10 @@ static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prim
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
     fwm_model *model = NULL;
-    fwm_status st = fwm_stm_model_write(path_in_dir(name), &spec, &err);
+    fwm_status st = fwm_stm_model_write(rt_path(name), &spec, &err);
     CHECK_OK(st, err);
     free(data);
-    if (st == FWM_OK) CHECK_OK(fwm_model_load(path_in_dir(name), NULL, &model, &err), err);
+    if (st == FWM_OK) CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
     return model;
 }
 
@@ -115,7 +106,7 @@ static void info(void) {
     CHECK_INT(i.session_state_floats, 9 * 3);
     CHECK_INT(i.state_blob_bytes, 64 + 4 * 9 * 3);
     /* the FWM's info says it predicts every token and is not an STM */
-    fwm_model *f = rt_write_fwm_file(path_in_dir("info_f.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *f = rt_write_fwm_file(rt_path("info_f.gguf"), vocabulary, V_TEST, 5);
     if (f) {
         fwm_model_get_info(f, &i);
         CHECK(i.predicts_every_token && !i.sentence_input && !i.reset_on_eos && i.question_end_token_id == 0);
@@ -313,7 +304,7 @@ static void export_import(void) {
     fwm_model *model = write_stm("blob.gguf", SENTENCE, 41, false);
     fwm_model *sibling = write_stm("blob2.gguf", SENTENCE, 42, false);
     fwm_model *word = write_stm("blobw.gguf", WORD, 43, false);
-    fwm_model *fwm = rt_write_fwm_file(path_in_dir("blobfwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("blobfwm.gguf"), vocabulary, V_TEST, 5);
     if (!model || !sibling || !word || !fwm) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL, *x = NULL;
@@ -416,7 +407,7 @@ static void export_import(void) {
 
 static void refusals(void) {
     fwm_model *model = write_stm("ref.gguf", SENTENCE, 50, true);
-    fwm_model *fwm = rt_write_fwm_file(path_in_dir("reffwm.gguf"), vocabulary, V_TEST, 5);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("reffwm.gguf"), vocabulary, V_TEST, 5);
     if (!model || !fwm) return;
     fwm_error err;
     fwm_session *s = NULL, *f = NULL;
@@ -445,12 +436,7 @@ static void refusals(void) {
 }
 
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/fwm-test-stm-runtime-XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!rt_dir_make("test-stm-runtime")) return 1;
     static const check_case cases[] = {
         {"info", info},
         {"predictions", predictions},
@@ -464,7 +450,6 @@ int main(void) {
     const char *names[] = {"info_s.gguf", "info_w.gguf", "info_f.gguf", "pred.gguf", "predw.gguf",
                            "eq.gguf", "reset.gguf", "noreset.gguf", "long.gguf", "blob.gguf",
                            "blob2.gguf", "blobw.gguf", "blobfwm.gguf", "ref.gguf", "reffwm.gguf"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(path_in_dir(names[i]));
-    rmdir(dir);
+    rt_dir_remove(names, sizeof names / sizeof names[0]);
     return status;
 }
