@@ -384,8 +384,8 @@ void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retyp
     }
 }
 
-void add_damaged_tensors(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
-                         tensor_is_matrix_fn is_matrix, const tensor_damage *d) {
+uint8_t *finish_damaged_file(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
+                             tensor_is_matrix_fn is_matrix, const tensor_damage *d, size_t *size) {
     static float values[4096];
     static uint16_t halves[4096];
     for (size_t i = 0; i < 4096; i++) values[i] = 0.25f, halves[i] = 0x3400; /* 0.25 in F16 */
@@ -411,6 +411,11 @@ void add_damaged_tensors(fwm_gguf_writer *w, const void *hp, size_t count, tenso
         if (d->type_tensor && strcmp(d->type_tensor, name) == 0) type = d->tensor_type;
         fwm__gguf_writer_add_tensor(w, name, matrix ? 2 : 1, dims, type, data, bytes, 0);
     }
+    uint8_t *file = NULL;
+    fwm_error err;
+    CHECK_OK(fwm__gguf_writer_finish(w, &file, size, NULL, &err), err);
+    fwm__gguf_writer_release(w);
+    return file;
 }
 
 void expect_parse(fwm_status st, const fwm_error *err, fwm_status status, const char *needle) {

@@ -128,9 +128,10 @@ typedef struct tensor_damage {
     int extra_matrix;
 } tensor_damage;
 
-/* The schema's tensors (every value 0.25) with `d`'s damage. */
-void add_damaged_tensors(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
-                         tensor_is_matrix_fn is_matrix, const tensor_damage *d);
+/* The schema's tensors (every value 0.25) with `d`'s damage added to `w`, which is then finished
+ * and released: the file's bytes (free with fwm__free; NULL, reported, on failure) and *size. */
+uint8_t *finish_damaged_file(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
+                             tensor_is_matrix_fn is_matrix, const tensor_damage *d, size_t *size);
 
 /* A parse that returned `st` (message in err) against the expected status and message part
  * (FWM_OK: success); a mismatch is reported and counted as a failure. */

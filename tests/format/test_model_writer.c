@@ -24,22 +24,6 @@ static const char *path_in_dir(const char *name) {
     return path;
 }
 
-static uint8_t *read_whole(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
-    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return data;
-}
-
 /* Files in the test folder whose name contains ".tmp-": leftovers of a failed write. */
 static int temporary_files_left(void) {
     DIR *d = opendir(dir);
@@ -143,7 +127,7 @@ static void round_trip(void) {
     const char *path = path_in_dir("round_trip.gguf");
     CHECK_OK(fwm_model_write(path, &spec, &err), err);
     size_t size = 0;
-    uint8_t *file = read_whole(path, &size);
+    uint8_t *file = read_whole_file(path, &size);
     CHECK(file != NULL);
     if (!file) goto done;
 
@@ -239,16 +223,16 @@ static void replaces_existing_file_atomically(void) {
     fwm_write_spec spec = make_spec(&hp, &a);
     CHECK_OK(fwm_model_write(path, &spec, &err), err);
     size_t size_a = 0, size_b = 0, size_c = 0;
-    uint8_t *file_a = read_whole(path, &size_a);
+    uint8_t *file_a = read_whole_file(path, &size_a);
     spec = make_spec(&hp, &b);
     CHECK_OK(fwm_model_write(path, &spec, &err), err);
-    uint8_t *file_b = read_whole(path, &size_b);
+    uint8_t *file_b = read_whole_file(path, &size_b);
     CHECK(file_a && file_b && size_a == size_b && memcmp(file_a, file_b, size_a) != 0);
     /* a refused write leaves the existing file as it was */
     spec.hp.hidden_size = 0;
     CHECK_REFUSED(fwm_model_write(path, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT,
                   "key 'fwm.hidden_size': expected 1 to 65536, found 0");
-    uint8_t *file_c = read_whole(path, &size_c);
+    uint8_t *file_c = read_whole_file(path, &size_c);
     CHECK(file_c && size_c == size_b && memcmp(file_b, file_c, size_b) == 0);
     CHECK_U64(temporary_files_left(), 0);
     free(file_a);
@@ -445,7 +429,7 @@ static void smallest_model(void) {
     fwm_error err = {0};
     CHECK_OK(fwm_model_write(path, &spec, &err), err);
     size_t size;
-    uint8_t *file = read_whole(path, &size);
+    uint8_t *file = read_whole_file(path, &size);
     fwm_schema s;
     CHECK_OK(fwm_schema_parse(file, size, &s, &err), err);
     if (!err.status) {

@@ -242,12 +242,7 @@ static uint8_t *build(const variant *v, size_t *size) {
                       .extra_rows = 3,
                       .extra_cols = 1,
                       .extra_matrix = 0};
-    add_damaged_tensors(&w, &hp, fwm_stm_tensor_count(&hp), tensor_at, tensor_is_matrix, &d);
-    uint8_t *file = NULL;
-    fwm_error err;
-    CHECK_OK(fwm__gguf_writer_finish(&w, &file, size, NULL, &err), err);
-    fwm__gguf_writer_release(&w);
-    return file;
+    return finish_damaged_file(&w, &hp, fwm_stm_tensor_count(&hp), tensor_at, tensor_is_matrix, &d, size);
 }
 
 static void expect(const variant *v, fwm_status status, const char *needle) {
