@@ -375,3 +375,32 @@ void rt_check_write_oom(rt_write_fn write, const void *spec, const char *path) {
     CHECK(failures_seen >= 3);
     unlink(path);
 }
+
+void rt_check_cross_architecture(fwm_session *t, const unsigned char *blob, const unsigned char *damaged,
+                                 size_t size, fwm_session *fwm_s, fwm_session *lstm_s,
+                                 const char *arch) {
+    fwm_error err;
+    char own[96], holds[96];
+    snprintf(own, sizeof own, "architecture '%s'", arch);
+    snprintf(holds, sizeof holds, "state blob holds a session of architecture '%s'", arch);
+    size_t t_size = 0, w_size = 0, x_size = 0, w_before_size = 0, after_size = 0;
+    unsigned char *t_before = rt_export(t, &t_size);
+    unsigned char *w_blob = rt_export(fwm_s, &w_size), *x_blob = rt_export(lstm_s, &x_size);
+    CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "architecture 'fwm'");
+    CHECK_CONTAINS(err.message, own);
+    CHECK_STATUS(fwm_session_import(t, x_blob, x_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
+    unsigned char *w_before = rt_export(fwm_s, &w_before_size);
+    CHECK_STATUS(fwm_session_import(fwm_s, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, holds);
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
+    CHECK_STATUS(fwm_session_import(lstm_s, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
+    CHECK_CONTAINS(err.message, "this session's model is of architecture 'lstm'");
+    /* a damaged cross-architecture blob is damaged, not another architecture's */
+    CHECK_STATUS(fwm_session_import(fwm_s, damaged, size, &err), FWM_ERR_STATE_CORRUPT, &err);
+    unsigned char *t_after = rt_export(t, &after_size), *w_after = rt_export(fwm_s, &after_size);
+    CHECK(t_before && t_after && memcmp(t_before, t_after, t_size) == 0);
+    CHECK(w_before && w_after && memcmp(w_before, w_after, w_before_size) == 0);
+    free(t_before), free(t_after), free(w_before), free(w_after), free(w_blob), free(x_blob);
+}

@@ -65,6 +65,15 @@ void rt_check_step_modes_random(const fwm_model *model, size_t n_sessions, size_
  * reached. */
 void rt_reseal(unsigned char *blob, size_t size);
 
+/* Blobs between architectures: session `t` of architecture `arch` (its exported `blob` of `size`
+ * bytes, and `damaged`, that blob with a bit flipped) refuses the blobs of an FWM session
+ * `fwm_s` and an LSTM session `lstm_s` as another architecture's, both refuse `blob`
+ * the same way, `damaged` is refused by the FWM session as damaged, and neither `t` nor the FWM
+ * session changes. */
+void rt_check_cross_architecture(fwm_session *t, const unsigned char *blob, const unsigned char *damaged,
+                                 size_t size, fwm_session *fwm_s, fwm_session *lstm_s,
+                                 const char *arch);
+
 /* A fresh temporary folder named after `test` (0, reported, when it cannot be made); rt_path: the
  * path of `name` in it (one of four static buffers used in turn, so four can be held at once);
  * rt_dir_remove: unlink `names` in it, then remove it. */
