@@ -404,3 +404,24 @@ void rt_check_cross_architecture(fwm_session *t, const unsigned char *blob, cons
     CHECK(w_before && w_after && memcmp(w_before, w_after, w_before_size) == 0);
     free(t_before), free(t_after), free(w_before), free(w_after), free(w_blob), free(x_blob);
 }
+
+void rt_check_non_fwm_refusals(fwm_session *s, const char *arch, uint32_t V) {
+    fwm_error err;
+    char own[64];
+    snprintf(own, sizeof own, "architecture is '%s'", arch);
+    uint64_t before = fwm_session_position(s);
+    float memory[64];
+    CHECK_STATUS(fwm_session_memory(s, memory, 64, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, own);
+    float k1[4], k2[4], v[4], q[16], k[16], rv[16];
+    fwm_trace trace = {.k1 = k1, .k2 = k2, .v = v, .read_queries = q, .read_keys = k, .read_values = rv};
+    CHECK_STATUS(fwm_session_trace(s, &trace, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "fwm_session_trace");
+    float *logits = malloc((V ? V : 1) * sizeof *logits);
+    CHECK_STATUS(fwm_session_step(s, V, logits, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    free(logits);
+    const uint32_t bad[2] = {3, 99};
+    CHECK_STATUS(fwm_session_step_sequence(s, bad, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
+    CHECK_CONTAINS(err.message, "token 99 at sequence position 1 is out of range");
+    CHECK_INT(fwm_session_position(s), before);
+}

@@ -65,6 +65,11 @@ void rt_check_step_modes_random(const fwm_model *model, size_t n_sessions, size_
  * reached. */
 void rt_reseal(unsigned char *blob, size_t size);
 
+/* Session `s` of architecture `arch` (not the FWM; V tokens) refuses the FWM-only functions
+ * (fwm_session_memory, fwm_session_trace) and tokens out of range (a step on token V, a sequence
+ * with 99 at position 1), its position unchanged. */
+void rt_check_non_fwm_refusals(fwm_session *s, const char *arch, uint32_t V);
+
 /* Blobs between architectures: session `t` of architecture `arch` (its exported `blob` of `size`
  * bytes, and `damaged`, that blob with a bit flipped) refuses the blobs of an FWM session
  * `fwm_s` and an LSTM session `lstm_s` as another architecture's, both refuse `blob`

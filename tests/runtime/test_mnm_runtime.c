@@ -340,21 +340,9 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), 4);
     CHECK_INT(fwm_session_position(child), 5);
 
-    /* FWM-only functions */
-    float memory[64];
-    CHECK_STATUS(fwm_session_memory(primed, memory, 64, &err), FWM_ERR_UNSUPPORTED, &err);
-    CHECK_CONTAINS(err.message, "architecture is 'mnm'");
-    float k1[4], k2[4], v[4], q[16], k[16], rv[16];
-    fwm_trace trace = {.k1 = k1, .k2 = k2, .v = v, .read_queries = q, .read_keys = k, .read_values = rv};
-    CHECK_STATUS(fwm_session_trace(primed, &trace, &err), FWM_ERR_UNSUPPORTED, &err);
-    CHECK_CONTAINS(err.message, "fwm_session_trace");
-
-    /* tokens out of range: nothing stepped */
+    /* FWM-only functions and tokens out of range refused: nothing stepped */
     uint64_t before = fwm_session_position(primed);
-    CHECK_STATUS(fwm_session_step(primed, V_TEST, a, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
-    const uint32_t bad[2] = {3, 99};
-    CHECK_STATUS(fwm_session_step_sequence(primed, bad, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);
-    CHECK_CONTAINS(err.message, "token 99 at sequence position 1 is out of range");
+    rt_check_non_fwm_refusals(primed, "mnm", V_TEST);
     CHECK_INT(fwm_session_position(primed), before);
 
     /* batches mixing architectures */
