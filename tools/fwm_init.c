@@ -739,26 +739,18 @@ int main(int argc, char **argv) {
     size_t prime_count = 0;
     if (prime && !resolve_prime(&vocab, prime, prime_ids, &prime_count)) goto done;
     fwm_error err;
+    /* another architecture: the vocabulary's size and special ids as resolved into hp */
+#define TAKE_TOKENS(x)                                                                            \
+    ((x).vocab_size = hp.vocab_size, (x).padding_token_id = hp.padding_token_id,                  \
+     (x).eos_token_id = hp.eos_token_id)
+    const init_arch *arch = NULL;
+    const void *arch_hp = NULL;
     if (lstm) {
-        lhp.vocab_size = hp.vocab_size;
-        lhp.padding_token_id = hp.padding_token_id;
-        lhp.eos_token_id = hp.eos_token_id;
-        status = write_arch(&lstm_arch, out, &lhp, &vocab, name, seed, prime != NULL, prime_ids,
-                            prime_count);
-        goto done;
-    }
-    if (gfw) {
-        ghp.vocab_size = hp.vocab_size;
-        ghp.padding_token_id = hp.padding_token_id;
-        ghp.eos_token_id = hp.eos_token_id;
-        status = write_arch(&gfw_arch, out, &ghp, &vocab, name, seed, prime != NULL, prime_ids,
-                            prime_count);
-        goto done;
-    }
-    if (stm) {
-        shp.vocab_size = hp.vocab_size;
-        shp.padding_token_id = hp.padding_token_id;
-        shp.eos_token_id = hp.eos_token_id;
+        TAKE_TOKENS(lhp), arch = &lstm_arch, arch_hp = &lhp;
+    } else if (gfw) {
+        TAKE_TOKENS(ghp), arch = &gfw_arch, arch_hp = &ghp;
+    } else if (stm) {
+        TAKE_TOKENS(shp), arch = &stm_arch, arch_hp = &shp;
         /* sentence mode needs both end words in the vocabulary; word mode only keeps their ids */
         int need = shp.input_mode == FWM_STM_INPUT_SENTENCE;
         if (!resolve_token(&vocab, "--statement-end", statement_end, need || statement_end_given, 0,
@@ -766,16 +758,12 @@ int main(int argc, char **argv) {
             !resolve_token(&vocab, "--question-end", question_end, need || question_end_given, 0,
                            &shp.question_end_token_id))
             goto done;
-        status = write_arch(&stm_arch, out, &shp, &vocab, name, seed, prime != NULL, prime_ids,
-                            prime_count);
-        goto done;
+    } else if (mnm) {
+        TAKE_TOKENS(mhp), arch = &mnm_arch, arch_hp = &mhp;
     }
-    if (mnm) {
-        mhp.vocab_size = hp.vocab_size;
-        mhp.padding_token_id = hp.padding_token_id;
-        mhp.eos_token_id = hp.eos_token_id;
-        status = write_arch(&mnm_arch, out, &mhp, &vocab, name, seed, prime != NULL, prime_ids,
-                            prime_count);
+#undef TAKE_TOKENS
+    if (arch) {
+        status = write_arch(arch, out, arch_hp, &vocab, name, seed, prime != NULL, prime_ids, prime_count);
         goto done;
     }
     if (fwm__hparams_check(&hp, FWM_ERR_INVALID_ARGUMENT, &err) ||
