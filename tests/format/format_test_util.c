@@ -384,6 +384,17 @@ void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retyp
     }
 }
 
+void put_tokenizer_keys(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, uint32_t eos_id,
+                        const char *const *tokens, uint32_t count) {
+    put_damaged_key(w, omit_key, retype_key, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0,
+                    NULL);
+    put_damaged_key(w, omit_key, retype_key, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, eos_id, 0,
+                    NULL);
+    put_damaged_key(w, omit_key, retype_key, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
+    if (!(omit_key && strcmp(omit_key, "tokenizer.ggml.tokens") == 0))
+        fwm__gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", tokens, NULL, count);
+}
+
 uint8_t *finish_damaged_file(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,
                              tensor_is_matrix_fn is_matrix, const tensor_damage *d, size_t *size) {
     static float values[4096];

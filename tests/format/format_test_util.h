@@ -116,6 +116,11 @@ void check_stored_tensors(const fwm_schema_tensor *stored, size_t count, const v
 void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, const char *key,
                      uint32_t type, uint32_t u, float f, const char *s);
 
+/* The tokenizer's keys through put_damaged_key (padding id 0, end-of-sample id eos_id, model
+ * "word"), then the token list unless it is omit_key. */
+void put_tokenizer_keys(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, uint32_t eos_id,
+                        const char *const *tokens, uint32_t count);
+
 /* How a hand-built file's tensors differ from the schema (NULL fields: no such damage). */
 typedef struct tensor_damage {
     const char *omit_tensor;    /* a tensor left out */

@@ -225,11 +225,7 @@ static uint8_t *build(const variant *v, size_t *size) {
     put_key(&w, v, "gfw.slow.inner_size", FWM_GGUF_TYPE_UINT32, hp.slow_inner, 0, NULL);
     put_key(&w, v, "gfw.layer_norm_epsilon", FWM_GGUF_TYPE_FLOAT32, 0, v->epsilon != 0 ? v->epsilon : 1e-3f,
             NULL);
-    put_key(&w, v, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0, NULL);
-    put_key(&w, v, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, 6, 0, NULL);
-    put_key(&w, v, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
-    if (!(v->omit_key && strcmp(v->omit_key, "tokenizer.ggml.tokens") == 0))
-        fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 7);
+    put_tokenizer_keys(&w, v->omit_key, v->retype_key, 6, vocabulary, 7);
     tensor_damage d = {.omit_tensor = v->omit_tensor,
                       .reshape_tensor = v->reshape_tensor,
                       .f16_tensor = v->f16_tensor,

@@ -184,11 +184,7 @@ static uint8_t *build(const variant *v, size_t *size) {
     put_key(&w, v, "lstm.block_count", FWM_GGUF_TYPE_UINT32, hp.layer_count, 0, NULL);
     put_key(&w, v, "lstm.residual", FWM_GGUF_TYPE_BOOL, 1, 0, NULL);
     put_key(&w, v, "lstm.forget_bias", FWM_GGUF_TYPE_FLOAT32, 0, 1.0f, NULL);
-    put_key(&w, v, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0, NULL);
-    put_key(&w, v, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, 1, 0, NULL);
-    put_key(&w, v, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
-    if (!(v->omit_key && strcmp(v->omit_key, "tokenizer.ggml.tokens") == 0))
-        fwm__gguf_writer_add_string_array(&w, "tokenizer.ggml.tokens", vocabulary, NULL, 7);
+    put_tokenizer_keys(&w, v->omit_key, v->retype_key, 1, vocabulary, 7);
     tensor_damage d = {.omit_tensor = v->omit_tensor,
                       .reshape_tensor = v->reshape_tensor,
                       .f16_tensor = v->f16_tensor,
