@@ -310,6 +310,26 @@ uint8_t *read_whole_file(const char *path, size_t *size) {
     return data;
 }
 
+uint8_t *read_back(const char *path, fwm_arch want, size_t *size) {
+    uint8_t *file = read_whole_file(path, size);
+    CHECK(file != NULL);
+    if (!file) return NULL;
+    fwm_arch arch = FWM_ARCH_COUNT;
+    fwm_error err;
+    CHECK_OK(fwm__arch_detect(file, *size, &arch, &err), err);
+    CHECK_INT(arch, want);
+    return file;
+}
+
+void check_fwm_schema_refuses(const uint8_t *file, size_t size, const char *arch) {
+    char needle[96];
+    snprintf(needle, sizeof needle, "key 'general.architecture': expected \"fwm\", found \"%s\"", arch);
+    fwm_schema fs;
+    fwm_error err;
+    CHECK_STATUS(fwm_schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
+    CHECK_CONTAINS(err.message, needle);
+}
+
 static void le32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arch_list.h"
 #include "check.h"
 #include "fwm_hparams.h"
 #include "fwm_schema.h"
@@ -97,6 +98,13 @@ void test_dir_remove(void);
 
 /* A whole file read into a malloc'd buffer (NULL when it cannot be read). */
 uint8_t *read_whole_file(const char *path, size_t *size);
+
+/* The file at `path` read back whole (NULL, a test failure, when it cannot be), its architecture
+ * detected as `want`. */
+uint8_t *read_back(const char *path, fwm_arch want, size_t *size);
+
+/* The FWM's schema refuses a file of architecture `arch` by its general.architecture. */
+void check_fwm_schema_refuses(const uint8_t *file, size_t size, const char *arch);
 
 /* FWMFP2 written out from docs/FORMAT.md, byte by byte: the architecture's name, its fields as u32,
  * the vocabulary (lengths and bytes) and the checksum, hashed with XXH64. */

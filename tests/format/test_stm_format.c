@@ -70,11 +70,7 @@ static void round_trip_mode(uint32_t mode) {
     fwm_error err;
     CHECK_OK(fwm_stm_model_write(test_dir_path("a.gguf"), &spec, &err), err);
     size_t size = 0;
-    uint8_t *file = read_whole_file(test_dir_path("a.gguf"), &size);
-    CHECK(file != NULL);
-    fwm_arch arch = FWM_ARCH_COUNT;
-    CHECK_OK(fwm__arch_detect(file, size, &arch, &err), err);
-    CHECK_INT(arch, FWM_ARCH_STM);
+    uint8_t *file = read_back(test_dir_path("a.gguf"), FWM_ARCH_STM, &size);
     fwm_stm_schema s;
     CHECK_OK(fwm_stm_schema_parse(file, size, &s, &err), err);
     CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
