@@ -11,7 +11,10 @@ A tiny model on a generated bAbI folder (test_cli.make_data), 4 lanes, 1 thread 
      a one-process run of 3 steps resumed under mpirun to 6;
   3. SIGTERM to rank 1 only of an endless `mpirun -np 2` run: every rank stops at the same step
      boundary (they agree on it), rank 0 writes the checkpoint there, the run exits 0, and a
-     resume under mpirun continues from exactly that step.
+     resume under mpirun continues from exactly that step;
+  4. the other data paths split the same way: the standard bAbI protocol (--protocol standard,
+     lanes reset at samples' starts) with the FWM, and the associative retrieval task (--task ar)
+     with the Gated Fast Weights model: -np 2 equals one process with 2 lane groups, bit for bit.
 The checkpoint's fields are read from the file itself (train/checkpoint.c's documented layout).
 
 Open MPI under AddressSanitizer: Open MPI keeps allocations to the end of the process that
@@ -245,12 +248,27 @@ def main():
 
         # 3. SIGTERM to one rank
         signal_test(train, common, tmp)
+
+        # 4. the standard protocol and the AR task with another architecture
+        standard = common + ["--protocol", "standard"]
+        ar = ["--task", "ar", "--arch", "gfw", "--embedding", "6", "--hidden", "8",
+              "--slow-hidden", "8", "--slow-inner", "10", "--ar-train", "2000", "--ar-valid",
+              "50", "--ar-test", "50", "--lanes", "4", "--window", "16", "--threads", "1",
+              "--eval-every", "3", "--eval-lanes", "2", "--checkpoint-every", "2",
+              "--progress", "0", "--no-test"]
+        for name, args in (("standard", standard), ("ar-gfw", ar)):
+            one, mpi = os.path.join(tmp, name + "-one"), os.path.join(tmp, name + "-mpi")
+            run([train] + args + ["--lane-groups", "2", "--run-dir", one, "--steps", "6"])
+            run(mpirun_command(2) + [train] + args + ["--run-dir", mpi, "--steps", "6"],
+                env=mpi_env())
+            same_run(one, mpi, "%s: -np 2 vs one process, 2 lane groups" % name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("%d check(s) failed" % failures)
         return 1
-    print("ok: -np 2 = one process bit for bit (2 and 4 lane groups, resumed), SIGTERM agreed")
+    print("ok: -np 2 = one process bit for bit (2 and 4 lane groups, resumed, the standard protocol, "
+          "the AR task with the GFW), SIGTERM agreed")
     return 0
 
 
