@@ -1,8 +1,11 @@
 // app.js - fwm's web page: connects to fwm-serve over WebSocket (/rpc, msgpack-RPC, the JS client's
 // browser entry), reads stories into sessions with streamed next-word predictions, answers
 // questions, forks sessions to compare them, and shows the memory (memory_view.js) from the server's
-// `trace` method. State kept here: per session, what each word it read wrote (k1, k2), for the
-// figure-3 grid; at most HISTORY_LIMIT words.
+// `trace` method. A server serving several models (any architecture) offers them in a list: each new
+// session reads with the model chosen there, and forks keep their parent's. The memory view is the
+// FWM's (the others have no fast-weight tensor to trace); the others read, predict and answer.
+// State kept here: per FWM session, what each word it read wrote (k1, k2), for the figure-3 grid; at
+// most HISTORY_LIMIT words.
 
 import { connect } from './client/browser.js';
 import { drawReads, drawSlices, floats } from './memory_view.js';
@@ -23,6 +26,8 @@ const status = (text, error = false) => {
 let client = null;
 let selected = null;
 const panels = [];
+/** @type {Map<string, any>} the server's models by name (hello) */
+const models = new Map();
 
 function tokenize(text) {
   return text.toLowerCase().split(/\s+/).filter(Boolean).flatMap((w) => {
@@ -38,15 +43,29 @@ function chunks(words) {
   return out;
 }
 
+/** The line that presents a model: its name, architecture, size and, for the FWM, its memory. */
+function describe(model) {
+  const size = `${model.parameters.toLocaleString()} weights`;
+  if (model.architecture === 'fwm') {
+    return `${model.name}: fwm, ${size}, memory ${model.memory.join(' × ')}, ${model.reads} chained reads`;
+  }
+  const reading = model.input === 'sentence' ? ', reads a sentence at a time and answers after "?"' : '';
+  return `${model.name}: ${model.architecture}, ${size}${reading}`;
+}
+
 class Panel {
-  constructor(session, name, history, note) {
+  constructor(session, name, history, note, model) {
     this.session = session;
     this.name = name;
+    this.model = model;
+    this.traced = model.architecture === 'fwm'; // only the FWM's memory can be traced
     this.history = history; // [{word, k1, k2}]
     this.root = /** @type {HTMLElement} */ (
       /** @type {HTMLTemplateElement} */ ($('#session-template')).content.firstElementChild.cloneNode(true));
     this.root.dataset.session = name;
     $('.name', this.root).textContent = `session ${name}`;
+    $('.model', this.root).textContent = model.name;
+    this.root.dataset.model = model.name;
     const story = /** @type {HTMLTextAreaElement} */ ($('.story', this.root));
     story.value = panels.length === 0 ? SAMPLE : '';
     story.placeholder = 'Type or paste a story: one sentence after another.';
@@ -101,7 +120,9 @@ class Panel {
   async read(text) {
     const words = tokenize(text);
     if (words.length === 0) return;
-    for (const piece of chunks(words)) this.remember((await this.session.trace(piece, { topk: 0 })).steps);
+    if (this.traced) {
+      for (const piece of chunks(words)) this.remember((await this.session.trace(piece, { topk: 0 })).steps);
+    }
     const stream = $('.stream', this.root);
     const r = await this.session.feed(text, {
       topk: 3,
@@ -146,6 +167,13 @@ class Panel {
       bar.append(label, wrap, `${(100 * p).toFixed(1)}%`);
       box.append(bar);
     }
+    if (!this.traced) {
+      const r = await this.session.feed(`${q} ${a.answer}`, { notify: false });
+      this.updatePos(r.pos);
+      this.note(`asked: ${q} → ${a.answer}`);
+      select(this);
+      return;
+    }
     // what the question and the answer write and read, then read them for real
     const t = await this.session.trace(`${q} ${a.answer}`, { memory: true, topk: 3 });
     const steps = t.steps;
@@ -163,6 +191,8 @@ class Panel {
   }
 
   async showMemory() {
+    select(this);
+    if (!this.traced) return;
     const t = await this.session.trace(undefined, { memory: true });
     select(this);
     drawSlices($('#slices'), floats(t.memory), t.shape);
@@ -179,7 +209,8 @@ class Panel {
   async fork() {
     const child = await this.session.fork();
     const name = String.fromCharCode(65 + panels.length);
-    const panel = new Panel(child, name, this.history.slice(), `forked from session ${this.name}: it has read the same`);
+    const panel = new Panel(child, name, this.history.slice(), `forked from session ${this.name}: it has read the same`,
+      this.model);
     panels.push(panel);
     panel.updatePos((await child.predict()).pos);
     select(panel);
@@ -191,6 +222,24 @@ function select(panel) {
   for (const p of panels) p.root.classList.toggle('selected', p === panel);
   selected = panel;
   $('#memory-of').textContent = `session ${panel.name}`;
+  $('#memory-view').hidden = !panel.traced;
+  const other = $('#memory-other');
+  other.hidden = panel.traced;
+  other.textContent = panel.traced ? '' : `Session ${panel.name} reads with ${describe(panel.model)}. `
+    + 'This view draws the FWM\'s fast-weight tensor and its chained reads; other architectures keep '
+    + 'their memory in other shapes, so choose an FWM model to see it.';
+}
+
+/** Open a session with the model named `name` (the server's default when empty) in a new panel. */
+async function openPanel(name) {
+  const model = name ? models.get(name) : [...models.values()].find((m) => m.default);
+  const session = await client.open({ model: model.name, topk: 3 });
+  const letter = String.fromCharCode(65 + panels.length);
+  const primed = model.prime.length ? `primed: it has read ${model.prime.join(' ')}` : '';
+  const panel = new Panel(session, letter, [], primed, model);
+  panels.push(panel);
+  select(panel);
+  return panel;
 }
 
 async function start(token) {
@@ -204,14 +253,28 @@ async function start(token) {
     return;
   }
   $('#auth').hidden = true;
-  const model = hello.models[0];
-  status(`connected: ${model.name}, ${model.parameters.toLocaleString()} weights, memory `
-    + `${model.memory.join(' × ')}, ${model.reads} chained reads`);
-  const session = await client.open({ topk: 3 });
-  const panel = new Panel(session, 'A', [], model.prime.length ? `primed: it has read ${model.prime.join(' ')}` : '');
-  panels.push(panel);
-  select(panel);
+  for (const m of hello.models) models.set(m.name, m);
+  const model = hello.models.find((m) => m.default) || hello.models[0];
+  status(`connected: ${describe(model)}`
+    + (hello.models.length > 1 ? ` (and ${hello.models.length - 1} more)` : ''));
+  const choice = /** @type {HTMLSelectElement} */ ($('#model'));
+  choice.textContent = '';
+  for (const m of hello.models) {
+    const option = document.createElement('option');
+    option.value = m.name;
+    option.textContent = describe(m);
+    option.selected = m === model;
+    choice.append(option);
+  }
+  $('#new-session').hidden = false;
+  await openPanel(model.name);
 }
+
+$('#new-session').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const name = /** @type {HTMLSelectElement} */ ($('#model')).value;
+  openPanel(name).catch((err) => status(`cannot open a session: ${err.message || err}`, true));
+});
 
 $('#auth').addEventListener('submit', (e) => {
   e.preventDefault();

@@ -2,11 +2,16 @@
 // puppeteer-core) loads the page from a running fwm-serve (--http, the assembled www folder, the
 // bundled LM model), reads a story, asks questions, forks a session and asks it too, and checks the
 // answers shown, that the memory view drew its heatmaps (coloured pixels on every canvas), and saves
-// a screenshot. Environment: FWM_SERVE, FWM_MODEL, FWM_WWW (the assembled folder), FWM_SCREENSHOT
-// (where the picture goes), CHROMIUM (default /usr/bin/chromium).
+// a screenshot; then opens a session of a second model chosen from the page's list (an LSTM written
+// by fwm-init with the story's words), reads and asks with it, and checks that the memory view says
+// it draws FWM sessions only. Environment: FWM_SERVE, FWM_MODEL, FWM_INIT, FWM_WWW (the assembled
+// folder), FWM_SCREENSHOT (where the picture goes), CHROMIUM (default /usr/bin/chromium).
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import puppeteer from 'puppeteer-core';
 import { babiFile, readStories, startServer } from '../../clients/js/test/harness.js';
@@ -14,11 +19,26 @@ import { babiFile, readStories, startServer } from '../../clients/js/test/harnes
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const WWW = process.env.FWM_WWW;
 const SCREENSHOT = process.env.FWM_SCREENSHOT;
+const LSTM_WORDS = ['<pad>', '<eos>', '.', '?', 'mary', 'moved', 'to', 'the', 'bathroom', 'john', 'went',
+  'kitchen', 'where', 'is'];
 let server;
 let browser;
 
+/** A small untrained LSTM over LSTM_WORDS (fwm-init), named lstm-demo: a second model to choose. */
+function writeLstm() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fwm-page-'));
+  fs.writeFileSync(path.join(dir, 'vocab.txt'), `${LSTM_WORDS.join('\n')}\n`);
+  const out = path.join(dir, 'lstm.gguf');
+  execFileSync(process.env.FWM_INIT, ['--arch', 'lstm', '--layers', '1', '--embedding', '8', '--hidden', '16',
+    '--vocab', path.join(dir, 'vocab.txt'), '--name', 'lstm-demo', '--out', out], { stdio: 'ignore' });
+  return out;
+}
+
 before(async () => {
-  server = await startServer({ flags: ['--http', 'tcp://127.0.0.1:0', '--http-root', WWW] });
+  server = await startServer({
+    models: [process.env.FWM_MODEL, writeLstm()],
+    flags: ['--http', 'tcp://127.0.0.1:0', '--http-root', WWW],
+  });
   browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -112,6 +132,46 @@ test('the page reads a story, answers from memory, forks, and shows the memory',
       && document.querySelectorAll('article[data-session="A"] .word').length > 0);
     assert.equal(await ask(page, 'A', story[first].text), story[first].answer, `bAbI: ${text} ${story[first].text}`);
   }
+
+  assert.deepEqual(errors, [], 'no script errors in the page');
+  await page.close();
+});
+
+test('a session of another model, chosen from the list, reads and answers; the memory view is the FWM\'s', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`${server.http}/`);
+  await until(page, () => document.querySelector('#status').textContent.startsWith('connected'));
+  const options = await page.$$eval('#model option', (os) => os.map((o) => [o.value, o.textContent]));
+  assert.equal(options.length, 2);
+  assert.match(options[0][1], /^fwm-catbabi-10k-lm: fwm, 683,745 weights, memory 32 × 32 × 32, 3 chained reads$/);
+  assert.deepEqual(options[1], ['lstm-demo', `lstm-demo: lstm, ${(14 * 8 + 4 * 16 * (8 + 16) + 4 * 16 + 14 * 16 + 14).toLocaleString('en-US')} weights`]);
+  assert.equal(await page.$eval('#model', (el) => el.value), 'fwm-catbabi-10k-lm', 'the default model is chosen');
+  assert.equal(await page.$eval('article[data-session="A"]', (el) => el.dataset.model), 'fwm-catbabi-10k-lm');
+
+  // a new session with the LSTM: its panel names it, it reads with predictions and answers
+  await page.select('#model', 'lstm-demo');
+  await page.click('#new-session button');
+  await until(page, () => document.querySelector('article[data-session="B"]') !== null);
+  assert.equal(await page.$eval('article[data-session="B"]', (el) => el.dataset.model), 'lstm-demo');
+  assert.equal(await page.$eval('article[data-session="B"] .model', (el) => el.textContent), 'lstm-demo');
+  await page.$eval('article[data-session="B"] .story', (el) => { el.value = 'Mary moved to the bathroom. John went to the kitchen.'; });
+  await page.click('article[data-session="B"] .read');
+  await until(page, () => document.querySelectorAll('article[data-session="B"] .word').length === 12);
+  assert.match(await page.$eval('article[data-session="B"] .word small', (el) => el.textContent), /\d\.\d\d/);
+  const answer = await ask(page, 'B', 'Where is Mary?');
+  assert.ok(LSTM_WORDS.includes(answer), `the answer is a word of the LSTM's vocabulary (${answer})`);
+  assert.match(await page.$eval('article[data-session="B"] .pos', (el) => el.textContent), /^\d+ words read$/);
+  assert.equal(await page.$eval('#memory-view', (el) => el.hidden), true, 'no FWM memory view for the LSTM');
+  assert.match(await page.$eval('#memory-other', (el) => el.textContent), /Session B reads with lstm-demo: lstm/);
+
+  // back to the FWM session: its memory view returns; a fork of B keeps B's model
+  await page.click('article[data-session="A"] h2');
+  assert.equal(await page.$eval('#memory-view', (el) => el.hidden), false);
+  await page.click('article[data-session="B"] .fork');
+  await until(page, () => document.querySelector('article[data-session="C"]') !== null);
+  assert.equal(await page.$eval('article[data-session="C"]', (el) => el.dataset.model), 'lstm-demo');
 
   assert.deepEqual(errors, [], 'no script errors in the page');
   await page.close();
