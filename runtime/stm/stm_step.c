@@ -318,7 +318,8 @@ static void word_output(const fwm_stm_model *sm, const dims *k, workspace *ws, f
 static void answer_mlp(workspace *ws, const dims *k, const fwm_stm_mlp *mlp, size_t out_rows,
                        const size_t *lane, size_t m, size_t h, size_t out) {
     lanes_matvec(ws, mlp->weight1, k->Ha, k->E, lane, m, ws->x, ws->xs, mlp->bias1, ws->ans + h, ws->anss);
-    for (size_t i = 0; i < m; i++) fwm__tanh_array(ws->ans + lane[i] * ws->anss + h, ws->ans + lane[i] * ws->anss + h, k->Ha);
+    for (size_t i = 0; i < m; i++)
+        fwm__tanh_array(ws->ans + lane[i] * ws->anss + h, ws->ans + lane[i] * ws->anss + h, k->Ha);
     lanes_matvec(ws, mlp->weight2, out_rows, k->Ha, lane, m, ws->ans + h, ws->anss, mlp->bias2, ws->ans + out,
                  ws->anss);
     for (size_t i = 0; i < m; i++)
@@ -331,7 +332,8 @@ static void answer(const fwm_stm_model *sm, const dims *k, workspace *ws, fwm_se
     size_t d = k->d, nq = k->nq, Ha16 = pad16(k->Ha), d16 = pad16(d), q16 = pad16(nq);
     size_t ent = 4 * Ha16, role = ent + d16, total = role + 3 * q16, read = total + d16;
     answer_mlp(ws, k, &sm->entity, d, lane, m, 0, ent);
-    for (int r = 0; r < 3; r++) answer_mlp(ws, k, &sm->role[r], nq, lane, m, (size_t)(r + 1) * Ha16, role + (size_t)r * q16);
+    for (int r = 0; r < 3; r++)
+        answer_mlp(ws, k, &sm->role[r], nq, lane, m, (size_t)(r + 1) * Ha16, role + (size_t)r * q16);
     for (size_t i = 0; i < m; i++) {
         float *sc = ws->ans + lane[i] * ws->anss, *sum = sc + total;
         const float *e = sc + ent;
