@@ -134,7 +134,8 @@ static int command(cli *c, char *line) {
         char *blob = read_file(arg, &size);
         char session[FWM_CLIENT_SESSION_ID_SIZE];
         if (!blob) fprintf(stderr, "fwm-cli: cannot read %s\n", arg);
-        else if (fwm_client_restore(c->client, blob, size, c->model, session, &err) != FWM_RPC_OK) print_error("restore", &err);
+        else if (fwm_client_restore(c->client, blob, size, c->model, session, &err) != FWM_RPC_OK)
+            print_error("restore", &err);
         else {
             printf("(restored into session %s)\n", session);
             memcpy(c->session, session, sizeof session);
@@ -187,7 +188,8 @@ static int interactive(cli *c) {
                 continue;
             }
             printf("answer: %s (p=%.3f)", a.answer, (double)a.probability);
-            for (size_t i = 1; i < a.topk_count; i++) printf("  %s %.3f", a.topk[i].word, (double)a.topk[i].probability);
+            for (size_t i = 1; i < a.topk_count; i++)
+                printf("  %s %.3f", a.topk[i].word, (double)a.topk[i].probability);
             printf("\n");
         } else {
             uint64_t pos;

@@ -185,7 +185,8 @@ static int connect_tcp(const char *spec, int *fd, fwm_client_error *err) {
 }
 
 static int connect_any(const char *address, int *fd, fwm_client_error *err) {
-    if (strlen(address) >= ADDRESS_MAX) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "address too long: %.64s...", address);
+    if (strlen(address) >= ADDRESS_MAX)
+        return fail(err, FWM_RPC_CLIENT_ARGUMENT, "address too long: %.64s...", address);
     if (strncmp(address, "unix://", 7) == 0) return connect_unix(address + 7, fd, err);
     if (strncmp(address, "unix:", 5) == 0) return connect_unix(address + 5, fd, err);
     if (strncmp(address, "tcp://", 6) == 0) return connect_tcp(address + 6, fd, err);
@@ -284,7 +285,8 @@ static int read_message(fwm_client *c, fwm_client_error *err) {
             return FWM_RPC_OK;
         }
         if (r == FWM_RPC_ERROR)
-            return fail(err, FWM_RPC_BAD_RESPONSE, "malformed stream from the server: %s", fwm__rpc_reader_error(&c->reader));
+            return fail(err, FWM_RPC_BAD_RESPONSE, "malformed stream from the server: %s",
+                        fwm__rpc_reader_error(&c->reader));
         size_t available;
         void *space = fwm__rpc_reader_space(&c->reader, 65536, &available);
         if (!space) return fail(err, FWM_RPC_IO, "out of memory reading from the server");
@@ -334,7 +336,9 @@ static size_t get_predictions(fwm_client *c, const msgpack_object *list, const f
         if (pair->type != MSGPACK_OBJECT_ARRAY || pair->via.array.size != 2) continue;
         p[k].word = arena_string(c, &pair->via.array.ptr[0]);
         const msgpack_object *prob = &pair->via.array.ptr[1];
-        p[k].probability = (prob->type == MSGPACK_OBJECT_FLOAT32 || prob->type == MSGPACK_OBJECT_FLOAT64) ? (float)prob->via.f64 : 0.0f;
+        p[k].probability = (prob->type == MSGPACK_OBJECT_FLOAT32 || prob->type == MSGPACK_OBJECT_FLOAT64)
+                               ? (float)prob->via.f64
+                               : 0.0f;
         if (p[k].word) k++;
     }
     *out = p;
@@ -496,7 +500,8 @@ again:
             if (a[1].via.str.size == 5 && memcmp(a[1].via.str.ptr, "token", 5) == 0) {
                 token_event(c, &a[2], fn, user);
             } else if (a[1].via.str.size == 5 && memcmp(a[1].via.str.ptr, "error", 5) == 0) {
-                const msgpack_object *e = a[2].type == MSGPACK_OBJECT_ARRAY && a[2].via.array.size ? &a[2].via.array.ptr[0] : NULL;
+                const msgpack_object *e =
+                    a[2].type == MSGPACK_OBJECT_ARRAY && a[2].via.array.size ? &a[2].via.array.ptr[0] : NULL;
                 const char *msg = arena_string(c, get(e, "message"));
                 rc = fail(err, FWM_RPC_PROTOCOL, "the server refused the stream: %s", msg ? msg : "");
             }
@@ -614,7 +619,8 @@ const char *fwm_client_node(const fwm_client *c) {
 
 int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const fwm_client_session_info **items,
                         size_t *count, const char **next, fwm_client_error *err) {
-    if (!c || !items || !count || !next) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, items, count and next must not be NULL");
+    if (!c || !items || !count || !next)
+        return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, items, count and next must not be NULL");
     *items = NULL;
     *count = 0;
     *next = NULL;
@@ -625,7 +631,8 @@ int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const 
     int rc = finish(c, id, NULL, NULL, &r, err);
     if (rc != FWM_RPC_OK) return rc;
     const msgpack_object *list = get(r, "sessions");
-    if (!list || list->type != MSGPACK_OBJECT_ARRAY) return fail(err, FWM_RPC_BAD_RESPONSE, "sessions: no list in the answer");
+    if (!list || list->type != MSGPACK_OBJECT_ARRAY)
+        return fail(err, FWM_RPC_BAD_RESPONSE, "sessions: no list in the answer");
     size_t n = list->via.array.size;
     fwm_client_session_info *out = arena_alloc(c, (n ? n : 1) * sizeof *out);
     if (!out) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "out of memory");
@@ -634,7 +641,8 @@ int fwm_client_sessions(fwm_client *c, const char *after, unsigned limit, const 
         const msgpack_object *pos = get(o, "pos"), *resident = get(o, "resident");
         out[i].session = arena_string(c, get(o, "session"));
         out[i].model = arena_string(c, get(o, "model"));
-        if (!out[i].session || !out[i].model) return fail(err, FWM_RPC_BAD_RESPONSE, "sessions: an item without id or model");
+        if (!out[i].session || !out[i].model)
+            return fail(err, FWM_RPC_BAD_RESPONSE, "sessions: an item without id or model");
         out[i].has_pos = pos && pos->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
         out[i].pos = out[i].has_pos ? pos->via.u64 : 0;
         out[i].last_used_ms = get_u64(o, "last_used_ms");
@@ -812,7 +820,8 @@ int fwm_client_snapshot(fwm_client *c, const char *session, void **blob, size_t 
 
 int fwm_client_restore(fwm_client *c, const void *blob, size_t size, const char *model,
                        char session[FWM_CLIENT_SESSION_ID_SIZE], fwm_client_error *err) {
-    if (!c || (!blob && size) || !session) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, blob and session must not be NULL");
+    if (!c || (!blob && size) || !session)
+        return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, blob and session must not be NULL");
     uint32_t id = begin(c, "restore", model ? 2 : 1);
     fwm__rpc_pack_cstr(&c->pk, "state");
     msgpack_pack_bin(&c->pk, size);

@@ -61,9 +61,11 @@ bool fwm__rpc_call_decode(fwm__rpc_call *call, const uint8_t *data, size_t size,
     size_t next = 1;
     if (call->kind == FWM_RPC_REQUEST) {
         if (n < 2)
-            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "a request is [0, msgid, method, params]: found 1 element");
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
+                                 "a request is [0, msgid, method, params]: found 1 element");
         if (item[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "request msgid must be an unsigned 32-bit integer, found %s",
+            return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
+                                 "request msgid must be an unsigned 32-bit integer, found %s",
                                  type_name(item[1].type));
         if (item[1].via.u64 > UINT32_MAX)
             return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST,
@@ -81,11 +83,13 @@ bool fwm__rpc_call_decode(fwm__rpc_call *call, const uint8_t *data, size_t size,
     }
     const msgpack_object *method = &item[next], *params = &item[next + 1];
     if (method->type != MSGPACK_OBJECT_STR)
-        return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "method must be a string, found %s", type_name(method->type));
+        return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "method must be a string, found %s",
+                             type_name(method->type));
     call->method = method->via.str.ptr;
     call->method_length = method->via.str.size;
     if (params->type != MSGPACK_OBJECT_ARRAY)
-        return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "params must be an array, found %s", type_name(params->type));
+        return fwm__rpc_fail(failure, FWM_RPC_INVALID_REQUEST, "params must be an array, found %s",
+                             type_name(params->type));
     if (params->via.array.size == 1 && params->via.array.ptr[0].type == MSGPACK_OBJECT_MAP) {
         call->args = &params->via.array.ptr[0].via.map;
     } else if (params->via.array.size != 0) {

@@ -25,6 +25,21 @@
 struct fwm_model;
 struct fwm_session;
 
+/* An architecture's step maths for the shared entry points (step_driver.h): the driver checks,
+ * takes `scratch_floats` floats of scratch (on its stack when they are at most stack_floats, which
+ * is at most FWM_STEP_STACK_FLOATS; else one allocation), has `lay_out` build the architecture's
+ * workspace struct (at most FWM_STEP_WORKSPACE_BYTES, at `workspace`) over them, and calls `chunk`
+ * on up to `capacity` (at most chunk_sessions) checked sessions at a time, one token each, logits
+ * [n][V] or NULL. */
+typedef struct fwm_step_kernel {
+    size_t chunk_sessions;
+    size_t stack_floats;
+    size_t (*scratch_floats)(const struct fwm_model *model, size_t capacity);
+    void (*lay_out)(void *workspace, const struct fwm_model *model, float *scratch, size_t capacity);
+    void (*chunk)(void *workspace, const struct fwm_model *model, struct fwm_session *const *sessions,
+                  const uint32_t *tokens, size_t n, float *logits);
+} fwm_step_kernel;
+
 typedef struct fwm_arch_ops {
     const char *name; /* general.architecture */
     /* Build `model` (arch already set) from the whole file buf[0..size): parse and check the
@@ -51,7 +66,8 @@ typedef struct fwm_arch_ops {
     bool (*skip_answer)(struct fwm_session *session);
     /* Exact size of an exported blob. */
     size_t (*blob_size)(const struct fwm_model *model);
-    /* As the public functions of the same names (fwm.h), for a session of this architecture. */
+    /* As the public functions of the same names (fwm.h), for a session of this architecture: the
+     * shared fwm__driven_* (step_driver.h) over `kernel`, or (the FWM) the architecture's own. */
     fwm_status (*step)(struct fwm_session *session, uint32_t token, float *logits, fwm_error *err);
     fwm_status (*step_sequence)(struct fwm_session *session, const uint32_t *tokens, size_t count,
                                 float *logits, fwm_error *err);
@@ -63,6 +79,8 @@ typedef struct fwm_arch_ops {
                                fwm_error *err);
     /* The architecture's fields of fwm_model_info (the common ones are filled already). */
     void (*fill_info)(const struct fwm_model *model, fwm_model_info *info);
+    /* The step maths behind the shared entry points; NULL where the step has its own (the FWM). */
+    const fwm_step_kernel *kernel;
 } fwm_arch_ops;
 
 #define FWM_ARCH_OPS_DECLARE_(id, name, prefix) extern const fwm_arch_ops fwm__##prefix##_ops;

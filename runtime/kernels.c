@@ -4,8 +4,9 @@
  * default -march=native build on x86-64) and any other target; the few operations vector
  * extensions lack or compile poorly (fused multiply-add, floor, min/max/blend, the horizontal
  * adds of the reductions) use AVX intrinsics where the target has them and a lane-by-lane
- * fallback otherwise, each computing exactly what its fallback computes. No BLAS here: a BLAS may change its summation order with the
- * number of right-hand sides, which would break batched == single bit-identity.
+ * fallback otherwise, each computing exactly what its fallback computes. No BLAS here: a BLAS may
+ * change its summation order with the number of right-hand sides, which would break batched ==
+ * single bit-identity.
  */
 #include "kernels.h"
 

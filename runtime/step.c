@@ -1,11 +1,12 @@
 /* step.c - the FWM step: one session, a token sequence, or a batch of sessions; and the derived
  * input-gate table computed when a model is prepared.
  *
- * The entry points are the FWM's ops (fwm_ops.c; the public functions in dispatch.c call them).
- * Every entry point validates everything first (step_checks.h), then runs the same chunk routine (step_chunk) on
- * up to CHUNK_SESSIONS sessions at a time: the weight matrix-vector products are batched across the
- * chunk (fwm__matvec_batch, whose per-element arithmetic does not depend on the batch), the
- * fast-weight passes run per session. So a single step is a chunk of one, a sequence is a run of
+ * The entry points are the FWM's ops (fwm_ops.c; the public functions in dispatch.c call them): the
+ * FWM keeps its own, the hot path, beside the other architectures' shared ones (step_driver.h).
+ * Every entry point validates everything first (step_checks.h), then runs the same chunk routine
+ * (step_chunk) on up to CHUNK_SESSIONS sessions at a time: the weight matrix-vector products are
+ * batched across the chunk (fwm__matvec_batch, whose per-element arithmetic does not depend on the
+ * batch), the fast-weight passes run per session. So a single step is a chunk of one, a sequence is a run of
  * chunks of one, and all three are bit-identical by construction.
  *
  * The math per step is docs/MODEL.md's, in this order: LSTM, write
@@ -319,9 +320,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
 /* ---- entry points ------------------------------------------------------------------------------ */
 
 fwm_status fwm__fwm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
-    fwm_status status = fwm__check_token(session->model, token, "", 0, err);
+    fwm_status status = fwm__check_step(session, token, err);
     if (status != FWM_OK) return status;
     _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
     scratch s;
@@ -334,20 +333,12 @@ fwm_status fwm__fwm_step(fwm_session *session, uint32_t token, float *logits, fw
 
 fwm_status fwm__fwm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
                                   float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
-    if (count == 0) return FWM_OK;
-    if (!tokens)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
+    fwm_status status = fwm__check_sequence(session, tokens, count, err);
+    if (status != FWM_OK || count == 0) return status;
     const struct fwm_model *model = session->model;
-    for (size_t i = 0; i < count; i++) {
-        fwm_status status = fwm__check_token(model, tokens[i], "at sequence position", i, err);
-        if (status != FWM_OK) return status;
-    }
     _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
     scratch s;
-    fwm_status status = scratch_init(&s, model, 1, stack_buffer, STACK_SCRATCH_FLOATS, err);
+    status = scratch_init(&s, model, 1, stack_buffer, STACK_SCRATCH_FLOATS, err);
     if (status != FWM_OK) return status;
     size_t V = model->hp.vocab_size;
     for (size_t i = 0; i < count; i++)

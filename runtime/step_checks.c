@@ -17,6 +17,21 @@ fwm_status fwm__token_out_of_range(const struct fwm_model *model, uint32_t token
                       token, place, model->hp.vocab_size, model->hp.vocab_size - 1);
 }
 
+fwm_status fwm__check_sequence(const struct fwm_session *session, const uint32_t *tokens, size_t count,
+                               fwm_error *err) {
+    fwm__error_clear(err);
+    if (!session)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
+    if (count == 0) return FWM_OK;
+    if (!tokens)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
+    for (size_t i = 0; i < count; i++) {
+        fwm_status status = fwm__check_token(session->model, tokens[i], "at sequence position", i, err);
+        if (status != FWM_OK) return status;
+    }
+    return FWM_OK;
+}
+
 typedef struct indexed_session {
     const fwm_session *session;
     size_t index;

@@ -274,7 +274,8 @@ bool fwm__cluster_node_claim(fwm__server *s, const uint8_t *id, fwm__rpc_failure
             fail_moved(failure, hex, owner);
             return false;
         case FWM_CLAIM_NONE:
-            fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s in the cluster (closed, or never opened)", hex);
+            fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s in the cluster (closed, or never opened)",
+                          hex);
             return false;
         case FWM_CLAIM_LOST:
             pthread_mutex_lock(&n->mutex);

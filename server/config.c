@@ -37,13 +37,16 @@ static const option_spec options[] = {
     {"workers", OPT_SIZE, F(workers), 0, 256, "compute threads (0: one per CPU)"},
     {"max-batch", OPT_SIZE, F(max_batch), 1, 65536, "sessions stepped together in one batch"},
     {"max-sessions", OPT_SIZE, F(max_sessions), 1, 1e8, "resident sessions; beyond: error session_limit"},
-    {"max-sessions-per-connection", OPT_SIZE, F(max_sessions_per_connection), 0, 1e8, "sessions one connection may create (opens, forks, restores minus its closes; 0: a quarter of max-sessions, at least 1000)"},
+    {"max-sessions-per-connection", OPT_SIZE, F(max_sessions_per_connection), 0, 1e8,
+     "sessions one connection may create (opens, forks, restores minus its closes; 0: a quarter of "
+     "max-sessions, at least 1000)"},
     {"max-connections", OPT_SIZE, F(max_connections), 1, 1e6, "open connections; beyond: refused"},
     {"idle-timeout", OPT_SECONDS, F(idle_timeout_s), 0, 1e9, "seconds before an idle session is closed (0: never)"},
     {"drain-timeout", OPT_SECONDS, F(drain_timeout_s), 0, 3600, "seconds to finish in-flight work on shutdown"},
     {"default-topk", OPT_SIZE, F(default_topk), 0, 1e6, "predictions per token when a request gives no topk"},
     {"max-feed-tokens", OPT_SIZE, F(max_feed_tokens), 1, 1e8, "tokens in one feed or ask; beyond: too_large"},
-    {"max-queued-tokens", OPT_SIZE, F(max_queued_tokens), 1, 1e10, "tokens waiting over all sessions; beyond: overloaded"},
+    {"max-queued-tokens", OPT_SIZE, F(max_queued_tokens), 1, 1e10,
+     "tokens waiting over all sessions; beyond: overloaded"},
     {"max-output-bytes", OPT_SIZE, F(max_output_bytes), 1024, 1e10, "unsent bytes per connection before backpressure"},
     {"max-inflight", OPT_SIZE, F(max_inflight), 1, 1e7, "unfinished requests per connection before reading pauses"},
     {"message-timeout", OPT_SECONDS, F(message_timeout_s), 0, 1e9,
@@ -57,15 +60,21 @@ static const option_spec options[] = {
     {"max-objects", OPT_SIZE, F(limits.max_objects), 4, 1e9, "objects in one message"},
     {"unix-mode", OPT_MODE, F(unix_mode), 0, 0777, "unix: socket file permissions, octal"},
     {"quiet", OPT_FLAG, F(quiet), 0, 1, "no log lines on stderr"},
-    {"mmap-models", OPT_FLAG, F(mmap_models), 0, 1, "map model files instead of copying them (they must then never change: replace with rename)"},
+    {"mmap-models", OPT_FLAG, F(mmap_models), 0, 1,
+     "map model files instead of copying them (they must then never change: replace with rename)"},
     {"insecure", OPT_FLAG, F(insecure), 0, 1, "allow a non-loopback --listen without --auth-token-file"},
     {"fsync-interval-ms", OPT_SIZE, F(fsync_interval_ms), 1, 60000, "--fsync interval: milliseconds between fsyncs"},
-    {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9, "durable: snapshot a session after this many logged tokens"},
-    {"max-resident", OPT_SIZE, F(max_resident), 0, 1e8, "durable: resident sessions before the least recently used are written out (0: no limit)"},
-    {"max-memory-bytes", OPT_SIZE, F(max_memory_bytes), 0, 1e15, "memory budget for sessions, buffers and weights (0: 80% of RAM)"},
-    {"session-ttl", OPT_SECONDS, F(session_ttl_s), 0, 1e10, "durable: delete stored sessions unused this long (0: never)"},
+    {"snapshot-tokens", OPT_SIZE, F(snapshot_tokens), 1, 1e9,
+     "durable: snapshot a session after this many logged tokens"},
+    {"max-resident", OPT_SIZE, F(max_resident), 0, 1e8,
+     "durable: resident sessions before the least recently used are written out (0: no limit)"},
+    {"max-memory-bytes", OPT_SIZE, F(max_memory_bytes), 0, 1e15,
+     "memory budget for sessions, buffers and weights (0: 80% of RAM)"},
+    {"session-ttl", OPT_SECONDS, F(session_ttl_s), 0, 1e10,
+     "durable: delete stored sessions unused this long (0: never)"},
     {"store-max-bytes", OPT_SIZE, F(store_max_bytes), 0, 1e15, "durable: the largest the store may grow (0: 1 TiB)"},
-    {"lease-ttl-ms", OPT_SIZE, F(lease_ttl_ms), 300, 600000, "cluster: a node's lease lasts this long unless renewed (renewed every third of it)"},
+    {"lease-ttl-ms", OPT_SIZE, F(lease_ttl_ms), 300, 600000,
+     "cluster: a node's lease lasts this long unless renewed (renewed every third of it)"},
 };
 #undef F
 #define OPTION_COUNT (sizeof options / sizeof options[0])
@@ -150,7 +159,8 @@ static void print_help(FILE *out) {
             "                        else; without it only loopback addresses are served (or --insecure)\n"
             "  --data-dir DIR        durable sessions: keep every session in an LMDB store in DIR, so they\n"
             "                        survive restarts and crashes and outnumber what RAM holds (default: memory only)\n"
-            "  --store LOCATION      durable sessions in a folder (as --data-dir), or in Redis: redis://HOST:PORT[/DB]\n"
+            "  --store LOCATION      durable sessions in a folder (as --data-dir), or in Redis: "
+            "redis://HOST:PORT[/DB]\n"
             "                        or unix:/PATH[?db=N] (several nodes may share one: docs/CLUSTER.md)\n"
             "  --advertise ADDRESS   cluster mode (Redis store): this node's address for clients (tcp://HOST:PORT or\n"
             "                        unix:PATH); sessions then have one owner at a time, others answer `moved`\n"
@@ -205,7 +215,8 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
         fwm__free(*field);
         *field = NULL;
         if (!value || !*value) {
-            fprintf(err, "fwm-serve: %s--%s needs %s\n", where, name, name[4] ? "a folder" : "an address (tcp://HOST:PORT)");
+            fprintf(err, "fwm-serve: %s--%s needs %s\n", where, name,
+                    name[4] ? "a folder" : "an address (tcp://HOST:PORT)");
             return 1;
         }
         return (*field = copy_string(value)) ? 0 : 1;
@@ -230,7 +241,9 @@ static int set_option(fwm__config *config, const char *name, const char *value, 
         config->advertise = NULL;
         if (!value || (strncmp(value, "tcp://", 6) != 0 && strncmp(value, "unix:", 5) != 0) || strchr(value, '|') ||
             strlen(value) > 200) {
-            fprintf(err, "fwm-serve: %s--advertise: expected tcp://HOST:PORT or unix:PATH (at most 200 bytes), found '%s'\n",
+            fprintf(err,
+                    "fwm-serve: %s--advertise: expected tcp://HOST:PORT or unix:PATH (at most 200 bytes), "
+                    "found '%s'\n",
                     where, value ? value : "");
             return 1;
         }

@@ -29,7 +29,8 @@ typedef struct fwm__config {
     size_t workers;           /* compute threads; 0: one per CPU */
     size_t max_batch;         /* sessions per batch step */
     size_t max_sessions;      /* resident sessions */
-    size_t max_sessions_per_connection; /* opens/forks/restores minus closes on one connection; 0: a quarter of max_sessions */
+    /* opens/forks/restores minus closes on one connection; 0: a quarter of max_sessions */
+    size_t max_sessions_per_connection;
     size_t max_connections;
     double idle_timeout_s;    /* close sessions idle this long; 0: never */
     double drain_timeout_s;   /* on shutdown, wait this long for in-flight work */

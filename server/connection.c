@@ -395,7 +395,8 @@ bool fwm__connection_admit(fwm__connection *c, bool admin) {
     /* An operator can always get in over a Unix socket: it keeps ADMIN_CONNECTIONS beyond the limit.
      * Plain HTTP requests on the --http port count too (http.c). */
     size_t allowed = s->config->max_connections + (admin ? ADMIN_CONNECTIONS : 0);
-    uint64_t open = s->metrics.connections_open + s->metrics.http_connections_open - s->metrics.websocket_connections_open;
+    uint64_t open =
+        s->metrics.connections_open + s->metrics.http_connections_open - s->metrics.websocket_connections_open;
     if (open > allowed) {
         s->metrics.connections_refused++;
         char message[128];
@@ -427,8 +428,10 @@ void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     if (listener->type == UV_TCP) uv_tcp_nodelay(&c->h.tcp, 1);
     if (!fwm__listeners_descriptor_left(s)) { /* it took the last one: the next accept would fail */
         char message[160];
-        snprintf(message, sizeof message, "the server is out of file descriptors (open-file limit %llu, %llu connections "
-                 "open); retry later", (unsigned long long)s->fd_limit, (unsigned long long)s->metrics.connections_open - 1);
+        snprintf(message, sizeof message,
+                 "the server is out of file descriptors (open-file limit %llu, %llu connections "
+                 "open); retry later", (unsigned long long)s->fd_limit,
+                 (unsigned long long)s->metrics.connections_open - 1);
         fwm__listeners_accept_error(s, UV_EMFILE);
         s->metrics.connections_refused++;
         refuse_now(c, FWM_RPC_OVERLOADED, message);

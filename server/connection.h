@@ -54,8 +54,8 @@ typedef struct fwm__connection {
     bool ws_message_started;  /* its first fragment has gone */
     size_t ws_incoming;       /* bytes of the incoming WebSocket message so far */
     bool ws_in_message;       /* between the first and the final fragment of an incoming message */
-    int ws_close_status;
-    bool ws_close_sent;       /* our close frame has gone */      /* the close frame's status once closing by request (1000, 1002, ...) */
+    int ws_close_status;      /* the close frame's status once closing by request (1000, 1002, ...) */
+    bool ws_close_sent;       /* our close frame has gone */
     fwm__server *server;
     fwm__sink sink;
     fwm__rpc_reader reader;

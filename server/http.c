@@ -81,7 +81,8 @@ static void on_listener(uv_poll_t *handle, int status, int events) {
                 int refused = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC);
                 if (refused >= 0) {
                     s->metrics.connections_refused++;
-                    refuse_http(refused, "503 Service Unavailable", "the server is out of file descriptors; retry later");
+                    refuse_http(refused, "503 Service Unavailable",
+                                "the server is out of file descriptors; retry later");
                 }
                 fwm__listeners_descriptor_left(s); /* takes the spare back */
             }
@@ -142,8 +143,10 @@ static int respond(struct lws *wsi, http_session *hs, unsigned status, const cha
         lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:", (const unsigned char *)"no-store", 8,
                                     &p, end) ||
         (extra_name && lws_add_http_header_by_name(wsi, (const unsigned char *)extra_name,
-                                                   (const unsigned char *)extra_value, (int)strlen(extra_value), &p, end)) ||
-        (hs->close && lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const unsigned char *)"close", 5, &p, end)) ||
+                                                   (const unsigned char *)extra_value,
+                                                   (int)strlen(extra_value), &p, end)) ||
+        (hs->close &&
+         lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const unsigned char *)"close", 5, &p, end)) ||
         lws_finalize_write_http_header(wsi, start, &p, end))
         return 1;
     lws_callback_on_writable(wsi);
@@ -226,17 +229,19 @@ static int health(struct lws *wsi, http_session *hs, fwm__server *s) {
                            s->metrics.websocket_connections_open;
     if (s->shutting_down) {
         status = "draining";
-        snprintf(reason, sizeof reason, "the server is shutting down: it finishes what is in flight and takes no new work");
+        snprintf(reason, sizeof reason,
+                 "the server is shutting down: it finishes what is in flight and takes no new work");
     } else if (s->journal && !fwm__journal_healthy(s->journal, why, sizeof why)) {
         status = "failing";
         snprintf(reason, sizeof reason, "the session store cannot write: %s", why);
     } else if (st.tokens_queued >= cfg->max_queued_tokens) {
         status = "overloaded";
-        snprintf(reason, sizeof reason, "%llu tokens queued, max-queued-tokens %zu", (unsigned long long)st.tokens_queued,
-                 cfg->max_queued_tokens);
+        snprintf(reason, sizeof reason, "%llu tokens queued, max-queued-tokens %zu",
+                 (unsigned long long)st.tokens_queued, cfg->max_queued_tokens);
     } else if (!s->store && used + s->models[0].session_bytes > cfg->max_memory_bytes) { /* the default model's */
         status = "overloaded";
-        snprintf(reason, sizeof reason, "the memory budget has no room for another session (%llu of max-memory-bytes %zu)",
+        snprintf(reason, sizeof reason,
+                 "the memory budget has no room for another session (%llu of max-memory-bytes %zu)",
                  (unsigned long long)used, cfg->max_memory_bytes);
     } else if (s->sessions.count + s->reserved_sessions >= cfg->max_sessions) {
         status = "overloaded";
@@ -274,7 +279,8 @@ static int models(struct lws *wsi, http_session *hs, fwm__server *s) {
         json_string(model->name, name, sizeof name);
         used += (size_t)snprintf(out + used, capacity - used,
                                  "%s{\"id\":%s,\"object\":\"model\",\"owned_by\":\"fwm\",\"default\":%s,"
-                                 "\"architecture\":\"%s\",\"fingerprint\":\"%s\",\"vocab_size\":%u,\"embedding\":%u,\"hidden\":%u,"
+                                 "\"architecture\":\"%s\",\"fingerprint\":\"%s\",\"vocab_size\":%u,"
+                                 "\"embedding\":%u,\"hidden\":%u,"
                                  "\"memory\":[%u,%u,%u],\"reads\":%u,\"parameters\":%llu,\"session_bytes\":%zu}",
                                  m ? "," : "", name, m == 0 ? "true" : "false", i->architecture, model->fingerprint,
                                  i->vocab_size,
@@ -564,8 +570,8 @@ int fwm__http_open(fwm__server *s) {
                        ? s->config->message_timeout_s : HEADER_TIMEOUT_S;
     info.timeout_secs = (unsigned)ceil(limit);
     info.timeout_secs_ah_idle = info.timeout_secs;
-    info.fd_limit_per_thread = (unsigned)(s->config->max_connections + 64 < s->fd_limit ? s->config->max_connections + 64
-                                                                                       : s->fd_limit);
+    uint64_t wanted_fds = (uint64_t)s->config->max_connections + 64;
+    info.fd_limit_per_thread = (unsigned)(wanted_fds < s->fd_limit ? wanted_fds : s->fd_limit);
     info.vhost_name = "fwm";
     h->context = lws_create_context(&info);
     if (!h->context) {

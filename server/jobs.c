@@ -334,7 +334,9 @@ static bool respond_simple(fwm__job_context *ctx, fwm__session_entry *e, fwm__jo
             break;
         }
     }
-    fwm__outbox_record *r = job->sink ? end_job(ctx, job, packed, offset) : add_record(ctx, job, fwm__job_context_outbox(ctx) ? fwm__job_context_outbox(ctx)->buffer.size : 0);
+    fwm__outbox_record *r =
+        job->sink ? end_job(ctx, job, packed, offset)
+                  : add_record(ctx, job, fwm__job_context_outbox(ctx) ? fwm__job_context_outbox(ctx)->buffer.size : 0);
     if (r) {
         r->insert = insert;
         r->unreserve = unreserve;

@@ -229,7 +229,8 @@ static uint32_t *tokenize(request *r, const fwm__served_model *m, const char *te
     fwm__free(tokens);
     if (status == FWM_ERR_UNKNOWN_WORD) unknown_word(r, err.message);
     else if (status == FWM_OK || status == FWM_ERR_BUFFER_TOO_SMALL)
-        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "the text has %zu tokens, more than max-feed-tokens %zu", *count, limit);
+        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "the text has %zu tokens, more than max-feed-tokens %zu",
+                      *count, limit);
     else
         fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "cannot tokenize the text: %s", err.message);
     return NULL;
@@ -255,7 +256,8 @@ static uint32_t *token_array(request *r, const fwm__served_model *m, const msgpa
         const msgpack_object *t = &o->via.array.ptr[i];
         if (t->type != MSGPACK_OBJECT_POSITIVE_INTEGER || t->via.u64 >= m->info.vocab_size) {
             if (t->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-                fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "tokens[%zu] = %llu is out of range (vocabulary of %u)", i,
+                fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS,
+                              "tokens[%zu] = %llu is out of range (vocabulary of %u)", i,
                               (unsigned long long)t->via.u64, m->info.vocab_size);
             else
                 fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "tokens[%zu] is not a non-negative integer", i);

@@ -157,7 +157,8 @@ static void durability(text *t, fwm__server *s) {
     scalar(t, "fwm_sessions_stored", "gauge", "Sessions in the durable store.", (double)info.sessions);
     scalar(t, "fwm_evictions_total", "counter", "Sessions written out of memory to the store.", (double)m->evictions);
     scalar(t, "fwm_loads_total", "counter", "Stored sessions brought back into memory.", (double)m->loads);
-    scalar(t, "fwm_load_failures_total", "counter", "Stored sessions that could not be rebuilt.", (double)m->load_failures);
+    scalar(t, "fwm_load_failures_total", "counter", "Stored sessions that could not be rebuilt.",
+           (double)m->load_failures);
     histogram(t, "fwm_load_latency_seconds", "Time to bring a stored session back into memory.", &m->load_latency);
     scalar(t, "fwm_store_commits_total", "counter", "Store write transactions.", (double)js.commits);
     scalar(t, "fwm_store_fsyncs_total", "counter", "Store syncs to disk.", (double)js.fsyncs);
@@ -193,7 +194,8 @@ char *fwm__prometheus_render(fwm__server *s, size_t headroom, size_t *length) {
     scalar(&t, "fwm_sessions_opened_total", "counter", "Sessions created (open, fork, restore).",
            (double)m->sessions_opened);
     scalar(&t, "fwm_sessions_closed_total", "counter", "Sessions closed by clients.", (double)m->sessions_closed);
-    scalar(&t, "fwm_sessions_expired_total", "counter", "Sessions closed by idle-timeout.", (double)m->sessions_expired);
+    scalar(&t, "fwm_sessions_expired_total", "counter", "Sessions closed by idle-timeout.",
+           (double)m->sessions_expired);
     scalar(&t, "fwm_tokens_total", "counter", "Tokens stepped through the models.", (double)st.tokens);
     scalar(&t, "fwm_tokens_queued", "gauge", "Tokens waiting to be stepped.", (double)st.tokens_queued);
     scalar(&t, "fwm_tokens_queued_max", "gauge", "Queued tokens beyond which requests are refused (max-queued-tokens).",

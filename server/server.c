@@ -215,7 +215,8 @@ static void expire_connections(fwm__server *s, uint64_t now) {
         fwm__server_log(s, "closed %u connections: no complete message within message-timeout %gs",
                         count[FWM_CONNECTION_MESSAGE_TIMEOUT], s->config->message_timeout_s);
     if (count[FWM_CONNECTION_IDLE_TIMEOUT])
-        fwm__server_log(s, "closed %u idle connections (connection-idle-timeout %gs)", count[FWM_CONNECTION_IDLE_TIMEOUT],
+        fwm__server_log(s, "closed %u idle connections (connection-idle-timeout %gs)",
+                        count[FWM_CONNECTION_IDLE_TIMEOUT],
                         s->config->connection_idle_timeout_s);
 }
 
@@ -225,7 +226,8 @@ static void on_housekeeping(uv_timer_t *timer) {
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
     if (now - s->metrics.rate_ns >= 500000000u) {
-        s->metrics.tokens_per_second = (double)(st.tokens - s->metrics.rate_tokens) * 1e9 / (double)(now - s->metrics.rate_ns);
+        s->metrics.tokens_per_second =
+            (double)(st.tokens - s->metrics.rate_tokens) * 1e9 / (double)(now - s->metrics.rate_ns);
         s->metrics.rate_tokens = st.tokens;
         s->metrics.rate_ns = now;
     }
@@ -390,7 +392,8 @@ static int load_models(fwm__server *s) {
         s->model_names[i] = m->name;
         snprintf(m->fingerprint, sizeof m->fingerprint, "%016llx", (unsigned long long)m->info.fingerprint);
         m->has_question = fwm_model_token_id(m->model, "?", 1, &m->question_token) == FWM_OK;
-        m->session_bytes = m->info.session_state_bytes + m->info.vocab_size * sizeof(float) + sizeof(fwm__session_entry);
+        m->session_bytes =
+            m->info.session_state_bytes + m->info.vocab_size * sizeof(float) + sizeof(fwm__session_entry);
         m->max_word = 0;
         for (uint32_t t = 0; t < m->info.vocab_size; t++) {
             size_t length = strlen(fwm_model_token_text(m->model, t));

@@ -61,7 +61,8 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
     char hex[FWM_SESSION_HEX_SIZE];
     fwm__session_id_to_hex(id, hex);
     if (!s->store) {
-        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, expired, or never opened)", hex);
+        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION,
+                      "no session %s on this server (closed, expired, or never opened)", hex);
         return NULL;
     }
     if (!fwm__cluster_node_claim(s, id, failure)) return NULL; /* cluster: owned elsewhere, or not stored */

@@ -10,20 +10,22 @@
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
  *   u64 FNV-1a hash of every byte before it.
- * The model arrays are the architecture's flat layout (fwm__tensor_layout) and its lane state.
- * Version 3 (before the gfw model) has the model block without the gfw part and still loads; so
- * does version 2 (before the MNM), without the MNM's part either; and
- * version 1 (before there were architectures): the same with fwm_hparams in place of the model
- * block, an FWM without dropout. A trainer never writes a checkpoint whose parameters, Adam
- * moments or lane state are not all finite (the write fails, naming the tensor).
- * The epoch's sample order is not stored: it is a function of (seed, epoch), and neither are the
- * dropout masks: functions of (seed, step, lane). Written to a
- * temporary file and renamed, so a crash never leaves a half-written checkpoint.
+ * Each field has its natural alignment counted from the file's start (zero bytes fill the gaps),
+ * as the header's C struct had it. The model arrays are the architecture's flat layout
+ * (fwm__tensor_layout) and its lane state. Older versions still load (the table `versions`):
+ * version 3 (before the gfw model) has the model block without the gfw part; version 2 (before
+ * the MNM), without the MNM's part either; and version 1 (before there were architectures) has
+ * fwm_hparams in place of the model block, an FWM without dropout. A trainer never writes a
+ * checkpoint whose parameters, Adam moments or lane state are not all finite (the write fails,
+ * naming the tensor). The epoch's sample order is not stored: it is a function of (seed, epoch),
+ * and neither are the dropout masks: functions of (seed, step, lane). Written to a temporary file
+ * and renamed, so a crash never leaves a half-written checkpoint.
  * Under mpirun (distributed.h) rank 0 gathers every lane's state and writes the file, or reads it
  * and sends what it holds to the other ranks; the file is the same whatever the number of ranks.
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,87 +82,74 @@ typedef struct checkpoint_model {
     fwm_gfw_hparams gfw;
 } checkpoint_model;
 
-/* Version 3's model block and header. */
-typedef struct checkpoint_model_v3 {
-    uint32_t arch;
-    fwm_hparams fwm;
-    fwm_lstm_hparams lstm;
-    fwm__dropout dropout;
-    fwm_mnm_hparams mnm;
-    double meta_weight;
-} checkpoint_model_v3;
+/* The model block of each version: the version-4 block's first block_bytes (so the parts a
+ * version lacks read as zero), or for version 1 the FWM's hyperparameters alone (`bare`: no
+ * architecture field, no dropout). Saving writes the last row. */
+static const struct checkpoint_version {
+    uint32_t version;
+    size_t block_bytes;
+    int bare;
+} versions[] = {
+    {1, sizeof(fwm_hparams), 1},               /* before there were architectures */
+    {2, offsetof(checkpoint_model, mnm), 0},   /* the FWM and the LSTM, before the MNM */
+    {3, offsetof(checkpoint_model, gfw), 0},   /* and the MNM, before the gfw model */
+    {CHECKPOINT_VERSION, sizeof(checkpoint_model), 0},
+};
+#define VERSION_COUNT (sizeof versions / sizeof versions[0])
 
-typedef struct checkpoint_header_v3 {
-    char magic[8];
-    uint32_t version, hparams_size;
-    checkpoint_model_v3 model;
+/* The header after the model block: the 4-byte fields, then (at the next multiple of 8 bytes in
+ * the file, as every version's C struct laid them out) the 8-byte ones. */
+typedef struct checkpoint_fields4 {
     int32_t mode, lanes, window, segment;
     uint32_t qmark;
+} checkpoint_fields4;
+
+typedef struct checkpoint_fields8 {
     uint64_t seed, data_hash;
     int64_t step, epoch, window_index, tokens;
     double seconds;
     fwm__qa_metrics running;
     double running_loss;
     int64_t running_steps;
-} checkpoint_header_v3;
-
-/* Version 2's model block and header. */
-typedef struct checkpoint_model_v2 {
-    uint32_t arch;
-    fwm_hparams fwm;
-    fwm_lstm_hparams lstm;
-    fwm__dropout dropout;
-} checkpoint_model_v2;
-
-typedef struct checkpoint_header_v2 {
-    char magic[8];
-    uint32_t version, hparams_size;
-    checkpoint_model_v2 model;
-    int32_t mode, lanes, window, segment;
-    uint32_t qmark;
-    uint64_t seed, data_hash;
-    int64_t step, epoch, window_index, tokens;
-    double seconds;
-    fwm__qa_metrics running;
-    double running_loss;
-    int64_t running_steps;
-} checkpoint_header_v2;
-
-/* Version 1's header. */
-typedef struct checkpoint_header_v1 {
-    char magic[8];
-    uint32_t version, hparams_size;
-    fwm_hparams hp;
-    int32_t mode, lanes, window, segment;
-    uint32_t qmark;
-    uint64_t seed, data_hash;
-    int64_t step, epoch, window_index, tokens;
-    double seconds;
-    fwm__qa_metrics running;
-    double running_loss;
-    int64_t running_steps;
-} checkpoint_header_v1;
+} checkpoint_fields8;
 
 typedef struct checkpoint_header {
     char magic[8];
     uint32_t version, hparams_size;
     checkpoint_model model;
-    int32_t mode, lanes, window, segment;
-    uint32_t qmark;
-    uint64_t seed, data_hash;
-    int64_t step, epoch, window_index, tokens;
-    double seconds;
-    fwm__qa_metrics running;
-    double running_loss;
-    int64_t running_steps;
+    checkpoint_fields4 f4;
+    checkpoint_fields8 f8;
 } checkpoint_header;
+
+/* Zero bytes that take a file offset from `at` to the next multiple of 8. */
+static size_t pad8(size_t at) { return (8 - at % 8) % 8; }
+
+/* The header of version row `v`, after the magic, version and block size (16 bytes). */
+static void put_header_rest(hashed_file *hf, const checkpoint_header *h, const struct checkpoint_version *v)
+{
+    static const unsigned char zeros[8] = {0};
+    put(hf, v->bare ? (const void *)&h->model.fwm : (const void *)&h->model, v->block_bytes);
+    put(hf, &h->f4, sizeof h->f4);
+    put(hf, zeros, pad8(16 + v->block_bytes + sizeof h->f4));
+    put(hf, &h->f8, sizeof h->f8);
+}
+
+static int get_header_rest(hashed_file *hf, checkpoint_header *h, const struct checkpoint_version *v)
+{
+    unsigned char pad[8];
+    if (v->bare)
+        h->model.arch = FWM_ARCH_FWM;
+    return get(hf, v->bare ? (void *)&h->model.fwm : (void *)&h->model, v->block_bytes) ||
+           get(hf, &h->f4, sizeof h->f4) || get(hf, pad, pad8(16 + v->block_bytes + sizeof h->f4)) ||
+           get(hf, &h->f8, sizeof h->f8);
+}
 
 static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
 {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, CHECKPOINT_MAGIC, 8);
     h->version = CHECKPOINT_VERSION;
-    h->hparams_size = sizeof(checkpoint_model);
+    h->hparams_size = (uint32_t)sizeof(checkpoint_model);
     h->model.arch = (uint32_t)tr->spec.arch;
     if (tr->spec.arch == FWM_ARCH_LSTM) { /* field by field: the padding stays zero */
         const fwm_lstm_hparams *l = &tr->spec.lstm;
@@ -193,21 +182,21 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
     } else {
         h->model.fwm = tr->opt.hp;
     }
-    h->mode = tr->opt.mode;
-    h->lanes = tr->opt.lanes;
-    h->window = tr->opt.window;
-    h->segment = tr->net->segment;
-    h->qmark = tr->opt.qmark_id;
-    h->seed = tr->opt.seed;
-    h->data_hash = tr->data_hash;
-    h->step = tr->step;
-    h->epoch = tr->epoch;
-    h->window_index = (int64_t)tr->window_index;
-    h->tokens = tr->tokens;
-    h->seconds = tr->seconds;
-    h->running = tr->running;
-    h->running_loss = tr->running_loss;
-    h->running_steps = tr->running_steps;
+    h->f4.mode = tr->opt.mode;
+    h->f4.lanes = tr->opt.lanes;
+    h->f4.window = tr->opt.window;
+    h->f4.segment = tr->net->segment;
+    h->f4.qmark = tr->opt.qmark_id;
+    h->f8.seed = tr->opt.seed;
+    h->f8.data_hash = tr->data_hash;
+    h->f8.step = tr->step;
+    h->f8.epoch = tr->epoch;
+    h->f8.window_index = (int64_t)tr->window_index;
+    h->f8.tokens = tr->tokens;
+    h->f8.seconds = tr->seconds;
+    h->f8.running = tr->running;
+    h->f8.running_loss = tr->running_loss;
+    h->f8.running_steps = tr->running_steps;
 }
 
 static fwm_status write_file(const fwm__trainer *tr, const float *all_state, const char *path,
@@ -237,7 +226,8 @@ static fwm_status write_file(const fwm__trainer *tr, const float *all_state, con
         return fwm__error(err, FWM_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
     checkpoint_header h;
     fill_header(tr, &h);
-    put(&hf, &h, sizeof h);
+    put(&hf, &h, 16);
+    put_header_rest(&hf, &h, &versions[VERSION_COUNT - 1]);
     uint64_t n = tr->net->layout.total;
     put(&hf, &n, sizeof n);
     put(&hf, tr->net->params, n * sizeof(float));
@@ -315,106 +305,21 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
         goto done;
     }
-    int v1 = start.version == 1 && start.hparams_size == sizeof(fwm_hparams);
-    int v2 = start.version == 2 && start.hparams_size == sizeof(checkpoint_model_v2);
-    int v3 = start.version == 3 && start.hparams_size == sizeof(checkpoint_model_v3);
-    int v4 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
-    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2 && !v3 && !v4)) {
+    const struct checkpoint_version *version = NULL;
+    for (size_t i = 0; i < VERSION_COUNT; i++)
+        if (start.version == versions[i].version && start.hparams_size == versions[i].block_bytes)
+            version = &versions[i];
+    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || !version) {
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: not an fwm-train checkpoint of version 1 to %u", path,
                             CHECKPOINT_VERSION);
         goto done;
     }
-    if (v1) { /* an FWM without dropout, in the version-2 header */
-        checkpoint_header_v1 old;
-        memcpy(&old, &start, sizeof start);
-        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
-            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
-            goto done;
-        }
-        memset(&h, 0, sizeof h);
-        memcpy(&h, &start, sizeof start);
-        h.model.arch = FWM_ARCH_FWM;
-        h.model.fwm = old.hp;
-        h.mode = old.mode;
-        h.lanes = old.lanes;
-        h.window = old.window;
-        h.segment = old.segment;
-        h.qmark = old.qmark;
-        h.seed = old.seed;
-        h.data_hash = old.data_hash;
-        h.step = old.step;
-        h.epoch = old.epoch;
-        h.window_index = old.window_index;
-        h.tokens = old.tokens;
-        h.seconds = old.seconds;
-        h.running = old.running;
-        h.running_loss = old.running_loss;
-        h.running_steps = old.running_steps;
-    } else if (v2) { /* an FWM or LSTM: the version-3 header without the MNM's part */
-        checkpoint_header_v2 old;
-        memcpy(&old, &start, sizeof start);
-        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
-            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
-            goto done;
-        }
-        memset(&h, 0, sizeof h);
-        memcpy(&h, &start, sizeof start);
-        h.model.arch = old.model.arch;
-        h.model.fwm = old.model.fwm;
-        h.model.lstm = old.model.lstm;
-        h.model.dropout = old.model.dropout;
-        h.mode = old.mode;
-        h.lanes = old.lanes;
-        h.window = old.window;
-        h.segment = old.segment;
-        h.qmark = old.qmark;
-        h.seed = old.seed;
-        h.data_hash = old.data_hash;
-        h.step = old.step;
-        h.epoch = old.epoch;
-        h.window_index = old.window_index;
-        h.tokens = old.tokens;
-        h.seconds = old.seconds;
-        h.running = old.running;
-        h.running_loss = old.running_loss;
-        h.running_steps = old.running_steps;
-    } else if (v3) { /* an FWM, LSTM or MNM: the version-4 header without the gfw part */
-        checkpoint_header_v3 old;
-        memcpy(&old, &start, sizeof start);
-        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
-            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
-            goto done;
-        }
-        memset(&h, 0, sizeof h);
-        memcpy(&h, &start, sizeof start);
-        h.model.arch = old.model.arch;
-        h.model.fwm = old.model.fwm;
-        h.model.lstm = old.model.lstm;
-        h.model.dropout = old.model.dropout;
-        h.model.mnm = old.model.mnm;
-        h.model.meta_weight = old.model.meta_weight;
-        h.mode = old.mode;
-        h.lanes = old.lanes;
-        h.window = old.window;
-        h.segment = old.segment;
-        h.qmark = old.qmark;
-        h.seed = old.seed;
-        h.data_hash = old.data_hash;
-        h.step = old.step;
-        h.epoch = old.epoch;
-        h.window_index = old.window_index;
-        h.tokens = old.tokens;
-        h.seconds = old.seconds;
-        h.running = old.running;
-        h.running_loss = old.running_loss;
-        h.running_steps = old.running_steps;
-    } else {
-        memcpy(&h, &start, sizeof start);
-        if (get(&hf, (char *)&h + sizeof start, sizeof h - sizeof start)) {
-            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
-            goto done;
-        }
+    memset(&h, 0, sizeof h);
+    memcpy(&h, &start, sizeof start);
+    if (get_header_rest(&hf, &h, version)) {
+        status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
+        goto done;
     }
     if (h.model.arch != want.model.arch) {
         status = fwm__error(err, FWM_ERR_FORMAT,
@@ -438,13 +343,13 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     SAME_(model.gfw, "model hyperparameters or vocabulary size");
     SAME_(model.meta_weight, "meta-objective weight (--meta-weight)");
     SAME_(model.dropout, "dropout");
-    SAME_(mode, "mode");
-    SAME_(lanes, "batch (lanes)");
-    SAME_(window, "window");
-    SAME_(segment, "segment");
-    SAME_(qmark, "\"?\" token id");
-    SAME_(seed, "seed");
-    SAME_(data_hash, "training data");
+    SAME_(f4.mode, "mode");
+    SAME_(f4.lanes, "batch (lanes)");
+    SAME_(f4.window, "window");
+    SAME_(f4.segment, "segment");
+    SAME_(f4.qmark, "\"?\" token id");
+    SAME_(f8.seed, "seed");
+    SAME_(f8.data_hash, "training data");
 #undef SAME_
     uint64_t n = 0, k = 0, stored = 0;
     size_t total = tr->net->layout.total;
@@ -464,14 +369,14 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
                             path);
         goto done;
     }
-    out->step = h.step;
-    out->epoch = h.epoch;
-    out->window_index = h.window_index;
-    out->tokens = h.tokens;
-    out->seconds = h.seconds;
-    out->running = h.running;
-    out->running_loss = h.running_loss;
-    out->running_steps = h.running_steps;
+    out->step = h.f8.step;
+    out->epoch = h.f8.epoch;
+    out->window_index = h.f8.window_index;
+    out->tokens = h.f8.tokens;
+    out->seconds = h.f8.seconds;
+    out->running = h.f8.running;
+    out->running_loss = h.f8.running_loss;
+    out->running_steps = h.f8.running_steps;
 done:
     fclose(hf.f);
     return status;

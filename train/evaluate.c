@@ -69,6 +69,9 @@ static fwm_status evaluate(const fwm__model_spec *model, const float *params,
         size_t left = stream.lane_length - start;
         int len = left < (size_t)options->window ? (int)left : options->window;
         fwm__catbabi_window(&stream, start, len, pad_id, x, y, tasks);
+        status = fwm__net_check_ids(tm, x, y, options->lanes, len, err);
+        if (status != FWM_OK)
+            goto fail;
         if (flags) { /* lanes that start a sample here start from the reset state */
             fwm__catbabi_sample_starts(&stream, start, flags);
             fwm__net_reset_lanes(tm, flags, scratch);

@@ -1,7 +1,8 @@
 /* evaluate.h - run a model over a whole catbAbI split (forward only) and collect the metrics at
- * "?" positions (or, for a sequence-to-sequence split, at every target). The split's samples are shuffled once with a fixed seed, laid into `lanes` lanes
- * and walked in windows with the state carried from a zero start (the paper's protocol: valid with
- * many lanes, test with one lane over the whole stream). */
+ * "?" positions (or, for a sequence-to-sequence split, at every target). The split's samples are
+ * shuffled once with a fixed seed, laid into `lanes` lanes and walked in windows with the state
+ * carried from a zero start (the paper's protocol: valid with many lanes, test with one lane over
+ * the whole stream). */
 #ifndef FWM_TRAIN_EVALUATE_H
 #define FWM_TRAIN_EVALUATE_H
 

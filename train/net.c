@@ -142,6 +142,24 @@ double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int
     return net->ops->forward(net, x, y, len);
 }
 
+fwm_status fwm__net_check_ids(const fwm__net *net, const uint32_t *x, const uint32_t *y, int lanes,
+                              int len, fwm_error *err)
+{
+    uint32_t V = fwm__spec_vocab_size(&net->config.model);
+    size_t n = (size_t)lanes * (size_t)len;
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] < V && y[i] < V)
+            continue;
+        int input = x[i] >= V;
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "%s id %u at lane %zu, position %zu of the window is out of range: the "
+                          "model's vocabulary has V = %u tokens (ids 0 to %u)",
+                          input ? "token" : "target", input ? x[i] : y[i], i / (size_t)len,
+                          i % (size_t)len, V, V - 1);
+    }
+    return FWM_OK;
+}
+
 void fwm__net_backward(fwm__net *net, long loss_denominator)
 {
     net->ops->backward(net, loss_denominator, 0);

@@ -83,6 +83,13 @@ void fwm__net_free(fwm__net *net);
 /* As fwm__tm_forward / fwm__tm_backward (train_model.h) for any architecture; backward takes the
  * gradient of loss_sum / loss_denominator (0: n_loss_rows). */
 double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
+/* Whether every id of a window x, y [lanes][len] (lane-major, as fwm__net_forward takes them; all
+ * of a run's lanes, which may span several nets of one model) is below the model's vocabulary
+ * size: FWM_ERR_INVALID_ARGUMENT naming the first that is not, its lane, position and V. The
+ * forward pass indexes tables by these ids unchecked: every window goes through this first (the
+ * trainer's and the evaluation's, where they build them). */
+fwm_status fwm__net_check_ids(const fwm__net *net, const uint32_t *x, const uint32_t *y, int lanes,
+                              int len, fwm_error *err);
 void fwm__net_backward(fwm__net *net, long loss_denominator);
 /* The same with the meta-objective's denominator too (mnm: the positions of all lane groups whose
  * input is not padding, fwm__net_count_meta_rows; 0: this model's own). */

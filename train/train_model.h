@@ -40,8 +40,8 @@ typedef struct fwm__tm_config {
 } fwm__tm_config;
 
 /* Whether the target y of input x carries loss: y is not <pad> and, in QM mode, x is the loss
- * token; in INPUT mode, x is not <pad> (whatever y is). The one rule of every architecture's forward pass, also used to count a step's loss rows
- * in advance. */
+ * token; in INPUT mode, x is not <pad> (whatever y is). The one rule of every architecture's
+ * forward pass, also used to count a step's loss rows in advance. */
 static inline int fwm__is_loss_position(fwm__loss_mode mode, uint32_t loss_token_id,
                                         uint32_t padding_token_id, uint32_t x, uint32_t y)
 {

@@ -320,6 +320,9 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     int len = left < (size_t)tr->opt.window ? (int)left : tr->opt.window;
     fwm__catbabi_window(&tr->stream, start, len, tr->pad_id, tr->x, tr->y, tr->tasks);
     fwm__net *tm = tr->net;
+    fwm_status checked = fwm__net_check_ids(tm, tr->x, tr->y, tr->opt.lanes, len, err);
+    if (checked != FWM_OK)
+        return checked;
     size_t n = tm->layout.total, cells = (size_t)len * (size_t)tr->opt.lanes;
     long loss_rows = 0; /* of all groups: the mean loss divides by it */
     for (size_t i = 0; i < cells; i++)

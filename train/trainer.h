@@ -116,8 +116,8 @@ typedef struct fwm__trainer {
 } fwm__trainer;
 
 /* Set up training from step 0: parameters from `init_params` (flat, layout order) or, when NULL,
- * the architecture's initialiser (fwm__net_init_weights) for `seed`. `valid` may be NULL (no evaluation). The splits are borrowed.
- * FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
+ * the architecture's initialiser (fwm__net_init_weights) for `seed`. `valid` may be NULL (no
+ * evaluation). The splits are borrowed. FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
 fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__catbabi_split *train,
                                const fwm__catbabi_split *valid, uint32_t pad_id, uint32_t eos_id,
                                const float *init_params, fwm__trainer **out, fwm_error *err);

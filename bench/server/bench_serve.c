@@ -271,7 +271,8 @@ static const msgpack_object *get(const msgpack_object *map, const char *key) {
     if (map->type != MSGPACK_OBJECT_MAP) return NULL;
     for (uint32_t i = 0; i < map->via.map.size; i++) {
         const msgpack_object *k = &map->via.map.ptr[i].key;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) && !memcmp(k->via.str.ptr, key, k->via.str.size))
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
+            !memcmp(k->via.str.ptr, key, k->via.str.size))
             return &map->via.map.ptr[i].val;
     }
     return NULL;
@@ -506,7 +507,8 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: bench-serve --connect ADDRESS [--connect ADDRESS2] --babi DIR [--sessions N]\n"
-                    "       [--connections C] [--seconds S] [--warmup S] [--topk K] [--rate R] [--trace FILE] [--resident]\n");
+                    "       [--connections C] [--seconds S] [--warmup S] [--topk K] [--rate R] [--trace FILE]"
+                    " [--resident]\n");
             return 2;
         }
     }

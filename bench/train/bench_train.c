@@ -178,7 +178,8 @@ int main(int argc, char **argv)
         }
     }
     if (lstm || mnm || gfw)
-        return bench_net(gfw ? FWM_ARCH_GFW : mnm ? FWM_ARCH_MNM : FWM_ARCH_LSTM, threads, steps, lanes, window, qm, layers, hidden, embedding,
+        return bench_net(gfw ? FWM_ARCH_GFW : mnm ? FWM_ARCH_MNM : FWM_ARCH_LSTM, threads, steps, lanes,
+                         window, qm, layers, hidden, embedding,
                          dropout);
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;

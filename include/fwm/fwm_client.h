@@ -124,7 +124,8 @@ FWM_API int fwm_client_authenticate(fwm_client *client, const char *token, fwm_c
 /* One page of every session on the server, in id order: those with an id after `after` (NULL: from
  * the first), at most `limit` (1..1000; 0: the server's default of 100). `*next` is the `after` of
  * the next page, or NULL on the last one. */
-FWM_API int fwm_client_sessions(fwm_client *client, const char *after, unsigned limit, const fwm_client_session_info **items,
+FWM_API int fwm_client_sessions(fwm_client *client, const char *after, unsigned limit,
+                        const fwm_client_session_info **items,
                         size_t *count, const char **next, fwm_client_error *err);
 
 /* A new session in the model's start state: primed, as the model file says (the bundled models'

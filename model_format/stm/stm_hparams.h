@@ -182,7 +182,8 @@ static inline void fwm_stm_tensor_at(const fwm_stm_hparams *hp, size_t i, char n
             bool entity = mlp == 0;
             uint64_t out = entity ? d : nq;
             if (entity)
-                snprintf(name, 48, "stm.answer.entity.%s", k == 0 ? "weight1" : k == 1 ? "bias1" : k == 2 ? "weight2" : "bias2");
+                snprintf(name, 48, "stm.answer.entity.%s",
+                         k == 0 ? "weight1" : k == 1 ? "bias1" : k == 2 ? "weight2" : "bias2");
             else if (k == 0)
                 snprintf(name, 48, "stm.answer.role.%u.weight1", (unsigned)(mlp - 1));
             else if (k == 1)

@@ -1,6 +1,7 @@
 /* gfw_ops.c - the Gated Fast Weights model's entry in the runtime's registry of architectures
  * (arch_ops.h). Its reset state is all zero, so it has no reset hook. */
 #include "gfw_runtime.h"
+#include "step_driver.h"
 
 const fwm_arch_ops fwm__gfw_ops = {
     .name = "gfw",
@@ -10,10 +11,11 @@ const fwm_arch_ops fwm__gfw_ops = {
     .lay_out = fwm__gfw_lay_out,
     .state_floats = fwm__gfw_state_floats,
     .blob_size = fwm__gfw_blob_size,
-    .step = fwm__gfw_step,
-    .step_sequence = fwm__gfw_step_sequence,
-    .batch_step = fwm__gfw_batch_step,
+    .step = fwm__driven_step,
+    .step_sequence = fwm__driven_step_sequence,
+    .batch_step = fwm__driven_batch_step,
     .export_state = fwm__gfw_export,
     .import_state = fwm__gfw_import,
     .fill_info = fwm__gfw_fill_info,
+    .kernel = &fwm__gfw_step_kernel,
 };

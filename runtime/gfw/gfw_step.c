@@ -1,9 +1,7 @@
-/* gfw_step.c - the Gated Fast Weights model's step: one session, a token sequence, or a batch of
- * sessions.
+/* gfw_step.c - the Gated Fast Weights model's step maths: its chunk step and workspace
+ * (fwm__gfw_step_kernel) behind the shared step entry points (step_driver.h).
  *
- * As the other architectures' steps: every entry point checks everything first (step_checks.h),
- * then runs one chunk routine on up to CHUNK_SESSIONS sessions at a time. The products with the
- * trained weights (the slow net's W_1 and W_2, the output) are batched across the chunk
+ * The products with the trained weights (the slow net's W_1 and W_2, the output) are batched across the chunk
  * (fwm__matvec_batch, whose arithmetic per element does not depend on the batch); everything on a
  * session's own fast matrices (the fast net's two products, the gated update) runs per session. So
  * single, sequence and batched steps are bit-identical by construction.
@@ -18,14 +16,9 @@
  *   and, only when logits are wanted, logits = W_o h_F + b_o. */
 #include <string.h>
 
-#include "fwm_alloc.h"
-#include "fwm_error.h"
 #include "gfw_runtime.h"
 #include "kernels.h"
-#include "step_checks.h"
-
-#define CHUNK_SESSIONS 32
-#define STACK_SCRATCH_FLOATS 16384
+#include "step_driver.h"
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -43,37 +36,32 @@ static dims dims_of(const fwm_gfw_hparams *hp) {
     return d;
 }
 
-/* Per-call scratch for `capacity` sessions. Per session: the slow net's input [h_S; e], its inner
+/* Scratch for `capacity` sessions, and the sizes. Per session: the slow net's input [h_S; e], its inner
  * layer s and its output o. Shared (the fast net runs one session at a time): [h_F; e; 1],
  * [a; 1] and one pre-activation. Then the pointer arrays of the batched products. */
 typedef struct workspace {
+    dims d;
     float *xs, *s, *o;
     size_t xss, ss, os; /* per-session strides */
     float *x1, *x2, *pre;
     const float **px, **pb;
     float **py;
-    float *heap;
 } workspace;
 
-static size_t workspace_floats(const dims *d, size_t capacity) {
+_Static_assert(sizeof(workspace) <= FWM_STEP_WORKSPACE_BYTES, "the GFW's workspace fits the driver's room");
+
+static size_t scratch_floats(const struct fwm_model *model, size_t capacity) {
+    dims dd = dims_of(&fwm__gfw_of(model)->hp), *d = &dd;
     size_t per_session = pad16(d->N + d->E) + pad16(d->P) + pad16(d->out);
     size_t shared = pad16(d->c1) + pad16(d->c2) + pad16(d->m);
     size_t pointers = 3 * capacity * sizeof(void *);
     return per_session * capacity + shared + (pointers + sizeof(float) - 1) / sizeof(float) + 16;
 }
 
-static fwm_status workspace_init(workspace *ws, const dims *d, size_t capacity, float *stack,
-                                 fwm_error *err) {
-    size_t floats = workspace_floats(d, capacity);
-    float *p = stack;
-    ws->heap = NULL;
-    if (floats > STACK_SCRATCH_FLOATS) {
-        ws->heap = fwm__aligned_alloc(64, floats * sizeof(float));
-        if (!ws->heap)
-            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
-                              "out of memory allocating %zu bytes of step scratch", floats * sizeof(float));
-        p = ws->heap;
-    }
+static void lay_out(void *w, const struct fwm_model *model, float *p, size_t capacity) {
+    workspace *ws = w;
+    ws->d = dims_of(&fwm__gfw_of(model)->hp);
+    const dims *d = &ws->d;
     ws->xss = pad16(d->N + d->E), ws->ss = pad16(d->P), ws->os = pad16(d->out);
     ws->xs = p, p += ws->xss * capacity;
     ws->s = p, p += ws->ss * capacity;
@@ -85,7 +73,6 @@ static fwm_status workspace_init(workspace *ws, const dims *d, size_t capacity, 
     ws->px = (const float **)pp;
     ws->pb = (const float **)(pp + capacity);
     ws->py = (float **)(pp + 2 * capacity);
-    return FWM_OK;
 }
 
 /* y = W x for one session's own matrix (no bias: the last column multiplies the constant 1). */
@@ -131,8 +118,11 @@ static void gated_update(float *F, size_t rows, size_t cols, float *u) {
 }
 
 /* n sessions (already checked), one token each. */
-static void step_chunk(const fwm_gfw_model *gm, const dims *d, workspace *ws,
-                       fwm_session *const *sessions, const uint32_t *tokens, size_t n, float *logits) {
+static void step_chunk(void *w, const struct fwm_model *model, fwm_session *const *sessions,
+                       const uint32_t *tokens, size_t n, float *logits) {
+    const fwm_gfw_model *gm = fwm__gfw_of(model);
+    workspace *ws = w;
+    const dims *d = &ws->d;
     /* the slow net's inputs [h_S; e], taken before anything changes */
     for (size_t j = 0; j < n; j++) {
         float *xs = ws->xs + j * ws->xss;
@@ -175,61 +165,10 @@ static void step_chunk(const fwm_gfw_model *gm, const dims *d, workspace *ws,
     fwm__matvec_batch(gm->output_weight, d->V, d->m, n, ws->px, ws->pb, ws->py);
 }
 
-/* One session over `count` checked tokens. */
-static fwm_status run_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err) {
-    const fwm_gfw_model *gm = fwm__gfw_of(session->model);
-    dims d = dims_of(&gm->hp);
-    _Alignas(64) float stack[STACK_SCRATCH_FLOATS];
-    workspace ws = {0};
-    fwm_status status = workspace_init(&ws, &d, 1, stack, err);
-    if (status != FWM_OK) return status;
-    for (size_t i = 0; i < count; i++)
-        step_chunk(gm, &d, &ws, &session, &tokens[i], 1, logits ? logits + i * d.V : NULL);
-    fwm__free(ws.heap);
-    return FWM_OK;
-}
-
-fwm_status fwm__gfw_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
-    fwm_status status = fwm__check_token(session->model, token, "", 0, err);
-    if (status != FWM_OK) return status;
-    return run_sequence(session, &token, 1, logits, err);
-}
-
-fwm_status fwm__gfw_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                  float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
-    if (count == 0) return FWM_OK;
-    if (!tokens)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
-    for (size_t i = 0; i < count; i++) {
-        fwm_status status = fwm__check_token(session->model, tokens[i], "at sequence position", i, err);
-        if (status != FWM_OK) return status;
-    }
-    return run_sequence(session, tokens, count, logits, err);
-}
-
-fwm_status fwm__gfw_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (count == 0) return FWM_OK;
-    fwm_status status = fwm__check_batch(sessions, tokens, count, err);
-    if (status != FWM_OK) return status;
-    const fwm_gfw_model *gm = fwm__gfw_of(sessions[0]->model);
-    dims d = dims_of(&gm->hp);
-    size_t capacity = count < CHUNK_SESSIONS ? count : CHUNK_SESSIONS;
-    _Alignas(64) float stack[STACK_SCRATCH_FLOATS];
-    workspace ws = {0};
-    status = workspace_init(&ws, &d, capacity, stack, err);
-    if (status != FWM_OK) return status;
-    for (size_t i = 0; i < count; i += capacity) {
-        size_t n = count - i < capacity ? count - i : capacity;
-        step_chunk(gm, &d, &ws, sessions + i, tokens + i, n, logits ? logits + i * d.V : NULL);
-    }
-    fwm__free(ws.heap);
-    return FWM_OK;
-}
+const fwm_step_kernel fwm__gfw_step_kernel = {
+    .chunk_sessions = 32,
+    .stack_floats = 16384,
+    .scratch_floats = scratch_floats,
+    .lay_out = lay_out,
+    .chunk = step_chunk,
+};

@@ -1,5 +1,6 @@
 /* lstm_ops.c - the LSTM baseline's entry in the runtime's registry of architectures (arch_ops.h). */
 #include "lstm_runtime.h"
+#include "step_driver.h"
 
 const fwm_arch_ops fwm__lstm_ops = {
     .name = "lstm",
@@ -9,10 +10,11 @@ const fwm_arch_ops fwm__lstm_ops = {
     .lay_out = fwm__lstm_lay_out,
     .state_floats = fwm__lstm_state_floats,
     .blob_size = fwm__lstm_blob_size,
-    .step = fwm__lstm_step,
-    .step_sequence = fwm__lstm_step_sequence,
-    .batch_step = fwm__lstm_batch_step,
+    .step = fwm__driven_step,
+    .step_sequence = fwm__driven_step_sequence,
+    .batch_step = fwm__driven_batch_step,
     .export_state = fwm__lstm_export,
     .import_state = fwm__lstm_import,
     .fill_info = fwm__lstm_fill_info,
+    .kernel = &fwm__lstm_step_kernel,
 };

@@ -37,12 +37,8 @@ size_t fwm__lstm_block_floats(const struct fwm_model *model);
 void fwm__lstm_lay_out(struct fwm_session *session, float *base);
 size_t fwm__lstm_state_floats(const struct fwm_model *model);
 
-/* lstm_step.c */
-fwm_status fwm__lstm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
-fwm_status fwm__lstm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                   float *logits, fwm_error *err);
-fwm_status fwm__lstm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                                float *logits, fwm_error *err);
+/* lstm_step.c: the step maths behind the shared entry points (step_driver.h) */
+extern const fwm_step_kernel fwm__lstm_step_kernel;
 
 /* lstm_state.c */
 size_t fwm__lstm_blob_size(const struct fwm_model *model);

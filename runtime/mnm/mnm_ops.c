@@ -1,5 +1,6 @@
 /* mnm_ops.c - the MNM baseline's entry in the runtime's registry of architectures (arch_ops.h). */
 #include "mnm_runtime.h"
+#include "step_driver.h"
 
 const fwm_arch_ops fwm__mnm_ops = {
     .name = "mnm",
@@ -10,10 +11,11 @@ const fwm_arch_ops fwm__mnm_ops = {
     .state_floats = fwm__mnm_state_floats,
     .reset_state = fwm__mnm_reset_state,
     .blob_size = fwm__mnm_blob_size,
-    .step = fwm__mnm_step,
-    .step_sequence = fwm__mnm_step_sequence,
-    .batch_step = fwm__mnm_batch_step,
+    .step = fwm__driven_step,
+    .step_sequence = fwm__driven_step_sequence,
+    .batch_step = fwm__driven_batch_step,
     .export_state = fwm__mnm_export,
     .import_state = fwm__mnm_import,
     .fill_info = fwm__mnm_fill_info,
+    .kernel = &fwm__mnm_step_kernel,
 };

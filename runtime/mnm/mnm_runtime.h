@@ -54,12 +54,8 @@ void fwm__mnm_lay_out(struct fwm_session *session, float *base);
 size_t fwm__mnm_state_floats(const struct fwm_model *model);
 void fwm__mnm_reset_state(struct fwm_session *session);
 
-/* mnm_step.c */
-fwm_status fwm__mnm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
-fwm_status fwm__mnm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                  float *logits, fwm_error *err);
-fwm_status fwm__mnm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err);
+/* mnm_step.c: the step maths behind the shared entry points (step_driver.h) */
+extern const fwm_step_kernel fwm__mnm_step_kernel;
 
 /* mnm_state.c */
 size_t fwm__mnm_blob_size(const struct fwm_model *model);

@@ -1,11 +1,10 @@
-/* mnm_step.c - the MNM baseline's step: one session, a token sequence, or a batch of sessions.
+/* mnm_step.c - the MNM baseline's step maths: its chunk step and workspace (fwm__mnm_step_kernel)
+ * behind the shared step entry points (step_driver.h).
  *
- * As the FWM's and the LSTM's steps: every entry point checks everything first (step_checks.h),
- * then runs one chunk routine on up to CHUNK_SESSIONS sessions at a time. The products with the
- * slow weights are batched across the chunk (fwm__matvec_batch, whose arithmetic per element does
- * not depend on the batch); the cell update (fwm__lstm_cell) and everything on a session's own
- * memory (its write and read) run per session in a fixed order. So single, sequence and batched
- * steps are bit-identical by construction.
+ * The products with the slow weights are batched across the chunk (fwm__matvec_batch, whose
+ * arithmetic per element does not depend on the batch); the cell update (fwm__lstm_cell) and
+ * everything on a session's own memory (its write and read) run per session in a fixed order. So
+ * single, sequence and batched steps are bit-identical by construction.
  *
  * Per step (docs/MODEL.md, "The Metalearned Neural Memory baseline", One step):
  *   g = (W_ie Emb[x] + b) + W_ir r + W_hh h, the embedding part from the model's input-gate table
@@ -19,14 +18,9 @@
  *   and, only when logits are wanted, y = W_o [h; r] + b_o and logits = W_s y + b_s. */
 #include <string.h>
 
-#include "fwm_alloc.h"
-#include "fwm_error.h"
 #include "kernels.h"
 #include "mnm_runtime.h"
-#include "step_checks.h"
-
-#define CHUNK_SESSIONS 32
-#define STACK_SCRATCH_FLOATS 16384
+#include "step_driver.h"
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -49,42 +43,37 @@ static dims dims_of(const fwm_mnm_hparams *hp) {
     return d;
 }
 
-/* Per-call scratch for `capacity` sessions. Per session: two gate buffers, the interaction
+/* Scratch for `capacity` sessions, and the sizes. Per session: two gate buffers, the interaction
  * vectors, beta, the targets, [h; r] and y. Shared (the memory work runs one session at a time):
  * the write's activations, the errors of one layer, and two buffers the read alternates between.
  * Then the pointer arrays of the batched products (Nh per session for the targets). */
 typedef struct workspace {
+    dims d;
     float *g, *g1, *u, *beta, *t, *hr, *y;
     size_t gs, us, ts, hrs, ys; /* per-session strides */
     float *acts, *e, *rd[2];
     const float **px, **pb;
     float **py;
-    float *heap;
 } workspace;
+
+_Static_assert(sizeof(workspace) <= FWM_STEP_WORKSPACE_BYTES, "the MNM's workspace fits the driver's room");
 
 static size_t per_session_floats(const dims *d) {
     return 2 * pad16(d->G) + pad16(d->nu) + 16 + pad16(d->Nh * d->nt) + pad16(d->H + d->dv) +
            pad16(d->dout);
 }
 
-static size_t workspace_floats(const dims *d, size_t capacity) {
+static size_t scratch_floats(const struct fwm_model *model, size_t capacity) {
+    dims dd = dims_of(&fwm__mnm_of(model)->hp), *d = &dd;
     size_t shared = pad16(d->activations) + pad16(d->Nh * d->widest) + 2 * pad16(d->Nh * d->widest);
     size_t pointers = 3 * capacity * d->Nh * sizeof(void *);
     return per_session_floats(d) * capacity + shared + (pointers + sizeof(float) - 1) / sizeof(float) + 16;
 }
 
-static fwm_status workspace_init(workspace *ws, const dims *d, size_t capacity, float *stack,
-                                 fwm_error *err) {
-    size_t floats = workspace_floats(d, capacity);
-    float *p = stack;
-    ws->heap = NULL;
-    if (floats > STACK_SCRATCH_FLOATS) {
-        ws->heap = fwm__aligned_alloc(64, floats * sizeof(float));
-        if (!ws->heap)
-            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
-                              "out of memory allocating %zu bytes of step scratch", floats * sizeof(float));
-        p = ws->heap;
-    }
+static void lay_out(void *w, const struct fwm_model *model, float *p, size_t capacity) {
+    workspace *ws = w;
+    ws->d = dims_of(&fwm__mnm_of(model)->hp);
+    const dims *d = &ws->d;
     ws->gs = pad16(d->G), ws->us = pad16(d->nu), ws->ts = pad16(d->Nh * d->nt);
     ws->hrs = pad16(d->H + d->dv), ws->ys = pad16(d->dout);
     ws->g = p, p += ws->gs * capacity;
@@ -103,7 +92,6 @@ static fwm_status workspace_init(workspace *ws, const dims *d, size_t capacity, 
     ws->px = (const float **)pp;
     ws->pb = (const float **)(pp + slots);
     ws->py = (float **)(pp + 2 * slots);
-    return FWM_OK;
 }
 
 /* z_out[i] = M z_in[i] for the Nh heads, tanh unless `last`. */
@@ -189,8 +177,11 @@ static void write_and_read(const fwm_mnm_model *mm, const dims *d, workspace *ws
 }
 
 /* n sessions (already checked), one token each. */
-static void step_chunk(const fwm_mnm_model *mm, const dims *d, workspace *ws,
-                       fwm_session *const *sessions, const uint32_t *tokens, size_t n, float *logits) {
+static void step_chunk(void *w, const struct fwm_model *model, fwm_session *const *sessions,
+                       const uint32_t *tokens, size_t n, float *logits) {
+    const fwm_mnm_model *mm = fwm__mnm_of(model);
+    workspace *ws = w;
+    const dims *d = &ws->d;
     /* the embedding part of the gates: from the table, or W_ie Emb[x] + b into g */
     if (mm->input_gates) {
         for (size_t j = 0; j < n; j++) ws->pb[j] = mm->input_gates + (size_t)tokens[j] * d->G;
@@ -266,61 +257,10 @@ static void step_chunk(const fwm_mnm_model *mm, const dims *d, workspace *ws,
     fwm__matvec_batch(mm->output_weight, d->V, d->dout, n, ws->px, ws->pb, ws->py);
 }
 
-/* One session over `count` checked tokens. */
-static fwm_status run_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err) {
-    const fwm_mnm_model *mm = fwm__mnm_of(session->model);
-    dims d = dims_of(&mm->hp);
-    _Alignas(64) float stack[STACK_SCRATCH_FLOATS];
-    workspace ws = {0};
-    fwm_status status = workspace_init(&ws, &d, 1, stack, err);
-    if (status != FWM_OK) return status;
-    for (size_t i = 0; i < count; i++)
-        step_chunk(mm, &d, &ws, &session, &tokens[i], 1, logits ? logits + i * d.V : NULL);
-    fwm__free(ws.heap);
-    return FWM_OK;
-}
-
-fwm_status fwm__mnm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
-    fwm_status status = fwm__check_token(session->model, token, "", 0, err);
-    if (status != FWM_OK) return status;
-    return run_sequence(session, &token, 1, logits, err);
-}
-
-fwm_status fwm__mnm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                  float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
-    if (count == 0) return FWM_OK;
-    if (!tokens)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
-    for (size_t i = 0; i < count; i++) {
-        fwm_status status = fwm__check_token(session->model, tokens[i], "at sequence position", i, err);
-        if (status != FWM_OK) return status;
-    }
-    return run_sequence(session, tokens, count, logits, err);
-}
-
-fwm_status fwm__mnm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (count == 0) return FWM_OK;
-    fwm_status status = fwm__check_batch(sessions, tokens, count, err);
-    if (status != FWM_OK) return status;
-    const fwm_mnm_model *mm = fwm__mnm_of(sessions[0]->model);
-    dims d = dims_of(&mm->hp);
-    size_t capacity = count < CHUNK_SESSIONS ? count : CHUNK_SESSIONS;
-    _Alignas(64) float stack[STACK_SCRATCH_FLOATS];
-    workspace ws = {0};
-    status = workspace_init(&ws, &d, capacity, stack, err);
-    if (status != FWM_OK) return status;
-    for (size_t i = 0; i < count; i += capacity) {
-        size_t n = count - i < capacity ? count - i : capacity;
-        step_chunk(mm, &d, &ws, sessions + i, tokens + i, n, logits ? logits + i * d.V : NULL);
-    }
-    fwm__free(ws.heap);
-    return FWM_OK;
-}
+const fwm_step_kernel fwm__mnm_step_kernel = {
+    .chunk_sessions = 32,
+    .stack_floats = 16384,
+    .scratch_floats = scratch_floats,
+    .lay_out = lay_out,
+    .chunk = step_chunk,
+};

@@ -1,5 +1,6 @@
 /* stm_ops.c - the STM's entry in the runtime's registry of architectures (arch_ops.h). */
 #include "stm_runtime.h"
+#include "step_driver.h"
 
 const fwm_arch_ops fwm__stm_ops = {
     .name = "stm",
@@ -12,10 +13,11 @@ const fwm_arch_ops fwm__stm_ops = {
     .has_prediction = fwm__stm_has_prediction,
     .skip_answer = fwm__stm_skip_answer,
     .blob_size = fwm__stm_blob_size,
-    .step = fwm__stm_step,
-    .step_sequence = fwm__stm_step_sequence,
-    .batch_step = fwm__stm_batch_step,
+    .step = fwm__driven_step,
+    .step_sequence = fwm__driven_step_sequence,
+    .batch_step = fwm__driven_batch_step,
     .export_state = fwm__stm_export,
     .import_state = fwm__stm_import,
     .fill_info = fwm__stm_fill_info,
+    .kernel = &fwm__stm_step_kernel,
 };

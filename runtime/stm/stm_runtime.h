@@ -65,12 +65,8 @@ void fwm__stm_reset_state(struct fwm_session *session);
 bool fwm__stm_has_prediction(const struct fwm_session *session);
 bool fwm__stm_skip_answer(struct fwm_session *session);
 
-/* stm_step.c */
-fwm_status fwm__stm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err);
-fwm_status fwm__stm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                  float *logits, fwm_error *err);
-fwm_status fwm__stm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err);
+/* stm_step.c: the step maths behind the shared entry points (step_driver.h) */
+extern const fwm_step_kernel fwm__stm_step_kernel;
 
 /* stm_state.c */
 size_t fwm__stm_blob_size(const struct fwm_model *model);

@@ -1,7 +1,7 @@
-/* stm_step.c - the STM's step: one session, a token sequence, or a batch of sessions.
+/* stm_step.c - the STM's step maths: its chunk step and workspace (fwm__stm_step_kernel) behind the
+ * shared step entry points (step_driver.h), on up to CHUNK_SESSIONS sessions at a time.
  *
- * As the other architectures' steps: every entry point checks everything first (step_checks.h),
- * then runs one chunk routine on up to CHUNK_SESSIONS sessions at a time. The products with weights
+ * The products with weights
  * every session shares are batched across the chunk, and across the rows of each session's memory
  * (fwm__matvec_batch, whose arithmetic per element does not depend on the batch): the input maps,
  * the gates' Ug tanh(Mi[r]) over every row r, the SAM projection over every row of A, eq. 14's G2
@@ -27,10 +27,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "fwm_alloc.h"
-#include "fwm_error.h"
 #include "kernels.h"
-#include "step_checks.h"
+#include "step_driver.h"
 #include "stm_runtime.h"
 
 #define CHUNK_SESSIONS 8
@@ -53,40 +51,54 @@ static dims dims_of(const fwm_stm_hparams *hp) {
     return k;
 }
 
-/* Per-call scratch for `capacity` sessions. Per session (kept across the batched products): the
+/* Scratch for `capacity` sessions, and the sizes. Per session (kept across the batched products): the
  * step's input x (or the question vector), a, c, z, the gate input part u, one d x d buffer (tanh(Mi),
  * then A), the gates G, the projection Pm^T, eq. 14's r, and the answer module's vectors. Shared
  * (per-session work runs one session at a time): Pm, the attention weights, v^T, S, S^T and T for
  * the transfer, the read's weights and vr, a row of the outer product. Then the pointer arrays of
  * the batched products. */
 typedef struct workspace {
+    dims k;
     float *x, *a, *c, *z, *u, *D1, *G, *PmT, *rr, *ans;
     size_t xs, as, zs, us, D1s, Gs, PmTs, rrs, anss;
     float *Pm, *Wt, *VT, *S, *ST, *T, *w, *vr, *row;
     const float **px, **pb;
     float **py;
-    float *heap;
 } workspace;
+
+_Static_assert(sizeof(workspace) <= FWM_STEP_WORKSPACE_BYTES, "the STM's workspace fits the driver's room");
 
 static size_t answer_floats(const dims *k) { return 4 * pad16(k->Ha) + 5 * pad16(k->d) + 3 * pad16(k->nq); }
 
-static fwm_status workspace_init(workspace *ws, const dims *k, size_t capacity, fwm_error *err) {
+/* The strides (per session) into ws, the pointer slots the batched products need, and the floats
+ * of the whole scratch. */
+static size_t strides(workspace *ws, const dims *k, size_t capacity, size_t *vectors) {
     ws->xs = pad16(k->E), ws->as = pad16(k->d), ws->zs = pad16(k->nq), ws->us = pad16(2 * k->d);
     ws->D1s = pad16(k->dd), ws->Gs = pad16(2 * k->dd), ws->PmTs = pad16(k->pq * k->d);
     ws->rrs = pad16(k->nq * k->nr), ws->anss = answer_floats(k);
     size_t per = ws->xs + 2 * ws->as + ws->zs + ws->us + ws->D1s + ws->Gs + ws->PmTs + ws->rrs + ws->anss;
     size_t shared = pad16(k->pq * k->d) + pad16(k->qd * k->nq) + pad16(k->d * k->nq) +
                     2 * pad16(k->nq * k->dd) + pad16(k->dd) + pad16(k->qd) + pad16(k->d) + pad16(k->d);
-    size_t vectors = capacity * k->d;
-    if (k->qd > vectors) vectors = k->qd;
-    if (capacity * k->nq > vectors) vectors = capacity * k->nq;
-    size_t pointer_floats = (3 * vectors * sizeof(void *) + sizeof(float) - 1) / sizeof(float);
-    size_t floats = per * capacity + shared + pointer_floats + 16;
-    ws->heap = fwm__aligned_alloc(64, floats * sizeof(float));
-    if (!ws->heap)
-        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes of step scratch",
-                          floats * sizeof(float));
-    float *p = ws->heap;
+    *vectors = capacity * k->d;
+    if (k->qd > *vectors) *vectors = k->qd;
+    if (capacity * k->nq > *vectors) *vectors = capacity * k->nq;
+    size_t pointer_floats = (3 * *vectors * sizeof(void *) + sizeof(float) - 1) / sizeof(float);
+    return per * capacity + shared + pointer_floats + 16;
+}
+
+static size_t scratch_floats(const struct fwm_model *model, size_t capacity) {
+    workspace ws;
+    dims k = dims_of(&fwm__stm_of(model)->hp);
+    size_t vectors;
+    return strides(&ws, &k, capacity, &vectors);
+}
+
+static void lay_out(void *wsp, const struct fwm_model *model, float *p, size_t capacity) {
+    workspace *ws = wsp;
+    ws->k = dims_of(&fwm__stm_of(model)->hp);
+    const dims *k = &ws->k;
+    size_t vectors;
+    strides(ws, k, capacity, &vectors);
     ws->x = p, p += ws->xs * capacity;
     ws->a = p, p += ws->as * capacity;
     ws->c = p, p += ws->as * capacity;
@@ -110,7 +122,6 @@ static fwm_status workspace_init(workspace *ws, const dims *k, size_t capacity, 
     ws->px = (const float **)pp;
     ws->pb = (const float **)(pp + vectors);
     ws->py = (float **)(pp + 2 * vectors);
-    return FWM_OK;
 }
 
 /* The reset state: the initial memories, an empty buffer, a closed slot. */
@@ -307,7 +318,8 @@ static void word_output(const fwm_stm_model *sm, const dims *k, workspace *ws, f
 static void answer_mlp(workspace *ws, const dims *k, const fwm_stm_mlp *mlp, size_t out_rows,
                        const size_t *lane, size_t m, size_t h, size_t out) {
     lanes_matvec(ws, mlp->weight1, k->Ha, k->E, lane, m, ws->x, ws->xs, mlp->bias1, ws->ans + h, ws->anss);
-    for (size_t i = 0; i < m; i++) fwm__tanh_array(ws->ans + lane[i] * ws->anss + h, ws->ans + lane[i] * ws->anss + h, k->Ha);
+    for (size_t i = 0; i < m; i++)
+        fwm__tanh_array(ws->ans + lane[i] * ws->anss + h, ws->ans + lane[i] * ws->anss + h, k->Ha);
     lanes_matvec(ws, mlp->weight2, out_rows, k->Ha, lane, m, ws->ans + h, ws->anss, mlp->bias2, ws->ans + out,
                  ws->anss);
     for (size_t i = 0; i < m; i++)
@@ -320,7 +332,8 @@ static void answer(const fwm_stm_model *sm, const dims *k, workspace *ws, fwm_se
     size_t d = k->d, nq = k->nq, Ha16 = pad16(k->Ha), d16 = pad16(d), q16 = pad16(nq);
     size_t ent = 4 * Ha16, role = ent + d16, total = role + 3 * q16, read = total + d16;
     answer_mlp(ws, k, &sm->entity, d, lane, m, 0, ent);
-    for (int r = 0; r < 3; r++) answer_mlp(ws, k, &sm->role[r], nq, lane, m, (size_t)(r + 1) * Ha16, role + (size_t)r * q16);
+    for (int r = 0; r < 3; r++)
+        answer_mlp(ws, k, &sm->role[r], nq, lane, m, (size_t)(r + 1) * Ha16, role + (size_t)r * q16);
     for (size_t i = 0; i < m; i++) {
         float *sc = ws->ans + lane[i] * ws->anss, *sum = sc + total;
         const float *e = sc + ent;
@@ -343,8 +356,11 @@ static void answer(const fwm_stm_model *sm, const dims *k, workspace *ws, fwm_se
 }
 
 /* n sessions (already checked), one token each. */
-static void step_chunk(const fwm_stm_model *sm, const dims *k, workspace *ws, fwm_session *const *sessions,
+static void step_chunk(void *wsp, const struct fwm_model *model, fwm_session *const *sessions,
                        const uint32_t *tokens, size_t n, float *logits) {
+    const fwm_stm_model *sm = fwm__stm_of(model);
+    workspace *ws = wsp;
+    const dims *k = &ws->k;
     size_t core[CHUNK_SESSIONS], asked[CHUNK_SESSIONS], silent[CHUNK_SESSIONS];
     size_t n_core = 0, n_asked = 0, n_silent = 0;
     for (size_t j = 0; j < n; j++) {
@@ -368,55 +384,10 @@ static void step_chunk(const fwm_stm_model *sm, const dims *k, workspace *ws, fw
     }
 }
 
-static fwm_status run(fwm_session *const *sessions, const uint32_t *tokens, size_t count, size_t stride,
-                      float *logits, fwm_error *err) {
-    const fwm_stm_model *sm = fwm__stm_of(sessions[0]->model);
-    dims k = dims_of(&sm->hp);
-    size_t capacity = stride ? (count < CHUNK_SESSIONS ? count : CHUNK_SESSIONS) : 1;
-    workspace ws;
-    fwm_status status = workspace_init(&ws, &k, capacity, err);
-    if (status != FWM_OK) return status;
-    if (stride) { /* a batch: chunks of distinct sessions */
-        for (size_t i = 0; i < count; i += capacity) {
-            size_t n = count - i < capacity ? count - i : capacity;
-            step_chunk(sm, &k, &ws, sessions + i, tokens + i, n, logits ? logits + i * k.V : NULL);
-        }
-    } else { /* one session over a sequence */
-        for (size_t i = 0; i < count; i++)
-            step_chunk(sm, &k, &ws, sessions, tokens + i, 1, logits ? logits + i * k.V : NULL);
-    }
-    fwm__free(ws.heap);
-    return FWM_OK;
-}
-
-fwm_status fwm__stm_step(fwm_session *session, uint32_t token, float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step: session is NULL");
-    fwm_status status = fwm__check_token(session->model, token, "", 0, err);
-    if (status != FWM_OK) return status;
-    return run(&session, &token, 1, 0, logits, err);
-}
-
-fwm_status fwm__stm_step_sequence(fwm_session *session, const uint32_t *tokens, size_t count,
-                                  float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (!session)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: session is NULL");
-    if (count == 0) return FWM_OK;
-    if (!tokens)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_step_sequence: tokens is NULL");
-    for (size_t i = 0; i < count; i++) {
-        fwm_status status = fwm__check_token(session->model, tokens[i], "at sequence position", i, err);
-        if (status != FWM_OK) return status;
-    }
-    return run(&session, tokens, count, 0, logits, err);
-}
-
-fwm_status fwm__stm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
-                               float *logits, fwm_error *err) {
-    fwm__error_clear(err);
-    if (count == 0) return FWM_OK;
-    fwm_status status = fwm__check_batch(sessions, tokens, count, err);
-    if (status != FWM_OK) return status;
-    return run(sessions, tokens, count, 1, logits, err);
-}
+const fwm_step_kernel fwm__stm_step_kernel = {
+    .chunk_sessions = CHUNK_SESSIONS,
+    .stack_floats = 0,
+    .scratch_floats = scratch_floats,
+    .lay_out = lay_out,
+    .chunk = step_chunk,
+};

@@ -144,7 +144,8 @@ static fwm__store_status open_databases(lmdb_store *s, fwm__store_error *error) 
     if (rc == MDB_NOTFOUND) {
         MDB_val format = val(FORMAT_VALUE, strlen(FORMAT_VALUE));
         rc = mdb_put(txn, s->info, &key, &format, 0);
-    } else if (rc == 0 && (found.mv_size != strlen(FORMAT_VALUE) || memcmp(found.mv_data, FORMAT_VALUE, found.mv_size))) {
+    } else if (rc == 0 &&
+               (found.mv_size != strlen(FORMAT_VALUE) || memcmp(found.mv_data, FORMAT_VALUE, found.mv_size))) {
         int n = (int)(found.mv_size > 64 ? 64 : found.mv_size);
         mdb_txn_abort(txn);
         return fail(error, FWM_STORE_VERSION, "%s: written in format '%.*s', this fwm-serve reads '%s'", s->data_path,

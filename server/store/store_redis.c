@@ -156,12 +156,14 @@ static const char BATCH_SCRIPT[] =
     "            return redis.error_reply('FENCED - session ' .. id .. ' is not owned by this node') end\n"
     "        elseif owner ~= token then\n"
     "          if owner == current then\n"
-    "            return redis.error_reply('FENCED - session ' .. id .. ' was claimed again since this copy of it was loaded') end\n"
+    "            return redis.error_reply('FENCED - session ' .. id .. ' was claimed again since "
+    "this copy of it was loaded') end\n"
     "          return redis.error_reply('FENCED ' .. string.sub(owner, string.find(owner, '|', 1, true) + 1) ..\n"
     "            ' session ' .. id .. ' is owned by another node')\n"
     "        end\n"
     "      end\n"
-    "      if op == 'L' or op == 'D' then i = i + (op == 'L' and 5 or 4) elseif op == 'R' then i = i + 2 else i = i + 3 end\n"
+    "      if op == 'L' or op == 'D' then i = i + (op == 'L' and 5 or 4) elseif op == 'R' then "
+    "i = i + 2 else i = i + 3 end\n"
     "    end\n"
     "  end\n"
     "  if stale then return redis.error_reply('FENCED - this node lost its lease') end\n"
@@ -506,7 +508,8 @@ static void config_get(redis_store *s, const char *name, char *out, size_t size)
 static fwm__store_status redis_open(const char *location, const fwm__store_options *options, fwm__store **out,
                                     fwm__store_error *error) {
     *out = NULL;
-    if (strlen(location) >= 480) return fail(error, FWM_STORE_IO, "Redis location too long (%zu bytes)", strlen(location));
+    if (strlen(location) >= 480)
+        return fail(error, FWM_STORE_IO, "Redis location too long (%zu bytes)", strlen(location));
     redis_store *s = fwm__calloc(1, sizeof *s);
     if (!s) return fail(error, FWM_STORE_NO_MEMORY, "out of memory opening the store");
     s->base.backend = &fwm__store_redis;
@@ -907,7 +910,8 @@ static fwm__store_status redis_list(fwm__store *base, const uint8_t *after, fwm_
                 for (size_t i = 0; i < n; i++) {
                     const redisReply *id = ids->element[i];
                     char *key = keys + i * (16 + HEX_BYTES);
-                    int k = snprintf(key, 16 + HEX_BYTES, "fwm:meta:%.*s", (int)(id->len < HEX_BYTES ? id->len : HEX_BYTES),
+                    int k = snprintf(key, 16 + HEX_BYTES, "fwm:meta:%.*s",
+                                     (int)(id->len < HEX_BYTES ? id->len : HEX_BYTES),
                                      id->str ? id->str : "");
                     margv[i + 1] = key;
                     mlengths[i + 1] = (size_t)k;
@@ -1119,7 +1123,8 @@ fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *i
 static const char RELEASE_SCRIPT[] =
     "local n = 0\n"
     "for i = 2, #ARGV do\n"
-    "  if redis.call('GET', 'fwm:owner:' .. ARGV[i]) == ARGV[1] then redis.call('DEL', 'fwm:owner:' .. ARGV[i]); n = n + 1 end\n"
+    "  if redis.call('GET', 'fwm:owner:' .. ARGV[i]) == ARGV[1] then "
+    "redis.call('DEL', 'fwm:owner:' .. ARGV[i]); n = n + 1 end\n"
     "end\n"
     "return n\n";
 
@@ -1145,7 +1150,8 @@ fwm__store_status fwm__cluster_leave(fwm__store *store, const uint8_t (*ids)[FWM
             lengths[4 + i] = HEX_BYTES;
         }
         pthread_mutex_lock(&s->writer.mutex);
-        redisReply *r = command(s, &s->writer, (int)count + 4, argv, lengths, &status, "cannot release sessions", error);
+        redisReply *r =
+            command(s, &s->writer, (int)count + 4, argv, lengths, &status, "cannot release sessions", error);
         if (r) freeReplyObject(r);
         /* the lease goes last: until then, nobody else may take what is being released */
         const char *drop[5] = {"EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end "
@@ -1153,7 +1159,8 @@ fwm__store_status fwm__cluster_leave(fwm__store *store, const uint8_t (*ids)[FWM
                                "1", s->node_key, s->token};
         const char *argv2[6] = {drop[0], drop[1], drop[2], drop[3], drop[4], s->address};
         fwm__store_status dropped;
-        r = command_strings(s, &s->writer, 6, argv2, &dropped, "cannot release this node's lease", status ? NULL : error);
+        r = command_strings(s, &s->writer, 6, argv2, &dropped, "cannot release this node's lease",
+                            status ? NULL : error);
         if (r) freeReplyObject(r);
         if (status == FWM_STORE_OK) status = dropped;
         pthread_mutex_unlock(&s->writer.mutex);

@@ -60,7 +60,8 @@ static void test_sanitize(void) {
 
 static void test_random_bytes(void) {
     srand(7);
-    static const unsigned char pool[] = {'a', ' ', 0x80, 0xBF, 0xC2, 0xC3, 0xE0, 0xE2, 0xED, 0xF0, 0xF4, 0xFF, 0xA9, 0x82};
+    static const unsigned char pool[] = {'a', ' ', 0x80, 0xBF, 0xC2, 0xC3, 0xE0, 0xE2, 0xED, 0xF0, 0xF4, 0xFF,
+                                         0xA9, 0x82};
     char text[40], out[160];
     for (int round = 0; round < 20000; round++) {
         size_t n = (size_t)rand() % sizeof text;

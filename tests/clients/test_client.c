@@ -52,9 +52,11 @@ static void compare(fwm_session *session, const seen *s, const uint32_t *tokens,
         CHECK_U64(s->pos[i], fwm_session_position(session));
         CHECK_U64(s->topk[i], k);
         for (size_t j = 0; j < k; j++) {
-            if (strcmp(s->words[i][j], fwm_model_token_text(model, top[j].token)) != 0 || s->probs[i][j] != top[j].probability) {
-                fprintf(stderr, "%s: token %zu rank %zu: server '%s' %.9g, libfwm '%s' %.9g\n", what, i, j, s->words[i][j],
-                        (double)s->probs[i][j], fwm_model_token_text(model, top[j].token), (double)top[j].probability);
+            if (strcmp(s->words[i][j], fwm_model_token_text(model, top[j].token)) != 0 ||
+                s->probs[i][j] != top[j].probability) {
+                fprintf(stderr, "%s: token %zu rank %zu: server '%s' %.9g, libfwm '%s' %.9g\n", what, i, j,
+                        s->words[i][j], (double)s->probs[i][j], fwm_model_token_text(model, top[j].token),
+                        (double)top[j].probability);
                 check_failures++;
             }
         }

@@ -886,7 +886,8 @@ static void prime_tokens_key(void) {
                            "key 'fwm.session.prime_tokens': expected type array of u32, found array of i32"));
     o = base();
     o.extra_u32_key = FWM_KEY_PRIME_TOKENS;
-    WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT, "key 'fwm.session.prime_tokens': expected type array of u32, found u32"));
+    WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT,
+                           "key 'fwm.session.prime_tokens': expected type array of u32, found u32"));
 }
 
 /* The stored checksum is exposed, not verified, by the parser. */

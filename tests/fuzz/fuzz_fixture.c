@@ -103,6 +103,28 @@ static fwm_model *write_and_load(writer write, const void *spec) {
     return model;
 }
 
+/* formula_model_<prefix>: `spec` (all but its tensors filled) with every tensor by the formula, in
+ * the architecture's tensor order (fwm_<prefix>_tensor_at), written and loaded. */
+#define FIXTURE_FORMULA_MODEL_(prefix, PREFIX)                                              \
+    static fwm_model *formula_model_##prefix(fwm_##prefix##_write_spec *spec) {             \
+        size_t count = fwm_##prefix##_tensor_count(&spec->hp);                              \
+        float *tensors[FWM_##PREFIX##_MAX_TENSORS] = {0};                                   \
+        for (size_t t = 0; t < count; t++) {                                                \
+            char name[48];                                                                  \
+            uint64_t rows, cols;                                                            \
+            fwm_##prefix##_tensor_at(&spec->hp, t, name, &rows, &cols);                     \
+            spec->tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);       \
+        }                                                                                   \
+        fwm_model *model = write_and_load(write_##prefix, spec);                            \
+        for (size_t t = 0; t < count; t++) free(tensors[t]);                                \
+        return model;                                                                       \
+    }
+FIXTURE_FORMULA_MODEL_(lstm, LSTM)
+FIXTURE_FORMULA_MODEL_(mnm, MNM)
+FIXTURE_FORMULA_MODEL_(gfw, GFW)
+FIXTURE_FORMULA_MODEL_(stm, STM)
+#undef FIXTURE_FORMULA_MODEL_
+
 static fwm_model *build(void) {
     fwm_hparams hparams = fixture_hparams();
     const fwm_hparams *hp = &hparams;
@@ -136,17 +158,7 @@ static fwm_model *build_lstm(void) {
     spec.hp.eos_token_id = 1;
     spec.name = "fuzz fixture (lstm)";
     spec.tokens = fixture_vocabulary;
-    size_t count = fwm_lstm_tensor_count(&spec.hp);
-    float *tensors[FWM_LSTM_MAX_TENSORS] = {0};
-    for (size_t t = 0; t < count; t++) {
-        char name[48];
-        uint64_t rows, cols;
-        fwm_lstm_tensor_at(&spec.hp, t, name, &rows, &cols);
-        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
-    }
-    fwm_model *model = write_and_load(write_lstm, &spec);
-    for (size_t t = 0; t < count; t++) free(tensors[t]);
-    return model;
+    return formula_model_lstm(&spec);
 }
 
 static fwm_model *build_mnm(void) {
@@ -166,17 +178,7 @@ static fwm_model *build_mnm(void) {
     spec.hp.eos_token_id = 1;
     spec.name = "fuzz fixture (mnm)";
     spec.tokens = fixture_vocabulary;
-    size_t count = fwm_mnm_tensor_count(&spec.hp);
-    float *tensors[FWM_MNM_MAX_TENSORS] = {0};
-    for (size_t t = 0; t < count; t++) {
-        char name[48];
-        uint64_t rows, cols;
-        fwm_mnm_tensor_at(&spec.hp, t, name, &rows, &cols);
-        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
-    }
-    fwm_model *model = write_and_load(write_mnm, &spec);
-    for (size_t t = 0; t < count; t++) free(tensors[t]);
-    return model;
+    return formula_model_mnm(&spec);
 }
 
 static fwm_model *build_gfw(void) {
@@ -193,17 +195,7 @@ static fwm_model *build_gfw(void) {
     spec.hp.eos_token_id = 1;
     spec.name = "fuzz fixture (gfw)";
     spec.tokens = fixture_vocabulary;
-    size_t count = fwm_gfw_tensor_count(&spec.hp);
-    float *tensors[FWM_GFW_MAX_TENSORS] = {0};
-    for (size_t t = 0; t < count; t++) {
-        char name[48];
-        uint64_t rows, cols;
-        fwm_gfw_tensor_at(&spec.hp, t, name, &rows, &cols);
-        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
-    }
-    fwm_model *model = write_and_load(write_gfw, &spec);
-    for (size_t t = 0; t < count; t++) free(tensors[t]);
-    return model;
+    return formula_model_gfw(&spec);
 }
 
 static fwm_model *build_stm(void) {
@@ -227,45 +219,19 @@ static fwm_model *build_stm(void) {
     spec.hp.eos_token_id = 1;
     spec.name = "fuzz fixture (stm)";
     spec.tokens = fixture_vocabulary;
-    size_t count = fwm_stm_tensor_count(&spec.hp);
-    float *tensors[FWM_STM_MAX_TENSORS] = {0};
-    for (size_t t = 0; t < count; t++) {
-        char name[48];
-        uint64_t rows, cols;
-        fwm_stm_tensor_at(&spec.hp, t, name, &rows, &cols);
-        spec.tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);
+    return formula_model_stm(&spec);
+}
+
+/* The getters of fuzz_fixture.h: each builds its model on first use and keeps it. */
+#define FIXTURE_GETTER_(getter, builder)                                                    \
+    const fwm_model *getter(void) {                                                         \
+        static fwm_model *model;                                                            \
+        if (!model) model = builder();                                                      \
+        return model;                                                                       \
     }
-    fwm_model *model = write_and_load(write_stm, &spec);
-    for (size_t t = 0; t < count; t++) free(tensors[t]);
-    return model;
-}
-
-const fwm_model *fuzz_fixture_gfw_model(void) {
-    static fwm_model *model;
-    if (!model) model = build_gfw();
-    return model;
-}
-
-const fwm_model *fuzz_fixture_stm_model(void) {
-    static fwm_model *model;
-    if (!model) model = build_stm();
-    return model;
-}
-
-const fwm_model *fuzz_fixture_mnm_model(void) {
-    static fwm_model *model;
-    if (!model) model = build_mnm();
-    return model;
-}
-
-const fwm_model *fuzz_fixture_lstm_model(void) {
-    static fwm_model *model;
-    if (!model) model = build_lstm();
-    return model;
-}
-
-const fwm_model *fuzz_fixture_model(void) {
-    static fwm_model *model;
-    if (!model) model = build();
-    return model;
-}
+FIXTURE_GETTER_(fuzz_fixture_model, build)
+FIXTURE_GETTER_(fuzz_fixture_lstm_model, build_lstm)
+FIXTURE_GETTER_(fuzz_fixture_mnm_model, build_mnm)
+FIXTURE_GETTER_(fuzz_fixture_gfw_model, build_gfw)
+FIXTURE_GETTER_(fuzz_fixture_stm_model, build_stm)
+#undef FIXTURE_GETTER_

@@ -346,7 +346,8 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), before);
 
     /* batches mixing architectures */
-    fwm_model *fwm = rt_write_fwm_file(rt_path("fwm.gguf"), vocabulary, V_TEST, 5), *lstm = rt_write_lstm_file(rt_path("lstm.gguf"), vocabulary, V_TEST, 6);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("fwm.gguf"), vocabulary, V_TEST, 5),
+              *lstm = rt_write_lstm_file(rt_path("lstm.gguf"), vocabulary, V_TEST, 6);
     fwm_session *other = NULL, *third = NULL;
     if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
     if (lstm) CHECK_OK(fwm_session_create(lstm, &third, &err), err);
@@ -378,7 +379,8 @@ static void export_import(void) {
     shape sh = {4, 5, 2, 3, 2, 4, 2, 3};
     fwm_model *model = write_mnm("blob.gguf", sh, 41, false, &f);
     fwm_model *sibling = write_mnm("blob2.gguf", sh, 42, false, &g);
-    fwm_model *fwm = rt_write_fwm_file(rt_path("blobfwm.gguf"), vocabulary, V_TEST, 5), *lstm = rt_write_lstm_file(rt_path("bloblstm.gguf"), vocabulary, V_TEST, 6);
+    fwm_model *fwm = rt_write_fwm_file(rt_path("blobfwm.gguf"), vocabulary, V_TEST, 5),
+              *lstm = rt_write_lstm_file(rt_path("bloblstm.gguf"), vocabulary, V_TEST, 6);
     if (!model || !sibling || !fwm || !lstm) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL, *x = NULL;

@@ -203,7 +203,8 @@ static void test_batched_equals_sequential(void) {
     }
     for (int part = 0; part < 2; part++)
         for (int i = 0; i < SESSIONS; i++) {
-            fwm__scheduler_submit(s, cases[i].entry, feed_job(&cases[i], cut[i][part], cut[i][part + 1] - cut[i][part]));
+            fwm__scheduler_submit(s, cases[i].entry,
+                                  feed_job(&cases[i], cut[i][part], cut[i][part + 1] - cut[i][part]));
             jobs++;
         }
     CHECK(wait_for(&c, jobs, 20));
@@ -267,7 +268,8 @@ static void test_cancel_and_close(void) {
     fwm__scheduler *s = start(&c, 1, 2);
     fwm__scheduler_set_congested(s, &cases[0].sink, true); /* parked: cancel must still end it */
     size_t jobs = 0;
-    for (int i = 0; i < 10; i++, jobs++) fwm__scheduler_submit(s, cases[i].entry, feed_job(&cases[i], 0, cases[i].count));
+    for (int i = 0; i < 10; i++, jobs++)
+        fwm__scheduler_submit(s, cases[i].entry, feed_job(&cases[i], 0, cases[i].count));
     fwm__scheduler_cancel(s);
     fwm__job *close = fwm__job_new(FWM_JOB_CLOSE); /* CLOSE frees its entry on the worker */
     close->sink = &cases[1].sink;

@@ -3,11 +3,11 @@
  * written with fwm__model_save_spec (fwm_gfw_model_write), loaded with fwm_model_load, and every
  * lane's tokens are stepped through a runtime session from its reset state (all zero); the
  * trainer's logits for the same tokens (three lanes, two windows with the state carried between
- * them) must agree within 5e-5 of max(1, |logit|) (1e-4 at the paper's sizes), and the carried state (h_F, h_S, F1, F2) with
- * the session's exported blob. The paper's sizes (two windows of 8), and small ones (two of 25),
- * m = 2 among them. The weights are the initialiser's with small biases: the recurrence amplifies
- * rounding differences (docs/MODEL.md), so that both float implementations drift from the exact
- * values over long streams, each on its own. */
+ * them) must agree within 5e-5 of max(1, |logit|) (1e-4 at the paper's sizes), and the carried
+ * state (h_F, h_S, F1, F2) with the session's exported blob. The paper's sizes (two windows of 8),
+ * and small ones (two of 25), m = 2 among them. The weights are the initialiser's with small
+ * biases: the recurrence amplifies rounding differences (docs/MODEL.md), so that both float
+ * implementations drift from the exact values over long streams, each on its own. */
 #include "agreement_util.h"
 
 enum { LANES = 3, WINDOWS = 2, V = 20 };

@@ -71,7 +71,8 @@ static double run(long steps, uint64_t seed, double *untrained, double *loss_sta
         printf("gfw, seed %llu: %ld steps (%.1f s CPU): training loss %.3f (first 20 steps) -> %.3f (last "
                "20); held-out query accuracy %.2f%% untrained, %.2f%% trained (%ld queries); %ld "
                "windows skipped\n",
-               (unsigned long long)seed, steps, cpu, *loss_start, *loss_end, 100 * *untrained, 100 * accuracy, after.count,
+               (unsigned long long)seed, steps, cpu, *loss_start, *loss_end, 100 * *untrained, 100 * accuracy,
+               after.count,
                tr->skipped_steps);
         CHECK(after.count > 1000);
         CHECK_INT(tr->skipped_steps, 0);
