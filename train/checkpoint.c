@@ -1,17 +1,19 @@
 /* checkpoint.c - save and restore everything a training run's next step depends on.
  *
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
- * for distribution, which is what model files are for), version 4:
+ * for distribution, which is what model files are for), version 5:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
  *   token, embedding, recurrent, layer, fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
- *   unless mnm), fwm_gfw_hparams (zero unless gfw);
+ *   unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32 fix-alpha and
+ *   train-output flags (zero unless stm);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
  *   u64 FNV-1a hash of every byte before it.
  * The model arrays are the architecture's flat layout (fwm__tensor_layout) and its lane state.
- * Version 3 (before the gfw model) has the model block without the gfw part and still loads; so
+ * Version 4 (before the STM) has the model block without the STM part and still loads; so does
+ * version 3 (before the gfw model), which has the model block without the gfw part and still loads; so
  * does version 2 (before the MNM), without the MNM's part either; and
  * version 1 (before there were architectures): the same with fwm_hparams in place of the model
  * block, an FWM without dropout. A trainer never writes a checkpoint whose parameters, Adam
@@ -32,7 +34,7 @@
 #include "trainer.h"
 
 #define CHECKPOINT_MAGIC "FWMTRCK1"
-#define CHECKPOINT_VERSION 4u
+#define CHECKPOINT_VERSION 5u
 
 typedef struct hashed_file {
     FILE *f;
@@ -68,8 +70,8 @@ static int get(hashed_file *hf, void *data, size_t n)
     return 0;
 }
 
-/* What is trained (version 4). Any padding before meta_weight is zero: a header is cleared before
- * it is filled. */
+/* What is trained (version 5). Any padding (before meta_weight, inside fwm_stm_hparams) is zero: a
+ * header is cleared before it is filled. */
 typedef struct checkpoint_model {
     uint32_t arch;
     fwm_hparams fwm;
@@ -78,7 +80,34 @@ typedef struct checkpoint_model {
     fwm_mnm_hparams mnm;
     double meta_weight;
     fwm_gfw_hparams gfw;
+    fwm_stm_hparams stm;
+    uint32_t stm_fix_alpha, stm_train_output;
 } checkpoint_model;
+
+/* Version 4's model block and header. */
+typedef struct checkpoint_model_v4 {
+    uint32_t arch;
+    fwm_hparams fwm;
+    fwm_lstm_hparams lstm;
+    fwm__dropout dropout;
+    fwm_mnm_hparams mnm;
+    double meta_weight;
+    fwm_gfw_hparams gfw;
+} checkpoint_model_v4;
+
+typedef struct checkpoint_header_v4 {
+    char magic[8];
+    uint32_t version, hparams_size;
+    checkpoint_model_v4 model;
+    int32_t mode, lanes, window, segment;
+    uint32_t qmark;
+    uint64_t seed, data_hash;
+    int64_t step, epoch, window_index, tokens;
+    double seconds;
+    fwm__qa_metrics running;
+    double running_loss;
+    int64_t running_steps;
+} checkpoint_header_v4;
 
 /* Version 3's model block and header. */
 typedef struct checkpoint_model_v3 {
@@ -190,6 +219,14 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.meta_weight = tr->opt.meta_weight;
     } else if (tr->spec.arch == FWM_ARCH_GFW) {
         h->model.gfw = tr->spec.gfw; /* eight 4-byte fields: no padding */
+    } else if (tr->spec.arch == FWM_ARCH_STM) { /* field by field: the padding stays zero */
+        const fwm_stm_hparams *m = &tr->spec.stm;
+        fwm_stm_hparams *to = &h->model.stm;
+#define COPY_(field, key, kind, def, low, high) to->field = m->field;
+        FWM_STM_HPARAM_LIST(COPY_)
+#undef COPY_
+        h->model.stm_fix_alpha = (uint32_t)tr->opt.stm_fix_alpha;
+        h->model.stm_train_output = (uint32_t)tr->opt.stm_train_output;
     } else {
         h->model.fwm = tr->opt.hp;
     }
@@ -318,8 +355,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     int v1 = start.version == 1 && start.hparams_size == sizeof(fwm_hparams);
     int v2 = start.version == 2 && start.hparams_size == sizeof(checkpoint_model_v2);
     int v3 = start.version == 3 && start.hparams_size == sizeof(checkpoint_model_v3);
-    int v4 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
-    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2 && !v3 && !v4)) {
+    int v4 = start.version == 4 && start.hparams_size == sizeof(checkpoint_model_v4);
+    int v5 = start.version == CHECKPOINT_VERSION && start.hparams_size == sizeof(checkpoint_model);
+    if (memcmp(start.magic, CHECKPOINT_MAGIC, 8) != 0 || (!v1 && !v2 && !v3 && !v4 && !v5)) {
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: not an fwm-train checkpoint of version 1 to %u", path,
                             CHECKPOINT_VERSION);
@@ -409,6 +447,31 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         h.running = old.running;
         h.running_loss = old.running_loss;
         h.running_steps = old.running_steps;
+    } else if (v4) { /* any architecture but the STM: the version-5 header without its part */
+        checkpoint_header_v4 old;
+        memcpy(&old, &start, sizeof start);
+        if (get(&hf, (char *)&old + sizeof start, sizeof old - sizeof start)) {
+            status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
+            goto done;
+        }
+        memset(&h, 0, sizeof h);
+        memcpy(&h, &start, sizeof start);
+        memcpy(&h.model, &old.model, sizeof old.model); /* the same fields in the same places */
+        h.mode = old.mode;
+        h.lanes = old.lanes;
+        h.window = old.window;
+        h.segment = old.segment;
+        h.qmark = old.qmark;
+        h.seed = old.seed;
+        h.data_hash = old.data_hash;
+        h.step = old.step;
+        h.epoch = old.epoch;
+        h.window_index = old.window_index;
+        h.tokens = old.tokens;
+        h.seconds = old.seconds;
+        h.running = old.running;
+        h.running_loss = old.running_loss;
+        h.running_steps = old.running_steps;
     } else {
         memcpy(&h, &start, sizeof start);
         if (get(&hf, (char *)&h + sizeof start, sizeof h - sizeof start)) {
@@ -436,6 +499,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     SAME_(model.lstm, "model hyperparameters or vocabulary size");
     SAME_(model.mnm, "model hyperparameters or vocabulary size");
     SAME_(model.gfw, "model hyperparameters or vocabulary size");
+    SAME_(model.stm, "model hyperparameters or vocabulary size");
+    SAME_(model.stm_fix_alpha, "held alphas (--fix-alpha)");
+    SAME_(model.stm_train_output, "trained output matrix (--train-output)");
     SAME_(model.meta_weight, "meta-objective weight (--meta-weight)");
     SAME_(model.dropout, "dropout");
     SAME_(mode, "mode");
