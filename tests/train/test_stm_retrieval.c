@@ -8,8 +8,11 @@
  * each store is one core step and each query one answer from the relational memory; Z is held as
  * in the authors' bAbI runs. Each run must answer held-out queries far better than before training
  * and than chance (1/6), and its training loss must fall; answering with the last value stored
- * would be right for 60.5% of these queries. STEPS, THREADS (default 1) and SEED environment
- * variables override the step count, threads and seed. Seen: see the figures printed. */
+ * would be right for 60.5% of these queries, and sentence mode (4,000 steps, 8 s of CPU) must get
+ * beyond that (seed 9: 57.5% after 2,000 steps, 61.2% after 3,000, 91.3% after 4,000); word mode
+ * (600 steps, 6 s) reaches it and stays there for 3,000 steps. STEPS, THREADS (default 1), SEED and LR environment
+ * variables override the step count, threads, seed and learning rate; INPUT (word or sentence)
+ * runs one mode; TRAIN_OUTPUT and FIX_ALPHA (set) turn on --train-output and --fix-alpha. Seen: see the figures printed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -82,7 +85,9 @@ static double run(int sentence, long steps, uint64_t seed, double *untrained, do
     o.lanes = 16;
     o.window = 40;
     o.adam = fwm__adam_default_params();
-    o.adam.lr = 3e-3;
+    o.adam.lr = getenv("LR") ? atof(getenv("LR")) : 3e-3;
+    o.stm_train_output = getenv("TRAIN_OUTPUT") != NULL;
+    o.stm_fix_alpha = getenv("FIX_ALPHA") != NULL;
     o.adam.clip_norm = 1.0;
     o.steps = steps;
     o.seed = seed;
@@ -127,21 +132,25 @@ static double run(int sentence, long steps, uint64_t seed, double *untrained, do
 int main(void)
 {
     const char *env = getenv("STEPS");
-    long steps = env ? atol(env) : 600;
+    long mode_steps[2] = {600, 4000}; /* word, sentence (a sentence-mode step is cheap) */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    steps = env ? steps : 200; /* slower under sanitizers: fewer steps, loose limits */
+    mode_steps[0] = mode_steps[1] = 200; /* slower under sanitizers: fewer steps, loose limits */
     int full = 0;
 #else
     int full = !env;
 #endif
     uint64_t seed = getenv("SEED") ? (uint64_t)atol(getenv("SEED")) : 9;
+    const char *only = getenv("INPUT"); /* word or sentence: that mode alone */
     for (int sentence = 0; sentence < 2; sentence++) {
+        if (only && strcmp(only, sentence ? "sentence" : "word") != 0)
+            continue;
         double untrained = 0, start = 0, end = 0;
+        long steps = env ? atol(env) : mode_steps[sentence];
         double trained = run(sentence, steps, seed, &untrained, &start, &end);
         CHECK_LE(untrained, 0.40);
         CHECK_LE(end, (full ? 0.6 : 0.95) * start);
-        if (full)
-            CHECK_GE(trained, 0.50); /* three times chance */
+        if (full) /* three times chance; sentence mode beyond the last value stored (60.5%) */
+            CHECK_GE(trained, sentence ? 0.75 : 0.50);
     }
     return check_finish("test_stm_retrieval");
 }
