@@ -15,7 +15,8 @@
 #define SG(g, tm, k) ((g) + (tm)->layout.offset[k])
 
 /* dW += d ⊗ x (W [rows, cols]) */
-static inline void TM(stm_outer_add)(real *W, const real *d, const real *x, size_t rows, size_t cols)
+static inline void TM(stm_outer_add)(real *W, const real *d, const real *x, size_t rows,
+                                     size_t cols)
 {
     for (size_t i = 0; i < rows; i++)
         if (d[i] != 0)
@@ -231,8 +232,9 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
 }
 
 /* Word mode's head: dlog (V) is the gradient of the row's logits; Mr the memory it read. */
-static void TM(stm_word_head_backward)(const TM(fwm__stm_tm) *tm, const real *head, const real *dlog,
-                                       const real *Mr, real *dMr, real *sc, real *g)
+static void TM(stm_word_head_backward)(const TM(fwm__stm_tm) *tm, const real *head,
+                                       const real *dlog, const real *Mr, real *dMr, real *sc,
+                                       real *g)
 {
     size_t d = tm->hp.memory_size, nq = tm->hp.query_count, nr = tm->hp.relation_length;
     size_t dd = d * d, V = tm->hp.vocab_size, n = nq * nr;
@@ -342,7 +344,8 @@ static void TM(stm_backward_worker)(void *ctx_pointer, int index, int threads)
     TM(stm_ctx) *ctx = ctx_pointer;
     TM(fwm__stm_tm) *tm = ctx->tm;
     const fwm__stm_offsets *o = &tm->off;
-    size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size, dd = (size_t)fwm_stm_item_floats(&tm->hp);
+    size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size;
+    size_t dd = (size_t)fwm_stm_item_floats(&tm->hp);
     size_t mem = tm->mem_floats, rel = mem - dd, K = (size_t)tm->segment;
     int transfer = TM(stm_transfer_needed)(tm, 1);
     const real *alpha = SP(tm, ST_ALPHA(tm));

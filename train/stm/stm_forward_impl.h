@@ -180,7 +180,7 @@ void TM(fwm__stm_tm_zero_grads)(TM(fwm__stm_tm) *tm)
         memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
-/* ---- kernels ---------------------------------------------------------------------------------- */
+/* ---- kernels --------------------------------------------------------------------------------- */
 
 static inline void TM(stm_tanh)(real *out, const real *in, size_t n)
 {
@@ -219,7 +219,8 @@ static inline void TM(stm_matvec)(real *y, const real *W, const real *x, const r
         y[i] = (b ? b[i] : 0) + TM(dot)(W + i * cols, x, cols);
 }
 
-/* Layer norm of n numbers without gain: y = (u - mean) / sqrt(var + eps); returns the last factor. */
+/* Layer norm of n numbers without gain: y = (u - mean) / sqrt(var + eps); returns the last
+ * factor. */
 static inline real TM(stm_norm)(real *y, const real *u, size_t n, real eps)
 {
     real mean = 0, var = 0;
@@ -386,7 +387,8 @@ static void TM(stm_answer_head)(const TM(fwm__stm_tm) *tm, size_t row, const rea
     TM(stm_encode)(tm, row, q);
     TM(stm_mlp)(tm, 0, q, head + o->hhid, e1);
     for (int k = 0; k < 3; k++)
-        TM(stm_mlp)(tm, k + 1, q, head + o->hhid + (size_t)(k + 1) * Ha, head + o->hr + (size_t)k * nq);
+        TM(stm_mlp)(tm, k + 1, q, head + o->hhid + (size_t)(k + 1) * Ha,
+                    head + o->hr + (size_t)k * nq);
     const real *norm = SP(tm, ST_NORM(tm));
     const real *prev = e1;
     for (int k = 0; k < 3; k++) {
@@ -410,7 +412,7 @@ static void TM(stm_answer_head)(const TM(fwm__stm_tm) *tm, size_t row, const rea
     TM(stm_matvec)(logits, SP(tm, ST_Z(tm)), sum, NULL, tm->hp.vocab_size, d);
 }
 
-/* ---- stage 1: the token bookkeeping of every lane ---------------------------------------------- */
+/* ---- stage 1: the token bookkeeping of every lane ------------------------------------------- */
 static void TM(stm_classify)(TM(fwm__stm_tm) *tm, int len)
 {
     const fwm_stm_hparams *hp = &tm->hp;
@@ -466,7 +468,7 @@ static void TM(stm_classify)(TM(fwm__stm_tm) *tm, int len)
     }
 }
 
-/* ---- stage 2: every lane walks its tokens ------------------------------------------------------ */
+/* ---- stage 2: every lane walks its tokens --------------------------------------------------- */
 typedef struct TM(stm_ctx) {
     TM(fwm__stm_tm) *tm;
     int len;
@@ -487,7 +489,8 @@ static void TM(stm_forward_worker)(void *ctx_pointer, int index, int threads)
     TM(stm_ctx) *ctx = ctx_pointer;
     TM(fwm__stm_tm) *tm = ctx->tm;
     const fwm__stm_offsets *o = &tm->off;
-    size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size, dd = (size_t)fwm_stm_item_floats(&tm->hp);
+    size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size;
+    size_t dd = (size_t)fwm_stm_item_floats(&tm->hp);
     size_t mem = tm->mem_floats, K = (size_t)tm->segment;
     int training = tm->snapshots != NULL, transfer = TM(stm_transfer_needed)(tm, 0);
     real *rec = tm->thread_acts + (size_t)index * K * o->act_total;
@@ -564,9 +567,10 @@ double TM(fwm__stm_tm_forward)(TM(fwm__stm_tm) *tm, const uint32_t *x, const uin
     TM(stm_classify)(tm, len);
     tm->n_loss_rows = 0;
     for (size_t row = 0; row < (size_t)len * B; row++) {
-        int loss = tm->sentence ? (tm->act[row] & FWM__STM_ACT_ANSWER) && tm->y[row] != hp->padding_token_id
-                                : fwm__is_loss_position(tm->config.loss_mode, tm->config.loss_token_id,
-                                                        hp->padding_token_id, tm->x[row], tm->y[row]);
+        int loss = tm->sentence
+                       ? (tm->act[row] & FWM__STM_ACT_ANSWER) && tm->y[row] != hp->padding_token_id
+                       : fwm__is_loss_position(tm->config.loss_mode, tm->config.loss_token_id,
+                                               hp->padding_token_id, tm->x[row], tm->y[row]);
         tm->loss_index[row] = loss ? tm->n_loss_rows : -1;
         if (loss)
             tm->loss_rows[tm->n_loss_rows++] = (int)row;
