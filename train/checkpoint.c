@@ -1,11 +1,12 @@
 /* checkpoint.c - save and restore everything a training run's next step depends on.
  *
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
- * for distribution, which is what model files are for), version 4:
+ * for distribution, which is what model files are for), version 5:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
  *   token, embedding, recurrent, layer, fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
- *   unless mnm), fwm_gfw_hparams (zero unless gfw);
+ *   unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32 fix-alpha and
+ *   train-output flags (zero unless stm);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
@@ -13,7 +14,8 @@
  * Each field has its natural alignment counted from the file's start (zero bytes fill the gaps),
  * as the header's C struct had it. The model arrays are the architecture's flat layout
  * (fwm__tensor_layout) and its lane state. Older versions still load (the table `versions`):
- * version 3 (before the gfw model) has the model block without the gfw part; version 2 (before
+ * version 4 (before the STM) has the model block without the STM part; version 3 (before the gfw
+ * model), without the gfw part either; version 2 (before
  * the MNM), without the MNM's part either; and version 1 (before there were architectures) has
  * fwm_hparams in place of the model block, an FWM without dropout. A trainer never writes a
  * checkpoint whose parameters, Adam moments or lane state are not all finite (the write fails,
@@ -34,7 +36,7 @@
 #include "trainer.h"
 
 #define CHECKPOINT_MAGIC "FWMTRCK1"
-#define CHECKPOINT_VERSION 4u
+#define CHECKPOINT_VERSION 5u
 
 typedef struct hashed_file {
     FILE *f;
@@ -70,8 +72,8 @@ static int get(hashed_file *hf, void *data, size_t n)
     return 0;
 }
 
-/* What is trained (version 4). Any padding before meta_weight is zero: a header is cleared before
- * it is filled. */
+/* What is trained (version 5). Any padding (before meta_weight, inside fwm_stm_hparams) is zero: a
+ * header is cleared before it is filled. */
 typedef struct checkpoint_model {
     uint32_t arch;
     fwm_hparams fwm;
@@ -80,9 +82,17 @@ typedef struct checkpoint_model {
     fwm_mnm_hparams mnm;
     double meta_weight;
     fwm_gfw_hparams gfw;
+    fwm_stm_hparams stm;
+    uint32_t stm_fix_alpha, stm_train_output;
 } checkpoint_model;
 
-/* The model block of each version: the version-4 block's first block_bytes (so the parts a
+/* Version 4's block ended after the gfw part, its size a multiple of 8 (the block's alignment, for
+ * meta_weight); the bytes up to there are zero padding in its files. */
+#define V4_BLOCK_BYTES ((offsetof(checkpoint_model, gfw) + sizeof(fwm_gfw_hparams) + 7) / 8 * 8)
+_Static_assert(V4_BLOCK_BYTES <= offsetof(checkpoint_model, stm) + sizeof(fwm_stm_hparams),
+               "the version-4 block reads into the version-5 one");
+
+/* The model block of each version: the version-5 block's first block_bytes (so the parts a
  * version lacks read as zero), or for version 1 the FWM's hyperparameters alone (`bare`: no
  * architecture field, no dropout). Saving writes the last row. */
 static const struct checkpoint_version {
@@ -93,6 +103,7 @@ static const struct checkpoint_version {
     {1, sizeof(fwm_hparams), 1},               /* before there were architectures */
     {2, offsetof(checkpoint_model, mnm), 0},   /* the FWM and the LSTM, before the MNM */
     {3, offsetof(checkpoint_model, gfw), 0},   /* and the MNM, before the gfw model */
+    {4, V4_BLOCK_BYTES, 0},                    /* and the gfw model, before the STM */
     {CHECKPOINT_VERSION, sizeof(checkpoint_model), 0},
 };
 #define VERSION_COUNT (sizeof versions / sizeof versions[0])
@@ -179,6 +190,14 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.meta_weight = tr->opt.meta_weight;
     } else if (tr->spec.arch == FWM_ARCH_GFW) {
         h->model.gfw = tr->spec.gfw; /* eight 4-byte fields: no padding */
+    } else if (tr->spec.arch == FWM_ARCH_STM) { /* field by field: the padding stays zero */
+        const fwm_stm_hparams *m = &tr->spec.stm;
+        fwm_stm_hparams *to = &h->model.stm;
+#define COPY_(field, key, kind, def, low, high) to->field = m->field;
+        FWM_STM_HPARAM_LIST(COPY_)
+#undef COPY_
+        h->model.stm_fix_alpha = (uint32_t)tr->opt.stm_fix_alpha;
+        h->model.stm_train_output = (uint32_t)tr->opt.stm_train_output;
     } else {
         h->model.fwm = tr->opt.hp;
     }
@@ -341,6 +360,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     SAME_(model.lstm, "model hyperparameters or vocabulary size");
     SAME_(model.mnm, "model hyperparameters or vocabulary size");
     SAME_(model.gfw, "model hyperparameters or vocabulary size");
+    SAME_(model.stm, "model hyperparameters or vocabulary size");
+    SAME_(model.stm_fix_alpha, "held alphas (--fix-alpha)");
+    SAME_(model.stm_train_output, "trained output matrix (--train-output)");
     SAME_(model.meta_weight, "meta-objective weight (--meta-weight)");
     SAME_(model.dropout, "dropout");
     SAME_(f4.mode, "mode");

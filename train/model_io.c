@@ -11,6 +11,7 @@
 #include "gfw/gfw_schema.h"
 #include "lstm/lstm_schema.h"
 #include "mnm/mnm_schema.h"
+#include "stm/stm_schema.h"
 
 fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float *params,
                            const char *const *tokens, const char *name,
@@ -78,6 +79,21 @@ fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
         spec.prime_tokens = &model->gfw.eos_token_id;
         spec.prime_count = 1;
         return fwm_gfw_model_write(path, &spec, err);
+    }
+    if (model->arch == FWM_ARCH_STM) {
+        fwm_stm_write_spec spec;
+        memset(&spec, 0, sizeof spec);
+        spec.hp = model->stm;
+        spec.name = name;
+        spec.tokens = tokens;
+        for (size_t k = 0; k < layout.count; k++)
+            spec.tensors[k] = params + layout.offset[k];
+        spec.extra = extra;
+        spec.extra_count = extra_count;
+        spec.has_prime_tokens = true;
+        spec.prime_tokens = &model->stm.eos_token_id;
+        spec.prime_count = 1;
+        return fwm_stm_model_write(path, &spec, err);
     }
     if (model->arch != FWM_ARCH_LSTM)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "model %s: unknown architecture %d",
@@ -153,6 +169,8 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     memset(&mnm_schema, 0, sizeof mnm_schema);
     fwm_gfw_schema gfw_schema;
     memset(&gfw_schema, 0, sizeof gfw_schema);
+    fwm_stm_schema stm_schema;
+    memset(&stm_schema, 0, sizeof stm_schema);
     char *buf = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -196,6 +214,13 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         out->spec.arch = FWM_ARCH_GFW;
         out->spec.gfw = gfw_schema.hp;
         tokens = gfw_schema.tokens;
+    } else if (arch == FWM_ARCH_STM) {
+        status = fwm_stm_schema_parse(buf, (size_t)size, &stm_schema, err);
+        if (status != FWM_OK)
+            goto done;
+        out->spec.arch = FWM_ARCH_STM;
+        out->spec.stm = stm_schema.hp;
+        tokens = stm_schema.tokens;
     } else if (arch == FWM_ARCH_FWM) {
         status = fwm_schema_parse(buf, (size_t)size, &schema, err);
         if (status != FWM_OK)
@@ -219,6 +244,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         const fwm_schema_tensor *t = arch == FWM_ARCH_LSTM   ? &lstm_schema.tensors[k]
                                      : arch == FWM_ARCH_MNM ? &mnm_schema.tensors[k]
                                      : arch == FWM_ARCH_GFW ? &gfw_schema.tensors[k]
+                                     : arch == FWM_ARCH_STM ? &stm_schema.tensors[k]
                                                              : &schema.tensors[k];
         status = copy_tensor(path, &out->layout, k, t, out->params, err);
         if (status != FWM_OK)
@@ -238,6 +264,7 @@ done:
     fwm_lstm_schema_release(&lstm_schema);
     fwm_mnm_schema_release(&mnm_schema);
     fwm_gfw_schema_release(&gfw_schema);
+    fwm_stm_schema_release(&stm_schema);
     free(buf);
     fclose(f);
     return status;

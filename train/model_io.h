@@ -20,7 +20,7 @@ fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float 
 
 /* Any architecture: params flat in fwm__tensor_layout order for `model`; otherwise as above
  * (fwm_lstm_model_write for `lstm`, fwm_mnm_model_write for `mnm`, fwm_gfw_model_write for
- * `gfw`). A parameter that is not finite is refused (FWM_ERR_INVALID_ARGUMENT naming the tensor): nothing is written. */
+ * `gfw`, fwm_stm_model_write for `stm`). A parameter that is not finite is refused (FWM_ERR_INVALID_ARGUMENT naming the tensor): nothing is written. */
 fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
                                 const float *params, const char *const *tokens, const char *name,
                                 const fwm_write_kv *extra, size_t extra_count, fwm_error *err);

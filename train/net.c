@@ -11,6 +11,7 @@
 extern const fwm__net_ops fwm__net_ops_lstm; /* lstm/lstm_net.c */
 extern const fwm__net_ops fwm__net_ops_mnm;  /* mnm/mnm_net.c */
 extern const fwm__net_ops fwm__net_ops_gfw;  /* gfw/gfw_net.c */
+extern const fwm__net_ops fwm__net_ops_stm;  /* stm/stm_net.c */
 
 /* ---- fwm ------------------------------------------------------------------------------------ */
 
@@ -100,7 +101,8 @@ static const fwm__net_ops fwm__net_ops_fwm = {
 /* ---- the registry ----------------------------------------------------------------------------- */
 
 static const fwm__net_ops *const registry[] = {&fwm__net_ops_fwm, &fwm__net_ops_lstm,
-                                                &fwm__net_ops_mnm, &fwm__net_ops_gfw};
+                                                &fwm__net_ops_mnm, &fwm__net_ops_gfw,
+                                                &fwm__net_ops_stm};
 
 fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
                            fwm_error *err)
@@ -224,6 +226,9 @@ void fwm__net_init_weights(fwm__net *net, uint64_t seed)
 
 int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y)
 {
+    if (config->model.arch == FWM_ARCH_STM && config->model.stm.input_mode == FWM_STM_INPUT_SENTENCE)
+        return x == config->model.stm.question_end_token_id &&
+               y != config->model.stm.padding_token_id;
     return fwm__is_loss_position(config->loss_mode, config->loss_token_id,
                                  fwm__spec_pad_id(&config->model), x, y);
 }

@@ -1,6 +1,6 @@
 /* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
  * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`,
- * gfw/gfw_model.h for `gfw`), in float, and the small table of
+ * gfw/gfw_model.h for `gfw`, stm/stm_model.h for `stm`), in float, and the small table of
  * operations that differ between architectures (fwm__net_ops, one per architecture, registered in
  * net.c). The trainer, evaluation, checkpoints and model files work through this handle only, so
  * they are written once for every architecture.
@@ -19,6 +19,7 @@
 #include "lstm_model.h"
 #include "mnm_model.h"
 #include "param_layout.h"
+#include "stm_model.h"
 #include "train_model.h"
 
 typedef struct fwm__net_config {
@@ -30,6 +31,8 @@ typedef struct fwm__net_config {
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
     fwm__dropout dropout;   /* lstm only (the others have none: must be 0); 0 for evaluation */
     double meta_weight;     /* mnm only: the meta-objective's coefficient (others: ignored) */
+    int fix_alpha;          /* stm only: hold alpha1 and alpha3 (the authors' bAbI setting) */
+    int train_output;       /* stm sentence mode only: train the output matrix Z (held otherwise) */
     int keep_logits;        /* keep the loss rows' logits (tests) */
     int forward_only;       /* evaluation: no gradients, no backward buffers */
 } fwm__net_config;
@@ -55,13 +58,15 @@ struct fwm__net {
     const fwm__net_ops *ops;
     fwm__net_config config;
     void *impl;                  /* fwm__tm_f32 (fwm), fwm__lstm_tm_f32 (lstm), fwm__mnm_tm_f32,
-                                    fwm__gfw_tm_f32 */
+                                    fwm__gfw_tm_f32, fwm__stm_tm_f32 */
     fwm__tensor_layout layout;   /* the flat buffers' tensors */
     float *params, *grads;       /* [layout.total] (grads NULL when forward_only) */
     float *state;                /* [lanes][state_size]: carried across calls */
     size_t state_size;           /* floats per lane (fwm: h, c, F; lstm: h, c of every layer;
-                                    mnm: h, c, r, M; gfw: h_F, h_S, F1, F2) */
-    int segment;                 /* fwm, mnm: the checkpoint interval in use; 0 for others */
+                                    mnm: h, c, r, M; gfw: h_F, h_S, F1, F2;
+                                    stm: Mi, Mr, in sentence mode the buffer's P word ids, its
+                                    length and the answer-slot flag as floats) */
+    int segment;                 /* fwm, mnm, stm: the checkpoint interval in use; 0 for others */
     /* the last forward call (rows r = t * lanes + b): */
     int len;
     const uint32_t *x, *y;       /* [len * lanes] */
@@ -109,7 +114,8 @@ void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_
  * holds its initial memory). */
 void fwm__net_init_weights(fwm__net *net, uint64_t seed);
 
-/* The loss rule (fwm__is_loss_position) for this configuration. */
+/* The loss rule (fwm__is_loss_position) for this configuration; an STM in sentence mode predicts at
+ * question ends: the positions whose input is its question end and whose target is not padding. */
 int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y);
 
 #endif

@@ -39,6 +39,8 @@ int fwm__train_arch_parse(const char *name, fwm_arch *out)
         *out = FWM_ARCH_MNM;
     else if (strcmp(name, "gfw") == 0)
         *out = FWM_ARCH_GFW;
+    else if (strcmp(name, "stm") == 0)
+        *out = FWM_ARCH_STM;
     else
         return -1;
     return 0;
@@ -50,6 +52,7 @@ const char *fwm__train_arch_name(fwm_arch arch)
            : arch == FWM_ARCH_LSTM ? "lstm"
            : arch == FWM_ARCH_MNM  ? "mnm"
            : arch == FWM_ARCH_GFW  ? "gfw"
+           : arch == FWM_ARCH_STM  ? "stm"
                                    : "?";
 }
 
@@ -58,6 +61,7 @@ uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.vocab_size
            : spec->arch == FWM_ARCH_MNM ? spec->mnm.vocab_size
            : spec->arch == FWM_ARCH_GFW ? spec->gfw.vocab_size
+           : spec->arch == FWM_ARCH_STM ? spec->stm.vocab_size
                                          : spec->fwm.vocab_size;
 }
 
@@ -66,6 +70,7 @@ uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.padding_token_id
            : spec->arch == FWM_ARCH_MNM ? spec->mnm.padding_token_id
            : spec->arch == FWM_ARCH_GFW ? spec->gfw.padding_token_id
+           : spec->arch == FWM_ARCH_STM ? spec->stm.padding_token_id
                                          : spec->fwm.padding_token_id;
 }
 
@@ -74,6 +79,7 @@ uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
     return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.eos_token_id
            : spec->arch == FWM_ARCH_MNM ? spec->mnm.eos_token_id
            : spec->arch == FWM_ARCH_GFW ? spec->gfw.eos_token_id
+           : spec->arch == FWM_ARCH_STM ? spec->stm.eos_token_id
                                          : spec->fwm.eos_token_id;
 }
 
@@ -116,8 +122,25 @@ void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hpara
     layout_finish(layout);
 }
 
+void fwm__stm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_stm_hparams *hp)
+{
+    memset(layout, 0, sizeof *layout);
+    layout->count = fwm_stm_tensor_count(hp);
+    for (size_t i = 0; i < layout->count; i++) {
+        uint64_t rows, cols;
+        fwm_stm_tensor_at(hp, i, layout->names[i], &rows, &cols);
+        layout->rows[i] = (size_t)rows;
+        layout->cols[i] = (size_t)cols;
+    }
+    layout_finish(layout);
+}
+
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
+    if (spec->arch == FWM_ARCH_STM) {
+        fwm__stm_tensor_layout_init(layout, &spec->stm);
+        return;
+    }
     if (spec->arch == FWM_ARCH_MNM) {
         fwm__mnm_tensor_layout_init(layout, &spec->mnm);
         return;

@@ -19,6 +19,7 @@
 #include "gfw/gfw_hparams.h"
 #include "lstm/lstm_hparams.h"
 #include "mnm/mnm_hparams.h"
+#include "stm/stm_hparams.h"
 
 typedef struct fwm__param_layout {
     size_t rows[FWM_TENSOR_COUNT];   /* as FWM_TENSOR_LIST (cols = 1 for vectors) */
@@ -37,7 +38,7 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp);
 /* ---- architectures ------------------------------------------------------------------------- */
 
 /* The architectures (fwm_arch, FWM_ARCH_FWM = 0, FWM_ARCH_LSTM = 1, FWM_ARCH_MNM = 2,
- * FWM_ARCH_GFW = 3: the registry of model_format/arch_list.h, whose values checkpoints store) by
+ * FWM_ARCH_GFW = 3, FWM_ARCH_STM = 4: the registry of model_format/arch_list.h, whose values checkpoints store) by
  * name: 0 and *out set when `name` is one the trainer trains, else -1. */
 int fwm__train_arch_parse(const char *name, fwm_arch *out);
 
@@ -49,9 +50,10 @@ typedef struct fwm__model_spec {
     fwm_lstm_hparams lstm;  /* arch LSTM */
     fwm_mnm_hparams mnm;    /* arch MNM */
     fwm_gfw_hparams gfw;    /* arch GFW */
+    fwm_stm_hparams stm;    /* arch STM */
 } fwm__model_spec;
 
-/* "fwm", "lstm", "mnm", "gfw": the name of an architecture the trainer trains ("?" for others). */
+/* "fwm", "lstm", "mnm", "gfw", "stm": the name of an architecture the trainer trains ("?" for others). */
 const char *fwm__train_arch_name(fwm_arch arch);
 
 /* Ids every architecture has. */
@@ -62,7 +64,8 @@ uint32_t fwm__spec_eos_id(const fwm__model_spec *spec);
 /* The most tensors any architecture has. */
 #define FWM__MAX_TENSORS_2_ (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
 #define FWM__MAX_TENSORS_3_ (FWM_MNM_MAX_TENSORS > FWM__MAX_TENSORS_2_ ? FWM_MNM_MAX_TENSORS : FWM__MAX_TENSORS_2_)
-#define FWM__MAX_TENSORS (FWM_GFW_MAX_TENSORS > FWM__MAX_TENSORS_3_ ? FWM_GFW_MAX_TENSORS : FWM__MAX_TENSORS_3_)
+#define FWM__MAX_TENSORS_4_ (FWM_GFW_MAX_TENSORS > FWM__MAX_TENSORS_3_ ? FWM_GFW_MAX_TENSORS : FWM__MAX_TENSORS_3_)
+#define FWM__MAX_TENSORS (FWM_STM_MAX_TENSORS > FWM__MAX_TENSORS_4_ ? FWM_STM_MAX_TENSORS : FWM__MAX_TENSORS_4_)
 
 typedef struct fwm__tensor_layout {
     size_t count;                        /* tensors, in the architecture's file order */
@@ -81,5 +84,7 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
 void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp);
 /* And for the Gated Fast Weights model's (fwm_gfw_tensor_at order). */
 void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp);
+/* And for the STM's (fwm_stm_tensor_at order: it depends on the input mode). */
+void fwm__stm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_stm_hparams *hp);
 
 #endif

@@ -46,9 +46,11 @@ static void TM(gemm_worker)(void *ctx, int index, int threads)
            job->alpha, A, (int)job->lda, job->B, (int)job->ldb, job->beta, C, (int)job->ldc);
 }
 
-static void TM(par_gemm)(fwm__pool *pool, int trans_a, int trans_b, size_t M, size_t N, size_t K,
-                         real alpha, const real *A, size_t lda, const real *B, size_t ldb,
-                         real beta, real *C, size_t ldc, const real *bias)
+static __attribute__((unused)) void TM(par_gemm)(fwm__pool *pool, int trans_a, int trans_b,
+                                                 size_t M, size_t N, size_t K, real alpha,
+                                                 const real *A, size_t lda, const real *B,
+                                                 size_t ldb, real beta, real *C, size_t ldc,
+                                                 const real *bias)
 {
     if (M == 0 || N == 0)
         return;

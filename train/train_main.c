@@ -1,5 +1,5 @@
-/* train_main.c - fwm-train: train an FWM (or, with --arch, the paper's LSTM or MNM baseline, or
- * the Gated Fast Weights model) on catbAbI (or, with --task ar, the associative retrieval task of
+/* train_main.c - fwm-train: train an FWM (or, with --arch, the paper's LSTM or MNM baseline, the
+ * Gated Fast Weights model or the STM) on catbAbI (or, with --task ar, the associative retrieval task of
  * ar_task.h) and write a model file.
  *
  * Reads bAbI v1.2 (--data, --set), builds the vocabulary and the streams (catbabi_stream.h),
@@ -38,10 +38,12 @@ static void usage(FILE *out)
     fwm_mnm_hparams_defaults(&md);
     fwm_gfw_hparams gd; /* and FWM_GFW_HPARAM_LIST's */
     fwm_gfw_hparams_defaults(&gd);
+    fwm_stm_hparams sd; /* and FWM_STM_HPARAM_LIST's */
+    fwm_stm_hparams_defaults(&sd);
     fprintf(out,
             "usage: fwm-train [options]\n"
-            "Train a Fast Weight Memory model (or the LSTM or MNM baseline, or the Gated Fast\n"
-            "Weights model) on catbAbI (or the standard bAbI protocol, or the associative\n"
+            "Train a Fast Weight Memory model (or the LSTM or MNM baseline, the Gated Fast\n"
+            "Weights model or the STM) on catbAbI (or the standard bAbI protocol, or the associative\n"
             "retrieval task) and write a model file.\n\n"
             "data:\n"
             "  --task catbabi|ar     catbAbI (default) or the associative retrieval task of the\n"
@@ -73,12 +75,15 @@ static void usage(FILE *out)
             "                        group order (default: 1, or one per process under mpirun);\n"
             "                        results depend on G, not on the number of processes\n"
             "architecture:\n"
-            "  --arch fwm|lstm|mnm|gfw  fwm: the Fast Weight Memory (default); lstm: the paper's\n"
-            "                        LSTM baseline (stacked layers, no memory); mnm: the\n"
+            "  --arch fwm|lstm|mnm|gfw|stm  fwm: the Fast Weight Memory (default); lstm: the\n"
+            "                        paper's LSTM baseline (stacked layers, no memory); mnm: the\n"
             "                        Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md);\n"
-            "                        gfw: Gated Fast Weights (Schlag & Schmidhuber, docs/MODEL.md)\n"
+            "                        gfw: Gated Fast Weights (Schlag & Schmidhuber, docs/MODEL.md);\n"
+            "                        stm: the self-attentive associative memory (Le et al. 2020,\n"
+            "                        docs/MODEL.md)\n"
             "model (the paper's sizes by default, as fwm-init's):\n"
-            "  --embedding E         token embedding size (default %u; lstm %u; mnm %u; gfw %u)\n"
+            "  --embedding E         token embedding size (default %u; lstm %u; mnm %u; gfw %u;\n"
+            "                        stm %u)\n"
             "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u); gfw: the\n"
             "                        fast net's h_F and inner layer, m >= 2 (default %u)\n"
             "  --layers L            lstm: stacked LSTM layers (default %u)\n"
@@ -102,6 +107,22 @@ static void usage(FILE *out)
             "  gfw (fwm-init's names; --embedding, --hidden as above):\n"
             "  --slow-hidden N       the slow net's state h_S (default %u)\n"
             "  --slow-inner P        the slow net's transition layer (default %u)\n"
+            "  stm (fwm-init's names; --embedding as above; the bAbI sizes by default):\n"
+            "  --input sentence|word sentence: a step per sentence, answers at \"?\" (the paper's\n"
+            "                        bAbI model; the loss only at question ends, so --mode qm,\n"
+            "                        its default; --mode lm is refused); word: a step and a\n"
+            "                        prediction at every word (default sentence)\n"
+            "  --sentence-length P   words of a sentence encoded (default %u)\n"
+            "  --memory-size d       item memory d x d, relational n_q x d x d (default %u)\n"
+            "  --queries N           n_q (default %u)\n"
+            "  --relation-length N   n_r, the word-mode output per query (default %u)\n"
+            "  --answer-hidden N     the answer module's MLPs, sentence mode (default %u)\n"
+            "  --reset-on-eos on|off <eos> restores the reset state (default on)\n"
+            "  --fix-alpha on|off    hold alpha1 and alpha3 at their values (the authors' bAbI\n"
+            "                        setting: 1 and 0, no relational transfer); default off: all\n"
+            "                        three train\n"
+            "  --train-output on|off sentence mode: train the output matrix Z; default off: Z\n"
+            "                        keeps its initial draw, as in the authors' code\n"
             "regularisation (lstm only; AWD-LSTM style, all 0 = off by default, never at\n"
             "evaluation; masks drawn from --seed, the step and the lane):\n"
             "  --dropout-token P     drop whole words of the input (every occurrence in a window)\n"
@@ -110,7 +131,8 @@ static void usage(FILE *out)
             "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
-            "                        --arch lstm: runs/lstm-<mode>; mnm, gfw: runs/ARCH-<mode>)\n"
+            "                        --arch lstm: runs/lstm-<mode>; mnm, gfw, stm:\n"
+            "                        runs/ARCH-<mode>)\n"
             "  --max-nonfinite N     a window whose loss or gradient is not finite is skipped (no\n"
             "                        update, the lanes' state as before it); after N such windows\n"
             "                        in a row the run stops (default 10; 0: at the first)\n"
@@ -131,13 +153,15 @@ static void usage(FILE *out)
             "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
             "mpirun -np N fwm-train ...: N processes share the lanes (this build: %s).\n",
             fwm__default_data_dir(), d.embedding_length, ld.embedding_length,
-            md.embedding_length, gd.embedding_length, d.hidden_size, ld.hidden_size,
+            md.embedding_length, gd.embedding_length, sd.embedding_length, d.hidden_size, ld.hidden_size,
             md.hidden_size, gd.fast_hidden, ld.layer_count,
             d.memory_s, d.memory_r, d.memory_t, d.read_count,
             d.residual ? " (default)" : " (off on catbAbI: default)",
             ld.residual ? " (default)" : "", d.residual ? "" : " (default for fwm)",
             md.head_count, md.key_length, md.value_length, md.memory_hidden, md.memory_layers,
             md.output_length, (double)FWM_MNM_DEFAULT_META_WEIGHT, gd.slow_hidden, gd.slow_inner,
+            sd.sentence_length, sd.memory_size, sd.query_count, sd.relation_length,
+            sd.answer_hidden,
             fwm__dist_available() ? "with MPI" : "without MPI, one process only");
 }
 
@@ -227,6 +251,9 @@ static int train_main(int argc, char **argv)
     o.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
     fwm_gfw_hparams *gh = &o.gfw; /* and for --arch gfw (FWM_GFW_HPARAM_LIST: the paper's sizes) */
     fwm_gfw_hparams_defaults(gh);
+    fwm_stm_hparams *sh = &o.stm; /* and for --arch stm (FWM_STM_HPARAM_LIST: the bAbI sizes) */
+    fwm_stm_hparams_defaults(sh);
+    int train_output_given = 0;
     o.max_nonfinite = 10;
     /* --arch first, wherever it is: the size flags below set that architecture's sizes */
     const char *arch_name = "fwm";
@@ -234,10 +261,11 @@ static int train_main(int argc, char **argv)
         if (strcmp(argv[i], "--arch") == 0)
             arch_name = argv[i + 1];
     if (fwm__train_arch_parse(arch_name, &o.arch) != 0) {
-        NOTE("error: --arch expects fwm, lstm, mnm or gfw, got '%s'\n", arch_name);
+        NOTE("error: --arch expects fwm, lstm, mnm, gfw or stm, got '%s'\n", arch_name);
         return 2;
     }
     int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM_ARCH_MNM, gfw = o.arch == FWM_ARCH_GFW;
+    int stm = o.arch == FWM_ARCH_STM;
     const char *wrong_flag = NULL; /* a size flag of the other architecture */
     int dropout_given = 0;
 
@@ -257,12 +285,12 @@ static int train_main(int argc, char **argv)
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
             lh->residual = 1;
-            if (mnm || gfw)
+            if (mnm || gfw || stm)
                 wrong_flag = a;
         } else if (strcmp(a, "--no-residual") == 0) {
             hp->residual = 0;
             lh->residual = 0;
-            if (mnm || gfw)
+            if (mnm || gfw || stm)
                 wrong_flag = a;
         } else if (!v) {
             NOTE("error: unknown option or missing value: %s (see --help)\n", a);
@@ -308,6 +336,51 @@ static int train_main(int argc, char **argv)
         } else if (OPT("--slow-inner")) {
             gh->slow_inner = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
             if (!gfw)
+                wrong_flag = a;
+        } else if (OPT("--input")) {
+            if (strcmp(v, "sentence") == 0)
+                sh->input_mode = FWM_STM_INPUT_SENTENCE;
+            else if (strcmp(v, "word") == 0)
+                sh->input_mode = FWM_STM_INPUT_WORD;
+            else {
+                NOTE("error: --input expects sentence or word, got '%s'\n", v);
+                return 2;
+            }
+            if (!stm)
+                wrong_flag = a;
+        } else if (OPT("--sentence-length")) {
+            sh->sentence_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_STM_MAX_SENTENCE_LENGTH);
+            if (!stm)
+                wrong_flag = a;
+        } else if (OPT("--memory-size")) {
+            sh->memory_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!stm)
+                wrong_flag = a;
+        } else if (OPT("--queries")) {
+            sh->query_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_STM_MAX_QUERIES);
+            if (!stm)
+                wrong_flag = a;
+        } else if (OPT("--relation-length")) {
+            sh->relation_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!stm)
+                wrong_flag = a;
+        } else if (OPT("--answer-hidden")) {
+            sh->answer_hidden = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
+            if (!stm)
+                wrong_flag = a;
+        } else if (OPT("--reset-on-eos") || OPT("--fix-alpha") || OPT("--train-output")) {
+            int on = strcmp(v, "on") == 0;
+            if (!on && strcmp(v, "off") != 0) {
+                NOTE("error: %s expects on or off, got '%s'\n", a, v);
+                return 2;
+            }
+            if (strcmp(a, "--reset-on-eos") == 0)
+                sh->reset_on_eos = on;
+            else if (strcmp(a, "--fix-alpha") == 0)
+                o.stm_fix_alpha = on;
+            else
+                o.stm_train_output = on, train_output_given = 1;
+            if (!stm)
                 wrong_flag = a;
         } else if (OPT("--max-nonfinite")) {
             o.max_nonfinite = (int)fwm__parse_long(a, v, 0, 1 << 30);
@@ -368,30 +441,32 @@ static int train_main(int argc, char **argv)
             note_deprecated(a, "--embed", "--embedding");
             hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
             lh->embedding_length = mh->embedding_length = hp->embedding_length;
-            gh->embedding_length = hp->embedding_length;
+            gh->embedding_length = sh->embedding_length = hp->embedding_length;
         } else if (OPT("--hidden")) {
             /* gfw: m >= 2 (the layer norm of a single number is 0) */
             hp->hidden_size = (uint32_t)fwm__parse_long(a, v, gfw ? 2 : 1, FWM_MAX_DIM);
             lh->hidden_size = mh->hidden_size = hp->hidden_size;
             gh->fast_hidden = hp->hidden_size;
+            if (stm)
+                wrong_flag = a;
         } else if (OPT("--memory-s") || OPT("--mem-s")) {
             note_deprecated(a, "--mem-s", "--memory-s");
             hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm || gfw)
+            if (lstm || mnm || gfw || stm)
                 wrong_flag = a;
         } else if (OPT("--memory-r") || OPT("--mem-r")) {
             note_deprecated(a, "--mem-r", "--memory-r");
             hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm || gfw)
+            if (lstm || mnm || gfw || stm)
                 wrong_flag = a;
         } else if (OPT("--memory-t") || OPT("--mem-t")) {
             note_deprecated(a, "--mem-t", "--memory-t");
             hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm || gfw)
+            if (lstm || mnm || gfw || stm)
                 wrong_flag = a;
         } else if (OPT("--reads")) {
             hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
-            if (lstm || mnm || gfw)
+            if (lstm || mnm || gfw || stm)
                 wrong_flag = a;
         } else if (OPT("--run-dir")) {
             run_dir = v;
@@ -420,8 +495,8 @@ static int train_main(int argc, char **argv)
         return 2;
     }
     if (dropout_given && !lstm) {
-        NOTE("error: the --dropout-* options are for --arch lstm (the FWM, the MNM and gfw have "
-             "none)\n");
+        NOTE("error: the --dropout-* options are for --arch lstm (the FWM, the MNM, gfw and the STM "
+             "have none)\n");
         return 2;
     }
     o.adam.decay_end = o.steps;
@@ -458,6 +533,25 @@ static int train_main(int argc, char **argv)
         NOTE("error: --mode is for --task catbabi; --task ar takes the loss at every target\n");
         return 2;
     }
+    int stm_sentence = stm && sh->input_mode == FWM_STM_INPUT_SENTENCE;
+    if (stm_sentence && task_ar) {
+        NOTE("error: --arch stm --input sentence reads sentences ending in \".\" and \"?\": it is "
+             "for the bAbI tasks, not --task ar (use --input word)\n");
+        return 2;
+    }
+    if (stm_sentence && mode_given && strcmp(mode_name, "qm") != 0) {
+        NOTE("error: --mode %s does not apply to --arch stm --input sentence: it predicts only at "
+             "question ends, where its loss is taken (--mode qm, its default)\n",
+             mode_name);
+        return 2;
+    }
+    if (stm_sentence)
+        mode_name = "qm";
+    if (train_output_given && !stm_sentence) {
+        NOTE("error: --train-output is for --arch stm --input sentence (the output matrix Z; word "
+             "mode's output always trains)\n");
+        return 2;
+    }
     if (task_ar) {
         o.mode = FWM__LOSS_INPUT;
         mode_name = "ar";
@@ -474,7 +568,11 @@ static int train_main(int argc, char **argv)
     char default_run[64], default_out[4200];
     if (!run_dir) {
         snprintf(default_run, sizeof default_run,
-                 lstm ? "runs/lstm-%s" : mnm ? "runs/mnm-%s" : gfw ? "runs/gfw-%s" : "runs/%s",
+                 lstm  ? "runs/lstm-%s"
+                 : mnm ? "runs/mnm-%s"
+                 : gfw ? "runs/gfw-%s"
+                 : stm ? "runs/stm-%s"
+                       : "runs/%s",
                  mode_name);
         run_dir = default_run;
     }
@@ -559,6 +657,14 @@ static int train_main(int argc, char **argv)
     gh->vocab_size = data.vocab.count; /* V from the data */
     gh->padding_token_id = data.pad_id;
     gh->eos_token_id = data.eos_id;
+    sh->vocab_size = data.vocab.count;
+    sh->padding_token_id = data.pad_id;
+    sh->eos_token_id = data.eos_id;
+    if (stm) { /* the end words from the data's vocabulary ("." and "?") */
+        uint32_t dot = fwm__train_vocab_find(&data.vocab, ".");
+        sh->statement_end_token_id = dot != FWM__TRAIN_VOCAB_NONE ? dot : data.pad_id;
+        sh->question_end_token_id = data.qmark_id;
+    }
     o.qmark_id = data.qmark_id;
     o.run_dir = run_dir;
     fwm__model_spec spec; /* what is trained, for evaluation and the model file */
@@ -598,6 +704,23 @@ static int train_main(int argc, char **argv)
              (unsigned long long)(gh->fast_hidden * fwm_gfw_f2_cols(gh)), mode_name, o.lanes,
              o.window, o.threads);
         if (fwm_gfw_hparams_check(gh, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            fwm__catbabi_release(&data);
+            return 2;
+        }
+    } else if (stm) {
+        spec.stm = *sh;
+        uint64_t state = fwm_stm_state_floats(sh);
+        NOTE("vocabulary %u words; STM %s mode E=%u P=%u d=%u n_q=%u n_r=%u H_a=%u reset_on_eos %s "
+             "(memories %llu floats per lane); alpha1, alpha3 %s; Z %s; mode %s; B=%d W=%d; %d "
+             "thread(s)\n",
+             sh->vocab_size, stm_sentence ? "sentence" : "word", sh->embedding_length,
+             sh->sentence_length, sh->memory_size, sh->query_count, sh->relation_length,
+             sh->answer_hidden, sh->reset_on_eos ? "on" : "off", (unsigned long long)state,
+             o.stm_fix_alpha ? "held" : "trained",
+             !stm_sentence ? "-" : o.stm_train_output ? "trained" : "held", mode_name, o.lanes,
+             o.window, o.threads);
+        if (fwm_stm_hparams_check(sh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;

@@ -191,6 +191,8 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         tr->spec.mnm = options->mnm;
     else if (options->arch == FWM_ARCH_GFW)
         tr->spec.gfw = options->gfw;
+    else if (options->arch == FWM_ARCH_STM)
+        tr->spec.stm = options->stm;
     else
         tr->spec.fwm = options->hp;
     fwm_status status = FWM_OK;
@@ -234,6 +236,8 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         config.loss_token_id = options->qmark_id;
         config.dropout = options->dropout;
         config.meta_weight = options->meta_weight;
+        config.fix_alpha = options->stm_fix_alpha;
+        config.train_output = options->stm_train_output;
         status = fwm__net_create(&config, tr->pool, &tr->group_net[g - tr->group_begin], err);
         if (status != FWM_OK)
             goto fail;

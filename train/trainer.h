@@ -32,8 +32,8 @@
 #include "net.h"
 
 typedef struct fwm__train_options {
-    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM, FWM_ARCH_MNM or
-                               FWM_ARCH_GFW */
+    fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM, FWM_ARCH_MNM,
+                               FWM_ARCH_GFW or FWM_ARCH_STM */
     fwm_hparams hp;          /* arch fwm, complete: sizes, vocabulary size, ids, read policy,
                                 constants */
     fwm_lstm_hparams lstm;   /* arch lstm, complete */
@@ -41,6 +41,9 @@ typedef struct fwm__train_options {
     fwm_mnm_hparams mnm;     /* arch mnm, complete */
     double meta_weight;      /* arch mnm: the meta-objective's coefficient (docs/MODEL.md) */
     fwm_gfw_hparams gfw;     /* arch gfw, complete */
+    fwm_stm_hparams stm;     /* arch stm, complete */
+    int stm_fix_alpha;       /* arch stm: hold alpha1 and alpha3 (the authors' bAbI setting) */
+    int stm_train_output;    /* arch stm, sentence mode: train the output matrix Z */
     int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
                                 state goes back to before it, no update); after this many in a
                                 row the run stops with an error (0: at the first) */
@@ -151,7 +154,8 @@ long fwm__first_nonfinite(const fwm__tensor_layout *layout, const float *values)
 int fwm__trainer_is_root(const fwm__trainer *trainer);
 
 /* Collective: the state of every lane (the FWM's h, c, F; the LSTM's h, c of every layer; the
- * MNM's h, c, r, M; the gfw model's h_F, h_S, F1, F2; [lanes][state_size]) into all_state, on
+ * MNM's h, c, r, M; the gfw model's h_F, h_S, F1, F2; the STM's Mi, Mr and sentence buffer;
+ * [lanes][state_size]) into all_state, on
  * rank 0 (other ranks' buffers get only their own lanes). */
 void fwm__trainer_gather_state(const fwm__trainer *trainer, float *all_state);
 /* Set this process's lanes' state from all_state ([lanes][state_size]). */

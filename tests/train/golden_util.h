@@ -1,11 +1,13 @@
 /* golden_util.h - the trainer-against-golden-logits driver the per-architecture golden tests share
- * (test_lstm_golden.c, test_mnm_golden.c, test_gfw_golden.c): every model of the golden manifest
+ * (test_lstm_golden.c, test_mnm_golden.c, test_gfw_golden.c, test_stm_golden.c): every model of the golden manifest
  * (tests/golden/data/manifest.txt) whose line has the test's `arch=` tag is read with
  * fwm__model_read, the test's function runs its manifest tokens through the trainer from the reset
  * state (one lane, in float and in double, in one window and in two with the state carried), and
  * every logit must agree with the independent reference's within the golden tolerance
  * (|got - want| <= 1e-5 * max(max_j |want_j|, 1e-3) per row): float within 1x the tolerance,
- * double within 0.1x (the reference's float64 values are stored rounded to float32).
+ * double within 0.1x (the reference's float64 values are stored rounded to float32). A row of NaNs
+ * in the golden file (a position that predicts nothing: the STM's sentence mode) must be NaN in the
+ * trainer's logits too.
  * Header only; include after check.h. */
 #ifndef FWM_TESTS_TRAIN_GOLDEN_UTIL_H
 #define FWM_TESTS_TRAIN_GOLDEN_UTIL_H
@@ -40,11 +42,18 @@ static inline float *atu_read_floats(const char *path, size_t n)
     return p;
 }
 
-/* Worst |got - want| / tolerance over the rows of `logits` ([n][V], row i = token i). */
+/* Worst |got - want| / tolerance over the rows of `logits` ([n][V], row i = token i); a NaN row of
+ * want must be NaN in logits (else the result is infinite). */
 static inline double atu_golden_worst(const double *logits, const float *want, size_t n, size_t V)
 {
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
+        if (isnan(want[i * V])) {
+            for (size_t j = 0; j < V; j++)
+                if (!isnan(logits[i * V + j]))
+                    worst = INFINITY;
+            continue;
+        }
         double scale = 1e-3;
         for (size_t j = 0; j < V; j++)
             if (fabs(want[i * V + j]) > scale)

@@ -93,7 +93,7 @@ def main():
             check("%s does not apply to --arch %s" % (flag, arch) in p.stderr,
                   "%s refused for %s (got %r)" % (flag, arch, p.stderr[-200:]))
     p = run([train, "--arch", "gfx", "--data", data], expect_rc=2)
-    check("--arch expects fwm, lstm, mnm or gfw, got 'gfx'" in p.stderr, "unknown --arch named")
+    check("--arch expects fwm, lstm, mnm, gfw or stm, got 'gfx'" in p.stderr, "unknown --arch named")
     p = run([train, "--arch", "mnm", "--data", data, "--set", "1k", "--embedding", "8",
              "--hidden", "12", "--lanes", "3", "--window", "16", "--threads", "1", "--progress",
              "0", "--mode", "qm", "--run-dir", a, "--steps", "6", "--resume"], expect_rc=1)

@@ -50,7 +50,7 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(magic == b"FWMTRCK1" and version == 4, "checkpoint magic and version 4")
+    check(magic == b"FWMTRCK1" and version == 5, "checkpoint magic and version 5")
     (arch,) = struct.unpack_from("@I", data, 16)
     check(arch == want_arch, "checkpoint records architecture %d (%s), got %d"
           % (want_arch, arch_name, arch))
@@ -58,16 +58,17 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
     return data[:seconds_at] + data[seconds_at + 8:-8]
 
 
-def as_version_3(path, gfw_block=32):
-    """Rewrite a version-4 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
-    block without its last part (fwm_gfw_hparams, eight 4-byte fields, zero for these
+def as_version_3(path, gfw_block=104):
+    """Rewrite a version-5 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
+    block without its last parts (fwm_gfw_hparams, eight 4-byte fields; fwm_stm_hparams, 60
+    bytes, and the STM's two u32 switches; 4 bytes of padding: 104 bytes, zero for these
     architectures), the header's version and block size, and the FNV-1a hash of the bytes before
     it."""
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(version == 4 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
-          "a version-4 checkpoint with an empty gfw part")
+    check(version == 5 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
+          "a version-5 checkpoint with empty gfw and STM parts")
     body = (struct.pack("@8sII", magic, 3, block - gfw_block) + data[16:16 + block - gfw_block]
             + data[16 + block:-8])
     h = 1469598103934665603
@@ -143,7 +144,7 @@ def main():
     p = run([train, "--dropout-layer", "0.2", "--data", data], expect_rc=2)
     check("--arch lstm" in p.stderr, "dropout refused for fwm")
     p = run([train, "--arch", "rnn"], expect_rc=2)
-    check("--arch expects fwm, lstm, mnm or gfw" in p.stderr, "unknown architecture refused")
+    check("--arch expects fwm, lstm, mnm, gfw or stm" in p.stderr, "unknown architecture refused")
     p = run([train, "--data", data, "--set", "1k", "--embedding", "8", "--hidden", "12",
              "--memory-s", "4", "--memory-r", "3", "--memory-t", "4", "--reads", "2", "--lanes",
              "3", "--window", "16", "--threads", "1", "--progress", "0", "--mode", "qm",
