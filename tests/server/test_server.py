@@ -542,19 +542,31 @@ def case_bundled_model_missing(env):
         check_eq(server.stop(), 0, "exit status")
 
 
+# The bundled bAbI models and the least share of the test stories below each must answer: the FWMs
+# answer about 93% and 99% of these 481 questions, the STM about 85% (models/README.md).
+BUNDLED_BABI = (("fwm-babi-lm.gguf", 0.75), ("fwm-babi-qm.gguf", 0.75), ("stm-babi.gguf", 0.7))
+
+
 def case_babi_bundled(env):
-    """The bundled models (LM, and QM where it is present) answer real bAbI test stories through
-    `ask`, all served by one fwm-serve and chosen per session by name."""
-    paths = [os.path.join(env.source_root, "models", "fwm-babi-%s.gguf" % mode) for mode in ("lm", "qm")]
-    paths = [p for p in paths if os.path.exists(p)]
+    """The bundled bAbI models (the FWM's LM and QM, the STM in sentence mode, those present) answer
+    real bAbI test stories through `ask`, all served by one fwm-serve and chosen per session by
+    name. The stories are read as a user sends them: statements, each question, then its answer
+    (a sentence-mode STM's `ask` closes its answer slot, so it is not sent the answer: it writes
+    neither questions nor answers into its memories, and so reads the stories as the standard
+    protocol it was trained with)."""
+    bundled = [(os.path.join(env.source_root, "models", f), least) for f, least in BUNDLED_BABI]
+    bundled = [(p, least) for p, least in bundled if os.path.exists(p)]
+    paths = [p for p, _ in bundled]
     if not paths:
         print("SKIP: no bundled model under models/ (they are trained later)")
         return SKIP
     server = env.start(paths)
     c = Client(server.address)
-    names = [m["name"] for m in c.call("hello")["models"]]
+    served = c.call("hello")["models"]
+    names = [m["name"] for m in served]
+    sentence = {m["name"]: m.get("input") == "sentence" for m in served}
     check_eq(len(names), len(paths), "models served")
-    for name in names:
+    for name, (_, least) in zip(names, bundled):
         right = total = 0
         per_task = []
         for path in babi_files(env.babi, "test"):
@@ -568,14 +580,16 @@ def case_babi_bundled(env):
                         a = c.call("ask", session=s, question=item[1])
                         task_right += a["answer"] == item[2]
                         task_total += 1
-                        c.call("feed", session=s, text=item[2], notify=False)
+                        if not sentence[name]:  # `ask` closed a sentence-mode session's answer slot
+                            c.call("feed", session=s, text=item[2], notify=False)
                 c.call("close", session=s)
             per_task.append("%s %d/%d" % (os.path.basename(path).split("_")[0], task_right, task_total))
             right += task_right
             total += task_total
         print("bundled model %s on bAbI test stories: %d/%d = %.1f%% (%s)" % (
             name, right, total, 100.0 * right / total, ", ".join(per_task)))
-        check(right / total >= 0.75, "accuracy of bundled model %s on real bAbI stories" % name, right, total)
+        check(right / total >= least, "accuracy of bundled model %s on real bAbI stories (at least %.2f)" % (
+            name, least), right, total)
     check_eq(server.stop(), 0, "exit status")
 
 
