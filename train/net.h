@@ -7,8 +7,8 @@
  * for every architecture.
  *
  * Adding an architecture: its model in train/<arch>/ (both precisions, like the FWM's), its
- * <arch>_net.c beside it (a configure function and one FWM__NET_ADAPTER line), a case in
- * fwm__tensor_layout_init (param_layout.c) and in model_io.c's writer and reader.
+ * <arch>_net.c beside it (a configure function and one FWM__NET_ADAPTER line) and a case in
+ * fwm__tensor_layout_init (param_layout.c); model_io.c's writer and reader follow FWM_ARCH_LIST.
  */
 #ifndef FWM_TRAIN_NET_H
 #define FWM_TRAIN_NET_H
