@@ -248,6 +248,29 @@ def random_spec(rng):
         eps=[1e-5, 1e-4, 1e-3][int(rng.integers(0, 3))], n_tokens=int(rng.integers(30, 61)))
 
 
+def compare_random(args, kind, attempt, desc, spec, tokens, description, path, workdir, want):
+    """Print a random `kind` model's draw, run it through fwm-run and compare with the reference's
+    logits `want`; the model's folder is removed when they agree (0), kept otherwise (1)."""
+    print(f"  {kind}draw {attempt}: {desc}")
+    print(f"  types: {spec['types']}")
+    print(f"  tokens: {','.join(map(str, tokens))}")
+    print(f"  {description}")
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live random: {exc}\n  model kept in {workdir}")
+        return 1
+    V = spec["V"]
+    failures = compare(f"random {kind}model: fwm-run vs reference",
+                       got.reshape(-1, V) if got.size % V == 0 else got, want,
+                       make_golden.tolerance(want))
+    if failures:
+        print(f"check_live random: FAILED; model kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
 def check_random(args):
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"check_live random: seed {seed} (rerun with: {sys.argv[0]} random --fwm-run EXE "
@@ -276,24 +299,9 @@ def check_random(args):
     desc = {k: spec[k] for k in ("V", "E", "H", "S", "R", "T", "Nr", "residual", "policy",
                                  "order", "checksum", "gaps", "forget_bias", "beta_bias",
                                  "write_scale", "eps")}
-    print(f"  draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe('random', len(tokens), facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
-        return 1
-    V = spec["V"]
-    failures = compare("random model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    return check_random_lstm(args, seed)
+    return (compare_random(args, "", attempt, desc, spec, tokens,
+                           make_golden.describe('random', len(tokens), facts, seed), path, workdir, want)
+            or check_random_lstm(args, seed))
 
 
 def random_lstm_spec(rng):
@@ -330,24 +338,9 @@ def check_random_lstm(args, seed):
         return 1
     desc = {k: spec[k] for k in ("V", "E", "H", "L", "residual", "forget_bias", "order",
                                  "checksum", "fingerprint", "gaps", "decoys")}
-    print(f"  lstm draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe_lstm('random lstm', facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
-        return 1
-    V = spec["V"]
-    failures = compare("random lstm model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    return check_random_mnm(args, seed)
+    return (compare_random(args, "lstm ", attempt, desc, spec, tokens,
+                           make_golden.describe_lstm('random lstm', facts, seed), path, workdir, want)
+            or check_random_mnm(args, seed))
 
 
 def random_mnm_spec(rng):
@@ -384,24 +377,9 @@ def check_random_mnm(args, seed):
         print("check_live random: no well-conditioned mnm model in 50 draws")
         return 1
     desc = {k: spec[k] for k in ("V", "E", "H", "Nh", "dk", "dv", "D", "Lm", "do", "forget_bias")}
-    print(f"  mnm draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe_mnm('random mnm', facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
-        return 1
-    V = spec["V"]
-    failures = compare("random mnm model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    return check_random_gfw(args, seed)
+    return (compare_random(args, "mnm ", attempt, desc, spec, tokens,
+                           make_golden.describe_mnm('random mnm', facts, seed), path, workdir, want)
+            or check_random_gfw(args, seed))
 
 
 def check_random_gfw(args, seed):
@@ -437,23 +415,9 @@ def check_random_gfw(args, seed):
         return 1
     desc = {k: spec[k] for k in ("V", "E", "m", "N", "P", "eps", "order", "checksum", "fingerprint",
                                  "gaps")}
-    print(f"  gfw draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe_gfw('random gfw', facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
+    if compare_random(args, "gfw ", attempt, desc, spec, tokens,
+                      make_golden.describe_gfw('random gfw', facts, seed), path, workdir, want):
         return 1
-    V = spec["V"]
-    failures = compare("random gfw model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
     print("check_live random: passed")
     return 0
 
