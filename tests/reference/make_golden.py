@@ -322,7 +322,10 @@ def analyse_lstm(model, tokens, rng):
     return logits, facts
 
 
-def check_lstm_facts(name, facts):
+def _arch_problems(name, facts, own):
+    """What the data of the `lstm`, `mnm`, `gfw` and `stm` models are checked for: well-conditioned
+    for float32, every effect at least 100 tolerances, then the architecture's own problems (`own`),
+    then logits not all tiny."""
     problems = []
     if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
         problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
@@ -330,12 +333,18 @@ def check_lstm_facts(name, facts):
     for what, effect in facts["effect_over_tol"].items():
         if effect < 100:
             problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
-    if facts["live_gate_fraction"] < 0.6:
-        problems.append(f"{name}: only {facts['live_gate_fraction']:.2f} of some gate's values are "
-                        "outside saturation")
+    problems += own
     if facts["max_abs_logit"] < 0.05:
         problems.append(f"{name}: logits are all tiny")
     return problems
+
+
+def check_lstm_facts(name, facts):
+    own = []
+    if facts["live_gate_fraction"] < 0.6:
+        own.append(f"{name}: only {facts['live_gate_fraction']:.2f} of some gate's values are "
+                   "outside saturation")
+    return _arch_problems(name, facts, own)
 
 
 def write_lstm(spec, path, rng, gain=2.0):
@@ -511,18 +520,10 @@ def analyse_mnm(hp, params, tokens, prime, rng):
 
 
 def check_mnm_facts(name, facts):
-    problems = []
-    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
-        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
-                        "the tolerance (ill-conditioned)")
-    for what, effect in facts["effect_over_tol"].items():
-        if effect < 100:
-            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    own = []
     if facts["min_beta"] < 0.2:
-        problems.append(f"{name}: the update rate falls to {facts['min_beta']:.2f}")
-    if facts["max_abs_logit"] < 0.05:
-        problems.append(f"{name}: logits are all tiny")
-    return problems
+        own.append(f"{name}: the update rate falls to {facts['min_beta']:.2f}")
+    return _arch_problems(name, facts, own)
 
 
 def _mnm_attempt(spec, path, rng):
@@ -700,20 +701,12 @@ def analyse_gfw(hp, params, tokens, prime, rng):
 
 
 def check_gfw_facts(name, facts):
-    problems = []
-    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
-        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
-                        "the tolerance (ill-conditioned)")
-    for what, effect in facts["effect_over_tol"].items():
-        if effect < 100:
-            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    own = []
     if facts["min_pre_norm_std"] < 0.01:
-        problems.append(f"{name}: a fast layer's pre-norm spread falls to {facts['min_pre_norm_std']:.3g}")
+        own.append(f"{name}: a fast layer's pre-norm spread falls to {facts['min_pre_norm_std']:.3g}")
     if not 0.1 < facts["mean_gate"] < 0.9:
-        problems.append(f"{name}: the F1 gates average {facts['mean_gate']:.2f} (saturated)")
-    if facts["max_abs_logit"] < 0.05:
-        problems.append(f"{name}: logits are all tiny")
-    return problems
+        own.append(f"{name}: the F1 gates average {facts['mean_gate']:.2f} (saturated)")
+    return _arch_problems(name, facts, own)
 
 
 def _gfw_attempt(spec, path, rng):
@@ -850,16 +843,7 @@ def _stm_attempt(spec, path, rng):
         effects[what] = _error_over_tol(_stm_rows(hp, other, tokens)[live], rows[live])
     facts = {"f32_error_over_tol": max(errors), "effect_over_tol": effects,
              "predicted_rows": int(live.sum()), "max_abs_logit": float(np.abs(rows[live]).max())}
-    problems = []
-    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
-        problems.append(f"{spec['name']}: float32 rounding may use {facts['f32_error_over_tol']:.2f} "
-                        "of the tolerance (ill-conditioned)")
-    for what, effect in effects.items():
-        if effect < 100:
-            problems.append(f"{spec['name']}: {what} changes the logits by only {effect:.1f} tolerances")
-    if facts["max_abs_logit"] < 0.05:
-        problems.append(f"{spec['name']}: logits are all tiny")
-    return (hp, params), tokens, rows, facts, problems
+    return (hp, params), tokens, rows, facts, _arch_problems(spec["name"], facts, [])
 
 
 def _stm_finish(spec, path, state, tokens):
