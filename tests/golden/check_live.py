@@ -480,6 +480,35 @@ def check_c_written(args):
     return 0
 
 
+def c_written_compare(args, label, path, tokens, workdir, want, factor, V):
+    """fwm-run over the C-written model at path against the reference's logits `want`, at `factor`
+    times the golden tolerance; returns the number of failures."""
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live c-written: {exc}")
+        return 1
+    return compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
+                   got.reshape(-1, V) if got.size % V == 0 else got, want,
+                   make_golden.tolerance(want) * factor)
+
+
+def c_written_check(args, label, options, model, tokens, want, facts, description, factor, path,
+                    workdir):
+    """Report a C-written `lstm` or `mnm` model (fwm-init with --seed 3) and its data's facts, then
+    compare it unless its data are ill-conditioned for the tolerance; returns the number of
+    failures."""
+    print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
+          f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
+          f"{model.prime_tokens}")
+    print(f"  {description}")
+    if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
+        print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
+        return 1
+    return c_written_compare(args, label, path, tokens, workdir, want, factor,
+                             model.hp["vocab_size"])
+
+
 # fwm-init --arch lstm cases: label, options, tolerance factor over make_golden.RTOL. Without layer
 # norms the LSTM stays well-conditioned at the paper's sizes (four residual layers of 512, embedding
 # 256): float32 rounding uses about 0.04 of the golden tolerance there, so all are held to it.
@@ -515,24 +544,8 @@ def check_c_written_lstm(args, workdir):
         hp = dict(V=model.hp["vocab_size"], eos=model.hp["eos_token_id"])
         tokens = make_golden.make_lstm_tokens(hp, rng, 40)
         want, facts = make_golden.analyse_lstm(model, tokens, rng)
-        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
-              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
-              f"{model.prime_tokens}")
-        print(f"  {make_golden.describe_lstm(label, facts, 3)}")
-        if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
-            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
-            failures += 1
-            continue
-        try:
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
-        except RuntimeError as exc:
-            print(f"check_live c-written: {exc}")
-            failures += 1
-            continue
-        V = model.hp["vocab_size"]
-        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
-                            got.reshape(-1, V) if got.size % V == 0 else got, want,
-                            make_golden.tolerance(want) * factor)
+        failures += c_written_check(args, label, options, model, tokens, want, facts,
+                                    make_golden.describe_lstm(label, facts, 3), factor, path, workdir)
     return failures
 
 
@@ -572,24 +585,8 @@ def check_c_written_mnm(args, workdir):
         rng = np.random.default_rng(3)
         tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=39)]
         want, facts = make_golden.analyse_mnm(model.hp, model.params, tokens, None, rng)
-        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
-              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
-              f"{model.prime_tokens}")
-        print(f"  {make_golden.describe_mnm(label, facts, 3)}")
-        if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
-            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
-            failures += 1
-            continue
-        try:
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
-        except RuntimeError as exc:
-            print(f"check_live c-written: {exc}")
-            failures += 1
-            continue
-        V = model.hp["vocab_size"]
-        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
-                            got.reshape(-1, V) if got.size % V == 0 else got, want,
-                            make_golden.tolerance(want) * factor)
+        failures += c_written_check(args, label, options, model, tokens, want, facts,
+                                    make_golden.describe_mnm(label, facts, 3), factor, path, workdir)
     return failures
 
 
@@ -645,16 +642,8 @@ def check_c_written_gfw(args, workdir):
         print(f"  {label}: fwm-init {' '.join(options)} --seed {seed}; checksum and fingerprint "
               f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
               f"{model.prime_tokens}; float32 rounding uses {worst:.3f} of the tolerance")
-        try:
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
-        except RuntimeError as exc:
-            print(f"check_live c-written: {exc}")
-            failures += 1
-            continue
-        V = model.hp["vocab_size"]
-        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
-                            got.reshape(-1, V) if got.size % V == 0 else got, want,
-                            make_golden.tolerance(want) * factor)
+        failures += c_written_compare(args, label, path, tokens, workdir, want, factor,
+                                      model.hp["vocab_size"])
     return failures
 
 
