@@ -45,7 +45,8 @@ static inline int du_write_doubles(const char *path, const double *v, size_t n)
 
 /* The tensors of `layout`, in order, from a file of row-major float64 without gaps into the flat
  * buffer params (the gaps untouched); 1 when every tensor was read. */
-static inline int du_read_tensors(const char *path, double *params, const fwm__tensor_layout *layout)
+static inline int du_read_tensors(const char *path, double *params,
+                                  const fwm__tensor_layout *layout)
 {
     FILE *f = fopen(path, "rb");
     int ok = f != NULL;
