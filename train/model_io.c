@@ -1,4 +1,5 @@
-/* model_io.c - trained parameters to and from model files (see model_io.h). */
+/* model_io.c - trained parameters to and from model files (see model_io.h): the writer and the
+ * reader each have one case, written over FWM_ARCH_LIST. */
 #include "model_io.h"
 
 #include <errno.h>
@@ -13,26 +14,58 @@
 #include "mnm/mnm_schema.h"
 #include "stm/stm_schema.h"
 
+/* The FWM's format names carry no prefix (fwm_write_spec, fwm_model_write, fwm_schema, ...);
+ * under these the writer and reader below name every architecture of FWM_ARCH_LIST alike,
+ * fwm_<prefix>_write_spec and so on. */
+#define fwm_fwm_write_spec fwm_write_spec
+#define fwm_fwm_model_write fwm_model_write
+#define fwm_fwm_schema fwm_schema
+#define fwm_fwm_schema_parse fwm_schema_parse
+#define fwm_fwm_schema_release fwm_schema_release
+
+/* The model file of `model` with params flat in `layout`: its architecture's write spec, filled
+ * alike for all (the session starts with <eos>: every training story begins with it). */
+static fwm_status write_model(const char *path, const fwm__model_spec *model,
+                              const fwm__tensor_layout *layout, const float *params,
+                              const char *const *tokens, const char *name,
+                              const fwm_write_kv *extra, size_t extra_count, fwm_error *err)
+{
+    switch (model->arch) {
+#define FWM_WRITE_CASE_(id, str, prefix)                                                           \
+    case FWM_ARCH_##id: {                                                                          \
+        fwm_##prefix##_write_spec spec;                                                            \
+        memset(&spec, 0, sizeof spec);                                                             \
+        spec.hp = model->prefix;                                                                   \
+        spec.name = name;                                                                          \
+        spec.tokens = tokens;                                                                      \
+        for (size_t k = 0; k < layout->count; k++)                                                 \
+            spec.tensors[k] = params + layout->offset[k];                                          \
+        spec.extra = extra;                                                                        \
+        spec.extra_count = extra_count;                                                            \
+        spec.has_prime_tokens = true;                                                              \
+        spec.prime_tokens = &model->prefix.eos_token_id;                                           \
+        spec.prime_count = 1;                                                                      \
+        return fwm_##prefix##_model_write(path, &spec, err);                                       \
+    }
+        FWM_ARCH_LIST(FWM_WRITE_CASE_)
+#undef FWM_WRITE_CASE_
+    default:
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "model %s: unknown architecture %d",
+                          path, (int)model->arch);
+    }
+}
+
 fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float *params,
                            const char *const *tokens, const char *name,
                            const fwm_write_kv *extra, size_t extra_count, fwm_error *err)
 {
-    fwm__param_layout layout;
-    fwm__param_layout_init(&layout, hp);
-    fwm_write_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.hp = *hp;
-    spec.name = name;
-    spec.tokens = tokens;
-    for (int k = 0; k < FWM_TENSOR_COUNT; k++)
-        spec.tensors[k] = params + layout.offset[k];
-    spec.extra = extra;
-    spec.extra_count = extra_count;
-    /* Every training story begins with the end-of-story token: a served session starts so too. */
-    spec.has_prime_tokens = true;
-    spec.prime_tokens = &hp->eos_token_id;
-    spec.prime_count = 1;
-    return fwm_model_write(path, &spec, err);
+    fwm__model_spec model;
+    memset(&model, 0, sizeof model);
+    model.arch = FWM_ARCH_FWM;
+    model.fwm = *hp;
+    fwm__tensor_layout layout; /* the FWM's fwm__param_layout offsets */
+    fwm__tensor_layout_init(&layout, &model);
+    return write_model(path, &model, &layout, params, tokens, name, extra, extra_count, err);
 }
 
 fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
@@ -48,69 +81,7 @@ fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,
                                   "not writing model %s: tensor %s holds a value that is not "
                                   "finite (entry %zu)",
                                   path, layout.names[k], i);
-    if (model->arch == FWM_ARCH_FWM)
-        return fwm__model_save(path, &model->fwm, params, tokens, name, extra, extra_count, err);
-    if (model->arch == FWM_ARCH_MNM) {
-        fwm_mnm_write_spec spec;
-        memset(&spec, 0, sizeof spec);
-        spec.hp = model->mnm;
-        spec.name = name;
-        spec.tokens = tokens;
-        for (size_t k = 0; k < layout.count; k++)
-            spec.tensors[k] = params + layout.offset[k];
-        spec.extra = extra;
-        spec.extra_count = extra_count;
-        spec.has_prime_tokens = true;
-        spec.prime_tokens = &model->mnm.eos_token_id;
-        spec.prime_count = 1;
-        return fwm_mnm_model_write(path, &spec, err);
-    }
-    if (model->arch == FWM_ARCH_GFW) {
-        fwm_gfw_write_spec spec;
-        memset(&spec, 0, sizeof spec);
-        spec.hp = model->gfw;
-        spec.name = name;
-        spec.tokens = tokens;
-        for (size_t k = 0; k < layout.count; k++)
-            spec.tensors[k] = params + layout.offset[k];
-        spec.extra = extra;
-        spec.extra_count = extra_count;
-        spec.has_prime_tokens = true;
-        spec.prime_tokens = &model->gfw.eos_token_id;
-        spec.prime_count = 1;
-        return fwm_gfw_model_write(path, &spec, err);
-    }
-    if (model->arch == FWM_ARCH_STM) {
-        fwm_stm_write_spec spec;
-        memset(&spec, 0, sizeof spec);
-        spec.hp = model->stm;
-        spec.name = name;
-        spec.tokens = tokens;
-        for (size_t k = 0; k < layout.count; k++)
-            spec.tensors[k] = params + layout.offset[k];
-        spec.extra = extra;
-        spec.extra_count = extra_count;
-        spec.has_prime_tokens = true;
-        spec.prime_tokens = &model->stm.eos_token_id;
-        spec.prime_count = 1;
-        return fwm_stm_model_write(path, &spec, err);
-    }
-    if (model->arch != FWM_ARCH_LSTM)
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "model %s: unknown architecture %d",
-                          path, (int)model->arch);
-    fwm_lstm_write_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.hp = model->lstm;
-    spec.name = name;
-    spec.tokens = tokens;
-    for (size_t k = 0; k < layout.count; k++)
-        spec.tensors[k] = params + layout.offset[k];
-    spec.extra = extra;
-    spec.extra_count = extra_count;
-    spec.has_prime_tokens = true;
-    spec.prime_tokens = &model->lstm.eos_token_id;
-    spec.prime_count = 1;
-    return fwm_lstm_model_write(path, &spec, err);
+    return write_model(path, model, &layout, params, tokens, name, extra, extra_count, err);
 }
 
 /* An IEEE half or a bfloat16 as float (both exact). */
@@ -161,16 +132,12 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     if (!f)
         return fwm__error(err, FWM_ERR_IO, "cannot open model %s: %s", path, strerror(errno));
     fwm_status status = FWM_OK;
-    fwm_schema schema;
-    memset(&schema, 0, sizeof schema);
-    fwm_lstm_schema lstm_schema;
-    memset(&lstm_schema, 0, sizeof lstm_schema);
-    fwm_mnm_schema mnm_schema;
-    memset(&mnm_schema, 0, sizeof mnm_schema);
-    fwm_gfw_schema gfw_schema;
-    memset(&gfw_schema, 0, sizeof gfw_schema);
-    fwm_stm_schema stm_schema;
-    memset(&stm_schema, 0, sizeof stm_schema);
+    /* every architecture's schema (released at the end whichever the file's) */
+#define FWM_SCHEMA_DECLARE_(id, str, prefix)                                                       \
+    fwm_##prefix##_schema schema_##prefix;                                                         \
+    memset(&schema_##prefix, 0, sizeof schema_##prefix);
+    FWM_ARCH_LIST(FWM_SCHEMA_DECLARE_)
+#undef FWM_SCHEMA_DECLARE_
     char *buf = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -193,42 +160,21 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     if (status != FWM_OK)
         goto done;
     char *const *tokens = NULL;
-    if (arch == FWM_ARCH_LSTM) {
-        status = fwm_lstm_schema_parse(buf, (size_t)size, &lstm_schema, err);
-        if (status != FWM_OK)
-            goto done;
-        out->spec.arch = FWM_ARCH_LSTM;
-        out->spec.lstm = lstm_schema.hp;
-        tokens = lstm_schema.tokens;
-    } else if (arch == FWM_ARCH_MNM) {
-        status = fwm_mnm_schema_parse(buf, (size_t)size, &mnm_schema, err);
-        if (status != FWM_OK)
-            goto done;
-        out->spec.arch = FWM_ARCH_MNM;
-        out->spec.mnm = mnm_schema.hp;
-        tokens = mnm_schema.tokens;
-    } else if (arch == FWM_ARCH_GFW) {
-        status = fwm_gfw_schema_parse(buf, (size_t)size, &gfw_schema, err);
-        if (status != FWM_OK)
-            goto done;
-        out->spec.arch = FWM_ARCH_GFW;
-        out->spec.gfw = gfw_schema.hp;
-        tokens = gfw_schema.tokens;
-    } else if (arch == FWM_ARCH_STM) {
-        status = fwm_stm_schema_parse(buf, (size_t)size, &stm_schema, err);
-        if (status != FWM_OK)
-            goto done;
-        out->spec.arch = FWM_ARCH_STM;
-        out->spec.stm = stm_schema.hp;
-        tokens = stm_schema.tokens;
-    } else if (arch == FWM_ARCH_FWM) {
-        status = fwm_schema_parse(buf, (size_t)size, &schema, err);
-        if (status != FWM_OK)
-            goto done;
-        out->spec.arch = FWM_ARCH_FWM;
-        out->spec.fwm = schema.hp;
-        tokens = schema.tokens;
-    } else {
+    const fwm_schema_tensor *tensors = NULL;
+    switch (arch) {
+#define FWM_SCHEMA_PARSE_(id, str, prefix)                                                         \
+    case FWM_ARCH_##id:                                                                            \
+        status = fwm_##prefix##_schema_parse(buf, (size_t)size, &schema_##prefix, err);            \
+        if (status != FWM_OK)                                                                      \
+            goto done;                                                                             \
+        out->spec.arch = FWM_ARCH_##id;                                                            \
+        out->spec.prefix = schema_##prefix.hp;                                                     \
+        tokens = schema_##prefix.tokens;                                                           \
+        tensors = schema_##prefix.tensors;                                                         \
+        break;
+        FWM_ARCH_LIST(FWM_SCHEMA_PARSE_)
+#undef FWM_SCHEMA_PARSE_
+    default:
         status = fwm__error(err, FWM_ERR_UNSUPPORTED,
                             "model %s: the trainer does not handle architecture %s", path,
                             fwm__arch_name(arch));
@@ -241,12 +187,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
         goto done;
     }
     for (size_t k = 0; k < out->layout.count; k++) {
-        const fwm_schema_tensor *t = arch == FWM_ARCH_LSTM   ? &lstm_schema.tensors[k]
-                                     : arch == FWM_ARCH_MNM ? &mnm_schema.tensors[k]
-                                     : arch == FWM_ARCH_GFW ? &gfw_schema.tensors[k]
-                                     : arch == FWM_ARCH_STM ? &stm_schema.tensors[k]
-                                                             : &schema.tensors[k];
-        status = copy_tensor(path, &out->layout, k, t, out->params, err);
+        status = copy_tensor(path, &out->layout, k, &tensors[k], out->params, err);
         if (status != FWM_OK)
             goto done;
     }
@@ -260,11 +201,9 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
 done:
     if (status != FWM_OK)
         fwm__loaded_model_release(out);
-    fwm_schema_release(&schema);
-    fwm_lstm_schema_release(&lstm_schema);
-    fwm_mnm_schema_release(&mnm_schema);
-    fwm_gfw_schema_release(&gfw_schema);
-    fwm_stm_schema_release(&stm_schema);
+#define FWM_SCHEMA_RELEASE_(id, str, prefix) fwm_##prefix##_schema_release(&schema_##prefix);
+    FWM_ARCH_LIST(FWM_SCHEMA_RELEASE_)
+#undef FWM_SCHEMA_RELEASE_
     free(buf);
     fclose(f);
     return status;

@@ -1,5 +1,5 @@
-/* net.c - the architecture-independent model handle (see net.h) and the `fwm` architecture's
- * operations; the registry of architectures. */
+/* net.c - the architecture-independent model handle (see net.h), the `fwm` architecture's
+ * operations (from net_adapter.h's template) and the registry of architectures (FWM_ARCH_LIST). */
 #include "net.h"
 
 #include <stdlib.h>
@@ -7,102 +7,33 @@
 
 #include "fwm_error.h"
 #include "fwm_model_init.h"
-
-extern const fwm__net_ops fwm__net_ops_lstm; /* lstm/lstm_net.c */
-extern const fwm__net_ops fwm__net_ops_mnm;  /* mnm/mnm_net.c */
-extern const fwm__net_ops fwm__net_ops_gfw;  /* gfw/gfw_net.c */
-extern const fwm__net_ops fwm__net_ops_stm;  /* stm/stm_net.c */
+#include "net_adapter.h"
 
 /* ---- fwm ------------------------------------------------------------------------------------ */
 
-static void fwm_view(fwm__net *net)
+static fwm_status fwm_configure(const fwm__net_config *c, fwm__tm_config *config, fwm_error *err)
 {
-    const fwm__tm_f32 *tm = net->impl;
-    net->len = tm->len;
-    net->n_loss_rows = tm->n_loss_rows;
-    net->loss_sum = tm->loss_sum;
-    net->loss = tm->loss;
+    config->segment = c->segment;
+    return fwm__net_refuse_dropout(c, "the FWM", err);
 }
 
-static fwm_status fwm_create(fwm__net *net, fwm__pool *pool, fwm_error *err)
-{
-    const fwm__net_config *c = &net->config;
-    if (fwm__dropout_any(&c->dropout))
-        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
-                          "the dropout options are for --arch lstm; the FWM has none");
-    fwm__tm_config config = {0};
-    config.hp = c->model.fwm;
-    config.lanes = c->lanes;
-    config.window = c->window;
-    config.segment = c->segment;
-    config.loss_mode = c->loss_mode;
-    config.loss_token_id = c->loss_token_id;
-    config.keep_logits = c->keep_logits;
-    config.forward_only = c->forward_only;
-    fwm__tm_f32 *tm = NULL;
-    fwm_status status = fwm__tm_create_f32(&config, pool, &tm, err);
-    if (status != FWM_OK)
-        return status;
-    net->impl = tm;
-    net->params = tm->params;
-    net->grads = tm->grads;
-    net->state = tm->state;
-    net->state_size = tm->state_size;
-    net->segment = tm->config.segment;
-    net->x = tm->x;
-    net->y = tm->y;
-    net->loss_rows = tm->loss_rows;
-    net->probs = tm->probs;
-    net->logits = tm->logits;
-    fwm_view(net);
-    return FWM_OK;
-}
-
-static void fwm_destroy(void *impl)
-{
-    fwm__tm_free_f32(impl);
-}
-
-static double fwm_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len)
-{
-    double loss = fwm__tm_forward_f32(net->impl, x, y, len);
-    fwm_view(net);
-    return loss;
-}
-
-static void fwm_backward(fwm__net *net, long loss_denominator, long meta_denominator)
-{
-    (void)meta_denominator;
-    fwm__tm_f32 *tm = net->impl;
-    tm->loss_denominator = loss_denominator;
-    fwm__tm_backward_f32(tm);
-}
-
-static void fwm_zero_grads(void *impl)
-{
-    fwm__tm_zero_grads_f32(impl);
-}
-
-static void fwm_reset_state(void *impl)
-{
-    fwm__tm_reset_state_f32(impl);
-}
-
-static void fwm_init_weights(const fwm__model_spec *spec, uint64_t seed, float *const *tensors)
-{
-    fwm__model_init_weights(&spec->fwm, seed, tensors);
-}
-
-static const fwm__net_ops fwm__net_ops_fwm = {
-    FWM_ARCH_FWM, fwm_create,     fwm_destroy, fwm_forward,     fwm_backward,
-    fwm_zero_grads, fwm_reset_state, NULL,      fwm_init_weights,
-};
+FWM__NET_ADAPTER(fwm, FWM_ARCH_FWM, fwm__tm_config, fwm__tm_, fwm__model_init_weights,
+                 /* set_dropout */ NULL, /* segment */ tm->config.segment, /* view */ {},
+                 /* backward */ {});
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 
-static const fwm__net_ops *const registry[] = {&fwm__net_ops_fwm, &fwm__net_ops_lstm,
-                                                &fwm__net_ops_mnm, &fwm__net_ops_gfw,
-                                                &fwm__net_ops_stm};
+/* fwm__net_ops_<prefix>, in <arch>/<arch>_net.c (the FWM's above), for every architecture of
+ * FWM_ARCH_LIST (model_format/arch_list.h). */
+#define FWM_NET_OPS_DECLARE_(id, str, prefix) extern const fwm__net_ops fwm__net_ops_##prefix;
+FWM_ARCH_LIST(FWM_NET_OPS_DECLARE_)
+#undef FWM_NET_OPS_DECLARE_
+
+static const fwm__net_ops *const registry[] = {
+#define FWM_NET_OPS_ENTRY_(id, str, prefix) &fwm__net_ops_##prefix,
+    FWM_ARCH_LIST(FWM_NET_OPS_ENTRY_)
+#undef FWM_NET_OPS_ENTRY_
+};
 
 fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
                            fwm_error *err)

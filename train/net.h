@@ -1,13 +1,14 @@
 /* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
  * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`,
  * gfw/gfw_model.h for `gfw`, stm/stm_model.h for `stm`), in float, and the small table of
- * operations that differ between architectures (fwm__net_ops, one per architecture, registered in
- * net.c). The trainer, evaluation, checkpoints and model files work through this handle only, so
- * they are written once for every architecture.
+ * operations that differ between architectures (fwm__net_ops, one per architecture, from the
+ * template of net_adapter.h; net.c's registry lists them by FWM_ARCH_LIST). The trainer,
+ * evaluation, checkpoints and model files work through this handle only, so they are written once
+ * for every architecture.
  *
- * Adding an architecture: its model in train/<arch>/ (both precisions, like the FWM's), an ops
- * table beside it, a line in net.c's list, a case in fwm__tensor_layout_init (param_layout.c) and
- * in model_io.c's writer and reader.
+ * Adding an architecture: its model in train/<arch>/ (both precisions, like the FWM's), its
+ * <arch>_net.c beside it (a configure function and one FWM__NET_ADAPTER line) and a case in
+ * fwm__tensor_layout_init (param_layout.c); model_io.c's writer and reader follow FWM_ARCH_LIST.
  */
 #ifndef FWM_TRAIN_NET_H
 #define FWM_TRAIN_NET_H

@@ -166,13 +166,6 @@ static double run_batch(entry *e) {
     return rate;
 }
 
-static double median(double *v, int n) {
-    double c[32];
-    memcpy(c, v, (size_t)n * sizeof *v);
-    bench_sort(c, (size_t)n);
-    return n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-}
-
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
@@ -218,11 +211,12 @@ int main(int argc, char **argv) {
            repetitions, target_seconds);
     printf("%-26s %-5s %-8s %11s %12s %12s %12s %8s %12s %8s\n", "file", "arch", "input", "parameters",
            "state bytes", "blob bytes", "single tok/s", "ratio", "b64 tok/s", "ratio");
-    double ref_single = median(entries[0].single, repetitions);
-    double ref_batch = median(entries[0].batch, repetitions);
+    double ref_single = bench_median(entries[0].single, (size_t)repetitions);
+    double ref_batch = bench_median(entries[0].batch, (size_t)repetitions);
     for (int m = 0; m < n; m++) {
         entry *e = &entries[m];
-        double single = median(e->single, repetitions), batch = median(e->batch, repetitions);
+        double single = bench_median(e->single, (size_t)repetitions),
+               batch = bench_median(e->batch, (size_t)repetitions);
         const char *input = !e->info.predicts_every_token ? "sentence" : "word";
         printf("%-26s %-5s %-8s %11llu %12zu %12zu %12.0f %8.3f %12.0f %8.3f\n", base_name(e->path),
                e->info.architecture, input, (unsigned long long)e->info.parameter_count,

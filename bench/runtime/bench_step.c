@@ -32,11 +32,6 @@
 static int repetitions = 11;
 static double target_seconds = 0.15; /* per repetition */
 
-static double median(double *v, int n) {
-    bench_sort(v, (size_t)n);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* A figure over the repetitions: the median, and the best repetition (what an unloaded machine
  * gives; on a shared machine the median also counts other processes' time slices). */
 typedef struct figure {
@@ -45,7 +40,7 @@ typedef struct figure {
 
 static figure summarize(double *v, int n, bool higher_is_better) {
     figure f;
-    f.median = median(v, n); /* sorts v */
+    f.median = bench_median(v, (size_t)n); /* sorts v */
     f.best = higher_is_better ? v[n - 1] : v[0];
     return f;
 }

@@ -1,5 +1,6 @@
-/* bench_timing.h - what the runtime benchmarks (bench-step, step-profile) share for timing: a
- * monotonic clock in seconds and an ascending sort of the per-round figures (best = [0]). */
+/* bench_timing.h - what the runtime benchmarks (bench-step, bench-arch, step-profile) share for
+ * timing: a monotonic clock in seconds, an ascending sort of the per-round figures (best = [0])
+ * and their median. */
 #ifndef FWM_BENCH_TIMING_H
 #define FWM_BENCH_TIMING_H
 
@@ -20,6 +21,12 @@ static inline int bench_compare_double(const void *a, const void *b) {
 /* Sort v[0..n) ascending. */
 static inline void bench_sort(double *v, size_t n) {
     qsort(v, n, sizeof *v, bench_compare_double);
+}
+
+/* The median of v[0..n), n >= 1 (the mean of the middle two for even n); sorts v. */
+static inline double bench_median(double *v, size_t n) {
+    bench_sort(v, n);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 #endif

@@ -248,6 +248,29 @@ def random_spec(rng):
         eps=[1e-5, 1e-4, 1e-3][int(rng.integers(0, 3))], n_tokens=int(rng.integers(30, 61)))
 
 
+def compare_random(args, kind, attempt, desc, spec, tokens, description, path, workdir, want):
+    """Print a random `kind` model's draw, run it through fwm-run and compare with the reference's
+    logits `want`; the model's folder is removed when they agree (0), kept otherwise (1)."""
+    print(f"  {kind}draw {attempt}: {desc}")
+    print(f"  types: {spec['types']}")
+    print(f"  tokens: {','.join(map(str, tokens))}")
+    print(f"  {description}")
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live random: {exc}\n  model kept in {workdir}")
+        return 1
+    V = spec["V"]
+    failures = compare(f"random {kind}model: fwm-run vs reference",
+                       got.reshape(-1, V) if got.size % V == 0 else got, want,
+                       make_golden.tolerance(want))
+    if failures:
+        print(f"check_live random: FAILED; model kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
 def check_random(args):
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"check_live random: seed {seed} (rerun with: {sys.argv[0]} random --fwm-run EXE "
@@ -276,24 +299,9 @@ def check_random(args):
     desc = {k: spec[k] for k in ("V", "E", "H", "S", "R", "T", "Nr", "residual", "policy",
                                  "order", "checksum", "gaps", "forget_bias", "beta_bias",
                                  "write_scale", "eps")}
-    print(f"  draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe('random', len(tokens), facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
-        return 1
-    V = spec["V"]
-    failures = compare("random model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    return check_random_lstm(args, seed)
+    return (compare_random(args, "", attempt, desc, spec, tokens,
+                           make_golden.describe('random', len(tokens), facts, seed), path, workdir, want)
+            or check_random_lstm(args, seed))
 
 
 def random_lstm_spec(rng):
@@ -330,24 +338,9 @@ def check_random_lstm(args, seed):
         return 1
     desc = {k: spec[k] for k in ("V", "E", "H", "L", "residual", "forget_bias", "order",
                                  "checksum", "fingerprint", "gaps", "decoys")}
-    print(f"  lstm draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe_lstm('random lstm', facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
-        return 1
-    V = spec["V"]
-    failures = compare("random lstm model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    return check_random_mnm(args, seed)
+    return (compare_random(args, "lstm ", attempt, desc, spec, tokens,
+                           make_golden.describe_lstm('random lstm', facts, seed), path, workdir, want)
+            or check_random_mnm(args, seed))
 
 
 def random_mnm_spec(rng):
@@ -384,24 +377,9 @@ def check_random_mnm(args, seed):
         print("check_live random: no well-conditioned mnm model in 50 draws")
         return 1
     desc = {k: spec[k] for k in ("V", "E", "H", "Nh", "dk", "dv", "D", "Lm", "do", "forget_bias")}
-    print(f"  mnm draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe_mnm('random mnm', facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
-        return 1
-    V = spec["V"]
-    failures = compare("random mnm model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
-    return check_random_gfw(args, seed)
+    return (compare_random(args, "mnm ", attempt, desc, spec, tokens,
+                           make_golden.describe_mnm('random mnm', facts, seed), path, workdir, want)
+            or check_random_gfw(args, seed))
 
 
 def check_random_gfw(args, seed):
@@ -437,23 +415,9 @@ def check_random_gfw(args, seed):
         return 1
     desc = {k: spec[k] for k in ("V", "E", "m", "N", "P", "eps", "order", "checksum", "fingerprint",
                                  "gaps")}
-    print(f"  gfw draw {attempt}: {desc}")
-    print(f"  types: {spec['types']}")
-    print(f"  tokens: {','.join(map(str, tokens))}")
-    print(f"  {make_golden.describe_gfw('random gfw', facts, seed)}")
-    try:
-        got = run_fwm(args.fwm_run, path, tokens, workdir)
-    except RuntimeError as exc:
-        print(f"check_live random: {exc}\n  model kept in {workdir}")
+    if compare_random(args, "gfw ", attempt, desc, spec, tokens,
+                      make_golden.describe_gfw('random gfw', facts, seed), path, workdir, want):
         return 1
-    V = spec["V"]
-    failures = compare("random gfw model: fwm-run vs reference",
-                       got.reshape(-1, V) if got.size % V == 0 else got, want,
-                       make_golden.tolerance(want))
-    if failures:
-        print(f"check_live random: FAILED; model kept in {workdir}")
-        return 1
-    shutil.rmtree(workdir, ignore_errors=True)
     print("check_live random: passed")
     return 0
 
@@ -516,6 +480,35 @@ def check_c_written(args):
     return 0
 
 
+def c_written_compare(args, label, path, tokens, workdir, want, factor, V):
+    """fwm-run over the C-written model at path against the reference's logits `want`, at `factor`
+    times the golden tolerance; returns the number of failures."""
+    try:
+        got = run_fwm(args.fwm_run, path, tokens, workdir)
+    except RuntimeError as exc:
+        print(f"check_live c-written: {exc}")
+        return 1
+    return compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
+                   got.reshape(-1, V) if got.size % V == 0 else got, want,
+                   make_golden.tolerance(want) * factor)
+
+
+def c_written_check(args, label, options, model, tokens, want, facts, description, factor, path,
+                    workdir):
+    """Report a C-written `lstm` or `mnm` model (fwm-init with --seed 3) and its data's facts, then
+    compare it unless its data are ill-conditioned for the tolerance; returns the number of
+    failures."""
+    print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
+          f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
+          f"{model.prime_tokens}")
+    print(f"  {description}")
+    if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
+        print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
+        return 1
+    return c_written_compare(args, label, path, tokens, workdir, want, factor,
+                             model.hp["vocab_size"])
+
+
 # fwm-init --arch lstm cases: label, options, tolerance factor over make_golden.RTOL. Without layer
 # norms the LSTM stays well-conditioned at the paper's sizes (four residual layers of 512, embedding
 # 256): float32 rounding uses about 0.04 of the golden tolerance there, so all are held to it.
@@ -551,24 +544,8 @@ def check_c_written_lstm(args, workdir):
         hp = dict(V=model.hp["vocab_size"], eos=model.hp["eos_token_id"])
         tokens = make_golden.make_lstm_tokens(hp, rng, 40)
         want, facts = make_golden.analyse_lstm(model, tokens, rng)
-        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
-              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
-              f"{model.prime_tokens}")
-        print(f"  {make_golden.describe_lstm(label, facts, 3)}")
-        if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
-            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
-            failures += 1
-            continue
-        try:
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
-        except RuntimeError as exc:
-            print(f"check_live c-written: {exc}")
-            failures += 1
-            continue
-        V = model.hp["vocab_size"]
-        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
-                            got.reshape(-1, V) if got.size % V == 0 else got, want,
-                            make_golden.tolerance(want) * factor)
+        failures += c_written_check(args, label, options, model, tokens, want, facts,
+                                    make_golden.describe_lstm(label, facts, 3), factor, path, workdir)
     return failures
 
 
@@ -608,24 +585,8 @@ def check_c_written_mnm(args, workdir):
         rng = np.random.default_rng(3)
         tokens = [1] + [int(t) for t in rng.integers(0, model.hp["vocab_size"], size=39)]
         want, facts = make_golden.analyse_mnm(model.hp, model.params, tokens, None, rng)
-        print(f"  {label}: fwm-init {' '.join(options)} --seed 3; checksum and fingerprint "
-              f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
-              f"{model.prime_tokens}")
-        print(f"  {make_golden.describe_mnm(label, facts, 3)}")
-        if facts["f32_error_over_tol"] > make_golden.MAX_F32_ERROR_FRACTION * factor:
-            print(f"check_live c-written: {label}: ill-conditioned for this tolerance")
-            failures += 1
-            continue
-        try:
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
-        except RuntimeError as exc:
-            print(f"check_live c-written: {exc}")
-            failures += 1
-            continue
-        V = model.hp["vocab_size"]
-        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
-                            got.reshape(-1, V) if got.size % V == 0 else got, want,
-                            make_golden.tolerance(want) * factor)
+        failures += c_written_check(args, label, options, model, tokens, want, facts,
+                                    make_golden.describe_mnm(label, facts, 3), factor, path, workdir)
     return failures
 
 
@@ -681,16 +642,8 @@ def check_c_written_gfw(args, workdir):
         print(f"  {label}: fwm-init {' '.join(options)} --seed {seed}; checksum and fingerprint "
               f"{'verified by the reference' if HAVE_XXHASH else 'unchecked'}; prime tokens "
               f"{model.prime_tokens}; float32 rounding uses {worst:.3f} of the tolerance")
-        try:
-            got = run_fwm(args.fwm_run, path, tokens, workdir)
-        except RuntimeError as exc:
-            print(f"check_live c-written: {exc}")
-            failures += 1
-            continue
-        V = model.hp["vocab_size"]
-        failures += compare(f"{label}: fwm-run vs reference (tolerance x{factor})",
-                            got.reshape(-1, V) if got.size % V == 0 else got, want,
-                            make_golden.tolerance(want) * factor)
+        failures += c_written_compare(args, label, path, tokens, workdir, want, factor,
+                                      model.hp["vocab_size"])
     return failures
 
 

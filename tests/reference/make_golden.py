@@ -8,7 +8,9 @@ seeds, and checking that the data actually exercise the model: the Frobenius-nor
 the reads produce non-trivial values, every non-default hyperparameter visibly changes the logits,
 and the values are well-conditioned (float32 evaluations of the same reference stay far inside the
 tests' tolerance). It is also the library of tiny-model helpers that tests/golden/check_live.py uses
-for its random model.
+for its random model. The `lstm`, `mnm`, `gfw` and `stm` models go through one driver
+(_build_arch: the seeded attempts, the expected files, the manifest line); each architecture gives
+its attempt and its session-start rows and fingerprint.
 
 Run:  /usr/bin/python3 tests/reference/make_golden.py [--out tests/golden/data]
           [--only-fwm] [--only-lstm] [--only-mnm] [--only-gfw] [--only-stm]
@@ -320,7 +322,10 @@ def analyse_lstm(model, tokens, rng):
     return logits, facts
 
 
-def check_lstm_facts(name, facts):
+def _arch_problems(name, facts, own):
+    """What the data of the `lstm`, `mnm`, `gfw` and `stm` models are checked for: well-conditioned
+    for float32, every effect at least 100 tolerances, then the architecture's own problems (`own`),
+    then logits not all tiny."""
     problems = []
     if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
         problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
@@ -328,12 +333,18 @@ def check_lstm_facts(name, facts):
     for what, effect in facts["effect_over_tol"].items():
         if effect < 100:
             problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
-    if facts["live_gate_fraction"] < 0.6:
-        problems.append(f"{name}: only {facts['live_gate_fraction']:.2f} of some gate's values are "
-                        "outside saturation")
+    problems += own
     if facts["max_abs_logit"] < 0.05:
         problems.append(f"{name}: logits are all tiny")
     return problems
+
+
+def check_lstm_facts(name, facts):
+    own = []
+    if facts["live_gate_fraction"] < 0.6:
+        own.append(f"{name}: only {facts['live_gate_fraction']:.2f} of some gate's values are "
+                   "outside saturation")
+    return _arch_problems(name, facts, own)
 
 
 def write_lstm(spec, path, rng, gain=2.0):
@@ -347,40 +358,77 @@ def write_lstm(spec, path, rng, gain=2.0):
     return hp
 
 
-def build_lstm(spec, out_dir, attempts=50):
-    """Write one LSTM model, its expected logits from zero (NAME.f32) and from the session start
-    (NAME.primed.f32: the rows of the prime tokens, then those of the tokens). Returns (manifest
-    line, facts, seed used, problems)."""
+def _build_arch(spec, out_dir, attempts, arch, attempt_fn, finish_fn):
+    """The per-architecture golden model driver (lstm, mnm, gfw, stm): up to `attempts` seeds
+    (spec["seed"] * 1000 + attempt) of attempt_fn(spec, path, rng) -> (state, tokens, logits,
+    facts, problems), stopping at the first without problems; then the expected rows from the
+    reset state (NAME.f32) and finish_fn(spec, path, state, tokens) -> (rows from the session
+    start, fingerprint, checksum key present, fingerprint key present) into NAME.primed.f32 and
+    the manifest line. Returns (manifest line, facts, seed used, problems)."""
     model_file = spec["name"] + ".gguf"
     path = os.path.join(out_dir, model_file)
     for attempt in range(attempts):
         seed = spec["seed"] * 1000 + attempt
         rng = np.random.default_rng(seed)
-        hp = write_lstm(spec, path, rng)
-        model = lstm_reference.Model(path)  # re-read: verifies the hashes, uses the stored values
-        tokens = make_lstm_tokens(hp, rng, spec["n_tokens"])
-        logits, facts = analyse_lstm(model, tokens, rng)
-        problems = check_lstm_facts(spec["name"], facts)
+        state, tokens, logits, facts, problems = attempt_fn(spec, path, rng)
         if not problems:
             break
     expected_file = spec["name"] + ".f32"
     logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
     primed_file = spec["name"] + ".primed.f32"
-    primed, _ = lstm_reference.compute_logits(model, list(model.prime_tokens) + tokens)
+    primed, fingerprint, checksum_key, fingerprint_key = finish_fn(spec, path, state, tokens)
     primed.astype("<f4").tofile(os.path.join(out_dir, primed_file))
-    line = (f"{model_file} {expected_file} checksum={'present' if spec['checksum'] else 'absent'} "
-            f"tokens={','.join(map(str, tokens))} arch=lstm "
-            f"fingerprint={model.fingerprint:#018x} "
-            f"fingerprint_key={'present' if spec['fingerprint'] else 'absent'} "
+    line = (f"{model_file} {expected_file} checksum={'present' if checksum_key else 'absent'} "
+            f"tokens={','.join(map(str, tokens))} arch={arch} "
+            f"fingerprint={fingerprint:#018x} "
+            f"fingerprint_key={'present' if fingerprint_key else 'absent'} "
             f"primed={primed_file}")
     return line, facts, seed, problems
 
 
-def describe_lstm(name, facts, seed):
+def _session_start(spec):
+    """The tokens a session of spec's model reads first: [eos] without the key."""
+    return [1] if spec["prime"] is None else list(spec["prime"])
+
+
+def _stored_fingerprint(path):
+    """The fingerprint the writer stored in the file at path."""
+    meta, _ = fwm_reference.read_gguf(path)
+    return meta["fwm.fingerprint"][1]
+
+
+def _describe_arch(name, facts, seed, middle):
+    """A model's line of the generator's report: seed, float32 rounding, the architecture's own
+    figures (`middle`), max |logit| and the effects."""
     effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
     return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
-            f"tolerance; live gate fraction {facts['live_gate_fraction']:.2f}; max |logit| "
-            f"{facts['max_abs_logit']:.2f}; effect in tolerances of {effects}")
+            f"tolerance; {middle}max |logit| {facts['max_abs_logit']:.2f}; effect in tolerances of "
+            f"{effects}")
+
+
+def _lstm_attempt(spec, path, rng):
+    hp = write_lstm(spec, path, rng)
+    model = lstm_reference.Model(path)  # re-read: verifies the hashes, uses the stored values
+    tokens = make_lstm_tokens(hp, rng, spec["n_tokens"])
+    logits, facts = analyse_lstm(model, tokens, rng)
+    return model, tokens, logits, facts, check_lstm_facts(spec["name"], facts)
+
+
+def _lstm_finish(spec, path, model, tokens):
+    primed, _ = lstm_reference.compute_logits(model, list(model.prime_tokens) + tokens)
+    return primed, model.fingerprint, spec["checksum"], spec["fingerprint"]
+
+
+def build_lstm(spec, out_dir, attempts=50):
+    """Write one LSTM model, its expected logits from zero (NAME.f32) and from the session start
+    (NAME.primed.f32: the rows of the prime tokens, then those of the tokens). Returns (manifest
+    line, facts, seed used, problems)."""
+    return _build_arch(spec, out_dir, attempts, "lstm", _lstm_attempt, _lstm_finish)
+
+
+def describe_lstm(name, facts, seed):
+    return _describe_arch(name, facts, seed,
+                          f"live gate fraction {facts['live_gate_fraction']:.2f}; ")
 
 
 # ---- the `mnm` architecture ----------------------------------------------------------------------
@@ -472,18 +520,27 @@ def analyse_mnm(hp, params, tokens, prime, rng):
 
 
 def check_mnm_facts(name, facts):
-    problems = []
-    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
-        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
-                        "the tolerance (ill-conditioned)")
-    for what, effect in facts["effect_over_tol"].items():
-        if effect < 100:
-            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    own = []
     if facts["min_beta"] < 0.2:
-        problems.append(f"{name}: the update rate falls to {facts['min_beta']:.2f}")
-    if facts["max_abs_logit"] < 0.05:
-        problems.append(f"{name}: logits are all tiny")
-    return problems
+        own.append(f"{name}: the update rate falls to {facts['min_beta']:.2f}")
+    return _arch_problems(name, facts, own)
+
+
+def _mnm_attempt(spec, path, rng):
+    hp, vocab = mnm_writer_hp(spec)
+    weights = make_mnm_weights(hp, rng)
+    mnm_reference.write_model(path, hp, vocab, weights, name=spec["name"], types=spec["types"],
+                              prime_tokens=spec["prime"])
+    _, _, params = mnm_reference.read_model(path)  # re-read: the stored (rounded) values
+    tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
+    logits, facts = analyse_mnm(hp, params, tokens, spec["prime"], rng)
+    return (hp, params), tokens, logits, facts, check_mnm_facts(spec["name"], facts)
+
+
+def _mnm_finish(spec, path, state, tokens):
+    hp, params = state
+    primed = _mnm_logits(hp, params, _session_start(spec) + tokens)
+    return primed, _stored_fingerprint(path), True, True
 
 
 def build_mnm(spec, out_dir, attempts=50):
@@ -491,39 +548,11 @@ def build_mnm(spec, out_dir, attempts=50):
     (NAME.f32) and from the session start (NAME.primed.f32: the rows of the prime tokens, then those
     of the tokens; the start is [eos] without the key). Returns (manifest line, facts, seed used,
     problems)."""
-    model_file = spec["name"] + ".gguf"
-    path = os.path.join(out_dir, model_file)
-    hp, vocab = mnm_writer_hp(spec)
-    for attempt in range(attempts):
-        seed = spec["seed"] * 1000 + attempt
-        rng = np.random.default_rng(seed)
-        weights = make_mnm_weights(hp, rng)
-        mnm_reference.write_model(path, hp, vocab, weights, name=spec["name"], types=spec["types"],
-                                  prime_tokens=spec["prime"])
-        _, _, params = mnm_reference.read_model(path)  # re-read: the stored (rounded) values
-        tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
-        logits, facts = analyse_mnm(hp, params, tokens, spec["prime"], rng)
-        problems = check_mnm_facts(spec["name"], facts)
-        if not problems:
-            break
-    expected_file = spec["name"] + ".f32"
-    logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
-    prime = [1] if spec["prime"] is None else list(spec["prime"])
-    primed_file = spec["name"] + ".primed.f32"
-    _mnm_logits(hp, params, prime + tokens).astype("<f4").tofile(os.path.join(out_dir, primed_file))
-    meta, _ = fwm_reference.read_gguf(path)  # the fingerprint the writer stored
-    line = (f"{model_file} {expected_file} checksum=present "
-            f"tokens={','.join(map(str, tokens))} arch=mnm "
-            f"fingerprint={meta['fwm.fingerprint'][1]:#018x} fingerprint_key=present "
-            f"primed={primed_file}")
-    return line, facts, seed, problems
+    return _build_arch(spec, out_dir, attempts, "mnm", _mnm_attempt, _mnm_finish)
 
 
 def describe_mnm(name, facts, seed):
-    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
-    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
-            f"tolerance; min beta {facts['min_beta']:.2f}; max |logit| {facts['max_abs_logit']:.2f}; "
-            f"effect in tolerances of {effects}")
+    return _describe_arch(name, facts, seed, f"min beta {facts['min_beta']:.2f}; ")
 
 # ---- the `gfw` architecture ----------------------------------------------------------------------
 
@@ -672,20 +701,34 @@ def analyse_gfw(hp, params, tokens, prime, rng):
 
 
 def check_gfw_facts(name, facts):
-    problems = []
-    if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
-        problems.append(f"{name}: float32 rounding may use {facts['f32_error_over_tol']:.2f} of "
-                        "the tolerance (ill-conditioned)")
-    for what, effect in facts["effect_over_tol"].items():
-        if effect < 100:
-            problems.append(f"{name}: {what} changes the logits by only {effect:.1f} tolerances")
+    own = []
     if facts["min_pre_norm_std"] < 0.01:
-        problems.append(f"{name}: a fast layer's pre-norm spread falls to {facts['min_pre_norm_std']:.3g}")
+        own.append(f"{name}: a fast layer's pre-norm spread falls to {facts['min_pre_norm_std']:.3g}")
     if not 0.1 < facts["mean_gate"] < 0.9:
-        problems.append(f"{name}: the F1 gates average {facts['mean_gate']:.2f} (saturated)")
-    if facts["max_abs_logit"] < 0.05:
-        problems.append(f"{name}: logits are all tiny")
-    return problems
+        own.append(f"{name}: the F1 gates average {facts['mean_gate']:.2f} (saturated)")
+    return _arch_problems(name, facts, own)
+
+
+def _gfw_attempt(spec, path, rng):
+    whp, vocab = gfw_writer_hp(spec)
+    weights = make_gfw_weights(whp, rng)
+    gguf_writer.write_gfw_model(path, whp, vocab, weights, types=spec["types"], order=spec["order"],
+                                checksum=spec["checksum"], fingerprint=spec["fingerprint"],
+                                prime_tokens=spec["prime"], gaps=spec["gaps"], name=spec["name"],
+                                rng=rng)
+    hp, _, params, _ = gfw_reference.read_model(path)  # re-read: the stored (rounded) values
+    tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
+    logits, facts = analyse_gfw(hp, params, tokens, spec["prime"], rng)
+    return (hp, params, vocab), tokens, logits, facts, check_gfw_facts(spec["name"], facts)
+
+
+def _gfw_finish(spec, path, state, tokens):
+    hp, params, vocab = state
+    primed = _gfw_logits(hp, params, _session_start(spec) + tokens)
+    _, tensors = fwm_reference.read_gguf(path)
+    cs = gfw_reference.checksum(hp, {n: tensors[n][2] for n, _ in gfw_reference.tensor_list(hp)})
+    fingerprint = gfw_reference.fingerprint(hp, vocab, cs)  # what the loader must compute
+    return primed, fingerprint, spec["checksum"], spec["fingerprint"]
 
 
 def build_gfw(spec, out_dir, attempts=50):
@@ -693,45 +736,13 @@ def build_gfw(spec, out_dir, attempts=50):
     (NAME.f32) and from the session start (NAME.primed.f32: the rows of the prime tokens, then those
     of the tokens; the start is [eos] without the key). Returns (manifest line, facts, seed used,
     problems)."""
-    model_file = spec["name"] + ".gguf"
-    path = os.path.join(out_dir, model_file)
-    whp, vocab = gfw_writer_hp(spec)
-    for attempt in range(attempts):
-        seed = spec["seed"] * 1000 + attempt
-        rng = np.random.default_rng(seed)
-        weights = make_gfw_weights(whp, rng)
-        gguf_writer.write_gfw_model(path, whp, vocab, weights, types=spec["types"], order=spec["order"],
-                                    checksum=spec["checksum"], fingerprint=spec["fingerprint"],
-                                    prime_tokens=spec["prime"], gaps=spec["gaps"], name=spec["name"],
-                                    rng=rng)
-        hp, _, params, _ = gfw_reference.read_model(path)  # re-read: the stored (rounded) values
-        tokens = [1] + [int(t) for t in rng.integers(0, hp["vocab_size"], size=spec["n_tokens"] - 1)]
-        logits, facts = analyse_gfw(hp, params, tokens, spec["prime"], rng)
-        problems = check_gfw_facts(spec["name"], facts)
-        if not problems:
-            break
-    expected_file = spec["name"] + ".f32"
-    logits.astype("<f4").tofile(os.path.join(out_dir, expected_file))
-    prime = [1] if spec["prime"] is None else list(spec["prime"])
-    primed_file = spec["name"] + ".primed.f32"
-    _gfw_logits(hp, params, prime + tokens).astype("<f4").tofile(os.path.join(out_dir, primed_file))
-    meta, tensors = fwm_reference.read_gguf(path)
-    cs = gfw_reference.checksum(hp, {n: tensors[n][2] for n, _ in gfw_reference.tensor_list(hp)})
-    fingerprint = gfw_reference.fingerprint(hp, vocab, cs)  # what the loader must compute
-    line = (f"{model_file} {expected_file} checksum={'present' if spec['checksum'] else 'absent'} "
-            f"tokens={','.join(map(str, tokens))} arch=gfw "
-            f"fingerprint={fingerprint:#018x} "
-            f"fingerprint_key={'present' if spec['fingerprint'] else 'absent'} "
-            f"primed={primed_file}")
-    return line, facts, seed, problems
+    return _build_arch(spec, out_dir, attempts, "gfw", _gfw_attempt, _gfw_finish)
 
 
 def describe_gfw(name, facts, seed):
-    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
-    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
-            f"tolerance; min pre-norm std {facts['min_pre_norm_std']:.2f}; mean F1 gate "
-            f"{facts['mean_gate']:.2f}; max |logit| {facts['max_abs_logit']:.2f}; effect in "
-            f"tolerances of {effects}")
+    return _describe_arch(name, facts, seed,
+                          f"min pre-norm std {facts['min_pre_norm_std']:.2f}; mean F1 gate "
+                          f"{facts['mean_gate']:.2f}; ")
 
 
 # ---- the `stm` architecture ----------------------------------------------------------------------
@@ -810,65 +821,45 @@ def _stm_rows(hp, params, tokens):
     return np.array([nan if o is None else o for o in outs])
 
 
+def _stm_attempt(spec, path, rng):
+    hp, vocab = stm_writer_hp(spec)
+    weights = make_stm_weights(hp, rng)
+    stm_reference.write_model(path, hp, vocab, weights, name=spec["name"],
+                              prime_tokens=spec["prime"])
+    _, _, params = stm_reference.read_model(path)
+    tokens = stm_tokens(spec, hp, rng)
+    rows = _stm_rows(hp, params, tokens)
+    live = ~np.isnan(rows[:, 0])
+    errors = []
+    for _ in range(4):
+        nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in params.items()}
+        errors.append(_error_over_tol(_stm_rows(hp, nudged, tokens)[live], rows[live]))
+    effects = {}
+    for what, change in (("the transfer (alpha3)", ("stm.alpha", np.array([0.9, 0.7, 0.0]))),
+                         ("the relational read (alpha2)", ("stm.alpha", np.array([0.9, 0.0, 0.5]))),
+                         ("the initial item memory", ("stm.item.init", params["stm.item.init"] * 0.5))):
+        other = dict(params)
+        other[change[0]] = change[1]
+        effects[what] = _error_over_tol(_stm_rows(hp, other, tokens)[live], rows[live])
+    facts = {"f32_error_over_tol": max(errors), "effect_over_tol": effects,
+             "predicted_rows": int(live.sum()), "max_abs_logit": float(np.abs(rows[live]).max())}
+    return (hp, params), tokens, rows, facts, _arch_problems(spec["name"], facts, [])
+
+
+def _stm_finish(spec, path, state, tokens):
+    hp, params = state
+    return _stm_rows(hp, params, _session_start(spec) + tokens), _stored_fingerprint(path), True, True
+
+
 def build_stm(spec, out_dir, attempts=50):
     """Write one STM model with stm_reference.write_model, its expected rows from the reset state
     (NAME.f32) and from the session start (NAME.primed.f32). Returns (manifest line, facts, seed,
     problems)."""
-    model_file = spec["name"] + ".gguf"
-    path = os.path.join(out_dir, model_file)
-    hp, vocab = stm_writer_hp(spec)
-    for attempt in range(attempts):
-        seed = spec["seed"] * 1000 + attempt
-        rng = np.random.default_rng(seed)
-        weights = make_stm_weights(hp, rng)
-        stm_reference.write_model(path, hp, vocab, weights, name=spec["name"],
-                                  prime_tokens=spec["prime"])
-        _, _, params = stm_reference.read_model(path)
-        tokens = stm_tokens(spec, hp, rng)
-        rows = _stm_rows(hp, params, tokens)
-        live = ~np.isnan(rows[:, 0])
-        errors = []
-        for _ in range(4):
-            nudged = {k: v * (1 + rng.uniform(-1, 1, v.shape) * 2.0 ** -24) for k, v in params.items()}
-            errors.append(_error_over_tol(_stm_rows(hp, nudged, tokens)[live], rows[live]))
-        effects = {}
-        for what, change in (("the transfer (alpha3)", ("stm.alpha", np.array([0.9, 0.7, 0.0]))),
-                             ("the relational read (alpha2)", ("stm.alpha", np.array([0.9, 0.0, 0.5]))),
-                             ("the initial item memory", ("stm.item.init", params["stm.item.init"] * 0.5))):
-            other = dict(params)
-            other[change[0]] = change[1]
-            effects[what] = _error_over_tol(_stm_rows(hp, other, tokens)[live], rows[live])
-        facts = {"f32_error_over_tol": max(errors), "effect_over_tol": effects,
-                 "predicted_rows": int(live.sum()), "max_abs_logit": float(np.abs(rows[live]).max())}
-        problems = []
-        if facts["f32_error_over_tol"] > MAX_F32_ERROR_FRACTION:
-            problems.append(f"{spec['name']}: float32 rounding may use {facts['f32_error_over_tol']:.2f} "
-                            "of the tolerance (ill-conditioned)")
-        for what, effect in effects.items():
-            if effect < 100:
-                problems.append(f"{spec['name']}: {what} changes the logits by only {effect:.1f} tolerances")
-        if facts["max_abs_logit"] < 0.05:
-            problems.append(f"{spec['name']}: logits are all tiny")
-        if not problems:
-            break
-    expected_file = spec["name"] + ".f32"
-    rows.astype("<f4").tofile(os.path.join(out_dir, expected_file))
-    prime = [1] if spec["prime"] is None else list(spec["prime"])
-    primed_file = spec["name"] + ".primed.f32"
-    _stm_rows(hp, params, prime + tokens).astype("<f4").tofile(os.path.join(out_dir, primed_file))
-    meta, _ = fwm_reference.read_gguf(path)
-    line = (f"{model_file} {expected_file} checksum=present "
-            f"tokens={','.join(map(str, tokens))} arch=stm "
-            f"fingerprint={meta['fwm.fingerprint'][1]:#018x} fingerprint_key=present "
-            f"primed={primed_file}")
-    return line, facts, seed, problems
+    return _build_arch(spec, out_dir, attempts, "stm", _stm_attempt, _stm_finish)
 
 
 def describe_stm(name, facts, seed):
-    effects = ", ".join(f"{k} {v:.0f}" for k, v in facts["effect_over_tol"].items())
-    return (f"{name}: seed {seed}; float32 rounding uses {facts['f32_error_over_tol']:.3f} of the "
-            f"tolerance; {facts['predicted_rows']} predicted rows; max |logit| "
-            f"{facts['max_abs_logit']:.2f}; effect in tolerances of {effects}")
+    return _describe_arch(name, facts, seed, f"{facts['predicted_rows']} predicted rows; ")
 
 
 STM_MANIFEST_COMMENT = ("# stm models: arch=stm, fields as for lstm (written by stm_reference.py's writer); "

@@ -15,35 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump_util.h"
 #include "gfw_model.h"
-
-static int parse_ids(const char *text, uint32_t **out)
-{
-    int n = 0;
-    uint32_t *ids = malloc((strlen(text) + 1) * sizeof *ids);
-    if (!ids)
-        return -1;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p)
-            break;
-        ids[n++] = (uint32_t)v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    *out = ids;
-    return n;
-}
-
-static int write_doubles(const char *path, const double *v, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(v, sizeof *v, n, f) == n;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    return ok;
-}
 
 int main(int argc, char **argv)
 {
@@ -64,8 +37,8 @@ int main(int argc, char **argv)
     config.loss_mode = strcmp(argv[7], "qm") == 0 ? FWM__LOSS_QM : FWM__LOSS_LM;
     config.loss_token_id = (uint32_t)strtoul(argv[8], NULL, 10);
     uint32_t *x = NULL, *prefix = NULL, *y = NULL;
-    int len = parse_ids(argv[10], &x), ylen = parse_ids(argv[11], &y);
-    int plen = strcmp(argv[12], "-") == 0 ? 0 : parse_ids(argv[12], &prefix);
+    int len = du_parse_ids(argv[10], &x), ylen = du_parse_ids(argv[11], &y);
+    int plen = strcmp(argv[12], "-") == 0 ? 0 : du_parse_ids(argv[12], &prefix);
     if (len < 1 || ylen != len || plen < 0) {
         fprintf(stderr, "bad token lists\n");
         return 2;
@@ -81,13 +54,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    FILE *f = fopen(argv[9], "rb");
-    int ok = f != NULL;
-    for (size_t k = 0; ok && k < tm->layout.count; k++)
-        ok = fread(tm->params + tm->layout.offset[k], sizeof(double), tm->layout.size[k], f) ==
-             tm->layout.size[k];
-    if (f)
-        fclose(f);
+    int ok = du_read_tensors(argv[9], tm->params, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot read %s\n", argv[9]);
         return 1;
@@ -115,23 +82,17 @@ int main(int argc, char **argv)
     ok = tm->n_loss_rows == len && tf->n_loss_rows == len;
     for (size_t i = 0; ok && i < (size_t)len * V; i++)
         logits[i] = tm->logits[i];
-    ok = ok && write_doubles(argv[13], logits, (size_t)len * V);
+    ok = ok && du_write_doubles(argv[13], logits, (size_t)len * V);
     for (size_t i = 0; ok && i < (size_t)len * V; i++)
         logits[i] = tf->logits[i];
-    ok = ok && write_doubles(argv[14], logits, (size_t)len * V);
+    ok = ok && du_write_doubles(argv[14], logits, (size_t)len * V);
     /* the gradients of the window's loss from the same state */
     memcpy(tm->state, saved, state_n * sizeof *saved);
     tm->config.loss_mode = mode;
     fwm__gfw_tm_zero_grads_f64(tm);
     double loss = fwm__gfw_tm_forward_f64(tm, x, y, len);
     fwm__gfw_tm_backward_f64(tm);
-    f = ok ? fopen(argv[15], "wb") : NULL;
-    ok = f != NULL;
-    for (size_t k = 0; ok && k < tm->layout.count; k++)
-        ok = fwrite(tm->grads + tm->layout.offset[k], sizeof(double), tm->layout.size[k], f) ==
-             tm->layout.size[k];
-    if (f && fclose(f) != 0)
-        ok = 0;
+    ok = ok && du_write_tensors(argv[15], tm->grads, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot write the outputs\n");
         return 1;

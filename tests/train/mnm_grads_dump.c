@@ -12,26 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump_util.h"
 #include "mnm_model.h"
-
-static int parse_ids(const char *text, uint32_t **out)
-{
-    int n = 0;
-    uint32_t *ids = malloc((strlen(text) + 1) * sizeof *ids);
-    if (!ids)
-        return -1;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p)
-            break;
-        ids[n++] = (uint32_t)v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    *out = ids;
-    return n;
-}
 
 int main(int argc, char **argv)
 {
@@ -54,8 +36,8 @@ int main(int argc, char **argv)
     config.loss_mode = strcmp(argv[12], "qm") == 0 ? FWM__LOSS_QM : FWM__LOSS_LM;
     config.loss_token_id = (uint32_t)strtoul(argv[13], NULL, 10);
     uint32_t *x = NULL, *prefix = NULL, *y = NULL;
-    int len = parse_ids(argv[15], &x), ylen = parse_ids(argv[16], &y);
-    int plen = strcmp(argv[17], "-") == 0 ? 0 : parse_ids(argv[17], &prefix);
+    int len = du_parse_ids(argv[15], &x), ylen = du_parse_ids(argv[16], &y);
+    int plen = strcmp(argv[17], "-") == 0 ? 0 : du_parse_ids(argv[17], &prefix);
     if (len < 1 || ylen != len || plen < 0) {
         fprintf(stderr, "bad token lists\n");
         return 2;
@@ -68,13 +50,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    FILE *f = fopen(argv[14], "rb");
-    int ok = f != NULL;
-    for (size_t k = 0; ok && k < tm->layout.count; k++)
-        ok = fread(tm->params + tm->layout.offset[k], sizeof(double), tm->layout.size[k], f) ==
-             tm->layout.size[k];
-    if (f)
-        fclose(f);
+    int ok = du_read_tensors(argv[14], tm->params, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot read %s\n", argv[14]);
         return 1;
@@ -88,13 +64,7 @@ int main(int argc, char **argv)
     fwm__mnm_tm_zero_grads_f64(tm);
     fwm__mnm_tm_forward_f64(tm, x, y, len);
     fwm__mnm_tm_backward_f64(tm);
-    f = fopen(argv[18], "wb");
-    ok = f != NULL;
-    for (size_t k = 0; ok && k < tm->layout.count; k++)
-        ok = fwrite(tm->grads + tm->layout.offset[k], sizeof(double), tm->layout.size[k], f) ==
-             tm->layout.size[k];
-    if (f && fclose(f) != 0)
-        ok = 0;
+    ok = du_write_tensors(argv[18], tm->grads, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot write %s\n", argv[18]);
         return 1;

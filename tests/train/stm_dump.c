@@ -18,26 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump_util.h"
 #include "stm_model.h"
-
-static int parse_ids(const char *text, uint32_t **out)
-{
-    int n = 0;
-    uint32_t *ids = malloc((strlen(text) + 1) * sizeof *ids);
-    if (!ids)
-        return -1;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p)
-            break;
-        ids[n++] = (uint32_t)v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    *out = ids;
-    return n;
-}
 
 int main(int argc, char **argv)
 {
@@ -61,7 +43,7 @@ int main(int argc, char **argv)
     hp->padding_token_id = 0;
     hp->eos_token_id = 1;
     uint32_t *x = NULL, *y = NULL;
-    int len = parse_ids(argv[13], &x), ylen = parse_ids(argv[14], &y);
+    int len = du_parse_ids(argv[13], &x), ylen = du_parse_ids(argv[14], &y);
     int split = atoi(argv[15]);
     if (len < 2 || ylen != len || split < 1 || split >= len) {
         fprintf(stderr, "bad token lists or split\n");
@@ -81,13 +63,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    FILE *f = fopen(argv[12], "rb");
-    int ok = f != NULL;
-    for (size_t k = 0; ok && k < tm->layout.count; k++)
-        ok = fread(tm->params + tm->layout.offset[k], sizeof(double), tm->layout.size[k], f) ==
-             tm->layout.size[k];
-    if (f)
-        fclose(f);
+    int ok = du_read_tensors(argv[12], tm->params, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot read %s\n", argv[12]);
         return 1;
@@ -111,13 +87,8 @@ int main(int argc, char **argv)
         }
         rows += (size_t)tm->n_loss_rows;
     }
-    FILE *o64 = fopen(argv[16], "wb"), *o32 = fopen(argv[17], "wb");
-    ok = ok && o64 && o32 && fwrite(l64, sizeof *l64, rows * V, o64) == rows * V &&
-         fwrite(l32, sizeof *l32, rows * V, o32) == rows * V;
-    if (o64 && fclose(o64) != 0)
-        ok = 0;
-    if (o32 && fclose(o32) != 0)
-        ok = 0;
+    ok = ok && du_write_doubles(argv[16], l64, rows * V) &&
+         du_write_doubles(argv[17], l32, rows * V);
     /* the gradients of the summed loss of one window */
     fwm__stm_tm_reset_state_f64(tm);
     fwm__stm_tm_zero_grads_f64(tm);
@@ -125,13 +96,7 @@ int main(int argc, char **argv)
     tm->loss_denominator = 1;
     fwm__stm_tm_backward_f64(tm);
     ok = ok && (size_t)tm->n_loss_rows == rows;
-    f = ok ? fopen(argv[18], "wb") : NULL;
-    ok = f != NULL;
-    for (size_t k = 0; ok && k < tm->layout.count; k++)
-        ok = fwrite(tm->grads + tm->layout.offset[k], sizeof(double), tm->layout.size[k], f) ==
-             tm->layout.size[k];
-    if (f && fclose(f) != 0)
-        ok = 0;
+    ok = ok && du_write_tensors(argv[18], tm->grads, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot write the outputs (or the two windows' loss rows differ from one "
                         "window's)\n");

@@ -12,6 +12,8 @@
  * fwm-init's (fwm__stm_init_weights). The model file written from the trained parameters reads
  * back (fwm__model_read) as the same architecture, sizes, vocabulary and bits; with --fix-alpha
  * alpha1 and alpha3 keep their values, and Z keeps its draw unless trained.
+ * The round trips are resume_util.h's, shared with test_gfw_resume.c; this file keeps the STM's
+ * sizes, modes, initial state and weights, held tensors, and what its checkpoint records.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,15 +22,12 @@
 
 #include "arch_test_util.h"
 #include "check.h"
-#include "model_io.h"
+#include "resume_util.h"
 #include "stm/stm_init.h"
-#include "synthetic_data.h"
-#include "trainer.h"
 
 static fwm__train_options options(const char *run_dir, int sentence)
 {
-    fwm__train_options o;
-    memset(&o, 0, sizeof o);
+    fwm__train_options o = ru_base_options(run_dir);
     o.arch = FWM_ARCH_STM;
     fwm_stm_hparams *hp = &o.stm;
     fwm_stm_hparams_defaults(hp);
@@ -45,32 +44,8 @@ static fwm__train_options options(const char *run_dir, int sentence)
     hp->padding_token_id = SYN_PAD;
     hp->eos_token_id = SYN_EOS;
     o.stm_fix_alpha = 1;
-    o.max_nonfinite = 0;
     o.mode = sentence ? FWM__LOSS_QM : FWM__LOSS_LM;
-    o.qmark_id = SYN_QMARK;
-    o.lanes = 5;
-    o.lane_groups = 2;
-    o.window = 30;
-    o.adam = fwm__adam_default_params();
-    o.adam.lr = 3e-3;
-    o.adam.clip_norm = 1.0;
-    o.seed = 11;
-    o.threads = 2;
-    o.run_dir = run_dir;
     return o;
-}
-
-static void refused(fwm__train_options o, const fwm__catbabi_split *train, const char *path,
-                    const char *what)
-{
-    fwm__trainer *t = NULL;
-    fwm_error err;
-    CHECK_INT(fwm__trainer_create(&o, train, NULL, SYN_PAD, SYN_EOS, NULL, &t, &err), FWM_OK);
-    if (!t)
-        return;
-    CHECK_INT(fwm__trainer_load_checkpoint(t, path, &err), FWM_ERR_FORMAT);
-    CHECK_CONTAINS(err.message, what);
-    fwm__trainer_free(t);
 }
 
 static void run_mode(int sentence, const fwm__catbabi_split *train)
@@ -117,33 +92,11 @@ static void run_mode(int sentence, const fwm__catbabi_split *train)
     CHECK(atu_same_floats("reset state Mr", init + L->offset[k_mr], sc + 25, 75));
     CHECK_INT(fwm__trainer_run(a, &err), FWM_OK);
 
-    fwm__train_options ob = options(dir_b, sentence);
-    ob.steps = cut;
-    fwm__trainer *b = NULL;
-    CHECK_INT(fwm__trainer_create(&ob, train, NULL, SYN_PAD, SYN_EOS, NULL, &b, &err), FWM_OK);
-    CHECK_INT(fwm__trainer_run(b, &err), FWM_OK);
-    fwm__trainer_free(b);
     char path[256];
-    snprintf(path, sizeof path, "%s/checkpoint.bin", dir_b);
-    ob.steps = total;
-    fwm__trainer *c = NULL;
-    CHECK_INT(fwm__trainer_create(&ob, train, NULL, SYN_PAD, SYN_EOS, NULL, &c, &err), FWM_OK);
-    CHECK_INT(fwm__trainer_load_checkpoint(c, path, &err), FWM_OK);
-    CHECK_INT(c->step, cut);
-    CHECK_INT(fwm__trainer_run(c, &err), FWM_OK);
+    fwm__trainer *c =
+        ru_resumed_run(options(dir_b, sentence), train, total, cut, dir_b, path, sizeof path);
     if (c) {
-        size_t n = L->total;
-        CHECK_INT(c->step, a->step);
-        CHECK_INT(c->epoch, a->epoch);
-        CHECK_INT(c->window_index, a->window_index);
-        CHECK_INT(c->skipped_steps + a->skipped_steps, 0);
-        CHECK(atu_same_floats("parameters", a->net->params, c->net->params, n));
-        CHECK(atu_same_floats("Adam m", a->adam_m, c->adam_m, n));
-        CHECK(atu_same_floats("Adam v", a->adam_v, c->adam_v, n));
-        fwm__trainer_gather_state(a, sa);
-        fwm__trainer_gather_state(c, sc);
-        CHECK(atu_same_floats("lane state", sa, sc, k_state));
-        CHECK(a->epoch >= 2);
+        ru_check_same_run(a, c, sa, sc, k_state);
         int buffered = 0;
         for (int lane = 0; lane < o.lanes && sentence; lane++)
             buffered += sa[(size_t)lane * a->net->state_size + 100 + 3] > 0;
@@ -162,65 +115,44 @@ static void run_mode(int sentence, const fwm__catbabi_split *train)
 
     /* the model file of the trained parameters reads back as it was written */
     char model_path[256];
-    snprintf(model_path, sizeof model_path, "%s/model.gguf", dir_a);
-    char words[SYN_VOCAB][8];
-    const char *tokens[SYN_VOCAB];
-    for (int i = 0; i < SYN_VOCAB; i++) {
-        snprintf(words[i], sizeof words[i], "w%d", i);
-        tokens[i] = words[i];
-    }
-    CHECK_INT(fwm__model_save_spec(model_path, &a->spec, a->net->params, tokens, "stm-test", NULL,
-                                   0, &err),
-              FWM_OK);
     fwm__loaded_model loaded;
-    CHECK_INT(fwm__model_read(model_path, &loaded, &err), FWM_OK);
-    CHECK_INT(loaded.spec.arch, FWM_ARCH_STM);
+    ru_model_round_trip(a, dir_a, "stm-test", FWM_ARCH_STM, model_path, sizeof model_path, &loaded);
     CHECK_INT(loaded.spec.stm.input_mode, a->spec.stm.input_mode);
     CHECK_INT(loaded.spec.stm.memory_size, a->spec.stm.memory_size);
     CHECK_INT(loaded.spec.stm.statement_end_token_id, SYN_STORE);
-    CHECK_INT(loaded.layout.total, L->total);
-    CHECK_INT(loaded.vocab.count, SYN_VOCAB);
-    if (loaded.params)
-        CHECK(atu_same_floats("model file", a->net->params, loaded.params, L->total));
     fwm__loaded_model_release(&loaded);
-    a->net->params[L->offset[k_mr] + 5] = NAN; /* never a file with a NaN weight */
-    CHECK_INT(fwm__model_save_spec(model_path, &a->spec, a->net->params, tokens, "stm-test", NULL,
-                                   0, &err),
-              FWM_ERR_INVALID_ARGUMENT);
-    CHECK_CONTAINS(err.message, "stm.relation.init");
+    ru_nan_refused(a, model_path, "stm-test", L->offset[k_mr] + 5, "stm.relation.init");
 
     /* what the checkpoint records is checked */
     fwm__train_options other = options(dir_b, sentence);
     other.stm.memory_size = 6;
-    refused(other, train, path, "model hyperparameters");
+    ru_refused(other, train, path, "model hyperparameters");
     other = options(dir_b, sentence);
     other.stm.reset_on_eos = false;
-    refused(other, train, path, "model hyperparameters");
+    ru_refused(other, train, path, "model hyperparameters");
     other = options(dir_b, sentence);
     other.stm_fix_alpha = 0;
-    refused(other, train, path, "--fix-alpha");
+    ru_refused(other, train, path, "--fix-alpha");
     other = options(dir_b, sentence);
     other.stm_train_output = 1;
-    refused(other, train, path, "--train-output");
+    ru_refused(other, train, path, "--train-output");
     other = options(dir_b, !sentence);
     other.mode = o.mode;
-    refused(other, train, path, "model hyperparameters");
+    ru_refused(other, train, path, "model hyperparameters");
     other = options(dir_b, sentence);
     other.arch = FWM_ARCH_GFW;
     fwm_gfw_hparams_defaults(&other.gfw);
     other.gfw.vocab_size = SYN_VOCAB;
     other.gfw.padding_token_id = SYN_PAD;
     other.gfw.eos_token_id = SYN_EOS;
-    refused(other, train, path, "architecture stm");
+    ru_refused(other, train, path, "architecture stm");
 
     free(init);
     free(sa);
     free(sc);
     fwm__trainer_free(a);
     fwm__trainer_free(c);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir_a, dir_b);
-    CHECK_INT(system(cmd), 0);
+    ru_remove_dirs(dir_a, dir_b);
 }
 
 int main(void)
