@@ -12,7 +12,8 @@ static int constant_of(const fwm_stm_hparams *hp, const char *name, uint64_t e, 
     if (strcmp(name, "stm.position.weight") == 0) *value = 1.0f / (float)hp->sentence_length;
     else if (strcmp(name, "stm.sam.norm.weight") == 0) *value = 1.0f;
     else if (strcmp(name, "stm.sam.norm.bias") == 0) *value = 0.0f;
-    else if (strcmp(name, "stm.alpha") == 0) *value = e == 0 ? 1.0f : 0.0f;
+    else if (strcmp(name, "stm.alpha") == 0)
+        *value = e == 0 && hp->input_mode == FWM_STM_INPUT_SENTENCE ? 1.0f : 0.0f;
     else if (strcmp(name, "stm.answer.norm") == 0) *value = (e / cols) % 2 == 0 ? 1.0f : 0.0f;
     else if (strncmp(name, "stm.answer.", 11) == 0 && strstr(name, ".bias")) *value = 0.0f;
     else return 0;

@@ -15,7 +15,7 @@
  *   stm.write.*, stm.value.*, stm.select.*          a = 1/sqrt(E)
  *   stm.gate.*, stm.sam.weight, stm.sam.bias        a = 1/sqrt(d), the forget half of the gate bias + 1
  *   stm.sam.norm.weight, .bias                      1, 0
- *   stm.alpha                                       (1, 0, 0)
+ *   stm.alpha                                       sentence (1, 0, 0), word (0, 0, 0)
  *   stm.transfer.*                                  a = 1/sqrt(n_q d)
  *   stm.item.init, stm.relation.init                a = 1/sqrt(2d), 1/sqrt(2d + n_q)
  *   stm.answer.*.weight1/2, output.weight (sentence) Xavier uniform, a = sqrt(6 / (rows + cols))

@@ -309,7 +309,7 @@ static void init_table(void) {
     fwm__stm_init_weights(&hp, 8, tb);
     CHECK(memcmp(a, b, total * sizeof *a) != 0);
     CHECK(ta[1][0] == 0.25f && ta[1][19] == 0.25f);              /* Pos: 1/P */
-    CHECK(ta[15][0] == 1.0f && ta[15][1] == 0.0f && ta[15][2] == 0.0f); /* alpha (1, 0, 0) */
+    CHECK(ta[15][0] == 1.0f && ta[15][1] == 0.0f && ta[15][2] == 0.0f); /* alpha (1, 0, 0) in sentence mode */
     CHECK(ta[13][0] == 1.0f && ta[14][5] == 0.0f);               /* SAM's layer norm */
     CHECK(ta[36][0] == 1.0f && ta[36][3] == 0.0f && ta[36][6] == 1.0f); /* answer norms */
     CHECK(ta[21][0] == 0.0f && ta[23][1] == 0.0f);               /* entity MLP biases */
@@ -325,6 +325,25 @@ static void init_table(void) {
     CHECK(limit_item <= 1 / sqrt(6.0) && limit_item > 0);
     free(a);
     free(b);
+
+    /* word mode draws alpha (0, 0, 0): its relational memory starts without carrying itself over */
+    fwm_stm_hparams word = small_hparams(FWM_STM_INPUT_WORD);
+    n = fwm_stm_tensor_count(&word), total = 0;
+    size_t alpha_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        fwm_stm_tensor_at(&word, i, name, &rows, &cols);
+        if (strcmp(name, "stm.alpha") == 0) alpha_at = total;
+        total += rows * cols;
+    }
+    float *w = malloc(total * sizeof *w), *tw[FWM_STM_MAX_TENSORS];
+    for (size_t i = 0, at = 0; i < n; i++) {
+        fwm_stm_tensor_at(&word, i, name, &rows, &cols);
+        tw[i] = w + at;
+        at += rows * cols;
+    }
+    fwm__stm_init_weights(&word, 7, tw);
+    CHECK(alpha_at > 0 && w[alpha_at] == 0.0f && w[alpha_at + 1] == 0.0f && w[alpha_at + 2] == 0.0f);
+    free(w);
 }
 
 static void registry(void) {

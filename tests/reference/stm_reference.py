@@ -168,7 +168,8 @@ def init_params(hp, rng):
         elif name == "stm.sam.norm.bias":
             p[name] = np.zeros(shape)
         elif name == "stm.alpha":
-            p[name] = np.array([1.0, 0.0, 0.0])
+            # sentence mode: the authors' bAbI value alpha1 = 1; word mode: all three learned from 0
+            p[name] = np.array([1.0 if hp["input_mode"] == SENTENCE else 0.0, 0.0, 0.0])
         elif name.startswith("stm.transfer"):
             p[name] = u(shape, 1 / np.sqrt(nq * d))
         elif name == "stm.item.init":

@@ -10,7 +10,8 @@
  * its loss must be exactly those where the runtime session predicts (and whose target is not
  * padding), with the same logits; the carried state (memories, the buffered words, the buffer's
  * length and the slot flag) must equal the exported blob's.
- * Each mode with alpha = (1, 0, 0) as drawn (no transfer) and with all three non-zero.
+ * Each mode with alpha = (1, 0, 0) (sentence mode's draw: no transfer) and with all three non-zero.
+ * (Word mode draws (0, 0, 0), whose logits are too small here to test agreement with.)
  */
 #include "agreement_util.h"
 
@@ -219,8 +220,8 @@ static void sentence_case(const char *label, const float *alpha, int window)
 
 int main(void)
 {
-    const float drawn[3] = {1, 0, 0}, all[3] = {0.9f, 0.3f, 0.2f};
-    fwm__net *net = make_net(0, 12, drawn);
+    const float sentence_drawn[3] = {1, 0, 0}, all[3] = {0.9f, 0.3f, 0.2f};
+    fwm__net *net = make_net(0, 12, sentence_drawn);
     if (net)
         atu_check_agreement(net, "stm", "word mode, alpha (1, 0, 0)", WINDOWS, 5e-5, 1e-5);
     fwm__net_free(net);
@@ -228,7 +229,7 @@ int main(void)
     if (net)
         atu_check_agreement(net, "stm", "word mode, alpha (0.9, 0.3, 0.2)", WINDOWS, 5e-5, 1e-5);
     fwm__net_free(net);
-    sentence_case("sentence mode, alpha (1, 0, 0)", drawn, 37);
+    sentence_case("sentence mode, alpha (1, 0, 0)", sentence_drawn, 37);
     sentence_case("sentence mode, alpha (0.9, 0.3, 0.2)", all, 37);
     return check_finish("test_stm_agreement");
 }

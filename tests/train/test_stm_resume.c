@@ -105,7 +105,7 @@ static void run_mode(int sentence, const fwm__catbabi_split *train)
                    o.lanes);
         /* the held tensors kept their values; the others moved */
         const float *al = a->net->params + L->offset[k_alpha];
-        CHECK(al[0] == 1.0f && al[2] == 0.0f && al[1] != 0.0f);
+        CHECK(al[0] == (sentence ? 1.0f : 0.0f) && al[2] == 0.0f && al[1] != 0.0f);
         if (sentence)
             CHECK(atu_same_floats("Z (held)", init + L->offset[k_z], a->net->params + L->offset[k_z],
                                   L->size[k_z]));
