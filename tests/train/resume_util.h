@@ -1,10 +1,11 @@
-/* resume_util.h - the checkpoint and model-file round trips the trainer's resume tests of the
- * newer architectures share (test_gfw_resume.c, test_stm_resume.c): the runs' common options, a
- * run interrupted by a checkpoint and resumed in a new trainer compared bit for bit with an
- * uninterrupted one (step, epoch, data position, parameters, Adam moments, every lane's state),
- * the model file of the trained parameters read back, a parameter that is not finite refused, and
- * a checkpoint refused by a run that differs from it. Each test keeps its architecture's sizes,
- * its initial-state and initial-weight checks and what else its checkpoint must record.
+/* resume_util.h - the checkpoint and model-file round trips the trainer's resume tests share
+ * (test_resume.c for the FWM, test_lstm_resume.c, test_mnm_resume.c, test_gfw_resume.c,
+ * test_stm_resume.c): the runs' common options, a run interrupted by a checkpoint and resumed in
+ * a new trainer compared bit for bit with an uninterrupted one (step, epoch, data position,
+ * parameters, Adam moments, every lane's state), the model file of the trained parameters read
+ * back, a parameter that is not finite refused, and a checkpoint refused by a run that differs
+ * from it. Each test keeps its architecture's sizes and options, its initial-state and
+ * initial-weight checks and what else its checkpoint must record.
  * Header only (static inline functions); include after check.h. */
 #ifndef FWM_TESTS_TRAIN_RESUME_UTIL_H
 #define FWM_TESTS_TRAIN_RESUME_UTIL_H

@@ -1,21 +1,27 @@
-/* test_lstm_resume.c - checkpoints of the LSTM baseline: a run interrupted by a checkpoint and
- * resumed in a new trainer equals an uninterrupted one bit for bit (parameters, Adam moments, every
- * layer's lane state, data position), across epoch boundaries, with every dropout on (the masks
- * are functions of seed, step and lane, so the resumed run draws the same ones) and two lane
- * groups; the checkpoint records the architecture, the LSTM's sizes and the dropout, and a run
- * that differs in any of them is refused with a message naming it. */
+/* test_lstm_resume.c - checkpoints of the LSTM baseline (`--arch lstm`), and its model files.
+ *
+ * Resume: a run interrupted by a checkpoint and resumed in a new trainer equals an uninterrupted
+ * one bit for bit (parameters, Adam moments, every layer's lane state, data position), across
+ * epoch boundaries, with every dropout on (the masks are functions of seed, step and lane, so the
+ * resumed run draws the same ones) and two lane groups; the same run without dropout ends
+ * elsewhere. The checkpoint records the architecture, the LSTM's sizes and the dropout, and a run
+ * that differs in any of them is refused with a message naming it. The model file written from the
+ * trained parameters reads back (fwm__model_read) as the same architecture, sizes, vocabulary and
+ * bits, and is not written with a weight that is not finite.
+ * The round trips are resume_util.h's; this file keeps the LSTM's sizes, dropout, and what its
+ * checkpoint records.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "arch_test_util.h"
 #include "check.h"
-#include "synthetic_data.h"
-#include "trainer.h"
+#include "resume_util.h"
 
 static fwm__train_options options(const char *run_dir)
 {
-    fwm__train_options o;
-    memset(&o, 0, sizeof o);
+    fwm__train_options o = ru_base_options(run_dir);
     o.arch = FWM_ARCH_LSTM;
     o.lstm.vocab_size = SYN_VOCAB;
     o.lstm.embedding_length = 16;
@@ -30,42 +36,7 @@ static fwm__train_options options(const char *run_dir)
     o.dropout.recurrent = 0.3f;
     o.dropout.layer = 0.2f;
     o.mode = FWM__LOSS_LM;
-    o.qmark_id = SYN_QMARK;
-    o.lanes = 5;
-    o.lane_groups = 2;
-    o.window = 30;
-    o.adam = fwm__adam_default_params();
-    o.adam.lr = 3e-3;
-    o.adam.clip_norm = 1.0;
-    o.seed = 11;
-    o.threads = 2;
-    o.run_dir = run_dir;
     return o;
-}
-
-static int same_floats(const char *what, const float *a, const float *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-            fprintf(stderr, "%s differs at %zu: %.9g (uninterrupted) vs %.9g (resumed)\n", what, i,
-                    (double)a[i], (double)b[i]);
-            return 0;
-        }
-    return 1;
-}
-
-/* A trainer with options `o` refuses the checkpoint at `path`, naming `what`. */
-static void refused(fwm__train_options o, const fwm__catbabi_split *train, const char *path,
-                    const char *what)
-{
-    fwm__trainer *t = NULL;
-    fwm_error err;
-    CHECK_INT(fwm__trainer_create(&o, train, NULL, SYN_PAD, SYN_EOS, NULL, &t, &err), FWM_OK);
-    if (!t)
-        return;
-    CHECK_INT(fwm__trainer_load_checkpoint(t, path, &err), FWM_ERR_FORMAT);
-    CHECK_CONTAINS(err.message, what);
-    fwm__trainer_free(t);
 }
 
 int main(void)
@@ -93,35 +64,14 @@ int main(void)
     CHECK_INT(a->net->state_size, 2 * 3 * 24);
     CHECK_INT(fwm__trainer_run(a, &err), FWM_OK);
 
-    fwm__train_options ob = options(dir_b);
-    ob.steps = cut;
-    fwm__trainer *b = NULL;
-    CHECK_INT(fwm__trainer_create(&ob, &train, NULL, SYN_PAD, SYN_EOS, NULL, &b, &err), FWM_OK);
-    CHECK_INT(fwm__trainer_run(b, &err), FWM_OK);
-    fwm__trainer_free(b);
     char path[256];
-    snprintf(path, sizeof path, "%s/checkpoint.bin", dir_b);
-    ob.steps = total;
-    fwm__trainer *c = NULL;
-    CHECK_INT(fwm__trainer_create(&ob, &train, NULL, SYN_PAD, SYN_EOS, NULL, &c, &err), FWM_OK);
-    CHECK_INT(fwm__trainer_load_checkpoint(c, path, &err), FWM_OK);
-    CHECK_INT(c->step, cut);
-    CHECK_INT(fwm__trainer_run(c, &err), FWM_OK);
+    fwm__trainer *c = ru_resumed_run(options(dir_b), &train, total, cut, dir_b, path, sizeof path);
     if (c) {
-        size_t n = a->net->layout.total, k = (size_t)o.lanes * a->net->state_size;
-        CHECK_INT(c->step, a->step);
-        CHECK_INT(c->epoch, a->epoch);
-        CHECK_INT(c->window_index, a->window_index);
-        CHECK(same_floats("parameters", a->net->params, c->net->params, n));
-        CHECK(same_floats("Adam m", a->adam_m, c->adam_m, n));
-        CHECK(same_floats("Adam v", a->adam_v, c->adam_v, n));
-        float *sa = malloc(k * sizeof *sa), *sc = malloc(k * sizeof *sc);
-        fwm__trainer_gather_state(a, sa);
-        fwm__trainer_gather_state(c, sc);
-        CHECK(same_floats("lane state", sa, sc, k));
+        size_t k_state = (size_t)o.lanes * a->net->state_size;
+        float *sa = malloc(k_state * sizeof *sa), *sc = malloc(k_state * sizeof *sc);
+        ru_check_same_run(a, c, sa, sc, k_state);
         free(sa);
         free(sc);
-        CHECK(a->epoch >= 2);
     }
 
     /* the same run without dropout ends elsewhere: the masks did something */
@@ -135,27 +85,38 @@ int main(void)
         CHECK(memcmp(d->net->params, a->net->params, a->net->layout.total * sizeof(float)) != 0);
     fwm__trainer_free(d);
 
+    /* the model file of the trained parameters reads back as it was written */
+    char model_path[256];
+    fwm__loaded_model loaded;
+    ru_model_round_trip(a, dir_a, "lstm-test", FWM_ARCH_LSTM, model_path, sizeof model_path,
+                        &loaded);
+    CHECK_INT(loaded.spec.lstm.embedding_length, 16);
+    CHECK_INT(loaded.spec.lstm.hidden_size, 24);
+    CHECK_INT(loaded.spec.lstm.layer_count, 3);
+    CHECK(loaded.spec.lstm.residual);
+    fwm__loaded_model_release(&loaded);
+    ru_nan_refused(a, model_path, "lstm-test", a->net->layout.offset[5] + 5,
+                   "blk.1.lstm.weight_hh");
+
     /* what the checkpoint records is checked */
     fwm__train_options other = options(dir_b);
     other.lstm.layer_count = 2;
-    refused(other, &train, path, "model hyperparameters");
+    ru_refused(other, &train, path, "model hyperparameters");
     other = options(dir_b);
     other.lstm.residual = false;
-    refused(other, &train, path, "model hyperparameters");
+    ru_refused(other, &train, path, "model hyperparameters");
     other = options(dir_b);
     other.dropout.recurrent = 0.5f;
-    refused(other, &train, path, "dropout");
+    ru_refused(other, &train, path, "dropout");
     other = options(dir_b);
     other.arch = FWM_ARCH_FWM;
     other.hp = synthetic_hparams(0);
     memset(&other.dropout, 0, sizeof other.dropout);
-    refused(other, &train, path, "architecture lstm");
+    ru_refused(other, &train, path, "architecture lstm");
 
     fwm__trainer_free(a);
     fwm__trainer_free(c);
     fwm__catbabi_split_release(&train);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir_a, dir_b);
-    CHECK_INT(system(cmd), 0);
+    ru_remove_dirs(dir_a, dir_b);
     return check_finish("test_lstm_resume");
 }

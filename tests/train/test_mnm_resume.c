@@ -11,22 +11,23 @@
  * max_nonfinite 0 the run stops there with an error naming step and tensor; a weight that is NaN
  * makes every window's loss NaN, and the run stops after max_nonfinite + 1 of them. A checkpoint or a
  * model file is never written when a parameter is not finite: the write fails naming the tensor,
- * and an existing checkpoint stays as it was.
+ * and an existing checkpoint stays as it was. The model file written from the trained parameters
+ * reads back (fwm__model_read) as the same architecture, sizes, vocabulary and bits.
+ * The round trips are resume_util.h's; this file keeps the MNM's sizes, initial state, untrained
+ * initial memory, meta weight, non-finite steps, and what its checkpoint records.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "arch_test_util.h"
 #include "check.h"
-#include "model_io.h"
-#include "synthetic_data.h"
-#include "trainer.h"
+#include "resume_util.h"
 
 static fwm__train_options options(const char *run_dir)
 {
-    fwm__train_options o;
-    memset(&o, 0, sizeof o);
+    fwm__train_options o = ru_base_options(run_dir);
     o.arch = FWM_ARCH_MNM;
     o.mnm.vocab_size = SYN_VOCAB;
     o.mnm.embedding_length = 12;
@@ -42,42 +43,8 @@ static fwm__train_options options(const char *run_dir)
     o.meta_weight = 1.0;
     o.max_nonfinite = 10;
     o.mode = FWM__LOSS_LM;
-    o.qmark_id = SYN_QMARK;
-    o.lanes = 5;
-    o.lane_groups = 2;
-    o.window = 30;
     o.segment = 7;
-    o.adam = fwm__adam_default_params();
-    o.adam.lr = 3e-3;
-    o.adam.clip_norm = 1.0;
-    o.seed = 11;
-    o.threads = 2;
-    o.run_dir = run_dir;
     return o;
-}
-
-static int same_floats(const char *what, const float *a, const float *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-            fprintf(stderr, "%s differs at %zu: %.9g (uninterrupted) vs %.9g (resumed)\n", what, i,
-                    (double)a[i], (double)b[i]);
-            return 0;
-        }
-    return 1;
-}
-
-static void refused(fwm__train_options o, const fwm__catbabi_split *train, const char *path,
-                    const char *what)
-{
-    fwm__trainer *t = NULL;
-    fwm_error err;
-    CHECK_INT(fwm__trainer_create(&o, train, NULL, SYN_PAD, SYN_EOS, NULL, &t, &err), FWM_OK);
-    if (!t)
-        return;
-    CHECK_INT(fwm__trainer_load_checkpoint(t, path, &err), FWM_ERR_FORMAT);
-    CHECK_CONTAINS(err.message, what);
-    fwm__trainer_free(t);
 }
 
 static int file_bytes(const char *path, unsigned char **out, long *size)
@@ -123,9 +90,9 @@ static void nonfinite_steps(const fwm__catbabi_split *train, const char *dir)
     CHECK_INT(t->step, 3);
     CHECK_INT(t->skipped_steps, 1);
     CHECK_INT(t->window_index, window_before + 1);
-    CHECK(same_floats("parameters after a skipped step", params, t->net->params, n));
+    CHECK(atu_same_floats("parameters after a skipped step", params, t->net->params, n));
     fwm__trainer_gather_state(t, state_after);
-    CHECK(same_floats("state after a skipped step", state, state_after, k));
+    CHECK(atu_same_floats("state after a skipped step", state, state_after, k));
     CHECK_INT(fwm__trainer_run(t, &err), FWM_OK); /* and training goes on */
     CHECK_INT(t->step, 4);
     CHECK(fwm__first_nonfinite(&t->net->layout, t->net->params) < 0);
@@ -168,17 +135,7 @@ static void nonfinite_steps(const fwm__catbabi_split *train, const char *dir)
         char tmp[320];
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         CHECK(access(tmp, F_OK) != 0);
-        const char *words[SYN_VOCAB];
-        char names[SYN_VOCAB][8];
-        for (int i = 0; i < SYN_VOCAB; i++) {
-            snprintf(names[i], sizeof names[i], "w%d", i);
-            words[i] = names[i];
-        }
-        CHECK_INT(fwm__model_save_spec(model, &t->spec, t->net->params, words, "nan", NULL, 0,
-                                       &err),
-                  FWM_ERR_INVALID_ARGUMENT);
-        printf("model refused: %s\n", err.message);
-        CHECK_CONTAINS(err.message, "mnm.interact.weight");
+        ru_nan_refused(t, model, "nan", at, "mnm.interact.weight"); /* nor the model file */
         CHECK(access(model, F_OK) != 0);
         t->net->params[at] = INFINITY;
         CHECK_INT(fwm__trainer_save_checkpoint(t, path, &err), FWM_ERR_INVALID_ARGUMENT);
@@ -187,9 +144,7 @@ static void nonfinite_steps(const fwm__catbabi_split *train, const char *dir)
         CHECK_INT(fwm__trainer_save_checkpoint(t, path, &err), FWM_ERR_INVALID_ARGUMENT);
         CHECK_CONTAINS(err.message, "lstm.weight_hh");
         t->adam_v[t->net->layout.offset[2]] = 0;
-        CHECK_INT(fwm__model_save_spec(model, &t->spec, t->net->params, words, "ok", NULL, 0,
-                                       &err),
-                  FWM_OK);
+        CHECK_INT(ru_save_model(t, model, "ok", &err), FWM_OK);
         free(before);
         free(after);
     }
@@ -242,7 +197,6 @@ int main(void)
     CHECK_INT(a->net->state_size, 2 * 20 + 6 + memory);
     CHECK_INT(a->net->layout.count, 17);
     /* a new trainer's lanes: h = c = r = 0, M = the initial memory */
-    size_t init_at = a->net->layout.offset[10];
     float *init = malloc(memory * sizeof *init);
     for (size_t l = 0, at = 0; l < 3; l++) {
         memcpy(init + at, a->net->params + a->net->layout.offset[10 + l],
@@ -261,7 +215,6 @@ int main(void)
     }
     CHECK(reset_ok);
     CHECK(init[0] != 0);
-    (void)init_at;
     CHECK_INT(fwm__trainer_run(a, &err), FWM_OK);
     /* the initial memory is not trained */
     for (size_t l = 0, at = 0; l < 3; l++) {
@@ -277,38 +230,25 @@ int main(void)
     printf("after %ld steps: loss %.4f, meta %.4f\n", a->step, a->last_loss, a->last_meta);
     CHECK(a->last_meta > 0 && isfinite(a->last_meta));
 
-    fwm__train_options ob = options(dir_b);
-    ob.steps = cut;
-    fwm__trainer *b = NULL;
-    CHECK_INT(fwm__trainer_create(&ob, &train, NULL, SYN_PAD, SYN_EOS, NULL, &b, &err), FWM_OK);
-    CHECK_INT(fwm__trainer_run(b, &err), FWM_OK);
-    fwm__trainer_free(b);
     char path[256];
-    snprintf(path, sizeof path, "%s/checkpoint.bin", dir_b);
-    ob.steps = total;
-    fwm__trainer *c = NULL;
-    CHECK_INT(fwm__trainer_create(&ob, &train, NULL, SYN_PAD, SYN_EOS, NULL, &c, &err), FWM_OK);
-    CHECK_INT(fwm__trainer_load_checkpoint(c, path, &err), FWM_OK);
-    CHECK_INT(c->step, cut);
-    CHECK_INT(fwm__trainer_run(c, &err), FWM_OK);
+    fwm__trainer *c = ru_resumed_run(options(dir_b), &train, total, cut, dir_b, path, sizeof path);
     if (c) {
-        size_t n = a->net->layout.total, k = (size_t)o.lanes * a->net->state_size;
-        CHECK_INT(c->step, a->step);
-        CHECK_INT(c->epoch, a->epoch);
-        CHECK_INT(c->window_index, a->window_index);
-        CHECK(same_floats("parameters", a->net->params, c->net->params, n));
-        CHECK(same_floats("Adam m", a->adam_m, c->adam_m, n));
-        CHECK(same_floats("Adam v", a->adam_v, c->adam_v, n));
-        float *sa = malloc(k * sizeof *sa), *sc = malloc(k * sizeof *sc);
-        fwm__trainer_gather_state(a, sa);
-        fwm__trainer_gather_state(c, sc);
-        CHECK(same_floats("lane state", sa, sc, k));
+        size_t k_state = (size_t)o.lanes * a->net->state_size;
+        float *sa = malloc(k_state * sizeof *sa), *sc = malloc(k_state * sizeof *sc);
+        ru_check_same_run(a, c, sa, sc, k_state);
         /* the carried memory moved away from the initial one */
         CHECK(memcmp(sa + 46, init, memory * sizeof *init) != 0);
         free(sa);
         free(sc);
-        CHECK(a->epoch >= 2);
     }
+
+    /* the model file of the trained parameters reads back as it was written */
+    char model_path[256];
+    fwm__loaded_model loaded;
+    ru_model_round_trip(a, dir_a, "mnm-test", FWM_ARCH_MNM, model_path, sizeof model_path,
+                        &loaded);
+    CHECK(memcmp(&loaded.spec.mnm, &a->spec.mnm, sizeof loaded.spec.mnm) == 0);
+    fwm__loaded_model_release(&loaded);
 
     /* the meta weight changes the run */
     fwm__train_options on = options(NULL);
@@ -327,17 +267,17 @@ int main(void)
     /* what the checkpoint records is checked */
     fwm__train_options other = options(dir_b);
     other.mnm.memory_layers = 2;
-    refused(other, &train, path, "model hyperparameters");
+    ru_refused(other, &train, path, "model hyperparameters");
     other = options(dir_b);
     other.mnm.head_count = 3;
-    refused(other, &train, path, "model hyperparameters");
+    ru_refused(other, &train, path, "model hyperparameters");
     other = options(dir_b);
     other.meta_weight = 2;
-    refused(other, &train, path, "meta-objective weight");
+    ru_refused(other, &train, path, "meta-objective weight");
     other = options(dir_b);
     other.arch = FWM_ARCH_FWM;
     other.hp = synthetic_hparams(0);
-    refused(other, &train, path, "architecture mnm");
+    ru_refused(other, &train, path, "architecture mnm");
 
     nonfinite_steps(&train, dir_b);
 
@@ -345,8 +285,6 @@ int main(void)
     fwm__trainer_free(a);
     fwm__trainer_free(c);
     fwm__catbabi_split_release(&train);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir_a, dir_b);
-    CHECK_INT(system(cmd), 0);
+    ru_remove_dirs(dir_a, dir_b);
     return check_finish("test_mnm_resume");
 }
