@@ -24,6 +24,7 @@
 
 struct fwm_model;
 struct fwm_session;
+struct fwm_blob_v2_layout;
 
 /* An architecture's step maths for the shared entry points (step_driver.h): the driver checks,
  * takes `scratch_floats` floats of scratch (on its stack when they are at most stack_floats, which
@@ -81,6 +82,9 @@ typedef struct fwm_arch_ops {
     void (*fill_info)(const struct fwm_model *model, fwm_model_info *info);
     /* The step maths behind the shared entry points; NULL where the step has its own (the FWM). */
     const fwm_step_kernel *kernel;
+    /* The version-2 state blob's dims and body behind the shared blob_size, export_state and
+     * import_state (state_blob_v2.h); NULL where the blob is the architecture's own (the FWM). */
+    const struct fwm_blob_v2_layout *blob_v2;
 } fwm_arch_ops;
 
 #define FWM_ARCH_OPS_DECLARE_(id, name, prefix) extern const fwm_arch_ops fwm__##prefix##_ops;

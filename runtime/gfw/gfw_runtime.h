@@ -40,10 +40,7 @@ size_t fwm__gfw_state_floats(const struct fwm_model *model);
 /* gfw_step.c: the step maths behind the shared entry points (step_driver.h) */
 extern const fwm_step_kernel fwm__gfw_step_kernel;
 
-/* gfw_state.c */
-size_t fwm__gfw_blob_size(const struct fwm_model *model);
-fwm_status fwm__gfw_export(const fwm_session *session, void *buffer, size_t capacity,
-                           size_t *written, fwm_error *err);
-fwm_status fwm__gfw_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
+/* gfw_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
+extern const struct fwm_blob_v2_layout fwm__gfw_blob_v2;
 
 #endif

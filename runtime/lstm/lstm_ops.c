@@ -1,5 +1,6 @@
 /* lstm_ops.c - the LSTM baseline's entry in the runtime's registry of architectures (arch_ops.h). */
 #include "lstm_runtime.h"
+#include "state_blob_v2.h"
 #include "step_driver.h"
 
 const fwm_arch_ops fwm__lstm_ops = {
@@ -9,12 +10,13 @@ const fwm_arch_ops fwm__lstm_ops = {
     .block_floats = fwm__lstm_block_floats,
     .lay_out = fwm__lstm_lay_out,
     .state_floats = fwm__lstm_state_floats,
-    .blob_size = fwm__lstm_blob_size,
+    .blob_size = fwm__blob_v2_size,
     .step = fwm__driven_step,
     .step_sequence = fwm__driven_step_sequence,
     .batch_step = fwm__driven_batch_step,
-    .export_state = fwm__lstm_export,
-    .import_state = fwm__lstm_import,
+    .export_state = fwm__blob_v2_export,
+    .import_state = fwm__blob_v2_import,
     .fill_info = fwm__lstm_fill_info,
     .kernel = &fwm__lstm_step_kernel,
+    .blob_v2 = &fwm__lstm_blob_v2,
 };

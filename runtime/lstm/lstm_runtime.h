@@ -40,10 +40,7 @@ size_t fwm__lstm_state_floats(const struct fwm_model *model);
 /* lstm_step.c: the step maths behind the shared entry points (step_driver.h) */
 extern const fwm_step_kernel fwm__lstm_step_kernel;
 
-/* lstm_state.c */
-size_t fwm__lstm_blob_size(const struct fwm_model *model);
-fwm_status fwm__lstm_export(const fwm_session *session, void *buffer, size_t capacity,
-                            size_t *written, fwm_error *err);
-fwm_status fwm__lstm_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
+/* lstm_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
+extern const struct fwm_blob_v2_layout fwm__lstm_blob_v2;
 
 #endif

@@ -57,10 +57,7 @@ void fwm__mnm_reset_state(struct fwm_session *session);
 /* mnm_step.c: the step maths behind the shared entry points (step_driver.h) */
 extern const fwm_step_kernel fwm__mnm_step_kernel;
 
-/* mnm_state.c */
-size_t fwm__mnm_blob_size(const struct fwm_model *model);
-fwm_status fwm__mnm_export(const fwm_session *session, void *buffer, size_t capacity,
-                           size_t *written, fwm_error *err);
-fwm_status fwm__mnm_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
+/* mnm_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
+extern const struct fwm_blob_v2_layout fwm__mnm_blob_v2;
 
 #endif

@@ -1,5 +1,6 @@
 /* stm_ops.c - the STM's entry in the runtime's registry of architectures (arch_ops.h). */
 #include "stm_runtime.h"
+#include "state_blob_v2.h"
 #include "step_driver.h"
 
 const fwm_arch_ops fwm__stm_ops = {
@@ -12,12 +13,13 @@ const fwm_arch_ops fwm__stm_ops = {
     .reset_state = fwm__stm_reset_state,
     .has_prediction = fwm__stm_has_prediction,
     .skip_answer = fwm__stm_skip_answer,
-    .blob_size = fwm__stm_blob_size,
+    .blob_size = fwm__blob_v2_size,
     .step = fwm__driven_step,
     .step_sequence = fwm__driven_step_sequence,
     .batch_step = fwm__driven_batch_step,
-    .export_state = fwm__stm_export,
-    .import_state = fwm__stm_import,
+    .export_state = fwm__blob_v2_export,
+    .import_state = fwm__blob_v2_import,
     .fill_info = fwm__stm_fill_info,
     .kernel = &fwm__stm_step_kernel,
+    .blob_v2 = &fwm__stm_blob_v2,
 };

@@ -68,10 +68,7 @@ bool fwm__stm_skip_answer(struct fwm_session *session);
 /* stm_step.c: the step maths behind the shared entry points (step_driver.h) */
 extern const fwm_step_kernel fwm__stm_step_kernel;
 
-/* stm_state.c */
-size_t fwm__stm_blob_size(const struct fwm_model *model);
-fwm_status fwm__stm_export(const fwm_session *session, void *buffer, size_t capacity,
-                           size_t *written, fwm_error *err);
-fwm_status fwm__stm_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);
+/* stm_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
+extern const struct fwm_blob_v2_layout fwm__stm_blob_v2;
 
 #endif
