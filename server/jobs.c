@@ -145,6 +145,20 @@ static void pack_pos(msgpack_packer *pk, const fwm__session_entry *e) {
     msgpack_pack_uint64(pk, e->session ? fwm_session_position(e->session) : 0);
 }
 
+/* A fork/restore that failed, however (its own error, or a parent that moved or cannot be loaded),
+ * still releases its reserved slot and memory. */
+static void release_reserved(fwm__job_context *ctx, fwm__job *job) {
+    fwm__outbox *o = fwm__job_context_outbox(ctx);
+    if (o && job->sink && o->record_count && o->records[o->record_count - 1].sink == job->sink)
+        o->records[o->record_count - 1].unhold = true; /* the failure's record: its connection is still held */
+    fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
+    if (r) {
+        r->sink = NULL; /* bookkeeping only: the reference was released by the failure record */
+        r->unreserve = true;
+        r->reserved_bytes = job->reserved_bytes;
+    }
+}
+
 static bool fail_job(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code, const char *message,
                      const char *word) {
     if ((job->kind == FWM_JOB_FEED || job->kind == FWM_JOB_ASK) && job->done > 0)
@@ -160,6 +174,7 @@ static bool fail_job(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job
     }
     fwm__outbox_record *r = end_job(ctx, job, packed, offset);
     if (r && packed) r->error_code = code; /* counted when delivered */
+    if (job->kind == FWM_JOB_FORK || job->kind == FWM_JOB_RESTORE) release_reserved(ctx, job);
     return true;
 }
 
@@ -340,6 +355,7 @@ static bool respond_simple(fwm__job_context *ctx, fwm__session_entry *e, fwm__jo
     if (r) {
         r->insert = insert;
         r->unreserve = unreserve;
+        if (unreserve) r->reserved_bytes = job->reserved_bytes;
     } else if (insert == e) {
         e->dead = true; /* out of memory: the restored session is lost (the scheduler frees it) */
     } else {
@@ -352,21 +368,6 @@ static int restore_code(fwm_status status) {
     if (status == FWM_ERR_STATE_MODEL_MISMATCH) return FWM_RPC_MODEL_MISMATCH;
     if (status == FWM_ERR_STATE_CORRUPT) return FWM_RPC_STATE_CORRUPT;
     return FWM_RPC_INTERNAL;
-}
-
-/* A fork/restore that failed still releases its reserved slot. */
-static bool fail_reserved(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job, int code,
-                          const char *message) {
-    fwm__job_fail(ctx, e, job, code, message);
-    fwm__outbox *o = fwm__job_context_outbox(ctx);
-    if (o && job->sink && o->record_count && o->records[o->record_count - 1].sink == job->sink)
-        o->records[o->record_count - 1].unhold = true; /* the failure's record: its connection is still held */
-    fwm__outbox_record *r = o ? add_record(ctx, job, o->buffer.size) : NULL;
-    if (r) {
-        r->sink = NULL; /* bookkeeping only: the reference was released by the failure record */
-        r->unreserve = true;
-    }
-    return true;
 }
 
 /* Rebuild a stored session; the loop learns how it went (and how long it took) from the record. */
@@ -418,7 +419,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
     case FWM_JOB_FORK: {
         fwm__session_entry *child = job->child;
         if (fwm_session_fork(e->session, &child->session, &err) != FWM_OK)
-            return fail_reserved(ctx, e, job, FWM_RPC_INTERNAL, err.message);
+            return fwm__job_fail(ctx, e, job, FWM_RPC_INTERNAL, err.message);
         memcpy(child->last_logits, e->last_logits, ctx->infos[e->model_index].vocab_size * sizeof(float));
         child->has_logits = e->has_logits;
         fwm__durable_created(ctx, child);
@@ -431,7 +432,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
         fwm_status status = fwm_session_import(e->session, job->blob, job->blob_size, &err);
         if (status != FWM_OK) {
             e->dead = true;
-            return fail_reserved(ctx, e, job, restore_code(status), err.message);
+            return fwm__job_fail(ctx, e, job, restore_code(status), err.message);
         }
         e->has_logits = false;
         fwm__durable_created(ctx, e);

@@ -183,6 +183,16 @@ static void hold_session(request *r) {
     r->c->sessions_held++;
 }
 
+/* A fork or restore under way holds a session slot, this connection's quota and `bytes` of the
+ * memory budget (the new session, and a restore's copy of its blob) until its job ends, so requests
+ * sent together cannot each find the room that only one of them may take. */
+static void reserve(request *r, fwm__job *job, uint64_t bytes) {
+    r->s->reserved_sessions++;
+    r->s->metrics.reserved_memory_bytes += bytes;
+    job->reserved_bytes = bytes;
+    hold_session(r);
+}
+
 static void submit(request *r, fwm__session_entry *e, fwm__job *job) {
     job->sink = &r->c->sink;
     job->respond = r->call.has_msgid;
@@ -846,8 +856,7 @@ static bool m_fork(request *r) {
         fwm__job_free(job);
         return false;
     }
-    r->s->reserved_sessions++;
-    hold_session(r);
+    reserve(r, job, r->s->models[parent->model_index].session_bytes);
     submit(r, parent, job);
     return true;
 }
@@ -870,8 +879,7 @@ static bool m_restore(request *r) {
     }
     memcpy(job->blob, blob, size);
     job->blob_size = size;
-    r->s->reserved_sessions++;
-    hold_session(r);
+    reserve(r, job, r->s->models[m].session_bytes + size);
     submit(r, e, job);
     return true;
 }

@@ -68,6 +68,7 @@ typedef struct fwm__job {
     bool prime;       /* RESET: to the model's start state (fwm_session_prime), not to zero */
     bool trace_memory; /* TRACE: include the memory after the last token */
     size_t output_bound; /* TRACE: the most bytes its response can take (checked against the limit) */
+    uint64_t reserved_bytes; /* FORK/RESTORE: memory counted against the budget until it ends */
     uint32_t *tokens; /* FEED/ASK: owned */
     size_t count, done;
     /* ASK after the question: the answer, and whether it was committed */
@@ -98,6 +99,7 @@ typedef struct fwm__outbox_record {
     int error_code;              /* job_finished: the error code it failed with; 0: it did not */
     fwm__session_entry *insert;  /* a fork/restore result to insert into the table (then reply) */
     bool unreserve;              /* a fork/restore/open ended: release its reserved session slot */
+    uint64_t reserved_bytes;     /* ... and this much reserved memory (the job's reserved_bytes) */
     bool unhold;                 /* a fork/restore failed: it no longer counts against its connection */
     /* Durable bookkeeping, by id (the entry may be gone by the time the loop reads this): */
     bool evicted;                /* an EVICT job wrote its snapshot: the loop may free the entry */

@@ -31,7 +31,8 @@ void fwm__server_log(const fwm__server *s, const char *format, ...) {
 uint64_t fwm__server_memory_used(const fwm__server *s) {
     uint64_t weights = 0;
     for (size_t m = 0; m < s->model_count; m++) weights += s->models[m].info.parameter_count * sizeof(float);
-    return weights + s->metrics.session_memory_bytes + s->metrics.input_buffer_bytes + s->metrics.output_queued_bytes;
+    return weights + s->metrics.session_memory_bytes + s->metrics.reserved_memory_bytes +
+           s->metrics.input_buffer_bytes + s->metrics.output_queued_bytes;
 }
 
 bool fwm__server_memory_fits(const fwm__server *s, uint64_t more) {
@@ -135,6 +136,7 @@ static void deliver(fwm__server *s, fwm__outbox *o) {
         }
         if (r->unreserve) {
             s->reserved_sessions--;
+            s->metrics.reserved_memory_bytes -= r->reserved_bytes;
             if (!o->store_failed && s->journal) fwm__journal_count_recorded_open(s->journal);
         }
         if (r->evicted) fwm__tiering_evicted(s, r->session_id, o->store_failed);

@@ -703,6 +703,60 @@ def case_out_of_descriptors(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_memory_budget_pipelined(env):
+    """Forks and restores sent together, without waiting for each answer, of an STM model (sentence
+    mode) beside an FWM: each is weighed against --max-memory-bytes with its model's session size
+    while it is under way, so 200 of them cannot each find the room that only ten fit; refused ones
+    (and failed restores) give their reservation back."""
+    fwm = env.model()
+    stm = os.path.join(env.dir, "s.gguf")
+    subprocess.run([env.init, "--arch", "stm", "--out", stm, "--vocab", env.vocab(), "--seed", "5", "--embedding", "16",
+                    "--memory-size", "64", "--queries", "4", "--sentence-length", "8", "--answer-hidden", "10",
+                    "--relation-length", "4"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    probe_server = env.start([fwm, stm])
+    models = {m["name"]: m for m in Client(probe_server.address).call("hello")["models"]}
+    probe_server.stop()
+    per_session = models["s"]["session_bytes"]
+    weights = sum(m["parameters"] * 4 for m in models.values())
+    check(per_session > models["test"]["session_bytes"], "the STM's sessions are the larger", models)
+    budget = weights + 10 * per_session + 2 * 65536 + 30000  # ten STM sessions and the input buffers
+    server = env.start([fwm, stm], "--max-memory-bytes", str(budget))
+    c = Client(server.address)
+    parent = c.call("open", model="s")["session"]
+    c.call("feed", session=parent, text="mary moved to the bathroom . john went to the", notify=False)
+    blob = c.call("snapshot", session=parent)["state"]
+    def held(memory):  # sessions, reservations, weights and output: the input buffer grows with the blobs
+        return memory["used_bytes"] - memory["input_buffer_bytes"]
+    baseline = held(c.call("stats")["memory"])
+    for kind in ("fork", "restore", "damaged restore"):
+        if kind == "fork":
+            ids = [c.send("fork", session=parent) for _ in range(200)]
+        else:
+            state = blob if kind == "restore" else blob[:-1] + bytes([blob[-1] ^ 1])
+            ids = [c.send("restore", state=state, model="s") for _ in range(200)]
+        made, refused = [], {}
+        for i in ids:
+            try:
+                made.append(c.wait(i)["session"])
+            except RpcError as e:
+                refused[e.name] = refused.get(e.name, 0) + 1
+                if e.name == "session_limit":
+                    check("max-memory-bytes" in e.message, "refused naming the budget", e.message)
+        st = c.call("stats")["memory"]
+        print("%s x200: %d made, refused %r, %d bytes used of %d" % (kind, len(made), refused, st["used_bytes"], budget))
+        check(st["used_bytes"] <= budget, "%s: within the budget" % kind, st)
+        if kind == "damaged restore":
+            check_eq(made, [], "no damaged state restored")
+            check_eq(refused.get("state_corrupt", 0) + refused.get("session_limit", 0), 200, "each refused by name")
+        else:
+            check(8 <= len(made) <= 10, "%s: only the sessions that fit are made" % kind, len(made), refused)
+        for x in made:
+            c.call("close", session=x)
+        check_eq(held(c.call("stats")["memory"]), baseline, "%s: every reservation given back" % kind)
+    check(server.proc.poll() is None, "the server is up")
+    server.stop()
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
