@@ -844,7 +844,22 @@ static bool m_reset(request *r) {
     submit(r, e, job);
     return true;
 }
-static bool m_snapshot(request *r) { return session_job(r, FWM_JOB_SNAPSHOT); }
+static bool m_snapshot(request *r) {
+    fwm__session_entry *e = find_session(r);
+    if (!e) return false;
+    const fwm__served_model *m = &r->s->models[e->model_index];
+    if (!fwm__server_blob_restorable(r->s, m))
+        return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
+                             "model '%s' has a state blob of %zu bytes, which restore would refuse (max-binary-bytes "
+                             "%zu, max-message-bytes %zu); the server must be started with larger limits to "
+                             "snapshot its sessions",
+                             m->name, m->info.state_blob_bytes, r->s->config->limits.max_binary_bytes,
+                             r->s->config->limits.max_message_bytes);
+    fwm__job *job = new_job(r, FWM_JOB_SNAPSHOT);
+    if (!job) return false;
+    submit(r, e, job);
+    return true;
+}
 
 static bool m_fork(request *r) {
     fwm__session_entry *parent = find_session(r);

@@ -757,6 +757,47 @@ def case_memory_budget_pipelined(env):
     server.stop()
 
 
+def case_snapshot_restorable(env):
+    """A model whose state blob would not fit a restore request (max-binary-bytes, max-message-bytes):
+    the server warns at start and `snapshot` refuses its sessions with too_large naming both limits,
+    instead of handing out a state whose restore would be cut off as a protocol error; other models'
+    snapshots are unaffected, and with limits that fit the blob, snapshot and restore round-trip."""
+    fwm = env.model()
+    stm = os.path.join(env.dir, "s.gguf")
+    subprocess.run([env.init, "--arch", "stm", "--out", stm, "--vocab", env.vocab(), "--seed", "5", "--embedding", "16",
+                    "--memory-size", "64", "--queries", "4", "--sentence-length", "8", "--answer-hidden", "10",
+                    "--relation-length", "4"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    probe_server = env.start([fwm, stm])
+    models = {m["name"]: m for m in Client(probe_server.address).call("hello")["models"]}
+    probe_server.stop()
+    blob_bytes = models["s"]["state_blob_bytes"]
+    check(blob_bytes > 4 * models["test"]["state_blob_bytes"], "the STM's blob is the larger", models)
+    limit = (blob_bytes + models["test"]["state_blob_bytes"]) // 2
+    server = env.start([fwm, stm], "--max-binary-bytes", str(limit))
+    check("does not fit a restore request" in server.stderr() and "'s'" in server.stderr(), "warned at start",
+          server.stderr())
+    c = Client(server.address)
+    s = c.call("open", model="s")["session"]
+    c.call("feed", session=s, text="mary moved to the bathroom .", notify=False)
+    e = expect_error("too_large", c.call, "snapshot", session=s)
+    check("max-binary-bytes %d" % limit in e.message and "max-message-bytes" in e.message and str(blob_bytes) in e.message,
+          "the refusal names the blob's size and the limits", e.message)
+    f = c.call("open")["session"]
+    state = c.call("snapshot", session=f)["state"]
+    check_eq(len(state), models["test"]["state_blob_bytes"], "the FWM's snapshot is unaffected")
+    c.call("restore", state=state)
+    server.stop()
+    # limits that just fit the blob in a restore request naming the model: both work
+    server = env.start([fwm, stm], "--max-binary-bytes", str(blob_bytes), "--max-message-bytes", str(blob_bytes + 65))
+    c = Client(server.address)
+    s = c.call("open", model="s")["session"]
+    c.call("feed", session=s, text="mary moved to the bathroom .", notify=False)
+    state = c.call("snapshot", session=s)["state"]
+    r = c.call("restore", state=state, model="s", topk=3)
+    check_eq(c.call("snapshot", session=r["session"])["state"], state, "the blob round-trips")
+    server.stop()
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
