@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_harness import main as harness_main  # noqa: E402
 from server_harness import (PRIME, Client, RpcError, babi_files, check, check_eq, expect_error,  # noqa: E402
-                            read_stories, stored_count, tokenize)
+                            SkipCase, read_stories, stored_count, tokenize)
 
 TOPK = 12
 
@@ -753,6 +753,50 @@ def case_session_ttl(env):
         expect_error("unknown_session", c.call, "predict", session=s)
     check_eq(c.call("predict", session=ids[2])["pos"], PRIME + 6, "resident session intact")
     check("deleted (session-ttl)" in server.stderr(), "logged", server.stderr())
+    check_eq(server.stop(), 0, "clean exit")
+
+
+def case_unloadable_fork(env):
+    """A stored session that cannot be loaded back (here: a restored state of finite but huge floats
+    whose next steps overflow, so its snapshot holds non-finite floats that the import refuses) is
+    answered with `storage` naming the problem; forking it, again and again, fails the same way and
+    gives each fork's reserved session slot back, so the other sessions' --max-sessions is intact."""
+    try:
+        import struct
+        import xxhash
+    except ImportError:
+        raise SkipCase("python3-xxhash is not installed")
+    model = env.model()
+    data = os.path.join(env.dir, "data")
+    server = env.start([model], "--data-dir", data, "--max-resident", "1", "--max-sessions", "8",
+                       "--snapshot-tokens", "4")
+    c = Client(server.address)
+    blob = bytearray(c.call("snapshot", session=c.call("open")["session"])["state"])
+    floats = (len(blob) - 48) // 4  # version 1: a 40-byte header, h, c, F, an 8-byte checksum
+    blob[40:40 + 4 * floats] = struct.pack("<%df" % floats, *([3e38] * floats))
+    blob[-8:] = struct.pack("<Q", xxhash.xxh64(bytes(blob[:-8]), seed=0).intdigest())
+    hot = c.call("restore", state=bytes(blob))["session"]
+    c.call("feed", session=hot, text="mary moved to the bathroom . john went to the hallway .", notify=False)
+    other = c.call("open")["session"]  # hot is written out (max-resident 1)
+    c.call("feed", session=other, text="mary moved to the bathroom .", notify=False)
+    e = expect_error("storage", c.call, "predict", session=hot)
+    check("not finite" in e.message and hot in e.message, "the refusal names the session and the problem", e.message)
+    for _ in range(12):
+        e = expect_error("storage", c.call, "fork", session=hot)
+        check(hot in e.message, "a fork of it is refused naming it", e.message)
+    stored = stored_count(c, 3)
+    check_eq(stored, 3, "the first session, hot and other are stored")
+    opened = 0
+    for _ in range(8):
+        try:
+            c.call("open")
+            opened += 1
+        except RpcError as err:
+            check_eq(err.name, "session_limit", "refused by the session limit")
+            break
+    check_eq(opened, 5, "the refused forks took no session slot (8 - 3 stored)")
+    c.call("close", session=hot)
+    check_eq(c.call("predict", session=other)["pos"], PRIME + 6, "the other session is intact")
     check_eq(server.stop(), 0, "clean exit")
 
 
