@@ -133,9 +133,10 @@ static bool model_arg(request *r, uint32_t *index) {
 }
 
 /* Whether a new session of model `m` may be made: the connection's count, the memory budget (with
- * that model's session size: models of different architectures and sizes share one server) and the
- * session count. false with r->failure filled. */
-static bool room_for_session(request *r, uint32_t m) {
+ * that model's session size: models of different architectures and sizes share one server, plus
+ * `extra` bytes held while it is made, a restore's blob) and the session count. false with
+ * r->failure filled. */
+static bool room_for_session(request *r, uint32_t m, size_t extra) {
     fwm__server *s = r->s;
     if (r->c->sessions_held >= s->config->max_sessions_per_connection)
         return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
@@ -144,7 +145,7 @@ static bool room_for_session(request *r, uint32_t m) {
                              s->config->max_sessions_per_connection);
     /* Memory only: a session that does not fit the budget is refused. Durable: resident sessions
      * are evicted to keep within it (tiering.c), so only the count is checked. */
-    if (!s->store && !fwm__server_memory_fits(s, s->models[m].session_bytes)) {
+    if (!s->store && !fwm__server_memory_fits(s, s->models[m].session_bytes + extra)) {
         s->metrics.memory_refusals++;
         return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
                              "the server's memory budget (max-memory-bytes %zu) has no room for another session "
@@ -676,7 +677,7 @@ static bool m_open(request *r) {
     uint32_t m, topk;
     bool prime = true;
     if (!model_arg(r, &m) || !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) ||
-        fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0 || !room_for_session(r, m))
+        fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0 || !room_for_session(r, m, 0))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
     if (e) fwm__session_start(r->s->models[m].model, e, prime);
@@ -844,26 +845,11 @@ static bool m_reset(request *r) {
     submit(r, e, job);
     return true;
 }
-static bool m_snapshot(request *r) {
-    fwm__session_entry *e = find_session(r);
-    if (!e) return false;
-    const fwm__served_model *m = &r->s->models[e->model_index];
-    if (!fwm__server_blob_restorable(r->s, m))
-        return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
-                             "model '%s' has a state blob of %zu bytes, which restore would refuse (max-binary-bytes "
-                             "%zu, max-message-bytes %zu); the server must be started with larger limits to "
-                             "snapshot its sessions",
-                             m->name, m->info.state_blob_bytes, r->s->config->limits.max_binary_bytes,
-                             r->s->config->limits.max_message_bytes);
-    fwm__job *job = new_job(r, FWM_JOB_SNAPSHOT);
-    if (!job) return false;
-    submit(r, e, job);
-    return true;
-}
+static bool m_snapshot(request *r) { return session_job(r, FWM_JOB_SNAPSHOT); }
 
 static bool m_fork(request *r) {
     fwm__session_entry *parent = find_session(r);
-    if (!parent || !room_for_session(r, parent->model_index)) return false;
+    if (!parent || !room_for_session(r, parent->model_index, 0)) return false;
     fwm__job *job = new_job(r, FWM_JOB_FORK);
     if (!job) return false;
     job->child = new_entry(r, parent->model_index, parent->default_topk, false);
@@ -881,7 +867,7 @@ static bool m_restore(request *r) {
     size_t size;
     uint32_t m, topk;
     if (fwm__rpc_arg_binary(&r->call, "state", true, &blob, &size, &r->failure) < 0 || !model_arg(r, &m) ||
-        !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) || !room_for_session(r, m))
+        !topk_arg(r, &r->s->models[m], (uint32_t)r->s->config->default_topk, &topk) || !room_for_session(r, m, size))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
     if (!e) return false;

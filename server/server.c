@@ -39,7 +39,9 @@ bool fwm__server_memory_fits(const fwm__server *s, uint64_t more) {
     return fwm__server_memory_used(s) + more <= s->config->max_memory_bytes;
 }
 
-bool fwm__server_blob_restorable(const fwm__server *s, const fwm__served_model *m) {
+/* Whether a state blob of model m, sent back in a `restore` request that names the model, fits the
+ * input limits (max-binary-bytes, max-message-bytes). */
+static bool blob_restorable(const fwm__server *s, const fwm__served_model *m) {
     size_t blob = m->info.state_blob_bytes;
     /* [0, msgid, "restore", [{"state": bin, "model": name, "topk": n}]]: the blob, the name and at
      * most 64 bytes of headers, keys and integers */
@@ -412,10 +414,10 @@ static int load_models(fwm__server *s) {
         fwm__server_log(s, "model '%s' from %s: %s, V=%u H=%u L=%u S,R,T=%u,%u,%u, %zu bytes per session", m->name,
                         m->path, m->info.architecture, m->info.vocab_size, m->info.hidden_size, m->info.layer_count,
                         m->info.memory_s, m->info.memory_r, m->info.memory_t, m->session_bytes);
-        if (!fwm__server_blob_restorable(s, m))
+        if (!blob_restorable(s, m))
             fwm__server_log(s, "warning: model '%s': its state blob of %zu bytes does not fit a restore request "
-                            "(max-binary-bytes %zu, max-message-bytes %zu), so snapshot refuses its sessions; "
-                            "raise both limits to snapshot and restore them", m->name, m->info.state_blob_bytes,
+                            "(max-binary-bytes %zu, max-message-bytes %zu): its snapshots can be restored only by "
+                            "a server with larger limits", m->name, m->info.state_blob_bytes,
                             cfg->limits.max_binary_bytes, cfg->limits.max_message_bytes);
     }
     return 0;

@@ -117,10 +117,6 @@ void fwm__server_flush(fwm__server *server);
 uint64_t fwm__server_memory_used(const fwm__server *server);
 /* Whether `more` bytes fit in the budget. */
 bool fwm__server_memory_fits(const fwm__server *server, uint64_t more);
-/* Whether a state blob of `model`, sent back in a `restore` request that names the model, fits the
- * input limits (max-binary-bytes, max-message-bytes); `snapshot` refuses the sessions whose blob
- * would not, rather than hand out a state that `restore` cannot take back. */
-bool fwm__server_blob_restorable(const fwm__server *server, const fwm__served_model *model);
 
 /* Log a line on stderr unless quiet. */
 void fwm__server_log(const fwm__server *server, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -759,9 +759,9 @@ def case_memory_budget_pipelined(env):
 
 def case_snapshot_restorable(env):
     """A model whose state blob would not fit a restore request (max-binary-bytes, max-message-bytes):
-    the server warns at start and `snapshot` refuses its sessions with too_large naming both limits,
-    instead of handing out a state whose restore would be cut off as a protocol error; other models'
-    snapshots are unaffected, and with limits that fit the blob, snapshot and restore round-trip."""
+    the server warns at start, naming the model and both limits; its snapshots are still given out
+    (for a server with larger limits), and a restore of one is refused as the protocol error naming
+    max_binary_bytes, with other connections unaffected; with limits that fit, they round-trip."""
     fwm = env.model()
     stm = os.path.join(env.dir, "s.gguf")
     subprocess.run([env.init, "--arch", "stm", "--out", stm, "--vocab", env.vocab(), "--seed", "5", "--embedding", "16",
@@ -779,9 +779,16 @@ def case_snapshot_restorable(env):
     c = Client(server.address)
     s = c.call("open", model="s")["session"]
     c.call("feed", session=s, text="mary moved to the bathroom .", notify=False)
-    e = expect_error("too_large", c.call, "snapshot", session=s)
-    check("max-binary-bytes %d" % limit in e.message and "max-message-bytes" in e.message and str(blob_bytes) in e.message,
-          "the refusal names the blob's size and the limits", e.message)
+    check("model 's': its state blob of %d bytes" % blob_bytes in server.stderr() and
+          "max-binary-bytes %d" % limit in server.stderr(), "the warning names the model, its blob and the limit",
+          server.stderr())
+    state = c.call("snapshot", session=s)["state"]
+    check_eq(len(state), blob_bytes, "the snapshot is given out")
+    bad = Client(server.address)
+    bad.send("restore", state=state, model="s")
+    got = bad.read_one()
+    check(got is not None and got[0] == 2 and got[2][0]["name"] == "protocol" and "max_binary_bytes" in got[2][0]["message"],
+          "its restore is refused by name", got)
     f = c.call("open")["session"]
     state = c.call("snapshot", session=f)["state"]
     check_eq(len(state), models["test"]["state_blob_bytes"], "the FWM's snapshot is unaffected")
