@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "babi_standard.h"
+#include "blas_kernels.h"
 #include "cli_common.h"
 #include "evaluate.h"
 #include "model_io.h"
@@ -41,6 +42,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    fwm__blas_choose_kernels(argv);
     const char *model_path = NULL, *data_dir = NULL, *set = "10k", *split_name = "test";
     const char *task_name = "catbabi", *protocol = "catbabi";
     uint8_t keep_task[FWM__TASK_COUNT + 1]; /* --tasks */

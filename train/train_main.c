@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "babi_standard.h"
+#include "blas_kernels.h"
 #include "cli_common.h"
 #include "fwm_error.h"
 #include "fwm_model_shape.h"
@@ -901,6 +902,7 @@ done:
 
 int main(int argc, char **argv)
 {
+    fwm__blas_choose_kernels(argv);
     fwm__dist_init(&argc, &argv, &dist);
     int code = train_main(argc, argv);
     /* 2: a bad command line, found by every rank before any exchange; any other failure may be

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "adam.h"
+#include "blas_kernels.h"
 #include "cli_common.h"
 #include "fwm_model_shape.h"
 #include "net.h"
@@ -147,6 +148,7 @@ static int bench_net(fwm_arch arch, int threads, int steps, int lanes, int windo
 
 int main(int argc, char **argv)
 {
+    fwm__blas_choose_kernels(argv);
     int threads = fwm__cpu_count(), steps = 10, lanes = 32, window = 200, qm = 0;
     int lstm = 0, mnm = 0, gfw = 0, layers = 0, hidden = 0, embedding = 0;
     double dropout = 0;
