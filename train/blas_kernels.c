@@ -42,10 +42,16 @@ void fwm__blas_choose_kernels(char **argv)
     const char *core = wanted_core();
     if (core == NULL)
         return;
+    /* the program's own path, so that the restarted process keeps its name (ps, pkill) */
+    char path[4096];
+    ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (length <= 0 || (size_t)length >= sizeof path - 1)
+        return;
+    path[length] = '\0';
     if (setenv("OPENBLAS_CORETYPE", core, 1) != 0)
         return;
-    execv("/proc/self/exe", argv);
-    /* execv returned: no /proc, say. Go on with the slower kernels. */
+    execv(path, argv);
+    /* execv returned: the file was replaced or removed, say. Go on with the slower kernels. */
     fprintf(stderr,
             "note: OpenBLAS does not recognise this CPU and chose its Prescott kernels; setting "
             "OPENBLAS_CORETYPE=%s and restarting failed, so matrix products run slower\n",
