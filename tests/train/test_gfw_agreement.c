@@ -3,7 +3,8 @@
  * written with fwm__model_save_spec (fwm_gfw_model_write), loaded with fwm_model_load, and every
  * lane's tokens are stepped through a runtime session from its reset state (all zero); the
  * trainer's logits for the same tokens (three lanes, two windows with the state carried between
- * them) must agree within 5e-5 of max(1, |logit|) (1e-4 at the paper's sizes), and the carried
+ * them) must agree within 5e-5 of max(1, |logit|) (1e-4 at the paper's sizes and at the
+ * small size with the most drift, whose figure depends on the BLAS kernels), and the carried
  * state (h_F, h_S, F1, F2) with the session's exported blob. The paper's sizes (two windows of 8),
  * and small ones (two of 25), m = 2 among them. The weights are the initialiser's with small
  * biases: the recurrence amplifies rounding differences (docs/MODEL.md), so that both float
@@ -56,6 +57,8 @@ int main(void)
      * 1e-4 after 10 steps and 1e-3 after 45 (each on its own): a short stream */
     run_case("paper sizes (E=15 m=40 N=40 P=100)", 15, 40, 40, 100, 8, 1e-4); /* 4.8e-5 seen */
     run_case("E=6 m=2 N=9 P=11", 6, 2, 9, 11, 25, 5e-5);                     /* 3.3e-6 seen */
-    run_case("E=8 m=12 N=5 P=30", 8, 12, 5, 30, 25, 5e-5);                   /* 1.7e-5 seen */
+    /* 1.7e-5 seen with OpenBLAS's Haswell kernels, 2.5e-5 with SkylakeX, 5.2e-5 with Prescott
+     * (the kernels it falls back to on a CPU it does not know): 25 steps of drift, as above */
+    run_case("E=8 m=12 N=5 P=30", 8, 12, 5, 30, 25, 1e-4);
     return check_finish("test_gfw_agreement");
 }
