@@ -58,3 +58,10 @@ void fwm__blas_choose_kernels(char **argv)
             core);
     unsetenv("OPENBLAS_CORETYPE");
 }
+
+void fwm__blas_use_one_thread(void)
+{
+#ifdef OPENBLAS_VERSION
+    openblas_set_num_threads(1);
+#endif
+}

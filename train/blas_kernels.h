@@ -1,4 +1,4 @@
-/* blas_kernels.h - make OpenBLAS use the fast kernels on a CPU it does not recognise.
+/* blas_kernels.h - the trainer's OpenBLAS settings: its kernel set and its threads.
  *
  * Call fwm__blas_choose_kernels(argv) first thing in main, before any thread or MPI exists: when
  * OpenBLAS fell back to its SSE3 ("Prescott") kernels on a CPU with AVX2/FMA or AVX-512 and
@@ -10,5 +10,10 @@
 #define FWM_TRAIN_BLAS_KERNELS_H
 
 void fwm__blas_choose_kernels(char **argv);
+
+/* Make the BLAS library run every call on the calling thread (OpenBLAS; a no-op for others): the
+ * trainer's pool threads call it concurrently on their own parts, which keeps results independent
+ * of timing. */
+void fwm__blas_use_one_thread(void);
 
 #endif

@@ -1,7 +1,6 @@
 /* thread_pool.c - fixed worker threads for the trainer's parallel regions (see thread_pool.h). */
 #include "thread_pool.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -145,11 +144,4 @@ void fwm__pool_range(size_t count, int index, int threads, size_t *begin, size_t
     size_t i = (size_t)index;
     *begin = count * i / n;
     *end = count * (i + 1) / n;
-}
-
-void fwm__blas_use_one_thread(void)
-{
-#ifdef OPENBLAS_VERSION
-    openblas_set_num_threads(1);
-#endif
 }

@@ -31,9 +31,4 @@ void fwm__pool_run(fwm__pool *pool, fwm__pool_fn fn, void *ctx);
  * differ by at most one). */
 void fwm__pool_range(size_t count, int index, int threads, size_t *begin, size_t *end);
 
-/* Make the BLAS library run every call on the calling thread (OpenBLAS; a no-op for others): the
- * pool's threads call it concurrently on their own parts, which keeps results independent of
- * timing. */
-void fwm__blas_use_one_thread(void);
-
 #endif
