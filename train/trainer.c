@@ -165,6 +165,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     if (!tr)
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer: out of memory");
     tr->opt = *options;
+    fwm__divergence_init(&tr->divergence);
     tr->single_process.size = 1;
     tr->single_process.local_size = 1;
     tr->dist = options->dist ? options->dist : &tr->single_process;
@@ -431,6 +432,11 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     tr->tokens += (long)len * tr->opt.lanes;
     tr->running_loss += tr->last_loss;
     tr->running_steps++;
+    char report[320];
+    if (fwm__divergence_step(&tr->divergence, tr->step, tr->last_loss, tr->last_meta, report,
+                             sizeof report) &&
+        fwm__trainer_is_root(tr))
+        fprintf(stderr, "fwm-train: %s\n", report);
     return FWM_OK;
 }
 
@@ -489,6 +495,11 @@ fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
             if (status != FWM_OK)
                 return status;
             tr->has_valid = 1;
+            char report[320];
+            if (fwm__divergence_valid(&tr->divergence, tr->step,
+                                      fwm__metrics_accuracy(&tr->last_valid), report,
+                                      sizeof report))
+                fprintf(stderr, "fwm-train: %s\n", report);
             if (o->run_dir) {
                 status = fwm__log_append(o->run_dir, tr, err);
                 if (status != FWM_OK)

@@ -27,6 +27,7 @@
 #include "adam.h"
 #include "catbabi_stream.h"
 #include "distributed.h"
+#include "divergence.h"
 #include "evaluate.h"
 #include "metrics.h"
 #include "net.h"
@@ -109,6 +110,7 @@ typedef struct fwm__trainer {
     double last_loss;
     double last_meta;         /* arch mnm: the last step's mean meta term */
     long skipped_steps;       /* windows skipped for a non-finite loss or gradient, this session */
+    fwm__divergence divergence; /* notices a loss climbing or accuracy falling (this session) */
     int nonfinite_in_row;
     float *state_before;      /* [B * state_size]: the lanes' state before the step */
     int stopped;              /* fwm__trainer_run returned early on stop_requested */
