@@ -2,16 +2,18 @@
 """test_standard_protocol.py - the standard bAbI protocol (--protocol standard) in fwm-train and
 fwm-eval, against an independent computation.
 
-* A tiny FWM and a tiny LSTM are trained a few hundred steps with --protocol standard on
-  en-valid (--set 1k: one sample per question of its training files, counted here); fwm-eval --protocol standard's per-task test accuracy, for tasks 1, 6 and 20,
-  equals the accuracy computed by the numpy references (fwm_reference.py, lstm_reference.py) over
-  the same stories read here independently: a sample per question, the story's statements before
-  it then the question, run from the zero state, the answer the arg-max after "?" (one answer may
-  differ between float32 and float64 rounding); the mean error line is the mean of the table's
-  errors.
+* A tiny model of every architecture (FWM, LSTM, MNM, Gated Fast Weights, the STM in sentence
+  mode) is trained with --protocol standard on en-valid (--set 1k: one sample per question of its
+  training files, counted here; the MNM 20 steps, the others a few hundred); fwm-eval --protocol
+  standard's per-task test accuracy, for tasks 1, 6 and 20, equals the accuracy computed by the
+  numpy references (fwm_reference.py, lstm_reference.py, mnm_reference.py, gfw_reference.py,
+  stm_reference.py) over the same stories read here independently: a sample per question, the
+  story's statements before it then the question, run from the reset state, the answer the arg-max
+  after "?" (one answer may differ between float32 and float64 rounding); the mean error line is
+  the mean of the table's errors.
 * Every sample starts from the reset state whatever the lanes: fwm-eval --tasks 1,6,20 with 16 and
-  50 lanes (other samples side by side, other lanes) prints the same table for the FWM, the LSTM
-  and the MNM (whose reset state is its initial memory, not zero), and for the FWM the same as
+  50 lanes (other samples side by side, other lanes) prints the same table for every architecture
+  (the MNM's and the STM's reset states are their initial memories, not zero), and for the FWM the same as
   those tasks' rows of the whole test split with 101 lanes (20 tasks, 20,000 questions); the catbAbI
   protocol (state carried) gives other figures.
 * A run stopped at step 150 and resumed to 300 writes the uninterrupted run's model file.
@@ -19,8 +21,10 @@ fwm-eval, against an independent computation.
 
 usage: test_standard_protocol.py FWM_TRAIN FWM_EVAL DATA_DIR   (exit 77 = skipped: no data)
 """
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 sys.path.insert(0, HERE)
 import fwm_reference  # noqa: E402
+import gfw_reference  # noqa: E402
 import lstm_reference  # noqa: E402
+import mnm_reference  # noqa: E402
+import stm_reference  # noqa: E402
 from check_catbabi import words_of  # noqa: E402
 
 failures = 0
@@ -64,6 +71,11 @@ def table(text):
     return rows, (float(m.group(1)), int(m.group(2))) if m else None
 
 
+def answer_perplexity(text):
+    m = re.search(r"answer perplexity ([0-9.]+)", text)
+    return float(m.group(1)) if m else None
+
+
 def samples(path):
     """The standard protocol's samples of a task file: (statement words + question words, answer)."""
     out, statements = [], []
@@ -81,18 +93,30 @@ def samples(path):
     return out
 
 
+def reference_predictor(module, model_path):
+    """(vocabulary, a function from a sample's tokens to the logits after its last token)."""
+    if module in (fwm_reference, lstm_reference):
+        model = module.Model(model_path)
+        return model.vocab, lambda tokens: module.compute_logits(model, tokens)[0][-1]
+    hp, vocab, params = module.read_model(model_path)[:3]
+    return vocab, lambda tokens: module.forward(hp, params, tokens)[0][-1]
+
+
 def reference_accuracy(module, model_path, data, task):
     import numpy as np
-    model = module.Model(model_path)
-    ids = {w: i for i, w in enumerate(model.vocab)}
+    vocab, last_logits = reference_predictor(module, model_path)
+    ids = {w: i for i, w in enumerate(vocab)}
     path = os.path.join(data, FOLDER, "qa%d_test.txt" % task)
     correct = total = 0
+    nll = 0.0
     for words, answer in samples(path):
         tokens = [ids["<eos>"]] + [ids[w] for w in words]
-        logits = module.compute_logits(model, tokens)[0]
-        correct += int(np.argmax(logits[-1]) == ids[answer])
+        logits = np.asarray(last_logits(tokens), dtype=np.float64)
+        correct += int(np.argmax(logits) == ids[answer])
+        top = logits.max()
+        nll += top + np.log(np.exp(logits - top).sum()) - logits[ids[answer]]
         total += 1
-    return total, 100.0 * correct / total
+    return total, 100.0 * correct / total, nll
 
 
 def main():
@@ -114,7 +138,11 @@ def main():
             ("lstm", ["--embedding", "16", "--hidden", "32", "--layers", "1"], 300, lstm_reference),
             ("mnm", ["--embedding", "8", "--hidden", "12", "--heads", "1", "--key-length", "4",
                      "--value-length", "4", "--memory-hidden", "6", "--output-length", "8"], 20,
-             None)):
+             mnm_reference),
+            ("gfw", ["--embedding", "12", "--hidden", "16", "--slow-hidden", "16",
+                     "--slow-inner", "24"], 300, gfw_reference),
+            ("stm", ["--embedding", "16", "--memory-size", "8", "--queries", "2",
+                     "--answer-hidden", "12"], 300, stm_reference)):
         run_dir = os.path.join(tmp, arch)
         p = run([train, "--arch", arch] + sizes + common + ["--steps", str(steps), "--run-dir",
                                                             run_dir])
@@ -141,6 +169,7 @@ def main():
             p = run([evaluate, model, "--data", data, "--set", "1k", "--protocol", "standard",
                      "--split", "test", "--lanes", str(lanes), "--threads", "2", "--tasks", only])
             outs[lanes] = table(p.stdout)
+        perplexity = answer_perplexity(p.stdout)
         rows, mean = outs[50]
         check(sorted(rows) == list(TASKS) and all(n == 1000 for n, _ in rows.values()),
               "%s: --tasks %s: those tasks' 1,000 test questions each (got %r)" % (arch, only, rows))
@@ -165,16 +194,23 @@ def main():
                      "--lanes", "50", "--threads", "2", "--tasks", only])
             carried, _ = table(p.stdout)
             check(carried and carried != rows, "fwm: the catbAbI protocol gives other figures")
-        if module is None:
-            continue
+        nll = questions = 0
         for task in TASKS:
-            n, accuracy = reference_accuracy(module, model, data, task)
+            n, accuracy, task_nll = reference_accuracy(module, model, data, task)
+            nll += task_nll
+            questions += n
             got = rows.get(task)
             print("%s task %d: fwm-eval %s, reference %d questions %.2f%%" % (arch, task, got, n,
                                                                              accuracy))
             check(got is not None and got[0] == n and abs(got[1] - accuracy) <= 100.0 / n + 1e-9,
                   "%s task %d: fwm-eval %s against the reference's %.2f%% of %d" % (
                       arch, task, got, accuracy, n))
+        # the answers' perplexity: every sample's logits count, so a model that answers the same
+        # word everywhere (an accuracy of 0% or 50% on both sides) is compared too
+        want = math.exp(nll / questions)
+        print("%s: answer perplexity fwm-eval %s, reference %.4f" % (arch, perplexity, want))
+        check(perplexity is not None and abs(perplexity - want) <= 1e-4 * want + 1e-4,
+              "%s: answer perplexity %s against the reference's %.4f" % (arch, perplexity, want))
 
     model = models["fwm"][0]
     p = run([evaluate, model, "--data", data, "--set", "1k", "--protocol", "sorted"], expect_rc=2)
@@ -183,8 +219,9 @@ def main():
              os.path.join(tmp, "x")], expect_rc=2)
     check("--protocol standard is for the bAbI tasks" in p.stderr, "standard with --task ar refused")
     if failures:
-        print(f"{failures} check(s) failed")
+        print(f"{failures} check(s) failed; the runs are kept in {tmp}")
         return 1
+    shutil.rmtree(tmp, ignore_errors=True)
     print("ok")
     return 0
 
