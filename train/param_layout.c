@@ -31,29 +31,19 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp)
 
 int fwm__train_arch_parse(const char *name, fwm_arch *out)
 {
-    if (strcmp(name, "fwm") == 0)
-        *out = FWM_ARCH_FWM;
-    else if (strcmp(name, "lstm") == 0)
-        *out = FWM_ARCH_LSTM;
-    else if (strcmp(name, "mnm") == 0)
-        *out = FWM_ARCH_MNM;
-    else if (strcmp(name, "gfw") == 0)
-        *out = FWM_ARCH_GFW;
-    else if (strcmp(name, "stm") == 0)
-        *out = FWM_ARCH_STM;
-    else
-        return -1;
-    return 0;
+    for (int a = 0; a < FWM_ARCH_COUNT; a++) {
+        if (strcmp(name, fwm__arch_name((fwm_arch)a)) == 0) {
+            *out = (fwm_arch)a;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 const char *fwm__train_arch_name(fwm_arch arch)
 {
-    return arch == FWM_ARCH_FWM    ? "fwm"
-           : arch == FWM_ARCH_LSTM ? "lstm"
-           : arch == FWM_ARCH_MNM  ? "mnm"
-           : arch == FWM_ARCH_GFW  ? "gfw"
-           : arch == FWM_ARCH_STM  ? "stm"
-                                   : "?";
+    const char *name = fwm__arch_name(arch);
+    return name ? name : "?";
 }
 
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)

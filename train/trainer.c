@@ -185,17 +185,13 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
     tr->pad_id = pad_id;
     tr->eos_id = eos_id;
     tr->data_hash = hash_split(train);
-    tr->spec.arch = options->arch;
-    if (options->arch == FWM_ARCH_LSTM)
-        tr->spec.lstm = options->lstm;
-    else if (options->arch == FWM_ARCH_MNM)
-        tr->spec.mnm = options->mnm;
-    else if (options->arch == FWM_ARCH_GFW)
-        tr->spec.gfw = options->gfw;
-    else if (options->arch == FWM_ARCH_STM)
-        tr->spec.stm = options->stm;
-    else
-        tr->spec.fwm = options->hp;
+    /* every architecture's sizes are carried; the net and the checkpoint read those of `arch` */
+    tr->spec = (fwm__model_spec){.arch = options->arch,
+                                 .fwm = options->hp,
+                                 .lstm = options->lstm,
+                                 .mnm = options->mnm,
+                                 .gfw = options->gfw,
+                                 .stm = options->stm};
     fwm_status status = FWM_OK;
     if (options->threads > 1) {
         tr->pool = fwm__pool_create(options->threads);
