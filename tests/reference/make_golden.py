@@ -747,12 +747,16 @@ def describe_gfw(name, facts, seed):
 
 # ---- the `stm` architecture ----------------------------------------------------------------------
 
-# The committed STM models (tests/golden/README.md), written by stm_reference.py's own writer (F32):
+# The committed STM models (tests/golden/README.md), written by stm_reference.py's own writer (F32,
+# and two with F16, BF16 and mixed tensors):
 # sentence mode with and without reset_on_eos (sentences longer than P, questions, answers, <eos>
 # inside a sentence and in the answer slot), word mode with and without it; α all non-zero so that
 # the relational read and transfer count. Session starts: the default ([eos]), none, three tokens.
 # Rows where the model predicts nothing (sentence mode: every token but a question's end) are NaN
 # in the expected files: the runtime must give NaN rows there.
+STM_MIXED = {"token_embd.weight": "bf16", "stm.write.weight": "f16", "stm.sam.weight": "bf16",
+             "stm.transfer.weight": "f16", "stm.relation.init": "bf16", "stm.distill.weight": "f16",
+             "output.weight": "bf16", "output.bias": "f16"}
 STM_GOLDEN = [
     dict(name="stm1_sentence", V=16, mode=stm_reference.SENTENCE, E=6, P=5, d=5, nq=3, nr=2, Ha=7,
          reset_on_eos=True, prime=None, n_sentences=14, seed=901),
@@ -762,6 +766,10 @@ STM_GOLDEN = [
          reset_on_eos=True, prime=[1, 4, 5], n_tokens=36, seed=903),
     dict(name="stm4_word_noreset", V=12, mode=stm_reference.WORD, E=4, P=4, d=3, nq=2, nr=4, Ha=4,
          reset_on_eos=False, prime=None, n_tokens=32, seed=904),
+    dict(name="stm5_sentence_f16", V=15, mode=stm_reference.SENTENCE, E=5, P=4, d=4, nq=2, nr=2, Ha=5,
+         reset_on_eos=True, prime=None, n_sentences=12, seed=907, types="f16"),
+    dict(name="stm6_word_mixed", V=13, mode=stm_reference.WORD, E=5, P=4, d=4, nq=2, nr=3, Ha=4,
+         reset_on_eos=True, prime=[1, 2], n_tokens=34, seed=906, types=STM_MIXED),
 ]
 STM_STATEMENT_END, STM_QUESTION_END = 7, 10  # "." and "?" of WORDS
 
@@ -825,7 +833,7 @@ def _stm_attempt(spec, path, rng):
     hp, vocab = stm_writer_hp(spec)
     weights = make_stm_weights(hp, rng)
     stm_reference.write_model(path, hp, vocab, weights, name=spec["name"],
-                              prime_tokens=spec["prime"])
+                              prime_tokens=spec["prime"], types=spec.get("types", "f32"))
     _, _, params = stm_reference.read_model(path)
     tokens = stm_tokens(spec, hp, rng)
     rows = _stm_rows(hp, params, tokens)

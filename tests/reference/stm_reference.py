@@ -341,8 +341,23 @@ def _kv(key, vtype, value):
     return out + struct.pack(fmt, value)
 
 
-def _f32_bytes(a):
-    return np.ascontiguousarray(a, dtype=np.float64).astype("<f4").tobytes()
+_GGML = {"f32": 0, "f16": 1, "bf16": 30}
+
+
+def _stored_bytes(a, ttype):
+    """A tensor's stored bytes: F32, or F16 / BF16 rounded to nearest even from the float32 value."""
+    a32 = np.ascontiguousarray(a, dtype=np.float64).astype(np.float32).reshape(-1)
+    if ttype == "f32":
+        return a32.astype("<f4").tobytes()
+    if ttype == "f16":
+        a16 = a32.astype(np.float16)
+        if not np.all(np.isfinite(a16)):
+            raise ValueError("value out of F16 range")
+        return a16.astype("<f2").tobytes()
+    if ttype == "bf16":
+        bits = a32.view(np.uint32).astype(np.uint64)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
+    raise ValueError(f"unknown tensor type {ttype}")
 
 
 def checksum(hp, stored):
@@ -374,17 +389,19 @@ def fingerprint(hp, vocab, tensor_checksum):
     return xxhash.xxh64(fingerprint_bytes(hp, vocab, tensor_checksum), seed=0).intdigest()
 
 
-def write_model(path, hp, vocab, params, name=None, prime_tokens=None):
-    """Write an F32 `stm` model file (tensors in file order, checksum and fingerprint included when
-    python3-xxhash is present)."""
+def write_model(path, hp, vocab, params, name=None, prime_tokens=None, types="f32"):
+    """Write an `stm` model file (tensors in file order, checksum and fingerprint included when
+    python3-xxhash is present). types: "f32", "f16" or "bf16" for every tensor, or a dict of tensor
+    name to type (others F32)."""
     if len(vocab) != hp["vocab_size"]:
         raise ValueError("vocabulary size")
-    stored = {}
+    stored, ttypes = {}, {}
     for tname, shape in tensor_list(hp):
         a = np.asarray(params[tname])
         if a.shape != shape:
             raise ValueError(f"{tname}: shape {a.shape}, expected {shape}")
-        stored[tname] = _f32_bytes(a)
+        ttypes[tname] = types.get(tname, "f32") if isinstance(types, dict) else types
+        stored[tname] = _stored_bytes(a, ttypes[tname])
     kv = [("general.architecture", STR, "stm"), ("general.alignment", U32, _ALIGN)]
     if name is not None:
         kv.append(("general.name", STR, name))
@@ -409,7 +426,7 @@ def write_model(path, hp, vocab, params, name=None, prime_tokens=None):
         dims = list(reversed(shape))
         out += _gguf_str(tname) + struct.pack("<I", len(dims))
         out += b"".join(struct.pack("<Q", d) for d in dims)
-        out += struct.pack("<IQ", 0, offsets[tname])
+        out += struct.pack("<IQ", _GGML[ttypes[tname]], offsets[tname])
     out += b"\0" * (-len(out) % _ALIGN)
     out += data
     with open(path, "wb") as f:
