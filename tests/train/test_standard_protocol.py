@@ -93,29 +93,64 @@ def samples(path):
     return out
 
 
-def reference_predictor(module, model_path):
-    """(vocabulary, a function from a sample's tokens to the logits after its last token)."""
-    if module in (fwm_reference, lstm_reference):
+def reference_runner(module, model_path):
+    """(vocabulary, start state, run) for a model file: run(state, tokens) reads the tokens from the
+    state (which it leaves as it was) and returns (the state after them, the logits after the last
+    one). A question's sample is its story's statements then the question, so the statements are
+    read once per story and each question from a copy of the state they left."""
+    if module is fwm_reference:
+        runner = module.Runner(module.Model(model_path))
+
+        def run(state, tokens):
+            runner.h, runner.c, runner.F = (a.copy() for a in state)
+            logits = [runner.step(int(x)) for x in tokens][-1]
+            runner.trace.clear()
+            return (runner.h.copy(), runner.c.copy(), runner.F.copy()), logits
+        return runner.m.vocab, (runner.h.copy(), runner.c.copy(), runner.F.copy()), run
+    if module is lstm_reference:
         model = module.Model(model_path)
-        return model.vocab, lambda tokens: module.compute_logits(model, tokens)[0][-1]
+        runner = module.Runner(model)
+
+        def run(state, tokens):
+            runner.h, runner.c = [a.copy() for a in state[0]], [a.copy() for a in state[1]]
+            logits = [runner.step(int(x)) for x in tokens][-1]
+            runner.trace.clear()
+            return runner.state(), logits
+        return model.vocab, runner.state(), run
     hp, vocab, params = module.read_model(model_path)[:3]
-    return vocab, lambda tokens: module.forward(hp, params, tokens)[0][-1]
+
+    def run(state, tokens):  # the functional references: forward(hp, params, tokens, state)
+        out = module.forward(hp, params, tokens, state)
+        return out[1], out[0][-1]
+    return vocab, None, run
 
 
 def reference_accuracy(module, model_path, data, task):
+    """(questions, accuracy %, summed answer cross entropy) of the reference over a test file's
+    standard-protocol samples (the same samples as samples(path), read with shared prefixes)."""
     import numpy as np
-    vocab, last_logits = reference_predictor(module, model_path)
+    vocab, start, run = reference_runner(module, model_path)
     ids = {w: i for i, w in enumerate(vocab)}
     path = os.path.join(data, FOLDER, "qa%d_test.txt" % task)
     correct = total = 0
     nll = 0.0
-    for words, answer in samples(path):
-        tokens = [ids["<eos>"]] + [ids[w] for w in words]
-        logits = np.asarray(last_logits(tokens), dtype=np.float64)
-        correct += int(np.argmax(logits) == ids[answer])
-        top = logits.max()
-        nll += top + np.log(np.exp(logits - top).sum()) - logits[ids[answer]]
-        total += 1
+    state = None
+    for line in open(path, encoding="ascii").read().splitlines():
+        if not line:
+            continue
+        ident, text = line.split(" ", 1)
+        if ident == "1":
+            state, _ = run(start, [ids["<eos>"]])
+        if "\t" in text:
+            question, answer, _ = text.split("\t")
+            _, logits = run(state, [ids[w] for w in words_of(question)])
+            logits = np.asarray(logits, dtype=np.float64)
+            correct += int(np.argmax(logits) == ids[answer.lower()])
+            top = logits.max()
+            nll += top + np.log(np.exp(logits - top).sum()) - logits[ids[answer.lower()]]
+            total += 1
+        else:
+            state, _ = run(state, [ids[w] for w in words_of(text)])
     return total, 100.0 * correct / total, nll
 
 
