@@ -19,7 +19,7 @@ static fwm_status fwm_configure(const fwm__net_config *c, fwm__tm_config *config
 
 FWM__NET_ADAPTER(fwm, FWM_ARCH_FWM, fwm__tm_config, fwm__tm_, fwm__model_init_weights,
                  /* set_dropout */ NULL, /* segment */ tm->config.segment, /* view */ {},
-                 /* backward */ {});
+                 /* backward */ {}, /* meta term */ 0, /* loss position */ NULL);
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 
@@ -35,14 +35,19 @@ static const fwm__net_ops *const registry[] = {
 #undef FWM_NET_OPS_ENTRY_
 };
 
+const fwm__net_ops *fwm__net_ops_of(fwm_arch arch)
+{
+    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
+        if (registry[i]->arch == arch)
+            return registry[i];
+    return NULL;
+}
+
 fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__net **out,
                            fwm_error *err)
 {
     *out = NULL;
-    const fwm__net_ops *ops = NULL;
-    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
-        if (registry[i]->arch == config->model.arch)
-            ops = registry[i];
+    const fwm__net_ops *ops = fwm__net_ops_of(config->model.arch);
     if (!ops)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "unknown architecture %d",
                           (int)config->model.arch);
@@ -105,7 +110,8 @@ void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_deno
 
 long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n)
 {
-    if (config->model.arch != FWM_ARCH_MNM || config->forward_only)
+    const fwm__net_ops *ops = fwm__net_ops_of(config->model.arch);
+    if (!ops || !ops->meta_term || config->forward_only)
         return 0;
     long count = 0;
     uint32_t pad = fwm__spec_pad_id(&config->model);
@@ -157,9 +163,9 @@ void fwm__net_init_weights(fwm__net *net, uint64_t seed)
 
 int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y)
 {
-    if (config->model.arch == FWM_ARCH_STM && config->model.stm.input_mode == FWM_STM_INPUT_SENTENCE)
-        return x == config->model.stm.question_end_token_id &&
-               y != config->model.stm.padding_token_id;
+    const fwm__net_ops *ops = fwm__net_ops_of(config->model.arch);
+    if (ops && ops->is_loss_position)
+        return ops->is_loss_position(config, x, y);
     return fwm__is_loss_position(config->loss_mode, config->loss_token_id,
                                  fwm__spec_pad_id(&config->model), x, y);
 }

@@ -53,6 +53,11 @@ typedef struct fwm__net_ops {
     void (*set_dropout)(void *impl, uint64_t seed, uint64_t step, int lane_offset);
     /* The initial weights into tensors (layout order). */
     void (*init_weights)(const fwm__model_spec *spec, uint64_t seed, float *const *tensors);
+    /* 1: training takes a meta term at every position whose input is not padding (the MNM). */
+    int meta_term;
+    /* Where the model predicts and the loss is taken (NULL: the loss mode's rule,
+     * fwm__is_loss_position). */
+    int (*is_loss_position)(const fwm__net_config *config, uint32_t x, uint32_t y);
 } fwm__net_ops;
 
 struct fwm__net {
@@ -115,8 +120,11 @@ void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_
  * holds its initial memory). */
 void fwm__net_init_weights(fwm__net *net, uint64_t seed);
 
-/* The loss rule (fwm__is_loss_position) for this configuration; an STM in sentence mode predicts at
- * question ends: the positions whose input is its question end and whose target is not padding. */
+/* The loss rule of this configuration's architecture (its ops' is_loss_position, else the loss
+ * mode's fwm__is_loss_position; an STM in sentence mode predicts at question ends only). */
 int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y);
+
+/* The operations of an architecture (NULL outside FWM_ARCH_LIST). */
+const fwm__net_ops *fwm__net_ops_of(fwm_arch arch);
 
 #endif

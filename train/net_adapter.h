@@ -7,7 +7,7 @@
  * here and instantiated once per architecture:
  *
  *   FWM__NET_ADAPTER(name, ARCH, CONFIG, PREFIX, INIT, SET_DROPOUT, SEGMENT, VIEW_MORE,
- *                    BACKWARD_MORE)
+ *                    BACKWARD_MORE, META_TERM, LOSS_POSITION)
  *
  * defines `const fwm__net_ops fwm__net_ops_<name>` (the registry in net.c lists it by the
  * architecture's prefix in FWM_ARCH_LIST). Its arguments are what is the architecture's own:
@@ -23,6 +23,8 @@
  *                  handle shows), {} for none
  *   BACKWARD_MORE  statements run before the backward pass over `tm` and `meta_denominator`, {}
  *                  for none
+ *   META_TERM      fwm__net_ops.meta_term: 1 when training takes a meta term (the MNM), else 0
+ *   LOSS_POSITION  fwm__net_ops.is_loss_position, or NULL for the loss mode's rule
  * and the including file defines before it
  *   static fwm_status name_configure(const fwm__net_config *c, CONFIG *config, fwm_error *err);
  * which fills the config's fields beyond those every architecture has (hp, lanes, window,
@@ -49,7 +51,7 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
 }
 
 #define FWM__NET_ADAPTER(name, ARCH, CONFIG, PREFIX, INIT, SET_DROPOUT, SEGMENT, VIEW_MORE,       \
-                         BACKWARD_MORE)                                                            \
+                         BACKWARD_MORE, META_TERM, LOSS_POSITION)                                  \
     static void name##_view(fwm__net *net)                                                         \
     {                                                                                              \
         const PREFIX##f32 *tm = net->impl;                                                         \
@@ -134,7 +136,7 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
     const fwm__net_ops fwm__net_ops_##name = {                                                     \
         ARCH,              name##_create,      name##_destroy, name##_forward,                     \
         name##_backward,   name##_zero_grads,  name##_reset_state, SET_DROPOUT,                    \
-        name##_init_weights,                                                                       \
+        name##_init_weights, META_TERM,        LOSS_POSITION,                                      \
     }
 
 #endif

@@ -46,32 +46,33 @@ const char *fwm__train_arch_name(fwm_arch arch)
     return name ? name : "?";
 }
 
+/* One case per architecture of FWM_ARCH_LIST: every architecture's hyperparameters (the spec's
+ * member named by its prefix) have these ids under the same names. */
+#define SPEC_FIELD_(id, str, prefix)                                                               \
+    case FWM_ARCH_##id:                                                                            \
+        return spec->prefix.FIELD;
+
 uint32_t fwm__spec_vocab_size(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.vocab_size
-           : spec->arch == FWM_ARCH_MNM ? spec->mnm.vocab_size
-           : spec->arch == FWM_ARCH_GFW ? spec->gfw.vocab_size
-           : spec->arch == FWM_ARCH_STM ? spec->stm.vocab_size
-                                         : spec->fwm.vocab_size;
+#define FIELD vocab_size
+    switch (spec->arch) { FWM_ARCH_LIST(SPEC_FIELD_) default: return 0; }
+#undef FIELD
 }
 
 uint32_t fwm__spec_pad_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.padding_token_id
-           : spec->arch == FWM_ARCH_MNM ? spec->mnm.padding_token_id
-           : spec->arch == FWM_ARCH_GFW ? spec->gfw.padding_token_id
-           : spec->arch == FWM_ARCH_STM ? spec->stm.padding_token_id
-                                         : spec->fwm.padding_token_id;
+#define FIELD padding_token_id
+    switch (spec->arch) { FWM_ARCH_LIST(SPEC_FIELD_) default: return 0; }
+#undef FIELD
 }
 
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec)
 {
-    return spec->arch == FWM_ARCH_LSTM   ? spec->lstm.eos_token_id
-           : spec->arch == FWM_ARCH_MNM ? spec->mnm.eos_token_id
-           : spec->arch == FWM_ARCH_GFW ? spec->gfw.eos_token_id
-           : spec->arch == FWM_ARCH_STM ? spec->stm.eos_token_id
-                                         : spec->fwm.eos_token_id;
+#define FIELD eos_token_id
+    switch (spec->arch) { FWM_ARCH_LIST(SPEC_FIELD_) default: return 0; }
+#undef FIELD
 }
+#undef SPEC_FIELD_
 
 /* Offsets, sizes and totals from the rows and columns (the rule of fwm__param_layout_init). */
 static void layout_finish(fwm__tensor_layout *layout)
@@ -86,77 +87,57 @@ static void layout_finish(fwm__tensor_layout *layout)
     layout->total = offset;
 }
 
-void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp)
+/* The FWM's tensor list in the form the format gives the other architectures (fwm_<prefix>_
+ * tensor_count and fwm_<prefix>_tensor_at), from the trainer's own list (FWM_TENSOR_LIST). */
+static size_t fwm_fwm_tensor_count(const fwm_hparams *hp)
 {
-    memset(layout, 0, sizeof *layout);
-    layout->count = fwm_mnm_tensor_count(hp);
-    for (size_t i = 0; i < layout->count; i++) {
-        uint64_t rows, cols;
-        fwm_mnm_tensor_at(hp, i, layout->names[i], &rows, &cols);
-        layout->rows[i] = (size_t)rows;
-        layout->cols[i] = (size_t)cols;
-    }
-    layout_finish(layout);
+    (void)hp;
+    return FWM_TENSOR_COUNT;
 }
 
-void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp)
+static void fwm_fwm_tensor_at(const fwm_hparams *hp, size_t i, char name[48], uint64_t *rows,
+                              uint64_t *cols)
 {
-    memset(layout, 0, sizeof *layout);
-    layout->count = fwm_gfw_tensor_count(hp);
-    for (size_t i = 0; i < layout->count; i++) {
-        uint64_t rows, cols;
-        fwm_gfw_tensor_at(hp, i, layout->names[i], &rows, &cols);
-        layout->rows[i] = (size_t)rows;
-        layout->cols[i] = (size_t)cols;
-    }
-    layout_finish(layout);
-}
-
-void fwm__stm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_stm_hparams *hp)
-{
-    memset(layout, 0, sizeof *layout);
-    layout->count = fwm_stm_tensor_count(hp);
-    for (size_t i = 0; i < layout->count; i++) {
-        uint64_t rows, cols;
-        fwm_stm_tensor_at(hp, i, layout->names[i], &rows, &cols);
-        layout->rows[i] = (size_t)rows;
-        layout->cols[i] = (size_t)cols;
-    }
-    layout_finish(layout);
+    fwm__param_layout fwm;
+    fwm__param_layout_init(&fwm, hp);
+    snprintf(name, 48, "%s", fwm__tensor_names[i]);
+    *rows = fwm.rows[i];
+    *cols = fwm.cols[i];
 }
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec)
 {
-    if (spec->arch == FWM_ARCH_STM) {
-        fwm__stm_tensor_layout_init(layout, &spec->stm);
-        return;
-    }
-    if (spec->arch == FWM_ARCH_MNM) {
-        fwm__mnm_tensor_layout_init(layout, &spec->mnm);
-        return;
-    }
-    if (spec->arch == FWM_ARCH_GFW) {
-        fwm__gfw_tensor_layout_init(layout, &spec->gfw);
-        return;
-    }
     memset(layout, 0, sizeof *layout);
-    if (spec->arch == FWM_ARCH_LSTM) {
-        layout->count = fwm_lstm_tensor_count(&spec->lstm);
-        for (size_t i = 0; i < layout->count; i++) {
-            uint64_t rows, cols;
-            fwm_lstm_tensor_at(&spec->lstm, i, layout->names[i], &rows, &cols);
-            layout->rows[i] = (size_t)rows;
-            layout->cols[i] = (size_t)cols;
-        }
-    } else {
-        fwm__param_layout fwm;
-        fwm__param_layout_init(&fwm, &spec->fwm);
-        layout->count = FWM_TENSOR_COUNT;
-        for (size_t i = 0; i < layout->count; i++) {
-            snprintf(layout->names[i], sizeof layout->names[i], "%s", fwm__tensor_names[i]);
-            layout->rows[i] = fwm.rows[i];
-            layout->cols[i] = fwm.cols[i];
-        }
+    switch (spec->arch) {
+#define LAYOUT_CASE_(id, str, prefix)                                                              \
+    case FWM_ARCH_##id:                                                                            \
+        layout->count = fwm_##prefix##_tensor_count(&spec->prefix);                                \
+        for (size_t i = 0; i < layout->count; i++) {                                               \
+            uint64_t rows, cols;                                                                   \
+            fwm_##prefix##_tensor_at(&spec->prefix, i, layout->names[i], &rows, &cols);            \
+            layout->rows[i] = (size_t)rows;                                                        \
+            layout->cols[i] = (size_t)cols;                                                        \
+        }                                                                                          \
+        break;
+        FWM_ARCH_LIST(LAYOUT_CASE_)
+#undef LAYOUT_CASE_
+    default:
+        break;
     }
     layout_finish(layout);
+}
+
+void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp)
+{
+    fwm__tensor_layout_init(layout, &(fwm__model_spec){.arch = FWM_ARCH_MNM, .mnm = *hp});
+}
+
+void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp)
+{
+    fwm__tensor_layout_init(layout, &(fwm__model_spec){.arch = FWM_ARCH_GFW, .gfw = *hp});
+}
+
+void fwm__stm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_stm_hparams *hp)
+{
+    fwm__tensor_layout_init(layout, &(fwm__model_spec){.arch = FWM_ARCH_STM, .stm = *hp});
 }

@@ -31,7 +31,7 @@ void fwm__progress_print(FILE *out, const fwm__trainer *tr, double tokens_per_se
                  100 * fwm__metrics_accuracy(&tr->last_valid));
     double loss = tr->running_steps ? tr->running_loss / (double)tr->running_steps : 0;
     size_t at = 0;
-    if (tr->spec.arch == FWM_ARCH_MNM) /* the last step's meta term (the loss is the task's) */
+    if (tr->net->ops->meta_term) /* the last step's meta term (the loss is the task's) */
         at += (size_t)snprintf(extra, sizeof extra, "  meta %.4f", tr->last_meta);
     if (tr->skipped_steps > 0)
         snprintf(extra + at, sizeof extra - at, "  skipped %ld (not finite)", tr->skipped_steps);

@@ -11,4 +11,5 @@ static fwm_status gfw_configure(const fwm__net_config *c, fwm__gfw_config *confi
 
 /* segment 0: every step's fast matrices are kept, no checkpoint interval */
 FWM__NET_ADAPTER(gfw, FWM_ARCH_GFW, fwm__gfw_config, fwm__gfw_tm_, fwm__gfw_init_weights,
-                 /* set_dropout */ NULL, /* segment */ 0, /* view */ {}, /* backward */ {});
+                 /* set_dropout */ NULL, /* segment */ 0, /* view */ {}, /* backward */ {},
+                 /* meta term */ 0, /* loss position */ NULL);

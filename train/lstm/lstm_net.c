@@ -17,4 +17,5 @@ static void lstm_set_dropout(void *impl, uint64_t seed, uint64_t step, int lane_
 }
 
 FWM__NET_ADAPTER(lstm, FWM_ARCH_LSTM, fwm__lstm_config, fwm__lstm_tm_, fwm__lstm_init_weights,
-                 lstm_set_dropout, /* segment */ 0, /* view */ {}, /* backward */ {});
+                 lstm_set_dropout, /* segment */ 0, /* view */ {}, /* backward */ {},
+                 /* meta term */ 0, /* loss position */ NULL);

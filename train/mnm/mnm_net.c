@@ -1,6 +1,7 @@
 /* mnm_net.c - the `mnm` architecture's operations for the trainer's model handle (net.h), from
  * the shared template (net_adapter.h): what is the MNM's own is its meta-objective (its weight
- * in the config, its sum and positions in the handle's view, its denominator in backward). */
+ * in the config, its sum and positions in the handle's view, its denominator in backward, the
+ * ops' meta_term flag). */
 #include "mnm/mnm_init.h"
 #include "net_adapter.h"
 
@@ -17,4 +18,5 @@ FWM__NET_ADAPTER(mnm, FWM_ARCH_MNM, fwm__mnm_config, fwm__mnm_tm_, fwm__mnm_init
                      net->meta_sum = tm->meta_sum;
                      net->n_meta_rows = tm->n_meta_rows;
                  },
-                 /* backward */ { tm->meta_denominator = meta_denominator; });
+                 /* backward */ { tm->meta_denominator = meta_denominator; },
+                 /* meta term */ 1, /* loss position */ NULL);
