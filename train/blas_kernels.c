@@ -1,4 +1,5 @@
-/* blas_kernels.c - give OpenBLAS the kernels this CPU can run when OpenBLAS does not know the CPU.
+/* blas_kernels.c - the trainer's OpenBLAS settings: the kernels this CPU can run when OpenBLAS
+ * does not know the CPU, and one BLAS thread per calling thread.
  *
  * Debian's OpenBLAS is built with DYNAMIC_ARCH: when the library is loaded (in its constructor,
  * before main) it picks its kernels by the CPU's family and model, and reads OPENBLAS_CORETYPE only

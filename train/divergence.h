@@ -8,8 +8,10 @@
  * has come back). The watcher only reports; the trainer prints the report and goes on (a
  * non-finite loss or gradient is handled apart, trainer.c). Its thresholds:
  *
- *   - the loss and the meta term are followed as moving averages (each step weighs 1/32);
- *     their lowest values count from step FWM__DIVERGENCE_WARMUP of the session on;
+ *   - the loss and the meta term are followed as moving averages (each step that has one weighs
+ *     1/32; a window without a loss position, or a model without a meta term, passes NaN and
+ *     leaves the average as it was); their lowest values count from the track's
+ *     FWM__DIVERGENCE_WARMUP-th value of the session on;
  *   - the loss: the average above FWM__DIVERGENCE_LOSS_FACTOR times its lowest and more than
  *     FWM__DIVERGENCE_LOSS_MARGIN above it (a loss near zero, as on the retrieval task, doubles
  *     by chance);
@@ -18,8 +20,10 @@
  *     write);
  *   - validation accuracy: more than FWM__DIVERGENCE_VALID_DROP (a fraction) below its best.
  *
- * A quantity reported is re-armed when it is back under the middle of its threshold's range
- * (1.5 times the lowest loss, 5.5 times the lowest meta term, half the accuracy drop).
+ * A quantity reported is re-armed when it is back under the middle between its lowest and its
+ * threshold (half the accuracy drop). A report names every quantity that crossed at that step.
+ * The watcher lives for one session: a resumed run starts its averages, lowest values and best
+ * validation afresh.
  */
 #ifndef FWM_TRAIN_DIVERGENCE_H
 #define FWM_TRAIN_DIVERGENCE_H
@@ -35,6 +39,7 @@
 #define FWM__DIVERGENCE_VALID_DROP 0.05
 
 typedef struct fwm__divergence_track {
+    long seen;       /* values fed */
     double average;  /* the moving average */
     double lowest;   /* its lowest since the warm-up (0 until then) */
     long lowest_step;
@@ -42,7 +47,6 @@ typedef struct fwm__divergence_track {
 } fwm__divergence_track;
 
 typedef struct fwm__divergence {
-    long seen;                  /* steps fed this session */
     fwm__divergence_track loss, meta;
     double best_valid;          /* the best validation accuracy of the session (-1: none yet) */
     long best_valid_step;
@@ -51,9 +55,9 @@ typedef struct fwm__divergence {
 
 void fwm__divergence_init(fwm__divergence *d);
 
-/* Feed step `step`'s training loss and meta term (0 for architectures without one). Returns 1 and
- * writes a one-line report (no newline) into msg when the loss or the meta term has just crossed
- * its threshold, else 0. */
+/* Feed step `step`'s training loss and meta term (NaN for either where the step has none).
+ * Returns 1 and writes a one-line report (no newline) into msg when the loss or the meta term (or
+ * both) has just crossed its threshold, else 0. */
 int fwm__divergence_step(fwm__divergence *d, long step, double loss, double meta, char *msg,
                          size_t size);
 

@@ -88,7 +88,10 @@ static void layout_finish(fwm__tensor_layout *layout)
 }
 
 /* The FWM's tensor list in the form the format gives the other architectures (fwm_<prefix>_
- * tensor_count and fwm_<prefix>_tensor_at), from the trainer's own list (FWM_TENSOR_LIST). */
+ * tensor_count and fwm_<prefix>_tensor_at, with the FWM's prefix `fwm`: these names are what the
+ * FWM_ARCH_LIST case below expands to; they are local), from the trainer's own list
+ * (FWM_TENSOR_LIST). Each call computes the whole layout, some twenty tensors' shapes: the layout
+ * is built once per model. */
 static size_t fwm_fwm_tensor_count(const fwm_hparams *hp)
 {
     (void)hp;

@@ -43,7 +43,8 @@ void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp);
 int fwm__train_arch_parse(const char *name, fwm_arch *out);
 
 /* A model as the trainer sees it: its architecture and that architecture's hyperparameters (the
- * other members are unused and should be zero). */
+ * member named by its prefix in FWM_ARCH_LIST; the other members are never read, whatever they
+ * hold: the trainer fills them all from its options). */
 typedef struct fwm__model_spec {
     fwm_arch arch;
     fwm_hparams fwm;        /* arch FWM */

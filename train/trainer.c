@@ -428,9 +428,9 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     tr->tokens += (long)len * tr->opt.lanes;
     tr->running_loss += tr->last_loss;
     tr->running_steps++;
-    char report[320];
-    if (fwm__divergence_step(&tr->divergence, tr->step, tr->last_loss, tr->last_meta, report,
-                             sizeof report) &&
+    char report[640]; /* a window without loss positions (or without a meta term) has no figure */
+    if (fwm__divergence_step(&tr->divergence, tr->step, loss_rows > 0 ? tr->last_loss : NAN,
+                             meta_rows > 0 ? tr->last_meta : NAN, report, sizeof report) &&
         fwm__trainer_is_root(tr))
         fprintf(stderr, "fwm-train: %s\n", report);
     return FWM_OK;

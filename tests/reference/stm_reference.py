@@ -356,7 +356,10 @@ def _stored_bytes(a, ttype):
         return a16.astype("<f2").tobytes()
     if ttype == "bf16":
         bits = a32.view(np.uint32).astype(np.uint64)
-        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
+        b16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        if np.any((b16 & 0x7F80) == 0x7F80):
+            raise ValueError("value out of BF16 range")
+        return b16.astype("<u2").tobytes()
     raise ValueError(f"unknown tensor type {ttype}")
 
 

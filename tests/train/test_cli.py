@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """test_cli.py - fwm-train and fwm-eval end to end on a tiny generated bAbI folder: a short run
 with evaluation, checkpoints, log and model file (provenance keys checked with fwm-inspect), a
-resumed run that continues from the checkpoint, fwm-eval on the model, and the error messages for
-a missing file, a malformed line and a bad option.
+resumed run that continues from the checkpoint, fwm-eval on the model, the instability watcher's
+reports (a run whose learning rate rises until it falls apart, a steady run), and the error
+messages for a missing file, a malformed line and a bad option.
 
 usage: test_cli.py FWM_TRAIN FWM_EVAL FWM_INSPECT
 """
@@ -119,6 +120,23 @@ def main():
     check("  all " in p.stdout and "answer perplexity" in p.stdout, "fwm-eval table")
     check(sum(1 for l in p.stdout.splitlines() if l.strip()[:2].strip().isdigit()) == 20,
           "fwm-eval: 20 task rows")
+    # the instability watcher (train/divergence.c) as the trainer prints it: an LSTM whose learning
+    # rate rises to 10 over its 600 steps (the warm-up) learns, then falls apart (on every OpenBLAS
+    # kernel set tried: Zen, Haswell, Sandybridge, Prescott); at lr 3e-3 nothing
+    # is reported
+    unstable = "the run may be going unstable"
+    lstm = [train, "--arch", "lstm", "--embedding", "8", "--hidden", "16", "--layers", "1",
+            "--data", data, "--set", "1k", "--mode", "lm", "--lanes", "4", "--window", "20",
+            "--steps", "600", "--eval-every", "100", "--eval-lanes", "2", "--no-test",
+            "--progress", "0", "--threads", "1"]
+    p = run(lstm + ["--lr", "10", "--warmup", "600", "--run-dir", os.path.join(tmp, "rising")])
+    reports = [line for line in p.stderr.splitlines() if unstable in line]
+    check(any("the training loss's moving average" in line for line in reports)
+          and any("validation accuracy" in line and "below its best" in line for line in reports),
+          "a run falling apart is reported, by its loss and by its validation accuracy (got %r)"
+          % reports)
+    p = run(lstm + ["--lr", "0.003", "--run-dir", os.path.join(tmp, "steady")])
+    check(unstable not in p.stderr, "a steady run reports nothing (got %r)" % p.stderr[-400:])
     # errors
     os.remove(os.path.join(data, "en-valid", "qa9_test.txt"))
     p = run(common + ["--steps", "1", "--force"], expect_rc=1)

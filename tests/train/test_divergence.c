@@ -12,7 +12,7 @@ static long feed(fwm__divergence *d, long *step, long count, double loss, double
                  int *reports, char *msg, size_t size)
 {
     long first = 0;
-    char line[320];
+    char line[640];
     for (long i = 0; i < count; i++) {
         ++*step;
         if (fwm__divergence_step(d, *step, loss, meta, line, sizeof line)) {
@@ -32,7 +32,7 @@ static void loss_climb(void)
     fwm__divergence_init(&d);
     long step = 1000; /* a resumed run: steps need not start at 1 */
     int reports = 0;
-    char msg[320] = "";
+    char msg[640] = "";
     CHECK_INT(feed(&d, &step, 200, 1.0, 0, &reports, msg, sizeof msg), 0);
     /* 3.0 from step 1201: the average passes 2 (twice the lowest, 1.0) when (31/32)^k < 1/2,
      * k = 22 */
@@ -55,7 +55,7 @@ static void not_rearmed_above_middle(void)
     fwm__divergence_init(&d);
     long step = 0;
     int reports = 0;
-    char msg[320];
+    char msg[640];
     feed(&d, &step, 100, 1.0, 0, &reports, msg, sizeof msg);
     feed(&d, &step, 100, 3.0, 0, &reports, msg, sizeof msg);
     feed(&d, &step, 300, 1.6, 0, &reports, msg, sizeof msg);
@@ -70,7 +70,7 @@ static void small_losses_and_warmup(void)
     fwm__divergence_init(&d);
     long step = 0;
     int reports = 0;
-    char msg[320];
+    char msg[640];
     feed(&d, &step, 200, 0.01, 0, &reports, msg, sizeof msg);
     feed(&d, &step, 200, 0.05, 0, &reports, msg, sizeof msg);
     CHECK_INT(reports, 0);
@@ -95,29 +95,66 @@ static void meta_term(void)
     fwm__divergence_init(&d);
     long step = 0;
     int reports = 0;
-    char msg[320] = "";
-    CHECK_INT(feed(&d, &step, 200, 1.0, 0.001, &reports, msg, sizeof msg), 0);
-    /* 0.5 from step 201: ten times the lowest is 0.01, the margin 0.051; the average passes 0.051
-     * when (31/32)^k < 0.449 / 0.499, k = 4 */
-    CHECK_INT(feed(&d, &step, 50, 1.0, 0.5, &reports, msg, sizeof msg), 204);
-    CHECK_CONTAINS(msg, "the training meta term's moving average");
+    char msg[640] = "";
+    /* a lowest of 0.02: ten times it (0.2) is the threshold, not lowest + margin (0.07) */
+    CHECK_INT(feed(&d, &step, 200, 1.0, 0.02, &reports, msg, sizeof msg), 0);
+    CHECK_INT(feed(&d, &step, 300, 1.0, 0.19, &reports, msg, sizeof msg), 0); /* 9.5 times */
+    /* 0.25 from step 501: the average passes 0.2 when (31/32)^k < 0.05 / 0.06, k = 6 */
+    CHECK_INT(feed(&d, &step, 100, 1.0, 0.25, &reports, msg, sizeof msg), 506);
+    CHECK_CONTAINS(msg, "step 506: the training meta term's moving average");
     CHECK_INT(reports, 1);
-    /* a meta term that goes from 0.001 to 0.009 (nine times) is no report; nor is one of 0 */
+    /* back under 0.11 (halfway from the lowest to the threshold), then 0.5 again: a new report */
+    reports = 0;
+    feed(&d, &step, 300, 1.0, 0.02, &reports, msg, sizeof msg);
+    CHECK(feed(&d, &step, 100, 1.0, 0.5, &reports, msg, sizeof msg) > 0);
+    CHECK_INT(reports, 1);
+    /* a model without a meta term passes NaN: never a report */
+    fwm__divergence_init(&d);
+    reports = 0;
+    feed(&d, &step, 400, 1.0, NAN, &reports, msg, sizeof msg);
+    CHECK_INT(reports, 0);
+}
+
+static void margin_rearm_and_both(void)
+{
+    /* a lowest loss of 0.01: the threshold is lowest + margin (0.11), the re-arm point halfway
+     * (0.06); 0.5 from step 201 passes 0.11 at k = 8, a level of 0.05 re-arms it, and 0.5 again
+     * passes 0.11 after 5 more */
+    fwm__divergence d;
+    fwm__divergence_init(&d);
+    long step = 0;
+    int reports = 0;
+    char msg[640] = "";
+    feed(&d, &step, 200, 0.01, NAN, &reports, msg, sizeof msg);
+    CHECK_INT(feed(&d, &step, 100, 0.5, NAN, &reports, msg, sizeof msg), 208);
+    CHECK_INT(feed(&d, &step, 200, 0.05, NAN, &reports, msg, sizeof msg), 0);
+    CHECK_INT(feed(&d, &step, 100, 0.5, NAN, &reports, msg, sizeof msg), 505);
+    CHECK_INT(reports, 2);
+    /* windows without a loss (NaN) leave the average: 3.0 after 50 of them still takes 22 steps */
     fwm__divergence_init(&d);
     step = 0;
     reports = 0;
-    feed(&d, &step, 200, 1.0, 0.001, &reports, msg, sizeof msg);
-    feed(&d, &step, 200, 1.0, 0.009, &reports, msg, sizeof msg);
+    feed(&d, &step, 200, 1.0, NAN, &reports, msg, sizeof msg);
+    feed(&d, &step, 50, NAN, NAN, &reports, msg, sizeof msg);
+    CHECK_INT(feed(&d, &step, 100, 3.0, NAN, &reports, msg, sizeof msg), 272);
+    /* the loss (22 steps to cross) and the meta term (0.02 to 0.5: 15 steps) crossing at the same
+     * step are both in its report */
     fwm__divergence_init(&d);
-    feed(&d, &step, 400, 1.0, 0, &reports, msg, sizeof msg);
-    CHECK_INT(reports, 0);
+    step = 0;
+    reports = 0;
+    feed(&d, &step, 200, 1.0, 0.02, &reports, msg, sizeof msg);
+    feed(&d, &step, 7, 3.0, 0.02, &reports, msg, sizeof msg);
+    CHECK_INT(feed(&d, &step, 100, 3.0, 0.5, &reports, msg, sizeof msg), 222);
+    CHECK_INT(reports, 1);
+    CHECK_CONTAINS(msg, "step 222: the training loss's moving average");
+    CHECK_CONTAINS(msg, "; step 222: the training meta term's moving average");
 }
 
 static void validation(void)
 {
     fwm__divergence d;
     fwm__divergence_init(&d);
-    char msg[320] = "";
+    char msg[640] = "";
     static const double acc[] = {0.50, 0.60, 0.56, 0.54, 0.53, 0.58, 0.50, 0.61, 0.57};
     static const int report[] = {0, 0, 0, 1, 0, 0, 1, 0, 0};
     for (int i = 0; i < 9; i++) {
@@ -136,6 +173,7 @@ int main(void)
     not_rearmed_above_middle();
     small_losses_and_warmup();
     meta_term();
+    margin_rearm_and_both();
     validation();
     return check_finish("test_divergence");
 }
