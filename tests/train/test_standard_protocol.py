@@ -127,7 +127,8 @@ def reference_runner(module, model_path):
 
 def reference_accuracy(module, model_path, data, task):
     """(questions, accuracy %, summed answer cross entropy) of the reference over a test file's
-    standard-protocol samples (the same samples as samples(path), read with shared prefixes)."""
+    standard-protocol samples (those of samples(path), read with shared prefixes; the counts are
+    compared)."""
     import numpy as np
     vocab, start, run = reference_runner(module, model_path)
     ids = {w: i for i, w in enumerate(vocab)}
@@ -151,6 +152,8 @@ def reference_accuracy(module, model_path, data, task):
             total += 1
         else:
             state, _ = run(state, [ids[w] for w in words_of(text)])
+    check(total == len(samples(path)), "task %d: the shared-prefix reading has one sample per "
+          "question (%d, samples() %d)" % (task, total, len(samples(path))))
     return total, 100.0 * correct / total, nll
 
 
