@@ -7,7 +7,8 @@
  * is refused as truncated. The model file written from the trained parameters reads back
  * (fwm__model_read) as the same architecture, sizes, vocabulary and bits, and is not written with
  * a weight that is not finite.
- * The round trips are resume_util.h's; this file keeps the FWM's sizes and options, and the
+ * The trainer's handle lays the FWM's tensors out where its own model does (the paper's sizes
+ * and the test's). The round trips are resume_util.h's; this file keeps the FWM's sizes and options, and the
  * damaged and truncated checkpoints.
  */
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "arch_test_util.h"
 #include "check.h"
+#include "fwm_model_shape.h"
 #include "resume_util.h"
 
 static fwm__train_options options(const char *run_dir)
@@ -29,8 +31,35 @@ static fwm__train_options options(const char *run_dir)
     return o;
 }
 
+/* The trainer's handle lays the FWM's tensors out (fwm__tensor_layout_init, over FWM_ARCH_LIST)
+ * exactly where the FWM's own model puts them (fwm__param_layout_init): the checkpoint and model
+ * file bytes depend on it. */
+static void layouts_agree(const fwm_hparams *hp)
+{
+    fwm__param_layout own;
+    fwm__param_layout_init(&own, hp);
+    fwm__tensor_layout handle;
+    fwm__tensor_layout_init(&handle, &(fwm__model_spec){.arch = FWM_ARCH_FWM, .fwm = *hp});
+    CHECK_INT(handle.count, FWM_TENSOR_COUNT);
+    for (size_t i = 0; i < FWM_TENSOR_COUNT && i < handle.count; i++) {
+        CHECK_STR(handle.names[i], fwm__tensor_names[i]);
+        CHECK_U64(handle.rows[i], own.rows[i]);
+        CHECK_U64(handle.cols[i], own.cols[i]);
+        CHECK_U64(handle.offset[i], own.offset[i]);
+    }
+    CHECK_U64(handle.total, own.total);
+    CHECK_U64(handle.parameter_count, own.parameter_count);
+}
+
 int main(void)
 {
+    fwm_hparams paper;
+    fwm__hparams_defaults(&paper);
+    paper.vocab_size = 180;
+    layouts_agree(&paper);
+    fwm_hparams small = synthetic_hparams(0);
+    layouts_agree(&small);
+
     char dir_a[] = "/tmp/fwm-test-resume-a-XXXXXX", dir_b[] = "/tmp/fwm-test-resume-b-XXXXXX";
     CHECK(mkdtemp(dir_a) != NULL);
     CHECK(mkdtemp(dir_b) != NULL);
