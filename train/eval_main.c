@@ -33,8 +33,9 @@ static void usage(FILE *out)
             "  --tasks LIST        evaluate only these bAbI tasks (e.g. 1,6,20; default all)\n"
             "  --data DIR          bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER (default 10k)\n"
-            "  --split test|valid  (default test)\n"
-            "  --lanes B           lanes (default 1 for test, as in the paper; 100 for valid)\n"
+            "  --split test|valid|train  (default test; train: how well the model fits the\n"
+            "                      data it was trained on)\n"
+            "  --lanes B           lanes (default 1 for test, as in the paper; 100 otherwise)\n"
             "  --max-windows N     stop after N windows of 200 steps (default 0: all)\n"
             "  --threads N         threads (default: all CPUs)\n",
             fwm__default_data_dir());
