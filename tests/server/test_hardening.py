@@ -706,8 +706,9 @@ def case_out_of_descriptors(env):
 def case_memory_budget_pipelined(env):
     """Forks and restores sent together, without waiting for each answer, of an STM model (sentence
     mode) beside an FWM: each is weighed against --max-memory-bytes with its model's session size
-    while it is under way, so 200 of them cannot each find the room that only ten fit; refused ones
-    (and failed restores) give their reservation back."""
+    while it is under way, so 200 of them cannot each find the room that only ten fit (fewer when the
+    input buffer holds more of the requests at once: it counts too); refused ones (and failed
+    restores) give their reservation back."""
     fwm = env.model()
     stm = os.path.join(env.dir, "s.gguf")
     subprocess.run([env.init, "--arch", "stm", "--out", stm, "--vocab", env.vocab(), "--seed", "5", "--embedding", "16",
@@ -749,7 +750,13 @@ def case_memory_budget_pipelined(env):
             check_eq(made, [], "no damaged state restored")
             check_eq(refused.get("state_corrupt", 0) + refused.get("session_limit", 0), 200, "each refused by name")
         else:
-            check(8 <= len(made) <= 10, "%s: only the sessions that fit are made" % kind, len(made), refused)
+            # The input buffer is in the budget too, and how much of the 200 requests it holds at
+            # once depends on how the reads fall (two 64 KiB chunks on a quiet machine, four seen
+            # under load): the sessions that fit are counted with the buffer's size as it ends.
+            others = st["used_bytes"] - st["sessions_bytes"]  # weights, input buffer, output
+            fit = (budget - others) // per_session - 1  # the parent is a session of the model too
+            check(fit - 2 <= len(made) <= min(fit, 10), "%s: only the sessions that fit are made" % kind,
+                  len(made), fit, refused)
         for x in made:
             c.call("close", session=x)
         check_eq(held(c.call("stats")["memory"]), baseline, "%s: every reservation given back" % kind)
