@@ -548,12 +548,12 @@ def case_bundled_model_missing(env):
 # word-mode STM about 75% (models/README.md).
 BUNDLED_BABI = (("fwm-babi-lm.gguf", 0.75), ("fwm-babi-qm.gguf", 0.75), ("stm-babi.gguf", 0.7),
                 ("lstm-small-babi-qm.gguf", 0.55), ("mnm-babi-qm.gguf", 0.55), ("gfw-babi-qm.gguf", 0.65),
-                ("stm-word-babi-qm.gguf", 0.55), ("mnm-babi-lm.gguf", 0.45))
+                ("stm-word-babi-qm.gguf", 0.55), ("mnm-babi-lm.gguf", 0.45), ("lstm-small-babi-lm.gguf", 0.5))
 
 
 def case_babi_bundled(env):
-    """The bundled bAbI models (the FWM's LM and QM, the STM in sentence mode, the small LSTM, the
-    MNM (QM and LM), the catbAbI GFW, the word-mode STM; those present) answer real bAbI test stories through `ask`, all served by one fwm-serve and chosen
+    """The bundled bAbI models (the FWM's LM and QM, the STM in sentence mode, the small LSTM (QM
+    and LM), the MNM (QM and LM), the catbAbI GFW, the word-mode STM; those present) answer real bAbI test stories through `ask`, all served by one fwm-serve and chosen
     per session by name. The stories are read as a user sends them: statements, each question,
     then its answer (a sentence-mode STM's `ask` closes its answer slot, so it is not sent the
     answer: it writes neither questions nor answers into its memories, and so reads the stories as
