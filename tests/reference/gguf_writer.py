@@ -75,7 +75,9 @@ def encode_tensor(array, type_name):
         return a16.astype("<f2").tobytes()
     if type_name == "bf16":
         bits = a32.view(np.uint32).astype(np.uint64)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        if np.any((rounded & 0x7F80) == 0x7F80):
+            raise ValueError("value out of BF16 range")
         return rounded.astype("<u2").tobytes()
     raise ValueError(f"unknown tensor type {type_name}")
 

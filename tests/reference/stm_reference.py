@@ -341,26 +341,8 @@ def _kv(key, vtype, value):
     return out + struct.pack(fmt, value)
 
 
-_GGML = {"f32": 0, "f16": 1, "bf16": 30}
-
-
-def _stored_bytes(a, ttype):
-    """A tensor's stored bytes: F32, or F16 / BF16 rounded to nearest even from the float32 value."""
-    a32 = np.ascontiguousarray(a, dtype=np.float64).astype(np.float32).reshape(-1)
-    if ttype == "f32":
-        return a32.astype("<f4").tobytes()
-    if ttype == "f16":
-        a16 = a32.astype(np.float16)
-        if not np.all(np.isfinite(a16)):
-            raise ValueError("value out of F16 range")
-        return a16.astype("<f2").tobytes()
-    if ttype == "bf16":
-        bits = a32.view(np.uint32).astype(np.uint64)
-        b16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-        if np.any((b16 & 0x7F80) == 0x7F80):
-            raise ValueError("value out of BF16 range")
-        return b16.astype("<u2").tobytes()
-    raise ValueError(f"unknown tensor type {ttype}")
+# Stored bytes and type ids of the tensors: the independent writer's (gguf_writer.py).
+from gguf_writer import TYPE_IDS as _GGML, encode_tensor as _stored_bytes  # noqa: E402
 
 
 def checksum(hp, stored):
