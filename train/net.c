@@ -35,7 +35,7 @@ static const fwm__net_ops *const registry[] = {
 #undef FWM_NET_OPS_ENTRY_
 };
 
-const fwm__net_ops *fwm__net_ops_of(fwm_arch arch)
+static const fwm__net_ops *ops_of(fwm_arch arch)
 {
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
         if (registry[i]->arch == arch)
@@ -47,7 +47,7 @@ fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__
                            fwm_error *err)
 {
     *out = NULL;
-    const fwm__net_ops *ops = fwm__net_ops_of(config->model.arch);
+    const fwm__net_ops *ops = ops_of(config->model.arch);
     if (!ops)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "unknown architecture %d",
                           (int)config->model.arch);
@@ -108,13 +108,12 @@ void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_deno
     net->ops->backward(net, loss_denominator, meta_denominator);
 }
 
-long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n)
+long fwm__net_count_meta_rows(const fwm__net *net, const uint32_t *x, size_t n)
 {
-    const fwm__net_ops *ops = fwm__net_ops_of(config->model.arch);
-    if (!ops || !ops->meta_term || config->forward_only)
+    if (!net->ops->meta_term || net->config.forward_only)
         return 0;
     long count = 0;
-    uint32_t pad = fwm__spec_pad_id(&config->model);
+    uint32_t pad = fwm__spec_pad_id(&net->config.model);
     for (size_t i = 0; i < n; i++)
         count += x[i] != pad;
     return count;
@@ -161,11 +160,11 @@ void fwm__net_init_weights(fwm__net *net, uint64_t seed)
     net->ops->init_weights(&net->config.model, seed, tensors);
 }
 
-int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y)
+int fwm__net_is_loss_position(const fwm__net *net, uint32_t x, uint32_t y)
 {
-    const fwm__net_ops *ops = fwm__net_ops_of(config->model.arch);
-    if (ops && ops->is_loss_position)
-        return ops->is_loss_position(config, x, y);
+    const fwm__net_config *config = &net->config;
+    if (net->ops->is_loss_position)
+        return net->ops->is_loss_position(config, x, y);
     return fwm__is_loss_position(config->loss_mode, config->loss_token_id,
                                  fwm__spec_pad_id(&config->model), x, y);
 }

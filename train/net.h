@@ -106,7 +106,7 @@ void fwm__net_backward(fwm__net *net, long loss_denominator);
  * input is not padding, fwm__net_count_meta_rows; 0: this model's own). */
 void fwm__net_backward_meta(fwm__net *net, long loss_denominator, long meta_denominator);
 /* The positions of x [n] at which the meta-objective is taken (mnm training; 0 for the others). */
-long fwm__net_count_meta_rows(const fwm__net_config *config, const uint32_t *x, size_t n);
+long fwm__net_count_meta_rows(const fwm__net *net, const uint32_t *x, size_t n);
 void fwm__net_zero_grads(fwm__net *net);
 void fwm__net_reset_state(fwm__net *net);
 /* Reset the lanes b with flags[b] set to the reset state, the others kept (the standard bAbI
@@ -120,11 +120,8 @@ void fwm__net_set_dropout(fwm__net *net, uint64_t seed, uint64_t step, int lane_
  * holds its initial memory). */
 void fwm__net_init_weights(fwm__net *net, uint64_t seed);
 
-/* The loss rule of this configuration's architecture (its ops' is_loss_position, else the loss
- * mode's fwm__is_loss_position; an STM in sentence mode predicts at question ends only). */
-int fwm__net_is_loss_position(const fwm__net_config *config, uint32_t x, uint32_t y);
-
-/* The operations of an architecture (NULL outside FWM_ARCH_LIST). */
-const fwm__net_ops *fwm__net_ops_of(fwm_arch arch);
+/* The loss rule of this model's architecture (its ops' is_loss_position, else the loss mode's
+ * fwm__is_loss_position; an STM in sentence mode predicts at question ends only). */
+int fwm__net_is_loss_position(const fwm__net *net, uint32_t x, uint32_t y);
 
 #endif

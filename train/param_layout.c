@@ -129,18 +129,3 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
     }
     layout_finish(layout);
 }
-
-void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp)
-{
-    fwm__tensor_layout_init(layout, &(fwm__model_spec){.arch = FWM_ARCH_MNM, .mnm = *hp});
-}
-
-void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp)
-{
-    fwm__tensor_layout_init(layout, &(fwm__model_spec){.arch = FWM_ARCH_GFW, .gfw = *hp});
-}
-
-void fwm__stm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_stm_hparams *hp)
-{
-    fwm__tensor_layout_init(layout, &(fwm__model_spec){.arch = FWM_ARCH_STM, .stm = *hp});
-}

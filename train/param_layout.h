@@ -81,11 +81,4 @@ typedef struct fwm__tensor_layout {
 
 void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *spec);
 
-/* The same for the MNM's tensor list (fwm_mnm_tensor_at order). */
-void fwm__mnm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_mnm_hparams *hp);
-/* And for the Gated Fast Weights model's (fwm_gfw_tensor_at order). */
-void fwm__gfw_tensor_layout_init(fwm__tensor_layout *layout, const fwm_gfw_hparams *hp);
-/* And for the STM's (fwm_stm_tensor_at order: it depends on the input mode). */
-void fwm__stm_tensor_layout_init(fwm__tensor_layout *layout, const fwm_stm_hparams *hp);
-
 #endif

@@ -327,8 +327,8 @@ fwm_status fwm__trainer_step(fwm__trainer *tr, fwm_error *err)
     size_t n = tm->layout.total, cells = (size_t)len * (size_t)tr->opt.lanes;
     long loss_rows = 0; /* of all groups: the mean loss divides by it */
     for (size_t i = 0; i < cells; i++)
-        loss_rows += fwm__net_is_loss_position(&tm->config, tr->x[i], tr->y[i]);
-    long meta_rows = fwm__net_count_meta_rows(&tm->config, tr->x, cells); /* the same (mnm) */
+        loss_rows += fwm__net_is_loss_position(tm, tr->x[i], tr->y[i]);
+    long meta_rows = fwm__net_count_meta_rows(tm, tr->x, cells); /* the same (mnm) */
     int G = tr->n_groups;
     if (tr->opt.reset_per_sample) { /* lanes that start a sample here start from the reset state */
         fwm__catbabi_sample_starts(&tr->stream, start, tr->reset_flags);

@@ -84,7 +84,7 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     tm->config = *config;
     tm->hp = *hp;
     tm->pool = pool;
-    fwm__gfw_tensor_layout_init(&tm->layout, hp);
+    fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_GFW, .gfw = *hp});
     size_t V = hp->vocab_size, E = hp->embedding_length, m = hp->fast_hidden,
            N = hp->slow_hidden, P = hp->slow_inner;
     tm->c1 = (size_t)fwm_gfw_f1_cols(hp);

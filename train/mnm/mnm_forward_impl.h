@@ -97,7 +97,7 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
             s++;
         tm->config.segment = s;
     }
-    fwm__mnm_tensor_layout_init(&tm->layout, hp);
+    fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_MNM, .mnm = *hp});
     size_t V = hp->vocab_size, H = hp->hidden_size, Nh = hp->head_count, dv = hp->value_length,
            dk = hp->key_length, D = hp->memory_hidden, Lm = hp->memory_layers,
            d_o = hp->output_length, G4 = 4 * H;

@@ -104,7 +104,7 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
     tm->hp = *hp;
     tm->pool = pool;
     tm->sentence = hp->input_mode == FWM_STM_INPUT_SENTENCE;
-    fwm__stm_tensor_layout_init(&tm->layout, hp);
+    fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_STM, .stm = *hp});
     fwm__stm_offsets_init(&tm->off, hp);
     size_t V = hp->vocab_size, P = hp->sentence_length;
     tm->mem_floats = (size_t)fwm_stm_state_floats(hp);
