@@ -16,18 +16,6 @@
 
 /* ---- creation -------------------------------------------------------------------------------- */
 
-static real *TM(alloc_reals)(size_t count, int *failed)
-{
-    size_t bytes = (count ? count : 1) * sizeof(real);
-    bytes = (bytes + 63) / 64 * 64;
-    real *p = aligned_alloc(64, bytes);
-    if (!p)
-        *failed = 1;
-    else
-        memset(p, 0, bytes);
-    return p;
-}
-
 void TM(fwm__tm_free)(TM(fwm__tm) *tm)
 {
     if (!tm)

@@ -4,8 +4,25 @@
  *   - the parallel matrix product and column sums (rows or columns split over the pool's threads,
  *     fixed order of additions, so results do not depend on timing);
  *   - the LSTM cell (gate order i, f, z, o; the same nonlinearities as the runtime's);
- *   - softmax cross entropy over one row of logits.
+ *   - softmax cross entropy over one row of logits;
+ *   - zeroed aligned buffers, and the sigmoid and precise tanh over arrays.
  */
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+/* count zeroed reals, 64-byte aligned (at least one); sets *failed and returns NULL when out of
+ * memory, so a model's create can allocate everything and check once */
+static real *TM(alloc_reals)(size_t count, int *failed)
+{
+    size_t bytes = (count ? count : 1) * sizeof(real);
+    bytes = (bytes + 63) / 64 * 64;
+    real *p = aligned_alloc(64, bytes);
+    if (!p)
+        *failed = 1;
+    else
+        memset(p, 0, bytes);
+    return p;
+}
 
 /* ---- parallel matrix product: C[M,N] = alpha op(A) op(B) + beta C (row-major), M split ------- */
 typedef struct TM(gemm_job) {
@@ -89,6 +106,30 @@ static void TM(par_colsum)(fwm__pool *pool, const real *A, size_t rows, size_t c
 static inline real TM(sigmoid)(real x)
 {
     return (real)1 / ((real)1 + R_EXP(-x));
+}
+
+/* a[i] = sigmoid(a[i]) over n numbers (the vector kernel in single precision) */
+static inline __attribute__((unused)) void TM(sigmoid_array)(real *a, size_t n)
+{
+#if FWM_REAL_DOUBLE
+    for (size_t i = 0; i < n; i++)
+        a[i] = TM(sigmoid)(a[i]);
+#else
+    fwm__sigmoid_array(a, n, 0);
+#endif
+}
+
+/* out = tanh(in) over n numbers to a small relative error (layer norms scale small activations up
+ * to unit size, so the fast absolute-error tanh is not enough there) */
+static inline __attribute__((unused)) void TM(tanh_precise_array)(real *out, const real *in,
+                                                                  size_t n)
+{
+#if FWM_REAL_DOUBLE
+    for (size_t i = 0; i < n; i++)
+        out[i] = R_TANH(in[i]);
+#else
+    fwm__tanh_array_precise(out, in, n);
+#endif
 }
 
 /* ---- LSTM cell (the FWM's step 2; every layer of the LSTM baseline) --------------------------

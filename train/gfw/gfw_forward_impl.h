@@ -26,18 +26,6 @@
 #define GP(tm, k) ((tm)->params + (tm)->layout.offset[k])
 #define GG(tm, k) ((tm)->grads + (tm)->layout.offset[k])
 
-static real *TM(gfw_alloc)(size_t count, int *failed)
-{
-    size_t bytes = (count ? count : 1) * sizeof(real);
-    bytes = (bytes + 63) / 64 * 64;
-    real *p = aligned_alloc(64, bytes);
-    if (!p)
-        *failed = 1;
-    else
-        memset(p, 0, bytes);
-    return p;
-}
-
 void TM(fwm__gfw_tm_free)(TM(fwm__gfw_tm) *tm)
 {
     if (!tm)
@@ -98,36 +86,36 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     size_t slow_scratch = 2 * B * N + 64;
     tm->scratch_floats = lane_scratch > slow_scratch ? lane_scratch : slow_scratch;
     int failed = 0, backward = !config->forward_only;
-    tm->params = TM(gfw_alloc)(tm->layout.total, &failed);
+    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(gfw_alloc)(tm->layout.total, &failed);
-    tm->state = TM(gfw_alloc)(B * tm->state_size, &failed);
-    tm->slow_table = TM(gfw_alloc)(V * P, &failed);
-    tm->hss = TM(gfw_alloc)((W + 1) * B * N, &failed);
-    tm->ss = TM(gfw_alloc)(rows * P, &failed);
-    tm->updates = TM(gfw_alloc)(rows * U, &failed);
-    tm->hfs = TM(gfw_alloc)((W + 1) * B * m, &failed);
-    tm->u1s = TM(gfw_alloc)(rows * m, &failed);
-    tm->as = TM(gfw_alloc)(rows * m, &failed);
-    tm->u2s = TM(gfw_alloc)(rows * m, &failed);
-    tm->rstd1 = TM(gfw_alloc)(rows, &failed);
-    tm->rstd2 = TM(gfw_alloc)(rows, &failed);
+        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
+    tm->slow_table = TM(alloc_reals)(V * P, &failed);
+    tm->hss = TM(alloc_reals)((W + 1) * B * N, &failed);
+    tm->ss = TM(alloc_reals)(rows * P, &failed);
+    tm->updates = TM(alloc_reals)(rows * U, &failed);
+    tm->hfs = TM(alloc_reals)((W + 1) * B * m, &failed);
+    tm->u1s = TM(alloc_reals)(rows * m, &failed);
+    tm->as = TM(alloc_reals)(rows * m, &failed);
+    tm->u2s = TM(alloc_reals)(rows * m, &failed);
+    tm->rstd1 = TM(alloc_reals)(rows, &failed);
+    tm->rstd2 = TM(alloc_reals)(rows, &failed);
     if (backward)
-        tm->fasts = TM(gfw_alloc)(rows * tm->fast_size, &failed);
-    tm->h_selected = TM(gfw_alloc)(rows * m, &failed);
-    tm->probs = TM(gfw_alloc)(rows * V, &failed);
+        tm->fasts = TM(alloc_reals)(rows * tm->fast_size, &failed);
+    tm->h_selected = TM(alloc_reals)(rows * m, &failed);
+    tm->probs = TM(alloc_reals)(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(gfw_alloc)(rows * V, &failed);
+        tm->logits = TM(alloc_reals)(rows * V, &failed);
     if (backward) {
-        tm->d_hf = TM(gfw_alloc)(rows * m, &failed);
-        tm->d_updates = TM(gfw_alloc)(rows * U, &failed);
-        tm->d_e = TM(gfw_alloc)(rows * E, &failed);
-        tm->d_z = TM(gfw_alloc)(rows * N, &failed);
-        tm->d_ss = TM(gfw_alloc)(rows * P, &failed);
-        tm->d_table = TM(gfw_alloc)(V * P, &failed);
+        tm->d_hf = TM(alloc_reals)(rows * m, &failed);
+        tm->d_updates = TM(alloc_reals)(rows * U, &failed);
+        tm->d_e = TM(alloc_reals)(rows * E, &failed);
+        tm->d_z = TM(alloc_reals)(rows * N, &failed);
+        tm->d_ss = TM(alloc_reals)(rows * P, &failed);
+        tm->d_table = TM(alloc_reals)(V * P, &failed);
     }
     tm->thread_scratch =
-        TM(gfw_alloc)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
+        TM(alloc_reals)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
@@ -155,27 +143,6 @@ void TM(fwm__gfw_tm_zero_grads)(TM(fwm__gfw_tm) *tm)
 }
 
 /* ---- kernels ---------------------------------------------------------------------------------- */
-
-/* tanh to a small relative error (the layer norms scale small activations up to unit size) */
-static inline void TM(gfw_tanh)(real *out, const real *in, size_t n)
-{
-#if FWM_REAL_DOUBLE
-    for (size_t i = 0; i < n; i++)
-        out[i] = R_TANH(in[i]);
-#else
-    fwm__tanh_array_precise(out, in, n);
-#endif
-}
-
-static inline void TM(gfw_sigmoid)(real *a, size_t n)
-{
-#if FWM_REAL_DOUBLE
-    for (size_t i = 0; i < n; i++)
-        a[i] = TM(sigmoid)(a[i]);
-#else
-    fwm__sigmoid_array(a, n, 0);
-#endif
-}
 
 /* y = LN(u) over n numbers (no gain or bias); returns 1/sqrt(var + eps). */
 static inline real TM(gfw_layer_norm)(real *y, const real *u, size_t n, real eps)
@@ -210,8 +177,8 @@ static inline void TM(gfw_update_activate)(real *d, size_t m, size_t c1, size_t 
     size_t cols[2] = {c1, c2};
     for (int k = 0; k < 2; k++) {
         size_t c = cols[k];
-        TM(gfw_tanh)(d, d, m + c);
-        TM(gfw_sigmoid)(d + m + c, m + c);
+        TM(tanh_precise_array)(d, d, m + c);
+        TM(sigmoid_array)(d + m + c, m + c);
         d += 2 * (m + c);
     }
 }
@@ -263,12 +230,12 @@ static void TM(gfw_slow_forward_worker)(void *ctx_pointer, int index, int thread
                    tm->slow_table + (size_t)tm->x[(size_t)t * B + b] * P, P * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)P, (int)N, (real)1,
                tm->hss + r0 * N, (int)N, W1, (int)(N + E), (real)1, s, (int)P);
-        TM(gfw_tanh)(s, s, nb * P);
+        TM(tanh_precise_array)(s, s, nb * P);
         for (size_t b = 0; b < nb; b++)
             memcpy(z + b * N, b2, N * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)N, (int)P, (real)1, s,
                (int)P, W2, (int)P, (real)1, z, (int)N);
-        TM(gfw_tanh)(tm->hss + (r0 + B) * N, z, nb * N);
+        TM(tanh_precise_array)(tm->hss + (r0 + B) * N, z, nb * N);
     }
     for (size_t b = b0; b < b1; b++)
         memcpy(tm->state + b * tm->state_size + m, tm->hss + ((size_t)ctx->len * B + b) * N,
@@ -308,12 +275,12 @@ static void TM(gfw_fast_forward_worker)(void *ctx_pointer, int index, int thread
             x1[m + E] = 1;
             TM(gfw_matvec)(p, F, x1, m, c1);
             real *u1 = tm->u1s + row * m, *a = tm->as + row * m, *u2 = tm->u2s + row * m;
-            TM(gfw_tanh)(u1, p, m);
+            TM(tanh_precise_array)(u1, p, m);
             tm->rstd1[row] = TM(gfw_layer_norm)(a, u1, m, eps);
             memcpy(x2, a, m * sizeof(real));
             x2[m] = 1;
             TM(gfw_matvec)(p, F + m * c1, x2, m, c2);
-            TM(gfw_tanh)(u2, p, m);
+            TM(tanh_precise_array)(u2, p, m);
             tm->rstd2[row] = TM(gfw_layer_norm)(tm->hfs + (row + B) * m, u2, m, eps);
             /* the next step's matrices */
             real *next = F_state;

@@ -24,18 +24,6 @@
 #define LP(tm, k) ((tm)->params + (tm)->layout.offset[k])
 #define LG(tm, k) ((tm)->grads + (tm)->layout.offset[k])
 
-static real *TM(lstm_alloc)(size_t count, int *failed)
-{
-    size_t bytes = (count ? count : 1) * sizeof(real);
-    bytes = (bytes + 63) / 64 * 64;
-    real *p = aligned_alloc(64, bytes);
-    if (!p)
-        *failed = 1;
-    else
-        memset(p, 0, bytes);
-    return p;
-}
-
 void TM(fwm__lstm_tm_free)(TM(fwm__lstm_tm) *tm)
 {
     if (!tm)
@@ -103,46 +91,46 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     tm->use_table = !(dp->embedding > 0);
     tm->scratch_floats = 2 * B * H + H + 64;
     int failed = 0, backward = !config->forward_only;
-    tm->params = TM(lstm_alloc)(tm->layout.total, &failed);
+    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(lstm_alloc)(tm->layout.total, &failed);
-    tm->state = TM(lstm_alloc)(B * tm->state_size, &failed);
+        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
     if (tm->use_table)
-        tm->input_table = TM(lstm_alloc)(V * G4, &failed);
+        tm->input_table = TM(alloc_reals)(V * G4, &failed);
     else
-        tm->in0 = TM(lstm_alloc)(rows * E, &failed);
+        tm->in0 = TM(alloc_reals)(rows * E, &failed);
     if (dp->token > 0) {
-        tm->emb_dropped = TM(lstm_alloc)(V * E, &failed);
-        tm->mask_token = TM(lstm_alloc)(V, &failed);
+        tm->emb_dropped = TM(alloc_reals)(V * E, &failed);
+        tm->mask_token = TM(alloc_reals)(V, &failed);
     }
     if (dp->embedding > 0)
-        tm->mask_embedding = TM(lstm_alloc)(B * E, &failed);
+        tm->mask_embedding = TM(alloc_reals)(B * E, &failed);
     if (dp->layer > 0 && L > 1)
-        tm->mask_layer = TM(lstm_alloc)((L - 1) * B * H, &failed);
+        tm->mask_layer = TM(alloc_reals)((L - 1) * B * H, &failed);
     if (dp->recurrent > 0) {
-        tm->mask_hh = TM(lstm_alloc)(L * G4 * H, &failed);
-        tm->w_hh_dropped = TM(lstm_alloc)(L * G4 * H, &failed);
+        tm->mask_hh = TM(alloc_reals)(L * G4 * H, &failed);
+        tm->w_hh_dropped = TM(alloc_reals)(L * G4 * H, &failed);
     }
     if (L > 1)
-        tm->ins = TM(lstm_alloc)((L - 1) * rows * H, &failed);
-    tm->gates = TM(lstm_alloc)(L * rows * G4, &failed);
-    tm->hs = TM(lstm_alloc)(L * (W + 1) * B * H, &failed);
-    tm->cs = TM(lstm_alloc)(L * (W + 1) * B * H, &failed);
-    tm->tanh_cs = TM(lstm_alloc)(L * rows * H, &failed);
-    tm->y_selected = TM(lstm_alloc)(rows * H, &failed);
-    tm->probs = TM(lstm_alloc)(rows * V, &failed);
+        tm->ins = TM(alloc_reals)((L - 1) * rows * H, &failed);
+    tm->gates = TM(alloc_reals)(L * rows * G4, &failed);
+    tm->hs = TM(alloc_reals)(L * (W + 1) * B * H, &failed);
+    tm->cs = TM(alloc_reals)(L * (W + 1) * B * H, &failed);
+    tm->tanh_cs = TM(alloc_reals)(L * rows * H, &failed);
+    tm->y_selected = TM(alloc_reals)(rows * H, &failed);
+    tm->probs = TM(alloc_reals)(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(lstm_alloc)(rows * V, &failed);
+        tm->logits = TM(alloc_reals)(rows * V, &failed);
     if (backward) {
-        tm->d_gates = TM(lstm_alloc)(rows * G4, &failed);
-        tm->d_y = TM(lstm_alloc)(rows * H, &failed);
-        tm->d_in = TM(lstm_alloc)((rows > V ? rows : V) * wide, &failed);
-        tm->d_table = TM(lstm_alloc)(V * G4, &failed);
+        tm->d_gates = TM(alloc_reals)(rows * G4, &failed);
+        tm->d_y = TM(alloc_reals)(rows * H, &failed);
+        tm->d_in = TM(alloc_reals)((rows > V ? rows : V) * wide, &failed);
+        tm->d_table = TM(alloc_reals)(V * G4, &failed);
         if (dp->recurrent > 0)
-            tm->d_w = TM(lstm_alloc)(G4 * H, &failed);
+            tm->d_w = TM(alloc_reals)(G4 * H, &failed);
     }
     tm->thread_scratch =
-        TM(lstm_alloc)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
+        TM(alloc_reals)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);

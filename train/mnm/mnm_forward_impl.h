@@ -31,18 +31,6 @@
 #define MP(tm, k) ((tm)->params + (tm)->layout.offset[k])
 #define MG(tm, k) ((tm)->grads + (tm)->layout.offset[k])
 
-static real *TM(mnm_alloc)(size_t count, int *failed)
-{
-    size_t bytes = (count ? count : 1) * sizeof(real);
-    bytes = (bytes + 63) / 64 * 64;
-    real *p = aligned_alloc(64, bytes);
-    if (!p)
-        *failed = 1;
-    else
-        memset(p, 0, bytes);
-    return p;
-}
-
 void TM(fwm__mnm_tm_free)(TM(fwm__mnm_tm) *tm)
 {
     if (!tm)
@@ -128,35 +116,35 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     if (!config->forward_only)
         tm->scratch_floats += nb * ((seg + 2) * tm->memory_size + 4 * H + 2 * dv);
     int failed = 0, backward = !config->forward_only;
-    tm->params = TM(mnm_alloc)(tm->layout.total, &failed);
+    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(mnm_alloc)(tm->layout.total, &failed);
-    tm->state = TM(mnm_alloc)(B * tm->state_size, &failed);
-    tm->input_table = TM(mnm_alloc)(V * G4, &failed);
-    tm->gates = TM(mnm_alloc)(rows * G4, &failed);
-    tm->hs = TM(mnm_alloc)((W + 1) * B * H, &failed);
-    tm->cs = TM(mnm_alloc)((W + 1) * B * H, &failed);
-    tm->rs = TM(mnm_alloc)((W + 1) * B * dv, &failed);
-    tm->tanh_cs = TM(mnm_alloc)(rows * H, &failed);
-    tm->us = TM(mnm_alloc)(rows * tm->u_size, &failed);
-    tm->betas = TM(mnm_alloc)(rows, &failed);
-    tm->targets = TM(mnm_alloc)(rows * Nh * tm->target_size, &failed);
-    tm->metas = TM(mnm_alloc)(rows, &failed);
-    tm->hr_selected = TM(mnm_alloc)(rows * (H + dv), &failed);
-    tm->y_selected = TM(mnm_alloc)(rows * d_o, &failed);
-    tm->probs = TM(mnm_alloc)(rows * V, &failed);
+        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
+    tm->input_table = TM(alloc_reals)(V * G4, &failed);
+    tm->gates = TM(alloc_reals)(rows * G4, &failed);
+    tm->hs = TM(alloc_reals)((W + 1) * B * H, &failed);
+    tm->cs = TM(alloc_reals)((W + 1) * B * H, &failed);
+    tm->rs = TM(alloc_reals)((W + 1) * B * dv, &failed);
+    tm->tanh_cs = TM(alloc_reals)(rows * H, &failed);
+    tm->us = TM(alloc_reals)(rows * tm->u_size, &failed);
+    tm->betas = TM(alloc_reals)(rows, &failed);
+    tm->targets = TM(alloc_reals)(rows * Nh * tm->target_size, &failed);
+    tm->metas = TM(alloc_reals)(rows, &failed);
+    tm->hr_selected = TM(alloc_reals)(rows * (H + dv), &failed);
+    tm->y_selected = TM(alloc_reals)(rows * d_o, &failed);
+    tm->probs = TM(alloc_reals)(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(mnm_alloc)(rows * V, &failed);
+        tm->logits = TM(alloc_reals)(rows * V, &failed);
     if (backward) {
-        tm->m_checkpoints = TM(mnm_alloc)(B * (size_t)tm->n_segments * tm->memory_size, &failed);
-        tm->d_hr = TM(mnm_alloc)(rows * (H + dv), &failed);
-        tm->d_u = TM(mnm_alloc)(rows * tm->u_size, &failed);
-        tm->d_betas = TM(mnm_alloc)(rows, &failed);
-        tm->d_targets = TM(mnm_alloc)(rows * Nh * tm->target_size, &failed);
-        tm->d_gates = TM(mnm_alloc)(rows * G4, &failed);
-        tm->d_table = TM(mnm_alloc)(V * G4, &failed);
+        tm->m_checkpoints = TM(alloc_reals)(B * (size_t)tm->n_segments * tm->memory_size, &failed);
+        tm->d_hr = TM(alloc_reals)(rows * (H + dv), &failed);
+        tm->d_u = TM(alloc_reals)(rows * tm->u_size, &failed);
+        tm->d_betas = TM(alloc_reals)(rows, &failed);
+        tm->d_targets = TM(alloc_reals)(rows * Nh * tm->target_size, &failed);
+        tm->d_gates = TM(alloc_reals)(rows * G4, &failed);
+        tm->d_table = TM(alloc_reals)(V * G4, &failed);
     }
-    tm->thread_scratch = TM(mnm_alloc)((size_t)threads * tm->scratch_floats, &failed);
+    tm->thread_scratch = TM(alloc_reals)((size_t)threads * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);

@@ -48,18 +48,6 @@
 #define ST_G3B(tm) (ST_HEAD(tm) + 3)
 #define SP(tm, k) ((tm)->params + (tm)->layout.offset[k])
 
-static real *TM(stm_alloc)(size_t count, int *failed)
-{
-    size_t bytes = (count ? count : 1) * sizeof(real);
-    bytes = (bytes + 63) / 64 * 64;
-    real *p = aligned_alloc(64, bytes);
-    if (!p)
-        *failed = 1;
-    else
-        memset(p, 0, bytes);
-    return p;
-}
-
 void TM(fwm__stm_tm_free)(TM(fwm__stm_tm) *tm)
 {
     if (!tm)
@@ -125,19 +113,19 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
     tm->max_segments = (int)((W + K - 1) / K);
     size_t threads = (size_t)fwm__pool_size(pool);
     int failed = 0;
-    tm->params = TM(stm_alloc)(tm->layout.total, &failed);
-    tm->state = TM(stm_alloc)(B * tm->state_size, &failed);
-    tm->heads = TM(stm_alloc)(rows * tm->off.head_total, &failed);
-    tm->probs = TM(stm_alloc)(rows * V, &failed);
+    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
+    tm->heads = TM(alloc_reals)(rows * tm->off.head_total, &failed);
+    tm->probs = TM(alloc_reals)(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(stm_alloc)(rows * V, &failed);
+        tm->logits = TM(alloc_reals)(rows * V, &failed);
     if (backward) {
-        tm->grads = TM(stm_alloc)(tm->layout.total, &failed);
-        tm->snapshots = TM(stm_alloc)(B * (size_t)tm->max_segments * tm->mem_floats, &failed);
-        tm->thread_grads = TM(stm_alloc)(threads * tm->layout.total, &failed);
+        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
+        tm->snapshots = TM(alloc_reals)(B * (size_t)tm->max_segments * tm->mem_floats, &failed);
+        tm->thread_grads = TM(alloc_reals)(threads * tm->layout.total, &failed);
     }
-    tm->thread_acts = TM(stm_alloc)(threads * K * tm->off.act_total, &failed);
-    tm->thread_scratch = TM(stm_alloc)(threads * tm->off.scratch_total, &failed);
+    tm->thread_acts = TM(alloc_reals)(threads * K * tm->off.act_total, &failed);
+    tm->thread_scratch = TM(alloc_reals)(threads * tm->off.scratch_total, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->act = calloc(rows, 1);
@@ -181,26 +169,6 @@ void TM(fwm__stm_tm_zero_grads)(TM(fwm__stm_tm) *tm)
 }
 
 /* ---- kernels --------------------------------------------------------------------------------- */
-
-static inline void TM(stm_tanh)(real *out, const real *in, size_t n)
-{
-#if FWM_REAL_DOUBLE
-    for (size_t i = 0; i < n; i++)
-        out[i] = R_TANH(in[i]);
-#else
-    fwm__tanh_array_precise(out, in, n);
-#endif
-}
-
-static inline void TM(stm_sigmoid)(real *a, size_t n)
-{
-#if FWM_REAL_DOUBLE
-    for (size_t i = 0; i < n; i++)
-        a[i] = TM(sigmoid)(a[i]);
-#else
-    fwm__sigmoid_array(a, n, 0);
-#endif
-}
 
 /* C = alpha op(A) op(B) + beta C, one thread (row-major). */
 static inline void TM(stm_gemm)(int ta, int tb, size_t M, size_t N, size_t K, real alpha,
@@ -291,16 +259,16 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
         z[s] /= sum;
     /* 2. gates: G[r] = Ug tanh(Mi[r]) + Wg a + bg, all rows in one product */
     TM(stm_matvec)(u, SP(tm, ST_WG(tm)), a, SP(tm, ST_BG(tm)), 2 * d, d);
-    TM(stm_tanh)(tmi, Mi, dd);
+    TM(tanh_precise_array)(tmi, Mi, dd);
     for (size_t r = 0; r < d; r++)
         memcpy(G + r * 2 * d, u, 2 * d * sizeof(real));
     TM(stm_gemm)(0, 1, d, 2 * d, d, 1, tmi, d, SP(tm, ST_UG(tm)), d, 1, G, 2 * d);
-    TM(stm_sigmoid)(G, 2 * dd);
+    TM(sigmoid_array)(G, 2 * dd);
     /* 3. item write */
     for (size_t r = 0; r < d; r++)
         for (size_t col = 0; col < d; col++)
             H[r * d + col] = a[r] * a[col];
-    TM(stm_tanh)(H, H, dd);
+    TM(tanh_precise_array)(H, H, dd);
     for (size_t r = 0; r < d; r++) {
         const real *gi = G + r * 2 * d, *gf = gi + d;
         for (size_t col = 0; col < d; col++)
@@ -334,7 +302,7 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
         for (size_t e = 0; e < d; e++)
             for (size_t j = 0; j < nq; j++)
                 Wt[(s * d + e) * nq + j] = q[s * d + e] * k[j * d + e];
-    TM(stm_tanh)(Wt, Wt, qd * nq);
+    TM(tanh_precise_array)(Wt, Wt, qd * nq);
     TM(stm_gemm)(0, 0, qd, d, nq, 1, Wt, nq, v, d, 0, S, d);
     /* 6. relational transfer T[b, c] = sum_n G1[c, n] S[n, b] + g1[c] */
     if (transfer) {
@@ -371,9 +339,9 @@ static void TM(stm_mlp)(const TM(fwm__stm_tm) *tm, int m, const real *q, real *h
     size_t E = tm->hp.embedding_length, Ha = tm->hp.answer_hidden;
     size_t rows = m == 0 ? tm->hp.memory_size : tm->hp.query_count;
     TM(stm_matvec)(hid, SP(tm, ST_MLP(tm, m, 0)), q, SP(tm, ST_MLP(tm, m, 1)), Ha, E);
-    TM(stm_tanh)(hid, hid, Ha);
+    TM(tanh_precise_array)(hid, hid, Ha);
     TM(stm_matvec)(out, SP(tm, ST_MLP(tm, m, 2)), hid, SP(tm, ST_MLP(tm, m, 3)), rows, Ha);
-    TM(stm_tanh)(out, out, rows);
+    TM(tanh_precise_array)(out, out, rows);
 }
 
 /* Sentence mode's answer module at a loss row (the question's words at `row`): kept in head. */
