@@ -67,13 +67,18 @@ except ImportError:
 MAX_REPORTS = 10
 
 
-class MnmModel:
-    """An `mnm` file read by mnm_reference.py, with the interface check_committed uses: hp, the
-    session start (the file's fwm.session.prime_tokens, or [eos] without the key), the FWMFP2
-    fingerprint recomputed from the stored bytes (with python3-xxhash), and the logits."""
+class ArchModel:
+    """A file of an architecture other than the FWM, read by that architecture's numpy reference
+    (the class attribute `reference`: mnm_, gfw_ or stm_reference), with the interface
+    check_committed uses: hp, the session start (the file's fwm.session.prime_tokens, or [eos]
+    without the key), the FWMFP2 fingerprint recomputed from the stored bytes (with python3-xxhash),
+    and the logits."""
+
+    reference = None
 
     def __init__(self, path):
-        self.hp, self.vocab, self.params = mnm_reference.read_model(path, verify_checksum=HAVE_XXHASH)
+        ref = self.reference
+        self.hp, self.vocab, self.params = ref.read_model(path, verify_checksum=HAVE_XXHASH)[:3]
         meta, tensors = fwm_reference.read_gguf(path)
         key = "fwm.session.prime_tokens"
         self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
@@ -81,50 +86,33 @@ class MnmModel:
         self.stored_fingerprint = meta["fwm.fingerprint"][1] if "fwm.fingerprint" in meta else None
         self.fingerprint = None
         if HAVE_XXHASH:
-            cs = mnm_reference.checksum(self.hp, {n: tensors[n][2]
-                                                  for n, _ in mnm_reference.tensor_list(self.hp)})
-            self.fingerprint = mnm_reference.fingerprint(self.hp, self.vocab, cs)
+            cs = ref.checksum(self.hp, {n: tensors[n][2] for n, _ in ref.tensor_list(self.hp)})
+            self.fingerprint = ref.fingerprint(self.hp, self.vocab, cs)
+
+
+class MnmModel(ArchModel):
+    """An `mnm` file."""
+
+    reference = mnm_reference
 
     def logits(self, tokens):
         return mnm_reference.forward(self.hp, self.params, tokens)[0]
 
 
-class GfwModel:
-    """A `gfw` file read by gfw_reference.py, with MnmModel's interface."""
+class GfwModel(ArchModel):
+    """A `gfw` file."""
 
-    def __init__(self, path):
-        self.hp, self.vocab, self.params, meta = gfw_reference.read_model(path, verify_checksum=HAVE_XXHASH)
-        _, tensors = fwm_reference.read_gguf(path)
-        key = "fwm.session.prime_tokens"
-        self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
-        self.stored_checksum = meta["fwm.checksum"][1] if "fwm.checksum" in meta else None
-        self.stored_fingerprint = meta["fwm.fingerprint"][1] if "fwm.fingerprint" in meta else None
-        self.fingerprint = None
-        if HAVE_XXHASH:
-            cs = gfw_reference.checksum(self.hp, {n: tensors[n][2]
-                                                  for n, _ in gfw_reference.tensor_list(self.hp)})
-            self.fingerprint = gfw_reference.fingerprint(self.hp, self.vocab, cs)
+    reference = gfw_reference
 
     def logits(self, tokens):
         return gfw_reference.forward(self.hp, self.params, tokens)[0]
 
 
-class StmModel(MnmModel):
-    """An `stm` file read by stm_reference.py, with the same interface; its logits have a NaN row
-    where the model predicts nothing (sentence mode: every token but a question's end)."""
+class StmModel(ArchModel):
+    """An `stm` file; its logits have a NaN row where the model predicts nothing (sentence mode:
+    every token but a question's end)."""
 
-    def __init__(self, path):
-        self.hp, self.vocab, self.params = stm_reference.read_model(path, verify_checksum=HAVE_XXHASH)
-        meta, tensors = fwm_reference.read_gguf(path)
-        key = "fwm.session.prime_tokens"
-        self.prime_tokens = list(meta[key][1]) if key in meta else [self.hp["eos_token_id"]]
-        self.stored_checksum = meta["fwm.checksum"][1] if "fwm.checksum" in meta else None
-        self.stored_fingerprint = meta["fwm.fingerprint"][1] if "fwm.fingerprint" in meta else None
-        self.fingerprint = None
-        if HAVE_XXHASH:
-            cs = stm_reference.checksum(self.hp, {n: tensors[n][2]
-                                                  for n, _ in stm_reference.tensor_list(self.hp)})
-            self.fingerprint = stm_reference.fingerprint(self.hp, self.vocab, cs)
+    reference = stm_reference
 
     def logits(self, tokens):
         return make_golden._stm_rows(self.hp, self.params, tokens)

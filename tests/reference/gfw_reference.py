@@ -6,7 +6,7 @@ model" defines: the logits after every token of a stream from the reset (zero) s
 given state, and the final session state; golden values for the runtime and the trainer come from
 here. It also mirrors the tensor list of model_format/gfw/gfw_hparams.h (names, shapes, order),
 draws the spec's initialisation, counts parameters, state floats and FLOPs per token, and reads and
-writes `gfw` model files (its own small GGUF writer; the container reader is fwm_reference.py's),
+writes `gfw` model files (arch_file.py, the references' plain GGUF writer and reader),
 with the checksum and the FWMFP2 fingerprint of the architecture contract.
 
 What it is not for: speed, or sharing anything with the C code. It was written from the spec alone;
@@ -21,12 +21,13 @@ CLI:
 
 import argparse
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import arch_file  # noqa: E402
 
 ARCHITECTURE = "gfw"
 
@@ -199,130 +200,32 @@ def state_vector(hp, state):
                            state["F2"].reshape(-1)])
 
 
-# ---- files ------------------------------------------------------------------------------------------------
-
-_ALIGN = 64
-
-
-def _gstr(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def _kv(key, vtype, value):
-    out = _gstr(key) + struct.pack("<I", vtype)
-    if vtype == STR:
-        return out + _gstr(value)
-    if vtype == ARR:
-        etype, items = value
-        out += struct.pack("<IQ", etype, len(items))
-        for it in items:
-            out += _gstr(it) if etype == STR else struct.pack("<I", it)
-        return out
-    return out + struct.pack({U32: "<I", F32: "<f", BOOL: "<?", U64: "<Q"}[vtype], value)
-
+# ---- files (arch_file.py) -------------------------------------------------------------------------------
 
 def checksum(hp, stored):
     """XXH64 (seed 0) of the stored tensor bytes in file order."""
-    import xxhash  # Debian: python3-xxhash
-    h = xxhash.xxh64(seed=0)
-    for name, _ in tensor_list(hp):
-        h.update(stored[name])
-    return h.intdigest()
+    return arch_file.checksum(tensor_list(hp), stored)
 
 
 def fingerprint_bytes(hp, vocab, tensor_checksum):
-    """The FWMFP2 serialisation of a `gfw` model (the architecture contract)."""
-    b = b"FWMFP2" + struct.pack("<I", len(ARCHITECTURE)) + ARCHITECTURE.encode("ascii")
-    for field, _, vtype, _ in HPARAMS:
-        b += struct.pack("<f", hp[field]) if vtype == F32 else struct.pack("<I", int(hp[field]))
-    b += struct.pack("<I", len(vocab))
-    for tok in vocab:
-        tb = tok.encode("utf-8")
-        b += struct.pack("<I", len(tb)) + tb
-    return b + struct.pack("<Q", tensor_checksum)
+    """What the FWMFP2 fingerprint of a `gfw` model hashes (the architecture contract)."""
+    return arch_file.fingerprint_bytes(ARCHITECTURE, HPARAMS, hp, vocab, tensor_checksum)
 
 
 def fingerprint(hp, vocab, tensor_checksum):
-    import xxhash
-    return xxhash.xxh64(fingerprint_bytes(hp, vocab, tensor_checksum), seed=0).intdigest()
+    return arch_file.fingerprint(ARCHITECTURE, HPARAMS, hp, vocab, tensor_checksum)
 
 
 def write_model(path, hp, vocab, params, name=None, prime_tokens=None):
     """Write an F32 `gfw` model file (checksum and fingerprint included when python3-xxhash is
     present; fwm.session.prime_tokens only when given)."""
-    if len(vocab) != hp["vocab_size"]:
-        raise ValueError("vocabulary size")
-    stored = {}
-    for tname, shape in tensor_list(hp):
-        a = np.asarray(params[tname])
-        if a.shape != shape:
-            raise ValueError(f"{tname}: shape {a.shape}, expected {shape}")
-        stored[tname] = np.ascontiguousarray(a, dtype=np.float64).astype("<f4").tobytes()
-    kv = [("general.architecture", STR, ARCHITECTURE), ("general.alignment", U32, _ALIGN)]
-    if name is not None:
-        kv.append(("general.name", STR, name))
-    kv += [(key, vtype, hp[field]) for field, key, vtype, _ in HPARAMS]
-    kv += [("tokenizer.ggml.model", STR, "word"), ("tokenizer.ggml.tokens", ARR, (STR, list(vocab)))]
-    if prime_tokens is not None:
-        kv.append(("fwm.session.prime_tokens", ARR, (U32, list(prime_tokens))))
-    try:
-        cs = checksum(hp, stored)
-        kv += [("fwm.checksum", U64, cs), ("fwm.fingerprint", U64, fingerprint(hp, vocab, cs))]
-    except ImportError:
-        pass
-    offsets, data = {}, bytearray()
-    for tname, _ in tensor_list(hp):
-        data += b"\0" * (-len(data) % _ALIGN)
-        offsets[tname] = len(data)
-        data += stored[tname]
-    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(stored), len(kv)))
-    for key, vtype, value in kv:
-        out += _kv(key, vtype, value)
-    for tname, shape in tensor_list(hp):
-        dims = list(reversed(shape))
-        out += _gstr(tname) + struct.pack("<I", len(dims))
-        out += b"".join(struct.pack("<Q", d) for d in dims)
-        out += struct.pack("<IQ", 0, offsets[tname])
-    out += b"\0" * (-len(out) % _ALIGN)
-    out += data
-    with open(path, "wb") as f:
-        f.write(bytes(out))
+    arch_file.write(path, ARCHITECTURE, HPARAMS, tensor_list(hp), hp, vocab, params, name=name,
+                    prime_tokens=prime_tokens)
 
 
 def read_model(path, verify_checksum=True):
     """(hp, vocab, params float64, meta) of a `gfw` model file; F32, F16 and BF16 tensors."""
-    from fwm_reference import read_gguf, decode_tensor, FormatError
-    meta, tensors = read_gguf(path)
-
-    def get(key, vtype):
-        if key not in meta:
-            raise FormatError(f"missing key {key}")
-        if meta[key][0] != vtype:
-            raise FormatError(f"key {key}: type {meta[key][0]}, expected {vtype}")
-        return meta[key][1]
-
-    if get("general.architecture", STR) != ARCHITECTURE:
-        raise FormatError("general.architecture is not gfw")
-    hp = {field: get(key, vtype) for field, key, vtype, _ in HPARAMS}
-    vocab = get("tokenizer.ggml.tokens", ARR)
-    if len(vocab) != hp["vocab_size"]:
-        raise FormatError(f"{len(vocab)} tokens, vocab_size {hp['vocab_size']}")
-    params = {}
-    for tname, shape in tensor_list(hp):
-        if tname not in tensors:
-            raise FormatError(f"missing tensor {tname}")
-        ttype, dims, raw = tensors[tname]
-        if dims != list(reversed(shape)):
-            raise FormatError(f"tensor {tname}: dims {dims}, expected {list(reversed(shape))}")
-        params[tname] = decode_tensor(ttype, raw).reshape(shape).astype(np.float64)
-    if verify_checksum and "fwm.checksum" in meta:
-        cs = checksum(hp, {n: tensors[n][2] for n, _ in tensor_list(hp)})
-        if cs != get("fwm.checksum", U64):
-            raise FormatError("checksum mismatch")
-        if "fwm.fingerprint" in meta and fingerprint(hp, vocab, cs) != get("fwm.fingerprint", U64):
-            raise FormatError("fingerprint mismatch")
-    return hp, vocab, params, meta
+    return arch_file.read(path, ARCHITECTURE, HPARAMS, tensor_list, verify_checksum)
 
 
 # ---- CLI ------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ reset state, the final session state, and the meta-objective's per-step term; go
 runtime and the trainer come from here. It also mirrors the tensor list of
 model_format/mnm/mnm_hparams.h (names, shapes, order, which tensors are trained), draws the spec's
 initialisation, counts parameters, state floats and FLOPs per token, and reads and writes `mnm`
-model files with a small GGUF writer of its own (the reader is fwm_reference.py's container reader).
+model files (arch_file.py, the references' plain GGUF writer and reader).
 
 What it is not for: speed, or sharing anything with the C code. It was written from the spec alone;
 keep it that way. mnm_torch.py is a second implementation of the same forward in PyTorch, for
@@ -20,10 +20,11 @@ CLI:
 """
 
 import argparse
-import struct
 import sys
 
 import numpy as np
+
+import arch_file
 
 # ---- hyperparameters and the tensor list (model_format/mnm/mnm_hparams.h) ------------------------
 
@@ -267,53 +268,20 @@ def loss(hp, params, tokens, targets, loss_mask, meta_weight=DEFAULT_META_WEIGHT
     return task + meta_weight * meta, task, meta
 
 
-# ---- files ---------------------------------------------------------------------------------------------
-
-_ALIGN = 64
-# Stored bytes and type ids of the tensors: the independent writer's (gguf_writer.py).
-from gguf_writer import TYPE_IDS as _GGML, encode_tensor as _stored_bytes  # noqa: E402
-
-
-def _gguf_str(s):
-    b = s.encode("utf-8")
-    return struct.pack("<Q", len(b)) + b
-
-
-def _kv(key, vtype, value):
-    out = _gguf_str(key) + struct.pack("<I", vtype)
-    if vtype == STR:
-        return out + _gguf_str(value)
-    if vtype == 9:  # array of strings or u32
-        etype, items = value
-        out += struct.pack("<IQ", etype, len(items))
-        for it in items:
-            out += _gguf_str(it) if etype == STR else struct.pack("<I", it)
-        return out
-    fmt = {U32: "<I", F32: "<f", BOOL: "<?", U64: "<Q"}[vtype]
-    return out + struct.pack(fmt, value)
-
+# ---- files (arch_file.py) ------------------------------------------------------------------------------
 
 def checksum(hp, stored):
     """XXH64 (seed 0) of the stored tensor bytes in file order."""
-    import xxhash  # Debian: python3-xxhash
-    h = xxhash.xxh64(seed=0)
-    for name, _ in tensor_list(hp):
-        h.update(stored[name])
-    return h.intdigest()
+    return arch_file.checksum(tensor_list(hp), stored)
+
+
+def fingerprint_bytes(hp, vocab, tensor_checksum):
+    """What the FWMFP2 fingerprint of an `mnm` model hashes (the architecture contract)."""
+    return arch_file.fingerprint_bytes("mnm", HPARAMS, hp, vocab, tensor_checksum)
 
 
 def fingerprint(hp, vocab, tensor_checksum):
-    """The FWMFP2 fingerprint of an `mnm` model (the architecture contract)."""
-    import xxhash
-    b = b"FWMFP2" + struct.pack("<I", 3) + b"mnm"
-    for field, _, vtype, _ in HPARAMS:
-        b += struct.pack("<f", hp[field]) if vtype == F32 else struct.pack("<I", int(hp[field]))
-    b += struct.pack("<I", len(vocab))
-    for tok in vocab:
-        tb = tok.encode("utf-8")
-        b += struct.pack("<I", len(tb)) + tb
-    b += struct.pack("<Q", tensor_checksum)
-    return xxhash.xxh64(b, seed=0).intdigest()
+    return arch_file.fingerprint("mnm", HPARAMS, hp, vocab, tensor_checksum)
 
 
 def write_model(path, hp, vocab, params, name=None, types="f32", prime_tokens=None):
@@ -321,77 +289,13 @@ def write_model(path, hp, vocab, params, name=None, types="f32", prime_tokens=No
     python3-xxhash is present). types: "f32", "f16" or "bf16" for every tensor, or a dict of tensor
     name -> type (F32 for the others). prime_tokens: None leaves fwm.session.prime_tokens out, else a
     list of ids (possibly empty)."""
-    if len(vocab) != hp["vocab_size"]:
-        raise ValueError("vocabulary size")
-    stored, ttypes = {}, {}
-    for tname, shape in tensor_list(hp):
-        a = np.asarray(params[tname])
-        if a.shape != shape:
-            raise ValueError(f"{tname}: shape {a.shape}, expected {shape}")
-        ttypes[tname] = types.get(tname, "f32") if isinstance(types, dict) else types
-        stored[tname] = _stored_bytes(a, ttypes[tname])
-    kv = [("general.architecture", STR, "mnm"), ("general.alignment", U32, _ALIGN)]
-    if name is not None:
-        kv.append(("general.name", STR, name))
-    kv += [(key, vtype, hp[field]) for field, key, vtype, _ in HPARAMS]
-    kv += [("tokenizer.ggml.model", STR, "word"), ("tokenizer.ggml.tokens", 9, (STR, list(vocab)))]
-    if prime_tokens is not None:
-        kv.append(("fwm.session.prime_tokens", 9, (U32, [int(t) for t in prime_tokens])))
-    try:
-        cs = checksum(hp, stored)
-        kv += [("fwm.checksum", U64, cs), ("fwm.fingerprint", U64, fingerprint(hp, vocab, cs))]
-    except ImportError:
-        pass
-    offsets, data = {}, bytearray()
-    for tname, _ in tensor_list(hp):
-        data += b"\0" * (-len(data) % _ALIGN)
-        offsets[tname] = len(data)
-        data += stored[tname]
-    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(stored), len(kv)))
-    for key, vtype, value in kv:
-        out += _kv(key, vtype, value)
-    for tname, shape in tensor_list(hp):
-        dims = list(reversed(shape))
-        out += _gguf_str(tname) + struct.pack("<I", len(dims))
-        out += b"".join(struct.pack("<Q", d) for d in dims)
-        out += struct.pack("<IQ", _GGML[ttypes[tname]], offsets[tname])
-    out += b"\0" * (-len(out) % _ALIGN)
-    out += data
-    with open(path, "wb") as f:
-        f.write(bytes(out))
+    arch_file.write(path, "mnm", HPARAMS, tensor_list(hp), hp, vocab, params, name=name,
+                    prime_tokens=prime_tokens, types=types)
 
 
 def read_model(path, verify_checksum=True):
     """(hp, vocab, params float64) of an `mnm` model file; F32, F16 and BF16 tensors."""
-    from fwm_reference import read_gguf, decode_tensor, FormatError, GGUF_TYPE_ARRAY
-    meta, tensors = read_gguf(path)
-
-    def get(key, vtype):
-        if key not in meta:
-            raise FormatError(f"missing key {key}")
-        if meta[key][0] != vtype:
-            raise FormatError(f"key {key}: type {meta[key][0]}, expected {vtype}")
-        return meta[key][1]
-
-    if get("general.architecture", STR) != "mnm":
-        raise FormatError("general.architecture is not mnm")
-    hp = {field: get(key, vtype) for field, key, vtype, _ in HPARAMS}
-    vocab = get("tokenizer.ggml.tokens", GGUF_TYPE_ARRAY)
-    if len(vocab) != hp["vocab_size"]:
-        raise FormatError(f"{len(vocab)} tokens, vocab_size {hp['vocab_size']}")
-    params = {}
-    for tname, shape in tensor_list(hp):
-        if tname not in tensors:
-            raise FormatError(f"missing tensor {tname}")
-        ttype, dims, raw = tensors[tname]
-        if dims != list(reversed(shape)):
-            raise FormatError(f"tensor {tname}: dims {dims}, expected {list(reversed(shape))}")
-        params[tname] = decode_tensor(ttype, raw).reshape(shape)
-    if verify_checksum and "fwm.checksum" in meta:
-        computed = checksum(hp, {n: tensors[n][2] for n, _ in tensor_list(hp)})
-        if computed != get("fwm.checksum", U64):
-            raise FormatError("checksum mismatch")
-    return hp, vocab, params
+    return arch_file.read(path, "mnm", HPARAMS, tensor_list, verify_checksum)[:3]
 
 
 # ---- CLI -----------------------------------------------------------------------------------------------
