@@ -1,8 +1,8 @@
 /* vector_ops_impl.h - the vector building blocks of the memory kernels, template over `real`
  * (see real_template.h); included by model_f32.c and model_f64.c before model_kernels_impl.h.
  *
- * Dot products and axpy with a fixed order of additions, 32-byte vectors through GCC/Clang vector
- * extensions, horizontal sums (one vector, or eight at once), and the column accumulation
+ * Dot products and axpy with a fixed order of additions (also several at once, in the same
+ * order), 32-byte vectors through GCC/Clang vector extensions, horizontal sums (one vector, or eight at once), and the column accumulation
  * out[T] = sum_i c[i] A[i, :] that F^T K and every read are made of.
  */
 
@@ -60,6 +60,120 @@ static inline real TM(vsum)(TM(vec) v)
         return TM(sum8)(l);
     return (l[0] + l[TM_VL / 2]) + (l[1] + l[TM_VL / 2 + 1]);
 }
+
+/* ---- several dot products or axpys in one pass: every number takes the operations of the
+ * single calls (TM(dot), TM(axpy)) in the same order; only independent chains are interleaved
+ * (dot products share a's loads and hide each other's latency; the axpys into one y read and
+ * write it once instead of once per term). Results can differ from the single calls' in the last
+ * bit where the compiler fuses a multiply and an add into one rounding (-ffp-contract=fast) in
+ * one and not the other; they are deterministic for a given build. ------------------------------ */
+
+/* out[g * out_stride] = TM(dot)(a, b + g * b_stride, n) for g < nb (nb <= 4); the eight partial
+ * sums of each are one vector in float, two in double */
+#define TM_NV8 (8 / TM_VL)
+static inline __attribute__((always_inline)) void TM(dot_group)(const real *a, const real *b,
+                                                                size_t b_stride, size_t nb,
+                                                                size_t n, real *out,
+                                                                size_t out_stride)
+{
+    TM(vec) acc[4][TM_NV8];
+    for (size_t g = 0; g < nb; g++)
+        for (size_t v = 0; v < TM_NV8; v++)
+            acc[g][v] = (TM(vec)){0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t v = 0; v < TM_NV8; v++) {
+            TM(vec) av = TM(vload)(a + i + v * TM_VL);
+            for (size_t g = 0; g < nb; g++)
+                acc[g][v] += av * TM(vload)(b + g * b_stride + i + v * TM_VL);
+        }
+    for (size_t g = 0; g < nb; g++) {
+        real partial[8];
+        memcpy(partial, acc[g], sizeof partial);
+        real s = TM(sum8)(partial);
+        for (size_t t = i; t < n; t++)
+            s += a[t] * b[g * b_stride + t];
+        out[g * out_stride] = s;
+    }
+}
+
+/* out[g * out_stride] = TM(dot)(a, b + g * b_stride, n) for g < count; out must not overlap the
+ * b vectors still to be read */
+static inline void TM(dot_many)(const real *a, const real *b, size_t b_stride, size_t count,
+                                size_t n, real *out, size_t out_stride)
+{
+    size_t g = 0;
+    for (; g + 4 <= count; g += 4)
+        TM(dot_group)(a, b + g * b_stride, b_stride, 4, n, out + g * out_stride, out_stride);
+    const real *bg = b + g * b_stride;
+    real *og = out + g * out_stride;
+    switch (count - g) { /* constant group sizes, so each is compiled with its chains unrolled */
+    case 3:
+        TM(dot_group)(a, bg, b_stride, 3, n, og, out_stride);
+        break;
+    case 2:
+        TM(dot_group)(a, bg, b_stride, 2, n, og, out_stride);
+        break;
+    case 1:
+        TM(dot_group)(a, bg, b_stride, 1, n, og, out_stride);
+        break;
+    default:
+        break;
+    }
+}
+
+/* y += c[g * c_stride] x_g over g < nx (nx <= 4), x_g = x + g * x_stride, term by term in g's
+ * order, as nx TM(axpy) calls in that order */
+static inline __attribute__((always_inline)) void TM(axpy_group)(real *y, const real *c,
+                                                                 size_t c_stride, const real *x,
+                                                                 size_t x_stride, size_t nx,
+                                                                 size_t n)
+{
+    real cg[4];
+    TM(vec) cv[4];
+    for (size_t g = 0; g < nx; g++) {
+        cg[g] = c[g * c_stride];
+        cv[g] = cg[g] - (TM(vec)){0}; /* the scalar in every lane */
+    }
+    size_t k = 0;
+    for (; k + TM_VL <= n; k += TM_VL) {
+        TM(vec) r = TM(vload)(y + k);
+        for (size_t g = 0; g < nx; g++)
+            r += cv[g] * TM(vload)(x + g * x_stride + k);
+        TM(vstore)(y + k, r);
+    }
+    for (; k < n; k++) {
+        real r = y[k];
+        for (size_t g = 0; g < nx; g++)
+            r += cg[g] * x[g * x_stride + k];
+        y[k] = r;
+    }
+}
+
+/* y += c[g * c_stride] x_g for g = 0, 1, ..., count - 1 (x_g = x + g * x_stride), in that order,
+ * as count TM(axpy) calls; y must not overlap any x_g or c */
+static inline void TM(axpy_many)(real *y, const real *c, size_t c_stride, const real *x,
+                                 size_t x_stride, size_t count, size_t n)
+{
+    size_t g = 0;
+    for (; g + 4 <= count; g += 4)
+        TM(axpy_group)(y, c + g * c_stride, c_stride, x + g * x_stride, x_stride, 4, n);
+    const real *cg = c + g * c_stride, *xg = x + g * x_stride;
+    switch (count - g) {
+    case 3:
+        TM(axpy_group)(y, cg, c_stride, xg, x_stride, 3, n);
+        break;
+    case 2:
+        TM(axpy_group)(y, cg, c_stride, xg, x_stride, 2, n);
+        break;
+    case 1:
+        TM(axpy_group)(y, cg, c_stride, xg, x_stride, 1, n);
+        break;
+    default:
+        break;
+    }
+}
+
 
 /* Two sets of accumulators (even and odd rows), so that consecutive rows do not wait for each
  * other's additions; added together at the end. */

@@ -41,12 +41,12 @@ static void TM(mnm_mem_backward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, 
                     c[j] *= (real)1 - z_out[j] * z_out[j];
             memset(next + i * wide, 0, cols * sizeof(real));
         }
+        /* dM's row j takes every key's term in key order; key i's input gradient every row's
+         * term in row order: the order of the single axpys, each destination written once */
         for (size_t j = 0; j < rows; j++)
-            for (size_t i = 0; i < n; i++) {
-                real g = cur[i * wide + j];
-                TM(axpy)(dMl + j * cols, g, acts + i * A + in_at, cols);
-                TM(axpy)(next + i * wide, g, Ml + j * cols, cols);
-            }
+            TM(axpy_many)(dMl + j * cols, cur + j, wide, acts + in_at, A, n, cols);
+        for (size_t i = 0; i < n; i++)
+            TM(axpy_many)(next + i * wide, cur + i * wide, 1, Ml, cols, rows, cols);
         real *swap = cur;
         cur = next;
         next = swap;
@@ -74,18 +74,28 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
         size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
         real c = (real)(2.0 / ((double)Nh * (double)rows));
         const real *dMl = dM + tm->mem_offset[l];
-        for (size_t j = 0; j < rows; j++) /* each row of dM read once for every head */
-            for (size_t i = 0; i < Nh; i++) {
-                const real *z = zs + i * A, *tg = targets + i * TS + t_at;
-                real *dz = dzs + i * A, *dt = dT + i * TS + t_at;
-                real v = TM(dot)(dMl + j * cols, z + in_at, cols);
-                real e = z[out_at + j] - tg[j];
-                d_beta -= c * e * v;
-                real de = -beta * c * v;
-                dt[j] = -de;
-                dz[out_at + j] += de;
-                TM(axpy)(dz + in_at, -beta * c * e, dMl + j * cols, cols);
+        /* rows in blocks of 4: the dot products of a row with every head (the row read once),
+         * then each head's input gradient takes the block's rows in row order */
+        real v[FWM_MNM_MAX_HEADS], coef[FWM_MNM_MAX_HEADS][4];
+        for (size_t j0 = 0; j0 < rows; j0 += 4) {
+            size_t block = rows - j0 < 4 ? rows - j0 : 4;
+            for (size_t j = j0; j < j0 + block; j++) {
+                TM(dot_many)(dMl + j * cols, zs + in_at, A, Nh, cols, v, 1);
+                for (size_t i = 0; i < Nh; i++) {
+                    const real *z = zs + i * A, *tg = targets + i * TS + t_at;
+                    real *dz = dzs + i * A, *dt = dT + i * TS + t_at;
+                    real e = z[out_at + j] - tg[j];
+                    d_beta -= c * e * v[i];
+                    real de = -beta * c * v[i];
+                    dt[j] = -de;
+                    dz[out_at + j] += de;
+                    coef[i][j - j0] = -beta * c * e;
+                }
             }
+            for (size_t i = 0; i < Nh; i++)
+                TM(axpy_many)(dzs + i * A + in_at, coef[i], 1, dMl + j0 * cols, cols, block,
+                              cols);
+        }
         t_at += rows;
     }
     for (size_t l = Lm; l-- > 0;) { /* the activations through M_old, layer by layer */
@@ -100,13 +110,10 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
                 for (size_t j = 0; j < rows; j++)
                     g[j] *= (real)1 - z[out_at + j] * z[out_at + j];
             }
-        for (size_t j = 0; j < rows; j++)
-            for (size_t i = 0; i < Nh; i++) {
-                real *dz = dzs + i * A;
-                real g = dz[out_at + j];
-                TM(axpy)(dMl + j * cols, g, zs + i * A + in_at, cols);
-                TM(axpy)(dz + in_at, g, Ml + j * cols, cols);
-            }
+        for (size_t j = 0; j < rows; j++) /* as in mnm_mem_backward_keys */
+            TM(axpy_many)(dMl + j * cols, dzs + out_at + j, A, zs + in_at, A, Nh, cols);
+        for (size_t i = 0; i < Nh; i++)
+            TM(axpy_many)(dzs + i * A + in_at, dzs + i * A + out_at, 1, Ml, cols, rows, cols);
     }
     for (size_t i = 0; i < Nh; i++)
         TM(axpy)(du + Nh * dk + i * dk, 1, dzs + i * A, dk);

@@ -201,11 +201,8 @@ static void TM(mnm_mem_forward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, c
     for (size_t l = 0; l < Lm; l++) {
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
         const real *Ml = M + tm->mem_offset[l];
-        for (size_t j = 0; j < rows; j++) {
-            const real *row = Ml + j * cols;
-            for (size_t i = 0; i < n; i++)
-                acts[i * A + at + cols + j] = TM(dot)(row, acts + i * A + at, cols);
-        }
+        for (size_t j = 0; j < rows; j++) /* each row of M read once for all keys */
+            TM(dot_many)(Ml + j * cols, acts + at, A, n, cols, acts + at + cols + j, A);
         if (l + 1 < Lm)
             for (size_t i = 0; i < n; i++)
                 TM(mnm_tanh)(acts + i * A + at + cols, rows);
@@ -238,13 +235,11 @@ static __attribute__((noinline)) void TM(mnm_write)(const TM(fwm__mnm_tm) *tm, r
         size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
         real scale = beta * (real)(2.0 / ((double)Nh * (double)rows));
         real *Ml = M + tm->mem_offset[l];
-        for (size_t j = 0; j < rows; j++) {
-            real *row = Ml + j * cols;
-            for (size_t i = 0; i < Nh; i++) {
-                const real *z = zs + i * A;
-                real e = z[out_at + j] - targets[i * TS + t_at + j];
-                TM(axpy)(row, -scale * e, z + in_at, cols);
-            }
+        real coef[FWM_MNM_MAX_HEADS];
+        for (size_t j = 0; j < rows; j++) { /* row j takes every head's term, in head order */
+            for (size_t i = 0; i < Nh; i++)
+                coef[i] = -scale * (zs[i * A + out_at + j] - targets[i * TS + t_at + j]);
+            TM(axpy_many)(Ml + j * cols, coef, 1, zs + in_at, A, Nh, cols);
         }
         t_at += rows;
     }
