@@ -216,12 +216,7 @@ static void TM(memory_forward_worker)(void *ctx_pointer, int index, int threads)
             if (!tm->read_mask[row])
                 continue;
             real *ra = tm->read_act + row * rd, *q = tm->qs + row * qd;
-#if FWM_REAL_DOUBLE
-            for (size_t j = S; j < rd; j++)
-                ra[j] = R_TANH(ra[j]);
-#else
-            fwm__tanh_array(ra + S, ra + S, rd - S);
-#endif
+            TM(tanh_array)(ra + S, ra + S, rd - S);
             memcpy(q, ra, S * sizeof(real));
             const real *q_in = q;
             for (size_t i = 0; i < Nr; i++) {

@@ -13,12 +13,7 @@
 static void TM(write_act_forward)(real *a, size_t S, size_t R, size_t T, real beta_bias)
 {
     size_t n = S + R + T;
-#if FWM_REAL_DOUBLE
-    for (size_t j = 0; j < n; j++)
-        a[j] = R_TANH(a[j]);
-#else
-    fwm__tanh_array(a, a, n);
-#endif
+    TM(tanh_array)(a, a, n);
     a[n] = TM(sigmoid)(a[n] + beta_bias);
 }
 

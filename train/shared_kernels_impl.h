@@ -119,6 +119,18 @@ static inline __attribute__((unused)) void TM(sigmoid_array)(real *a, size_t n)
 #endif
 }
 
+/* out = tanh(in) over n numbers (in place when out == in): the vector kernel's tanh in single
+ * precision (a small absolute error), the library's in double */
+static inline __attribute__((unused)) void TM(tanh_array)(real *out, const real *in, size_t n)
+{
+#if FWM_REAL_DOUBLE
+    for (size_t i = 0; i < n; i++)
+        out[i] = R_TANH(in[i]);
+#else
+    fwm__tanh_array(out, in, n);
+#endif
+}
+
 /* out = tanh(in) over n numbers to a small relative error (layer norms scale small activations up
  * to unit size, so the fast absolute-error tanh is not enough there) */
 static inline __attribute__((unused)) void TM(tanh_precise_array)(real *out, const real *in,
@@ -143,23 +155,17 @@ static __attribute__((unused)) void TM(lstm_cell_forward)(real *gates, const rea
     for (size_t j = 0; j < H; j++) {
         gi[j] = TM(sigmoid)(gi[j]);
         gf[j] = TM(sigmoid)(gf[j] + forget_bias);
-        gz[j] = R_TANH(gz[j]);
         go[j] = TM(sigmoid)(go[j]);
     }
 #else
     fwm__sigmoid_array(gi, H, 0);
     fwm__sigmoid_array(gf, H, forget_bias);
-    fwm__tanh_array(gz, gz, H);
     fwm__sigmoid_array(go, H, 0);
 #endif
+    TM(tanh_array)(gz, gz, H);
     for (size_t j = 0; j < H; j++)
         c[j] = gf[j] * c_prev[j] + gi[j] * gz[j];
-#if FWM_REAL_DOUBLE
-    for (size_t j = 0; j < H; j++)
-        tanh_c[j] = R_TANH(c[j]);
-#else
-    fwm__tanh_array(tanh_c, c, H);
-#endif
+    TM(tanh_array)(tanh_c, c, H);
     for (size_t j = 0; j < H; j++)
         h[j] = go[j] * tanh_c[j];
 }

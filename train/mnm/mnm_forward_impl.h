@@ -182,16 +182,6 @@ void TM(fwm__mnm_tm_zero_grads)(TM(fwm__mnm_tm) *tm)
  * acts[act_size] = [z^0 = key (d_k) | z^1 | ... | z^Lm (d_v)]: z^l = tanh(M^l z^(l-1)) for l < Lm,
  * the last layer linear. mnm_mem_forward_keys does n keys (keys + i * key_stride) into
  * acts + i * act_size, each row of M read once for all of them (the same sums as one at a time). */
-static inline void TM(mnm_tanh)(real *v, size_t n)
-{
-#if FWM_REAL_DOUBLE
-    for (size_t j = 0; j < n; j++)
-        v[j] = R_TANH(v[j]);
-#else
-    fwm__tanh_array(v, v, n);
-#endif
-}
-
 static void TM(mnm_mem_forward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, const real *keys,
                                      size_t key_stride, size_t n, real *acts)
 {
@@ -205,7 +195,7 @@ static void TM(mnm_mem_forward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, c
             TM(dot_many)(Ml + j * cols, acts + at, A, n, cols, acts + at + cols + j, A);
         if (l + 1 < Lm)
             for (size_t i = 0; i < n; i++)
-                TM(mnm_tanh)(acts + i * A + at + cols, rows);
+                TM(tanh_array)(acts + i * A + at + cols, acts + i * A + at + cols, rows);
         at += cols;
     }
 }
@@ -292,12 +282,7 @@ static void TM(mnm_forward_worker)(void *ctx_pointer, int index, int threads)
             memcpy(u + b * U, b_u, U * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)U, (int)H, (real)1,
                tm->hs + (r0 + B) * H, (int)H, W_u, (int)H, (real)1, u, (int)U);
-#if FWM_REAL_DOUBLE
-        for (size_t i = 0; i < nb * U; i++)
-            u[i] = R_TANH(u[i]);
-#else
-        fwm__tanh_array(u, u, nb * U);
-#endif
+        TM(tanh_array)(u, u, nb * U);
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
             const real *ur = tm->us + row * U, *vw = ur + 2 * Nh * dk, *bp = vw + Nh * dv;
