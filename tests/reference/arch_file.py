@@ -5,8 +5,9 @@ What it is for: the part of those references' file handling that does not depend
 architecture. An architecture gives its name, its HPARAMS table (field, GGUF key, GGUF type,
 default; in the fingerprint's order) and its tensor list ((name, row-major shape) in file order);
 this module writes the file (keys in a fixed order, tensors in list order at 64-byte offsets, zero
-padding, checksum and FWMFP2 fingerprint when python3-xxhash is present) and reads it back (every
-key and tensor checked, F32/F16/BF16 decoded to float64, checksum and fingerprint verified).
+padding, checksum and FWMFP2 fingerprint when python3-xxhash is present) and reads it back (the
+architecture, the table's keys and types, the vocabulary's size, every tensor's presence and shape
+checked; F32/F16/BF16 decoded to float64; checksum and fingerprint verified).
 
 What it is not for: the adversarial files of tests (shuffled keys and tensors, junk padding, unknown
 keys): gguf_writer.py writes those. Like the references, it shares nothing with the C code: tensors

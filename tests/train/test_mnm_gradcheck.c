@@ -169,8 +169,28 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
     fwm__mnm_tm_free_f32(tmf);
 }
 
+/* The per-head scratch of the memory net's passes is sized by FWM_MNM_MAX_HEADS: a model with more
+ * heads is refused at creation, in both precisions, with a message that names the limit. */
+static void refuses_too_many_heads(void)
+{
+    fwm__mnm_config config;
+    tiny(&config, 2, 0, 1.0, 0);
+    config.hp.head_count = FWM_MNM_MAX_HEADS + 1;
+    fwm_error err;
+    fwm__mnm_tm_f64 *tm = NULL;
+    fwm__mnm_tm_f32 *tmf = NULL;
+    CHECK_INT(fwm__mnm_tm_create_f64(&config, NULL, &tm, &err), FWM_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(err.message, "heads at most 64") != NULL);
+    CHECK_INT(fwm__mnm_tm_create_f32(&config, NULL, &tmf, &err), FWM_ERR_INVALID_ARGUMENT);
+    CHECK(tm == NULL && tmf == NULL);
+    config.hp.head_count = FWM_MNM_MAX_HEADS; /* the limit itself is accepted */
+    CHECK_INT(fwm__mnm_tm_create_f32(&config, NULL, &tmf, &err), FWM_OK);
+    fwm__mnm_tm_free_f32(tmf);
+}
+
 int main(void)
 {
+    refuses_too_many_heads();
     run_case("Lm=3 LM meta 1", 3, 0, 1.0);
     run_case("Lm=3 QM meta 2", 3, 1, 2.0);
     run_case("Lm=1 LM meta 1", 1, 0, 1.0);

@@ -57,13 +57,13 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     *out = NULL;
     const fwm_mnm_hparams *hp = &config->hp;
     if (hp->vocab_size < 1 || hp->embedding_length < 1 || hp->hidden_size < 1 ||
-        hp->head_count < 1 || hp->key_length < 1 || hp->value_length < 1 ||
-        hp->memory_hidden < 1 || hp->memory_layers < 1 ||
+        hp->head_count < 1 || hp->head_count > FWM_MNM_MAX_HEADS || hp->key_length < 1 ||
+        hp->value_length < 1 || hp->memory_hidden < 1 || hp->memory_layers < 1 ||
         hp->memory_layers > FWM_MNM_MAX_MEMORY_LAYERS || hp->output_length < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
-                          "every MNM size must be >= 1 and the memory layers at most %u (got V=%u "
-                          "E=%u H=%u heads=%u d_k=%u d_v=%u D=%u Lm=%u d_o=%u)",
-                          FWM_MNM_MAX_MEMORY_LAYERS, hp->vocab_size, hp->embedding_length,
+                          "every MNM size must be >= 1, the heads at most %u and the memory layers "
+                          "at most %u (got V=%u E=%u H=%u heads=%u d_k=%u d_v=%u D=%u Lm=%u d_o=%u)",
+                          FWM_MNM_MAX_HEADS, FWM_MNM_MAX_MEMORY_LAYERS, hp->vocab_size, hp->embedding_length,
                           hp->hidden_size, hp->head_count, hp->key_length, hp->value_length,
                           hp->memory_hidden, hp->memory_layers, hp->output_length);
     if (config->lanes < 1 || config->window < 1)
