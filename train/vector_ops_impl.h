@@ -1,9 +1,11 @@
 /* vector_ops_impl.h - the vector building blocks of the memory kernels, template over `real`
- * (see real_template.h); included by model_f32.c and model_f64.c before model_kernels_impl.h.
+ * (see real_template.h); included by the model_f32.c / model_f64.c of the FWM, the MNM, the GFW
+ * and the STM before their own kernels.
  *
  * Dot products and axpy with a fixed order of additions (also several at once, in the same
- * order), 32-byte vectors through GCC/Clang vector extensions, horizontal sums (one vector, or eight at once), and the column accumulation
- * out[T] = sum_i c[i] A[i, :] that F^T K and every read are made of.
+ * order), 32-byte vectors through GCC/Clang vector extensions, horizontal sums (one vector, or
+ * eight at once), and the column accumulation out[T] = sum_i c[i] A[i, :] that F^T K and every
+ * read are made of.
  */
 
 /* ---- vector helpers: 8 independent partial sums, added in a fixed order, so the compiler can
@@ -66,7 +68,7 @@ static inline real TM(vsum)(TM(vec) v)
  * (dot products share a's loads and hide each other's latency; the axpys into one y read and
  * write it once instead of once per term). Results can differ from the single calls' in the last
  * bit where the compiler fuses a multiply and an add into one rounding (-ffp-contract=fast) in
- * one and not the other; they are deterministic for a given build. ------------------------------ */
+ * one and not the other; they are deterministic for a given build. ---------------------- */
 
 /* out[g * out_stride] = TM(dot)(a, b + g * b_stride, n) for g < nb (nb <= 4); the eight partial
  * sums of each are one vector in float, two in double */

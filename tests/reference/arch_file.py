@@ -91,7 +91,8 @@ def write(path, architecture, hparams, tensors, hp, vocab, params, name=None, pr
     if name is not None:
         kv.append(("general.name", STR, name))
     kv += [(key, vtype, hp[field]) for field, key, vtype, _ in hparams]
-    kv += [("tokenizer.ggml.model", STR, "word"), ("tokenizer.ggml.tokens", ARR, (STR, list(vocab)))]
+    kv += [("tokenizer.ggml.model", STR, "word"),
+           ("tokenizer.ggml.tokens", ARR, (STR, list(vocab)))]
     if prime_tokens is not None:
         kv.append(("fwm.session.prime_tokens", ARR, (U32, [int(t) for t in prime_tokens])))
     try:

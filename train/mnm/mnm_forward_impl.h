@@ -62,10 +62,12 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
         hp->memory_layers > FWM_MNM_MAX_MEMORY_LAYERS || hp->output_length < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
                           "every MNM size must be >= 1, the heads at most %u and the memory layers "
-                          "at most %u (got V=%u E=%u H=%u heads=%u d_k=%u d_v=%u D=%u Lm=%u d_o=%u)",
-                          FWM_MNM_MAX_HEADS, FWM_MNM_MAX_MEMORY_LAYERS, hp->vocab_size, hp->embedding_length,
-                          hp->hidden_size, hp->head_count, hp->key_length, hp->value_length,
-                          hp->memory_hidden, hp->memory_layers, hp->output_length);
+                          "at most %u (got V=%u E=%u H=%u heads=%u d_k=%u d_v=%u D=%u Lm=%u "
+                          "d_o=%u)",
+                          FWM_MNM_MAX_HEADS, FWM_MNM_MAX_MEMORY_LAYERS, hp->vocab_size,
+                          hp->embedding_length, hp->hidden_size, hp->head_count, hp->key_length,
+                          hp->value_length, hp->memory_hidden, hp->memory_layers,
+                          hp->output_length);
     if (config->lanes < 1 || config->window < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "lanes (%d) and window (%d) must be >= 1",
                           config->lanes, config->window);
