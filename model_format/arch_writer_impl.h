@@ -29,7 +29,7 @@ static const char *const written_keys[] = {
 #define FWM_AW_KEY_(field, key, kind, def, low, high) key,
     AW_UPPER(_HPARAM_LIST)(FWM_AW_KEY_)
 #undef FWM_AW_KEY_
-    "tokenizer.ggml.model", "tokenizer.ggml.tokens", FWM_KEY_PRIME_TOKENS, FWM_KEY_CHECKSUM,
+    "tokenizer.ggml.tokens", FWM_KEY_PRIME_TOKENS, FWM_KEY_CHECKSUM,
     FWM_KEY_FINGERPRINT};
 
 static fwm_status check_spec(const void *raw, fwm_error *err) {
@@ -83,7 +83,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     AW_UPPER(_HPARAM_LIST)(FWM_AW_PUT_)
 #undef FWM_AW_PUT_
     fwm__writer_add_vocabulary(&w, spec->tokens, v, spec->has_prime_tokens, spec->prime_tokens,
-                               spec->prime_count);
+                               spec->prime_count, spec->extra, spec->extra_count);
     fwm__writer_add_trailer_keys(&w, checksum, fingerprint, spec->extra, spec->extra_count);
     for (size_t i = 0; i < n; i++) {
         char name[48];

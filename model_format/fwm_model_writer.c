@@ -20,7 +20,7 @@ static const char *const written_keys[] = {
 #define FWM_HPARAM_KEY_(field, key, kind, def, low, high) key,
     FWM_HPARAM_LIST(FWM_HPARAM_KEY_)
 #undef FWM_HPARAM_KEY_
-    "tokenizer.ggml.model", "tokenizer.ggml.tokens", FWM_KEY_PRIME_TOKENS, FWM_KEY_CHECKSUM,
+    "tokenizer.ggml.tokens", FWM_KEY_PRIME_TOKENS, FWM_KEY_CHECKSUM,
     FWM_KEY_FINGERPRINT};
 
 /* The FWM's own kind (the others are writer_common.h's). */
@@ -71,7 +71,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     FWM_HPARAM_LIST(FWM_HPARAM_PUT_)
 #undef FWM_HPARAM_PUT_
     fwm__writer_add_vocabulary(&w, spec->tokens, v, spec->has_prime_tokens, spec->prime_tokens,
-                               spec->prime_count);
+                               spec->prime_count, spec->extra, spec->extra_count);
     fwm__writer_add_trailer_keys(&w, checksum, fingerprint, spec->extra, spec->extra_count);
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
         uint64_t rows, cols;

@@ -25,6 +25,10 @@
 /* Optional metadata keys written by fwm's writer. */
 #define FWM_KEY_CHECKSUM "fwm.checksum"       /* u64: XXH64 (seed 0) of the tensor data, see FORMAT.md */
 #define FWM_KEY_FINGERPRINT "fwm.fingerprint" /* u64: see fwm_schema_fingerprint */
+/* u32, optional: the id that words outside the vocabulary read as (<unk>), docs/FORMAT.md */
+#define FWM_KEY_UNKNOWN_TOKEN "tokenizer.ggml.unknown_token_id"
+/* string: "word" (the catbAbI tokenizer, the default) or "text" (docs/TEXT.md) */
+#define FWM_KEY_TOKENIZER_MODEL "tokenizer.ggml.model"
 
 /* The tokens a new session reads before anything else (docs/FORMAT.md): an array of u32 token ids,
  * each below V, at most FWM_MAX_PRIME_TOKENS of them, possibly none. A file without the key gets

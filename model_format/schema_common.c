@@ -197,11 +197,34 @@ fwm_status fwm__schema_read_name(const fwm_gguf_file *f, char **out, fwm_error *
     return FWM_OK;
 }
 
+fwm_status fwm__schema_read_tokenizer(const fwm_gguf_file *f, uint32_t vocab_size, bool *is_text,
+                                      uint32_t *unknown, fwm_error *err) {
+    fwm_gguf_string s = {"", 0};
+    fwm_status st = fwm__schema_get_string(f, "tokenizer.ggml.model", 1, &s, NULL, err);
+    if (st) return st;
+    bool text = s.length == 4 && memcmp(s.data, "text", 4) == 0;
+    if (!text && !(s.length == 4 && memcmp(s.data, "word", 4) == 0))
+        return fwm__error(err, FWM_ERR_FORMAT,
+                          "key 'tokenizer.ggml.model': expected \"word\" or \"text\", found \"%.*s\"",
+                          QUOTE(s.length), s.data);
+    const fwm_gguf_kv *kv;
+    if ((st = fwm__schema_find_typed(f, FWM_KEY_UNKNOWN_TOKEN, FWM_GGUF_TYPE_UINT32, 0, &kv, err)))
+        return st;
+    uint32_t unk = kv ? fwm__gguf_read_u32(kv->value) : FWM_NO_TOKEN;
+    if (kv && unk >= vocab_size)
+        return fwm__error(err, FWM_ERR_FORMAT,
+                          "key '%s': token id %" PRIu32 " is not below the vocabulary size %" PRIu32,
+                          FWM_KEY_UNKNOWN_TOKEN, unk, vocab_size);
+    if (is_text) *is_text = text;
+    if (unknown) *unknown = unk;
+    return FWM_OK;
+}
+
 fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
                                    const char *size_key, const fwm_schema_common *out,
                                    fwm_error *err) {
     fwm_status st;
-    if ((st = fwm__schema_expect_string(f, "tokenizer.ggml.model", "word", err)) ||
+    if ((st = fwm__schema_read_tokenizer(f, vocab_size, NULL, NULL, err)) ||
         (st = fwm__schema_read_vocabulary(f, vocab_size, size_key, out->tokens, out->token_lengths, err)) ||
         (st = fwm__schema_read_prime_tokens(f, vocab_size, eos, out->has_prime_tokens, out->prime_count,
                                             out->prime_tokens, err)) ||

@@ -44,6 +44,13 @@ fwm_status fwm__schema_expect_string(const fwm_gguf_file *f, const char *key, co
 #define FWM_SCHEMA_GET_F32(f, key, field) fwm__schema_get_f32(f, key, field, err)
 #define FWM_SCHEMA_GET_F32_POS(f, key, field) fwm__schema_get_f32(f, key, field, err)
 
+/* The tokenizer keys (docs/FORMAT.md): tokenizer.ggml.model, "word" (the catbAbI word tokenizer)
+ * or "text" (the text rules of common/fwm_text.h, docs/TEXT.md), into *is_text; and the optional
+ * tokenizer.ggml.unknown_token_id (u32, below V), the id words outside the vocabulary read as,
+ * into *unknown (FWM_NO_TOKEN when absent). Either pointer may be NULL. */
+fwm_status fwm__schema_read_tokenizer(const fwm_gguf_file *f, uint32_t vocab_size, bool *is_text,
+                                      uint32_t *unknown, fwm_error *err);
+
 /* tokenizer.ggml.tokens: an array of exactly `vocab_size` strings (`size_key` names the key that
  * says V in the message) following the vocabulary rules (fwm__vocab_check); on success *tokens and
  * *lengths are owned copies (fwm__free each token, then the arrays), else both stay NULL or partly

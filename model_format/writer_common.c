@@ -69,6 +69,15 @@ fwm_status fwm__writer_check_extra(const fwm_write_kv *extra, size_t count,
         if (kv->kind == FWM_WRITE_KV_STRING && !kv->value.string)
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "extra key '%s': string value is NULL",
                               kv->key);
+        if (strcmp(kv->key, FWM_KEY_TOKENIZER_MODEL) == 0 &&
+            (kv->kind != FWM_WRITE_KV_STRING ||
+             (strcmp(kv->value.string, "word") != 0 && strcmp(kv->value.string, "text") != 0)))
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                              "extra key '%s': the tokenizer is the string \"word\" or \"text\"",
+                              kv->key);
+        if (strcmp(kv->key, FWM_KEY_UNKNOWN_TOKEN) == 0 && kv->kind != FWM_WRITE_KV_U32)
+            return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "extra key '%s': a u32 token id",
+                              kv->key);
         if ((unsigned)kv->kind > FWM_WRITE_KV_BOOL)
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "extra key '%s': unknown kind %d", kv->key,
                               (int)kv->kind);
@@ -82,9 +91,18 @@ void fwm__writer_add_general(fwm_gguf_writer *w, const char *arch, const char *n
     if (name) fwm__gguf_writer_add_string(w, "general.name", name);
 }
 
+/* The extra key that chooses the tokenizer ("text"), or NULL for the default "word". */
+static const char *extra_tokenizer(const fwm_write_kv *extra, size_t extra_count) {
+    for (size_t i = 0; i < extra_count; i++)
+        if (strcmp(extra[i].key, FWM_KEY_TOKENIZER_MODEL) == 0) return extra[i].value.string;
+    return NULL;
+}
+
 void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const char *const *tokens, uint32_t vocab_size,
-                                bool has_prime, const uint32_t *prime, size_t prime_count) {
-    fwm__gguf_writer_add_string(w, "tokenizer.ggml.model", "word");
+                                bool has_prime, const uint32_t *prime, size_t prime_count,
+                                const fwm_write_kv *extra, size_t extra_count) {
+    const char *model = extra_tokenizer(extra, extra_count);
+    fwm__gguf_writer_add_string(w, FWM_KEY_TOKENIZER_MODEL, model ? model : "word");
     fwm__gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", tokens, NULL, vocab_size);
     if (has_prime) {
         uint32_t none = 0; /* a valid pointer for an empty array */
@@ -107,7 +125,8 @@ void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_
                                   const fwm_write_kv *extra, size_t extra_count) {
     fwm__gguf_writer_add_u64(w, FWM_KEY_CHECKSUM, checksum);
     fwm__gguf_writer_add_u64(w, FWM_KEY_FINGERPRINT, fingerprint);
-    for (size_t i = 0; i < extra_count; i++) add_extra(w, &extra[i]);
+    for (size_t i = 0; i < extra_count; i++) /* the tokenizer's model went with the vocabulary */
+        if (strcmp(extra[i].key, FWM_KEY_TOKENIZER_MODEL) != 0) add_extra(w, &extra[i]);
 }
 
 uint32_t *fwm__writer_token_lengths(const char *const *tokens, uint32_t vocab_size) {

@@ -44,9 +44,11 @@ fwm_status fwm__writer_check_extra(const fwm_write_kv *extra, size_t count,
 /* general.architecture, general.alignment and general.name (when not NULL). */
 void fwm__writer_add_general(fwm_gguf_writer *w, const char *arch, const char *name);
 
-/* tokenizer.ggml.model "word", tokenizer.ggml.tokens, and the prime tokens when `has`. */
+/* tokenizer.ggml.model ("word", or the value of an extra key of that name: "text"),
+ * tokenizer.ggml.tokens, and the prime tokens when `has`. */
 void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const char *const *tokens, uint32_t vocab_size,
-                                bool has_prime, const uint32_t *prime, size_t prime_count);
+                                bool has_prime, const uint32_t *prime, size_t prime_count,
+                                const fwm_write_kv *extra, size_t extra_count);
 
 /* fwm.checksum, fwm.fingerprint, then the extra keys. */
 void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_t fingerprint,

@@ -19,6 +19,7 @@
 #include "fwm_model_shape.h"
 #include "fwm_schema.h"
 #include "model_internal.h"
+#include "schema_common.h"
 #include "session_internal.h"
 #include "vocab_index.h"
 
@@ -202,6 +203,21 @@ done:
     return status;
 }
 
+/* The tokenizer keys every architecture shares (its schema has checked them). */
+static fwm_status read_tokenizer(struct fwm_model *model, const void *buf, size_t size,
+                                 fwm_error *err) {
+    fwm_gguf_file f;
+    fwm_status status = fwm__gguf_parse(buf, size, &f, err);
+    if (status != FWM_OK) return status;
+    uint32_t unknown = FWM_NO_TOKEN;
+    status = fwm__schema_read_tokenizer(&f, model->hp.vocab_size, &model->text_tokenizer, &unknown,
+                                        err);
+    fwm__gguf_release(&f);
+    model->has_unknown_token = unknown != FWM_NO_TOKEN;
+    model->unknown_token_id = unknown;
+    return status;
+}
+
 static fwm_status build_model(struct fwm_model *model, const void *buf, size_t size,
                               const fwm_model_params *params, fwm_error *err) {
     fwm_arch arch;
@@ -209,6 +225,8 @@ static fwm_status build_model(struct fwm_model *model, const void *buf, size_t s
     if (status != FWM_OK) return status;
     model->arch = arch;
     status = fwm__arch_ops(arch)->load(model, buf, size, params, err);
+    if (status != FWM_OK) return status;
+    status = read_tokenizer(model, buf, size, err);
     if (status != FWM_OK) return status;
     status = fwm__vocab_index_build(model, err);
     if (status != FWM_OK) return status;
@@ -362,6 +380,8 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     info->prime_token_count = model->prime_count;
     info->prime_tokens = model->prime_tokens;
     info->predicts_every_token = true;
+    info->tokenizer = model->text_tokenizer ? "text" : "word";
+    info->unknown_token_id = model->has_unknown_token ? model->unknown_token_id : FWM_NO_TOKEN;
     ops->fill_info(model, info);
 }
 

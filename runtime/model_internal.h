@@ -39,6 +39,9 @@ struct fwm_model {
     float *start_logits;
 
     char *name;           /* owned, "" if absent */
+    bool text_tokenizer;  /* tokenizer.ggml.model "text" (docs/TEXT.md), else "word" */
+    bool has_unknown_token;    /* tokenizer.ggml.unknown_token_id is present: */
+    uint32_t unknown_token_id; /* its value */
     uint64_t fingerprint;
     uint64_t parameter_count;
     bool has_checksum;

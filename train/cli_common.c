@@ -1,6 +1,8 @@
 /* cli_common.c - shared command-line helpers of fwm-train and fwm-eval (see cli_common.h). */
 #include "cli_common.h"
 
+#include <math.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,4 +125,11 @@ void fwm__print_message(void *user, const char *message)
 {
     (void)user;
     fprintf(stderr, "note: %s\n", message);
+}
+
+void fwm__print_text_perplexity(FILE *out, const char *split, const fwm__seq_metrics *m, int lanes)
+{
+    fprintf(out, "%s perplexity %.4f (%ld tokens, %d lane%s)\n", split,
+            m->count ? exp(m->nll_sum / (double)m->count) : 0.0, m->count, lanes,
+            lanes == 1 ? "" : "s");
 }

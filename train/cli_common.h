@@ -38,6 +38,9 @@ int fwm__parse_ar_option(const char *option, const char *value, fwm__ar_config *
 /* The sequence-to-sequence metrics: total and partial accuracy and bits per character, and the
  * partial bits over all targets (docs/AR_TASK.md "Protocol and metrics"). */
 void fwm__print_seq_table(FILE *out, const char *title, const fwm__seq_metrics *metrics);
+/* --task text: "<split> perplexity X (N tokens, L lane(s))" over every target. */
+void fwm__print_text_perplexity(FILE *out, const char *split, const fwm__seq_metrics *metrics,
+                                int lanes);
 
 /* The standard bAbI protocol's summary line: the mean error over the tasks that have questions
  * (1 - accuracy, averaged with each task weighted alike) and the tasks failed (error > 5%). */

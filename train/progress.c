@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,7 +27,10 @@ void fwm__progress_print(FILE *out, const fwm__trainer *tr, double tokens_per_se
 {
     char eta[32], valid[48] = "", extra[80] = "";
     fwm__format_duration(eta_seconds, eta, sizeof eta);
-    if (tr->has_valid)
+    if (tr->has_valid && tr->opt.report_perplexity)
+        snprintf(valid, sizeof valid, "  valid ppl %.2f",
+                 fwm__metrics_perplexity(&tr->last_valid));
+    else if (tr->has_valid)
         snprintf(valid, sizeof valid, "  valid %.2f%%",
                  100 * fwm__metrics_accuracy(&tr->last_valid));
     double loss = tr->running_steps ? tr->running_loss / (double)tr->running_steps : 0;
@@ -43,6 +47,14 @@ void fwm__progress_print(FILE *out, const fwm__trainer *tr, double tokens_per_se
 
 void fwm__progress_eval_print(FILE *out, const fwm__trainer *tr)
 {
+    if (tr->valid && tr->valid->targets && tr->opt.report_perplexity) { /* text */
+        const fwm__seq_metrics *m = &tr->last_valid_seq;
+        fprintf(out, "eval at step %ld (epoch %ld): valid perplexity %.4f (%ld tokens)\n",
+                tr->step, tr->epoch, m->count ? exp(m->nll_sum / (double)m->count) : 0.0,
+                m->count);
+        fflush(out);
+        return;
+    }
     if (tr->valid && tr->valid->targets) { /* a sequence-to-sequence task */
         fwm__seq_summary v = fwm__seq_metrics_summary(&tr->last_valid_seq);
         fprintf(out,

@@ -27,6 +27,7 @@
 #include "fwm_model_shape.h"
 #include "model_io.h"
 #include "progress.h"
+#include "text_corpus.h"
 #include "trainer.h"
 
 static void usage(FILE *out)
@@ -47,9 +48,14 @@ static void usage(FILE *out)
             "Weights model or the STM) on catbAbI (or the standard bAbI protocol, or the associative\n"
             "retrieval task) and write a model file.\n\n"
             "data:\n"
-            "  --task catbabi|ar     catbAbI (default) or the associative retrieval task of the\n"
+            "  --task catbabi|ar|text  catbAbI (default), the associative retrieval task of the\n"
             "                        Gated Fast Weights paper (docs/AR_TASK.md: generated; loss\n"
-            "                        at every target; no --mode)\n"
+            "                        at every target; no --mode), or language modelling on plain\n"
+            "                        text: --data DIR holds train.txt, valid.txt and test.txt,\n"
+            "                        split into words by docs/TEXT.md's rules (loss at every\n"
+            "                        word; perplexity; no --mode)\n"
+            "  --vocab-size N        --task text: keep the N most frequent training words (plus\n"
+            "                        <pad>, <eos> and <unk>); default: every training word\n"
             "  --data DIR            bAbI v1.2 folder (default: %s)\n"
             "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
             "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
@@ -225,6 +231,8 @@ static int train_main(int argc, char **argv)
     const char *mode_name = "lm", *task_name = "catbabi", *protocol = "catbabi";
     int mode_given = 0;
     fwm__ar_config ar; /* --task ar */
+    uint32_t vocab_size = 0; /* --task text: 0 = every training word */
+    int vocab_size_given = 0;
     fwm__ar_config_default(&ar);
     int resume = 0, force = 0, run_test = 1, test_lanes = 1;
     fwm__train_options o;
@@ -397,6 +405,9 @@ static int train_main(int argc, char **argv)
         } else if (OPT("--dropout-layer")) {
             o.dropout.layer = (float)fwm__parse_double(a, v, 0, 0.99);
             dropout_given = 1;
+        } else if (OPT("--vocab-size")) {
+            vocab_size = (uint32_t)fwm__parse_long(a, v, 1, 1L << 24);
+            vocab_size_given = 1;
         } else if (OPT("--data")) {
             data_dir = v;
         } else if (OPT("--set")) {
@@ -516,9 +527,23 @@ static int train_main(int argc, char **argv)
              o.lane_groups, dist.size, o.lanes);
         return 2;
     }
-    int task_ar = strcmp(task_name, "ar") == 0;
-    if (!task_ar && strcmp(task_name, "catbabi") != 0) {
-        NOTE("error: --task expects catbabi or ar, got '%s'\n", task_name);
+    int task_ar = strcmp(task_name, "ar") == 0, task_text = strcmp(task_name, "text") == 0;
+    if (!task_ar && !task_text && strcmp(task_name, "catbabi") != 0) {
+        NOTE("error: --task expects catbabi, ar or text, got '%s'\n", task_name);
+        return 2;
+    }
+    if (vocab_size_given && !task_text) {
+        NOTE("error: --vocab-size is for --task text (catbAbI and ar have fixed vocabularies)\n");
+        return 2;
+    }
+    if (task_text && !data_dir) {
+        NOTE("error: --task text needs --data DIR, a folder with train.txt, valid.txt and "
+             "test.txt\n");
+        return 2;
+    }
+    if (task_text && (mode_given || strcmp(protocol, "catbabi") != 0)) {
+        NOTE("error: --mode and --protocol are for --task catbabi; --task text takes the loss at "
+             "every word\n");
         return 2;
     }
     int standard = strcmp(protocol, "standard") == 0;
@@ -535,7 +560,7 @@ static int train_main(int argc, char **argv)
         return 2;
     }
     int stm_sentence = stm && sh->input_mode == FWM_STM_INPUT_SENTENCE;
-    if (stm_sentence && task_ar) {
+    if (stm_sentence && (task_ar || task_text)) {
         NOTE("error: --arch stm --input sentence reads sentences ending in \".\" and \"?\": it is "
              "for the bAbI tasks, not --task ar (use --input word)\n");
         return 2;
@@ -553,9 +578,10 @@ static int train_main(int argc, char **argv)
              "mode's output always trains)\n");
         return 2;
     }
-    if (task_ar) {
+    if (task_ar || task_text) {
         o.mode = FWM__LOSS_INPUT;
-        mode_name = "ar";
+        mode_name = task_ar ? "ar" : "text";
+        o.report_perplexity = task_text;
     } else if (strcmp(mode_name, "lm") == 0)
         o.mode = FWM__LOSS_LM;
     else if (strcmp(mode_name, "qm") == 0)
@@ -608,7 +634,19 @@ static int train_main(int argc, char **argv)
     fwm__catbabi data;
     fwm__trainer *tr = NULL;
     const char *folder = fwm__data_folder(set);
-    if (task_ar) {
+    fwm__text_stats text_stats;
+    if (task_text) {
+        NOTE("reading text from %s\n", data_dir);
+        if (fwm__text_load(&data, data_dir, vocab_size, &text_stats, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s\n", err.message);
+            return 1;
+        }
+        NOTE("  %zu distinct training words; vocabulary %u (%u words + <pad> <eos> <unk>)\n",
+             text_stats.distinct_train, data.vocab.count, data.vocab.count - 3);
+        for (int s = 0; s < FWM__SPLIT_COUNT; s++)
+            NOTE("  %-5s %9zu tokens, <unk> %.2f%%\n", fwm__split_names[s], text_stats.tokens[s],
+                 100.0 * (double)text_stats.unknown[s] / (double)text_stats.tokens[s]);
+    } else if (task_ar) {
         NOTE("associative retrieval task, seed %llu\n", (unsigned long long)ar.seed);
         if (fwm__ar_load(&data, &ar, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
@@ -801,12 +839,15 @@ static int train_main(int argc, char **argv)
     memset(&test, 0, sizeof test);
     fwm__eval_options full = o.eval;
     full.max_windows = 0;
-    if (task_ar) { /* every metric printed; the answers' (partial) accuracy recorded below */
+    if (task_ar || task_text) { /* every metric printed; the answers' (partial) part recorded */
         fwm__seq_metrics seq;
         if (fwm__evaluate_seq(&spec, tr->net->params, &data.splits[FWM__SPLIT_VALID],
                               data.pad_id, &full, tr->pool, &seq, &err) != FWM_OK)
             goto fail;
-        fwm__print_seq_table(stdout, "valid (associative retrieval)", &seq);
+        if (task_text)
+            fwm__print_text_perplexity(stdout, "valid", &seq, full.lanes);
+        else
+            fwm__print_seq_table(stdout, "valid (associative retrieval)", &seq);
         fwm__seq_metrics_to_qa(&seq, &valid);
         if (run_test) {
             fwm__eval_options test_options = full;
@@ -815,7 +856,10 @@ static int train_main(int argc, char **argv)
             if (fwm__evaluate_seq(&spec, tr->net->params, &data.splits[FWM__SPLIT_TEST],
                                   data.pad_id, &test_options, tr->pool, &seq, &err) != FWM_OK)
                 goto fail;
-            fwm__print_seq_table(stdout, "test (associative retrieval)", &seq);
+            if (task_text)
+                fwm__print_text_perplexity(stdout, "test", &seq, test_lanes);
+            else
+                fwm__print_seq_table(stdout, "test (associative retrieval)", &seq);
             fwm__seq_metrics_to_qa(&seq, &test);
         }
     } else {
@@ -838,8 +882,12 @@ static int train_main(int argc, char **argv)
                 fwm__print_mean_error(stdout, &test);
         }
     }
-    char dataset[256];
-    if (task_ar)
+    char dataset[4400];
+    if (task_text)
+        snprintf(dataset, sizeof dataset,
+                 "text from %s (train.txt %zu tokens), vocabulary of %u training words, docs/TEXT.md",
+                 data_dir, text_stats.tokens[FWM__SPLIT_TRAIN], data.vocab.count - 3);
+    else if (task_ar)
         snprintf(dataset, sizeof dataset,
                  "associative retrieval (seq2seq, Gated Fast Weights paper), seed %llu, %zu/%zu/%zu "
                  "queries, 1..%d storages",
@@ -851,7 +899,7 @@ static int train_main(int argc, char **argv)
                  folder);
     else
         snprintf(dataset, sizeof dataset, "catbAbI from bAbI v1.2 %s", folder);
-    fwm_write_kv extra[5];
+    fwm_write_kv extra[8];
     memset(extra, 0, sizeof extra);
     size_t n_extra = 0;
     extra[n_extra].key = "fwm.training.mode";
@@ -863,17 +911,27 @@ static int train_main(int argc, char **argv)
     extra[n_extra].key = "fwm.training.dataset";
     extra[n_extra].kind = FWM_WRITE_KV_STRING;
     extra[n_extra++].value.string = dataset;
-    extra[n_extra].key = "fwm.training.valid_accuracy";
+    if (task_text) { /* prose: the text rules, <unk>, and perplexities */
+        extra[n_extra].key = FWM_KEY_TOKENIZER_MODEL;
+        extra[n_extra].kind = FWM_WRITE_KV_STRING;
+        extra[n_extra++].value.string = "text";
+        extra[n_extra].key = FWM_KEY_UNKNOWN_TOKEN;
+        extra[n_extra].kind = FWM_WRITE_KV_U32;
+        extra[n_extra++].value.u32 = FWM__TEXT_UNK_ID;
+    }
+    extra[n_extra].key = task_text ? "fwm.training.valid_perplexity" : "fwm.training.valid_accuracy";
     extra[n_extra].kind = FWM_WRITE_KV_F32;
-    extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&valid);
+    extra[n_extra++].value.f32 = (float)(task_text ? fwm__metrics_perplexity(&valid)
+                                                   : fwm__metrics_accuracy(&valid));
     if (run_test) {
-        extra[n_extra].key = "fwm.training.test_accuracy";
+        extra[n_extra].key = task_text ? "fwm.training.test_perplexity" : "fwm.training.test_accuracy";
         extra[n_extra].kind = FWM_WRITE_KV_F32;
-        extra[n_extra++].value.f32 = (float)fwm__metrics_accuracy(&test);
+        extra[n_extra++].value.f32 = (float)(task_text ? fwm__metrics_perplexity(&test)
+                                                       : fwm__metrics_accuracy(&test));
     }
     char name[64];
-    if (task_ar)
-        snprintf(name, sizeof name, "%s-ar", fwm__train_arch_name(o.arch));
+    if (task_ar || task_text)
+        snprintf(name, sizeof name, "%s-%s", fwm__train_arch_name(o.arch), mode_name);
     else
         snprintf(name, sizeof name, "%s-%s-%s-%s", fwm__train_arch_name(o.arch),
                  standard ? "babi" : "catbabi", set, mode_name);
@@ -883,10 +941,19 @@ static int train_main(int argc, char **argv)
         goto fail;
     char took[32];
     fwm__format_duration(tr->seconds, took, sizeof took);
-    printf("wrote %s: %ld steps, %ld tokens, %s of training; valid %.2f%%%s", out_path, tr->step,
-           tr->tokens, took, 100 * fwm__metrics_accuracy(&valid), run_test ? ", test " : "\n");
-    if (run_test)
-        printf("%.2f%%\n", 100 * fwm__metrics_accuracy(&test));
+    if (task_text) {
+        printf("wrote %s: %ld steps, %ld tokens, %s of training; valid perplexity %.2f", out_path,
+               tr->step, tr->tokens, took, fwm__metrics_perplexity(&valid));
+        if (run_test)
+            printf(", test perplexity %.2f", fwm__metrics_perplexity(&test));
+        printf("\n");
+    } else {
+        printf("wrote %s: %ld steps, %ld tokens, %s of training; valid %.2f%%%s", out_path,
+               tr->step, tr->tokens, took, 100 * fwm__metrics_accuracy(&valid),
+               run_test ? ", test " : "\n");
+        if (run_test)
+            printf("%.2f%%\n", 100 * fwm__metrics_accuracy(&test));
+    }
     exit_code = 0;
     goto done;
 fail:

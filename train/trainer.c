@@ -1,9 +1,12 @@
 /* trainer.c - the training loop (see trainer.h). */
 #include "trainer.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "babi_standard.h"
@@ -457,6 +460,44 @@ static fwm_status save_checkpoint(fwm__trainer *tr, fwm_error *err)
     return fwm__trainer_save_checkpoint(tr, path, err);
 }
 
+/* --task text: after an evaluation, when the valid perplexity is the run's best so far (as
+ * <run_dir>/best/best.txt records it: "step perplexity"), the checkpoint goes to
+ * <run_dir>/best/checkpoint.bin, from which `fwm-train --resume --steps STEP --run-dir <run_dir>/best`
+ * writes the model selected on validation. Collective: rank 0 decides, every rank saves. */
+static fwm_status keep_best(fwm__trainer *tr, fwm_error *err)
+{
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/best", tr->opt.run_dir);
+    snprintf(path, sizeof path, "%s/best.txt", dir);
+    int32_t better = 0;
+    double ppl = fwm__metrics_perplexity(&tr->last_valid);
+    if (fwm__trainer_is_root(tr)) {
+        double best = INFINITY;
+        long best_step;
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%ld %lf", &best_step, &best) != 2)
+                best = INFINITY;
+            fclose(f);
+        }
+        better = ppl < best;
+        if (better && mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return fwm__error(err, FWM_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+    }
+    fwm__dist_bcast(tr->dist, &better, sizeof better);
+    if (!better)
+        return FWM_OK;
+    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    fwm_status status = fwm__trainer_save_checkpoint(tr, path, err);
+    if (status != FWM_OK || !fwm__trainer_is_root(tr))
+        return status;
+    snprintf(path, sizeof path, "%s/best.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%ld %.6f\n", tr->step, ppl) < 0 || fclose(f) != 0)
+        return fwm__error(err, FWM_ERR_IO, "cannot write %s", path);
+    return FWM_OK;
+}
+
 fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
 {
     const fwm__train_options *o = &tr->opt;
@@ -504,6 +545,12 @@ fwm_status fwm__trainer_run(fwm__trainer *tr, fwm_error *err)
             }
             if (o->progress_seconds > 0)
                 fwm__progress_eval_print(stderr, tr);
+        }
+        if (o->eval_every > 0 && (tr->step % o->eval_every == 0 || last) && tr->valid &&
+            o->report_perplexity && o->run_dir) {
+            status = keep_best(tr, err);
+            if (status != FWM_OK)
+                return status;
         }
         if (o->eval_every > 0 && (tr->step % o->eval_every == 0 || last) && tr->valid) {
             memset(&tr->running, 0, sizeof tr->running);

@@ -53,6 +53,8 @@ typedef struct fwm__train_options {
     fwm__loss_mode mode;     /* LM or QM; INPUT for a sequence-to-sequence task (the splits have
                                 targets, ar_task.h: their metrics are at every target) */
     uint32_t qmark_id;       /* "?": QM loss positions and the accuracy metric */
+    int report_perplexity;   /* --task text: progress and evaluation lines give the perplexity
+                                over every target (the split's targets) */
     int reset_per_sample;    /* the standard bAbI protocol: every sample starts at a window
                                 boundary of its lane, from the reset state
                                 (fwm__catbabi_stream_build_aligned); 0: catbAbI's carried state */

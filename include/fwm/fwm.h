@@ -152,7 +152,16 @@ typedef struct fwm_model_info {
     uint32_t statement_end_token_id, question_end_token_id;
     uint32_t max_sentence_words;
     bool reset_on_eos;
+    /* How text becomes tokens (fwm_tokenize): "word", the catbAbI word tokenizer, or "text", the
+     * text rules of docs/TEXT.md (prose, a paragraph per line); static. */
+    const char *tokenizer;
+    /* The token words outside the vocabulary read as (<unk>), or FWM_NO_TOKEN when the model has
+     * none and such a word is refused (FWM_ERR_UNKNOWN_WORD). */
+    uint32_t unknown_token_id;
 } fwm_model_info;
+
+/* No token: fwm_model_info.unknown_token_id of a model without <unk>. */
+#define FWM_NO_TOKEN UINT32_MAX
 
 /* Fill *info. Thread-safe. */
 FWM_API void fwm_model_get_info(const fwm_model *model, fwm_model_info *info);
@@ -170,13 +179,40 @@ FWM_API fwm_status fwm_model_token_id(const fwm_model *model, const char *word, 
                                       uint32_t *id);
 
 /* ---- tokenizer -----------------------------------------------------------------------------------
- * Word-level, as in catbAbI: ASCII lower-casing, split on white space, and a "." or "?" that ends a
+ * By the model's tokenizer (fwm_model_info.tokenizer):
+ * "word", as in catbAbI: ASCII lower-casing, split on white space, and a "." or "?" that ends a
  * word is a token of its own ("Where is Mary?" -> where is mary ?). Commas stay inside words
- * ("n,w" is one token). Writes up to `capacity` ids to `tokens`; *count receives the number of
- * tokens in the text even when it does not fit (then FWM_ERR_BUFFER_TOO_SMALL).
- * FWM_ERR_UNKNOWN_WORD names the first word that is not in the vocabulary and its byte offset. */
+ * ("n,w" is one token).
+ * "text", prose (docs/TEXT.md, the rules the model was trained with): ASCII lower-casing,
+ * punctuation and contractions split off ("Elizabeth's" -> elizabeth 's), a line end after words is
+ * "<eos>"; invalid UTF-8 is FWM_ERR_INVALID_ARGUMENT naming the byte.
+ * Writes up to `capacity` ids to `tokens`; *count receives the number of tokens in the text even
+ * when it does not fit (then FWM_ERR_BUFFER_TOO_SMALL). A word outside the vocabulary reads as the
+ * model's unknown token when it has one (fwm_model_info.unknown_token_id); otherwise
+ * FWM_ERR_UNKNOWN_WORD names the first such word and its byte offset. */
 FWM_API fwm_status fwm_tokenize(const fwm_model *model, const char *text, size_t text_length,
                                 uint32_t *tokens, size_t capacity, size_t *count, fwm_error *err);
+
+/* Bytes text[start, start + length) of the text given to fwm_tokenize_spans. */
+typedef struct fwm_text_span {
+    size_t start, length;
+} fwm_text_span;
+
+/* fwm_tokenize, and the words that read as the unknown token: their byte spans in the text go to
+ * unknown[0 .. min(*unknown_count, unknown_capacity)), *unknown_count receiving how many there are
+ * (never an error: spans past the capacity are only counted). `unknown` may be NULL when
+ * unknown_capacity is 0. */
+FWM_API fwm_status fwm_tokenize_spans(const fwm_model *model, const char *text, size_t text_length,
+                                      uint32_t *tokens, size_t capacity, size_t *count,
+                                      fwm_text_span *unknown, size_t unknown_capacity,
+                                      size_t *unknown_count, fwm_error *err);
+
+/* The natural log of the probability the scores `logits` (V floats, as fwm_session_step writes)
+ * give token `id` under a softmax at temperature `temperature` (> 0; 1 for the model's own):
+ * logits[id] / T - log(sum_j exp(logits[j] / T)), computed in double. NAN when id >= V or the
+ * temperature is not positive. */
+FWM_API double fwm_logprob(const float *logits, uint32_t vocab_size, uint32_t id,
+                           double temperature);
 
 /* ---- sessions ----------------------------------------------------------------------------------- */
 typedef struct fwm_session fwm_session;
