@@ -1,6 +1,8 @@
 /* eval_main.c - fwm-eval: catbAbI accuracy of a model file at "?" positions, overall and per task,
  * with the answer perplexity; or, with --task ar, the associative retrieval task's metrics (total
- * and partial accuracy and bits per character, ar_task.h, docs/AR_TASK.md).
+ * and partial accuracy and bits per character, ar_task.h, docs/AR_TASK.md); or, with --task text,
+ * a text model's perplexity on a folder's valid.txt and test.txt through the runtime, with the
+ * softmax temperature tuned on valid (text_eval.h).
  *
  * The data's words are mapped through the model's own vocabulary (a word the model lacks is an
  * error naming it). The split is shuffled once with the fixed evaluation seed and walked with the
@@ -16,6 +18,7 @@
 #include "cli_common.h"
 #include "evaluate.h"
 #include "model_io.h"
+#include "text_eval.h"
 #include "thread_pool.h"
 
 static void usage(FILE *out)
@@ -23,8 +26,13 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: fwm-eval MODEL [options]\n"
             "catbAbI accuracy at \"?\" (overall, per task 1-20) and answer perplexity.\n"
-            "  --task catbabi|ar   catbAbI (default) or the associative retrieval task (the\n"
-            "                      model's vocabulary must be the task's 15 symbols)\n"
+            "  --task catbabi|ar|text   catbAbI (default), the associative retrieval task (the\n"
+            "                      model's vocabulary must be the task's 15 symbols), or the\n"
+            "                      perplexity of a text model on --data DIR's valid.txt or\n"
+            "                      test.txt: one session, primed, its state carried through the\n"
+            "                      whole file; for test, also at the softmax temperature that is\n"
+            "                      best on valid (0.80 to 1.20 in steps of 0.01)\n"
+            "  --max-tokens N      --task text: score only the first N tokens of each file\n"
             FWM__AR_OPTIONS_HELP
             "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
             "                      (default); standard: a sample per question (the story's\n"
@@ -41,6 +49,53 @@ static void usage(FILE *out)
             fwm__default_data_dir());
 }
 
+/* --task text: the split's perplexity; for test, also at the temperature tuned on valid. */
+static int eval_text(const char *model_path, const char *data_dir, int split, size_t max_tokens)
+{
+    if (split == FWM__SPLIT_TRAIN) {
+        fprintf(stderr, "error: --task text scores valid or test\n");
+        return 2;
+    }
+    fwm_error err;
+    fwm_model *model;
+    if (fwm_model_load(model_path, NULL, &model, &err) != FWM_OK) {
+        fprintf(stderr, "error: %s\n", err.message);
+        return 1;
+    }
+    char path[4200];
+    fwm__text_score valid, test;
+    snprintf(path, sizeof path, "%s/valid.txt", data_dir);
+    int code = 1;
+    if (fwm__text_score_file(model, path, 1, max_tokens, &valid, &err) != FWM_OK)
+        goto fail;
+    int best = 0;
+    for (int k = 1; k < FWM__TEMPERATURE_COUNT; k++)
+        if (valid.nll_at[k] < valid.nll_at[best])
+            best = k;
+    printf("valid perplexity %.4f (%zu tokens, %.2f%% <unk>; one session, state carried)\n",
+           fwm__text_perplexity(valid.nll, valid.tokens), valid.tokens,
+           100.0 * (double)valid.unknown / (double)valid.tokens);
+    printf("temperature %.2f: valid perplexity %.4f (the best of 0.80..1.20)\n",
+           fwm__temperature_at(best), fwm__text_perplexity(valid.nll_at[best], valid.tokens));
+    if (split == FWM__SPLIT_TEST) {
+        snprintf(path, sizeof path, "%s/test.txt", data_dir);
+        if (fwm__text_score_file(model, path, 1, max_tokens, &test, &err) != FWM_OK)
+            goto fail;
+        printf("test perplexity %.4f (%zu tokens, %.2f%% <unk>)\n",
+               fwm__text_perplexity(test.nll, test.tokens), test.tokens,
+               100.0 * (double)test.unknown / (double)test.tokens);
+        printf("temperature %.2f (tuned on valid): test perplexity %.4f\n",
+               fwm__temperature_at(best), fwm__text_perplexity(test.nll_at[best], test.tokens));
+    }
+    code = 0;
+    goto done;
+fail:
+    fprintf(stderr, "error: %s\n", err.message);
+done:
+    fwm_model_free(model);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     fwm__blas_choose_kernels(argv);
@@ -51,7 +106,7 @@ int main(int argc, char **argv)
     fwm__ar_config ar;
     fwm__ar_config_default(&ar);
     int lanes = 0, threads = fwm__cpu_count();
-    long max_windows = 0;
+    long max_windows = 0, max_tokens = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -89,6 +144,8 @@ int main(int argc, char **argv)
             split_name = v;
         } else if (strcmp(a, "--lanes") == 0) {
             lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
+        } else if (strcmp(a, "--max-tokens") == 0) {
+            max_tokens = fwm__parse_long(a, v, 1, 1L << 40);
         } else if (strcmp(a, "--max-windows") == 0) {
             max_windows = fwm__parse_long(a, v, 0, 1L << 40);
         } else if (strcmp(a, "--threads") == 0) {
@@ -112,8 +169,20 @@ int main(int argc, char **argv)
         return 2;
     }
     int task_ar = strcmp(task_name, "ar") == 0;
+    if (strcmp(task_name, "text") == 0) {
+        if (!data_dir) {
+            fprintf(stderr, "error: --task text needs --data DIR (a folder with valid.txt and "
+                            "test.txt)\n");
+            return 2;
+        }
+        return eval_text(model_path, data_dir, split, (size_t)max_tokens);
+    }
+    if (max_tokens) {
+        fprintf(stderr, "error: --max-tokens is for --task text\n");
+        return 2;
+    }
     if (!task_ar && strcmp(task_name, "catbabi") != 0) {
-        fprintf(stderr, "error: --task expects catbabi or ar, got '%s'\n", task_name);
+        fprintf(stderr, "error: --task expects catbabi, ar or text, got '%s'\n", task_name);
         return 2;
     }
     int standard = strcmp(protocol, "standard") == 0;

@@ -725,7 +725,7 @@ static void wrong_tokenizer_model(void) {
     fixture_options o = base();
     o.tokenizer_model = "gpt2";
     WITH_FIXTURE(o, REFUSE(fx, FWM_ERR_FORMAT,
-                           "key 'tokenizer.ggml.model': expected \"word\", found \"gpt2\""));
+                           "key 'tokenizer.ggml.model': expected \"word\" or \"text\", found \"gpt2\""));
 }
 
 static void bad_read_policy(void) {
