@@ -3,7 +3,8 @@
  * the file is a valid model of a registered architecture ("fwm", "lstm", "mnm", "gfw", "stm") whose
  * checksum (if present) and fingerprint (if present) match; 1 with the reason on stderr for a bad
  * file or a mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without
- * loading the runtime. */
+ * loading the runtime. `fwm-inspect --vocab MODEL` lists the model's words instead, one per line
+ * with its id (what a model without <unk> can read). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,8 +26,10 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: fwm-inspect MODEL\n"
+            "       fwm-inspect --vocab MODEL\n"
             "Print a model file's metadata, tensors, architecture, parameter count and per-session\n"
-            "state size, and verify its tensor-data checksum and fingerprint.\n"
+            "state size, and verify its tensor-data checksum and fingerprint; with --vocab, list\n"
+            "the words the model knows instead, \"ID<TAB>WORD\" per line.\n"
             "Exit status: 0 valid, 1 bad file or mismatch (reason on stderr), 2 usage error.\n");
 }
 
@@ -379,7 +382,28 @@ static int print_gfw(const char *path, const uint8_t *data, size_t size) {
     return status;
 }
 
+/* --vocab: every token of tokenizer.ggml.tokens with its id. */
+static int print_vocab(const char *path, const fwm_gguf_file *file) {
+    const fwm_gguf_kv *kv = fwm__gguf_find_key(file, "tokenizer.ggml.tokens");
+    if (!kv || kv->type != FWM_GGUF_TYPE_ARRAY || kv->array_type != FWM_GGUF_TYPE_STRING) {
+        fprintf(stderr, "fwm-inspect: %s: no vocabulary (key 'tokenizer.ggml.tokens', an array of "
+                        "strings)\n", path);
+        return 1;
+    }
+    const uint8_t *p = kv->value;
+    for (uint64_t i = 0; i < kv->array_count; i++) {
+        fwm_gguf_string w = fwm__gguf_next_string(&p);
+        printf("%" PRIu64 "\t%.*s\n", i, (int)w.length, w.data);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    int vocab = argc == 3 && strcmp(argv[1], "--vocab") == 0;
+    if (vocab) {
+        argv++;
+        argc--;
+    }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;
@@ -401,6 +425,12 @@ int main(int argc, char **argv) {
                 fwm_status_str(st), err.message);
         free(data);
         return 1;
+    }
+    if (vocab) {
+        int status = print_vocab(path, &file);
+        fwm__gguf_release(&file);
+        free(data);
+        return status;
     }
     printf("file: %s (%zu bytes, GGUF version %" PRIu32 ")\n", path, size, file.version);
     print_metadata(&file);

@@ -72,19 +72,19 @@ static int eval_text(const char *model_path, const char *data_dir, int split, si
     for (int k = 1; k < FWM__TEMPERATURE_COUNT; k++)
         if (valid.nll_at[k] < valid.nll_at[best])
             best = k;
-    printf("valid perplexity %.4f (%zu tokens, %.2f%% <unk>; one session, state carried)\n",
+    printf("valid perplexity %.6f (%zu tokens, %.2f%% <unk>; one session, state carried)\n",
            fwm__text_perplexity(valid.nll, valid.tokens), valid.tokens,
            100.0 * (double)valid.unknown / (double)valid.tokens);
-    printf("temperature %.2f: valid perplexity %.4f (the best of 0.80..1.20)\n",
+    printf("temperature %.2f: valid perplexity %.6f (the best of 0.80..1.20)\n",
            fwm__temperature_at(best), fwm__text_perplexity(valid.nll_at[best], valid.tokens));
     if (split == FWM__SPLIT_TEST) {
         snprintf(path, sizeof path, "%s/test.txt", data_dir);
         if (fwm__text_score_file(model, path, 1, max_tokens, &test, &err) != FWM_OK)
             goto fail;
-        printf("test perplexity %.4f (%zu tokens, %.2f%% <unk>)\n",
+        printf("test perplexity %.6f (%zu tokens, %.2f%% <unk>)\n",
                fwm__text_perplexity(test.nll, test.tokens), test.tokens,
                100.0 * (double)test.unknown / (double)test.tokens);
-        printf("temperature %.2f (tuned on valid): test perplexity %.4f\n",
+        printf("temperature %.2f (tuned on valid): test perplexity %.6f\n",
                fwm__temperature_at(best), fwm__text_perplexity(test.nll_at[best], test.tokens));
     }
     code = 0;

@@ -17,6 +17,11 @@ static float next_uniform(uint64_t *state) { /* splitmix64 -> [-0.5, 0.5) */
 }
 
 const char *test_write_model(const char *const *vocabulary, uint64_t seed) {
+    return test_write_model_extra(vocabulary, seed, NULL, 0);
+}
+
+const char *test_write_model_extra(const char *const *vocabulary, uint64_t seed,
+                                   const fwm_write_kv *extra, size_t extra_count) {
     uint32_t v = 0;
     while (vocabulary[v]) v++;
     fwm_write_spec spec;
@@ -40,6 +45,8 @@ const char *test_write_model(const char *const *vocabulary, uint64_t seed) {
     hp->eos_token_id = 1;
     spec.name = "api-test";
     spec.tokens = vocabulary;
+    spec.extra = extra;
+    spec.extra_count = extra_count;
     float *storage[FWM_TENSOR_COUNT] = {0};
     const char *result = NULL;
 #define FWM_FILL_(field, name, rows, cols)                                          \
