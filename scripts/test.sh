@@ -20,7 +20,7 @@ meson test -C build-sanitize --setup sanitize --print-errorlogs --num-processes 
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang meson setup build-fuzz -Dfuzz=true -Dbuildtype=debugoptimized >/dev/null
 fi
-fuzz_targets=(fuzz_model_load fuzz_state_import fuzz_tokenize fuzz_protocol)
+fuzz_targets=(fuzz_model_load fuzz_state_import fuzz_tokenize fuzz_protocol fuzz_text)
 meson compile -C build-fuzz "${fuzz_targets[@]}"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
