@@ -152,31 +152,19 @@ static bool is_word_class(enum char_class cls)
     return cls == C_LETTER || cls == C_DIGIT;
 }
 
-/* The contraction ending a normalised word w[0..n) whose last apostrophe is at w[apos]: the
- * length of the suffix to split off ("n't" counts from the "n"), or 0. */
-static size_t contraction_suffix(const char *w, size_t n, size_t apos)
-{
-    const char *tail = w + apos + 1;
-    size_t tail_len = n - apos - 1;
-    if (tail_len == 1 && tail[0] == 't' && apos >= 2 && w[apos - 1] == 'n')
-        return 3; /* "n't", with at least one letter before the "n" */
-    if (apos == 0)
-        return 0;
-    static const char *const suffixes[] = {"s", "m", "d", "ll", "re", "ve"};
-    for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++)
-        if (tail_len == strlen(suffixes[k]) && memcmp(tail, suffixes[k], tail_len) == 0)
-            return tail_len + 1;
-    return 0;
-}
-
 /* A word starting at i (a letter or digit): consumes it and its joined parts, emits it (and its
- * contraction). Returns the position after it in *next. */
+ * contraction). Returns the position after it in *next. The contraction rule reads only the end of
+ * the word (the last apostrophe, the byte before it, at most three bytes after it), so a word of
+ * any length is split; only its tokens' lengths are held against FWM__TEXT_MAX_TOKEN. */
 static fwm_status scan_word(splitter *s, size_t i, size_t *next)
 {
     char w[FWM__TEXT_MAX_TOKEN];
     size_t n = 0, full = 0;        /* bytes kept in w; normalised bytes in all */
-    size_t apos_norm = 0, apos_src = 0;
     bool has_apos = false;
+    size_t apos_norm = 0, apos_src = 0; /* the last apostrophe: normalised index, source offset */
+    char before_apos = 0, last = 0;
+    char tail[3];                  /* the first bytes after the last apostrophe */
+    size_t tail_len = 0;           /* all bytes after it */
     size_t j = i;
     text_char c, prev;
     prev.cls = C_SPACE;
@@ -201,27 +189,49 @@ static fwm_status scan_word(splitter *s, size_t i, size_t *next)
             has_apos = true;
             apos_norm = full;
             apos_src = j;
+            before_apos = last;
+            tail_len = 0;
         }
-        for (size_t k = 0; k < c.out_len; k++, full++)
+        for (size_t k = 0; k < c.out_len; k++, full++) {
             if (n < FWM__TEXT_MAX_TOKEN)
                 w[n++] = c.out[k];
+            if (has_apos && full > apos_norm) {
+                if (tail_len < sizeof tail)
+                    tail[tail_len] = c.out[k];
+                tail_len++;
+            }
+            last = c.out[k];
+        }
         prev = c;
         j += c.bytes;
     }
     *next = j;
-    if (full > FWM__TEXT_MAX_TOKEN)
-        return emit(s, w, n, i, j, false, true);
-    size_t suffix = has_apos ? contraction_suffix(w, n, apos_norm) : 0;
+    size_t suffix = 0; /* normalised bytes of the contraction split off the end */
+    bool nt = false;
+    if (has_apos) {
+        static const char *const suffixes[] = {"s", "m", "d", "ll", "re", "ve"};
+        if (tail_len == 1 && tail[0] == 't' && before_apos == 'n' && apos_norm >= 2) {
+            suffix = 3; /* "n't", with at least one character before the "n" */
+            nt = true;
+        } else if (apos_norm > 0) {
+            for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++)
+                if (tail_len == strlen(suffixes[k]) && memcmp(tail, suffixes[k], tail_len) == 0)
+                    suffix = tail_len + 1;
+        }
+    }
     if (suffix == 0)
-        return emit(s, w, n, i, j, false, false);
-    size_t stem = n - suffix;
-    size_t split_src = suffix == 3 && w[apos_norm - 1] == 'n' && n - apos_norm == 2
-                           ? apos_src - 1 /* the "n" of "n't" is one ASCII byte */
-                           : apos_src;
-    fwm_status st = emit(s, w, stem, i, split_src, false, false);
+        return emit(s, w, n < full ? n : full, i, j, false, full > FWM__TEXT_MAX_TOKEN);
+    size_t stem = full - suffix;
+    size_t split_src = nt ? apos_src - 1 : apos_src; /* the "n" of "n't" is one ASCII byte */
+    fwm_status st = emit(s, w, stem < n ? stem : n, i, split_src, false, stem > FWM__TEXT_MAX_TOKEN);
     if (st != FWM_OK)
         return st;
-    return emit(s, w + stem, suffix, split_src, j, false, false);
+    char out[4] = {'\''};
+    if (nt)
+        memcpy(out, "n't", 3);
+    else
+        memcpy(out + 1, tail, tail_len);
+    return emit(s, out, suffix, split_src, j, false, false);
 }
 
 fwm_status fwm__text_split(const char *text, size_t length, fwm__text_token_fn on_token, void *user,

@@ -5,8 +5,10 @@
  * thread and on two (each thread steps its half of the batch with fwm_batch_step). The model has the
  * paper's sizes (V=180, E=H=256, S=R=T=32, N_r=3) with random weights from a fixed seed, built in
  * memory, or is loaded from the file named on the command line (of any architecture; the parts
- * and the torch comparison are the FWM's, made for FWM models only). Where /usr/bin/python3 has torch,
- * it also runs torch_step.py (the same step in PyTorch on the CPU) and prints the ratios.
+ * are the FWM's; the torch comparison is made for FWM and LSTM models). Where /usr/bin/python3 has
+ * torch, it also runs torch_step.py (the same step in PyTorch on the CPU) and prints the ratios,
+ * and the machine's float32 matrix-product rate (torch.mm) with the batched step's FLOP bound: the
+ * tokens/s that rate allows for the step's multiply-adds, beside what fwm reaches.
  * A benchmark prints figures; it never fails on time.
  *
  * Usage: bench-step [--quick] [model.gguf]
@@ -236,15 +238,18 @@ static void print_machine(void) {
     printf("machine: %s, %ld online cores\n", model_name, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-/* Run torch_step.py; fills its medians, false when torch is not there. */
-static bool run_torch(const fwm_hparams *hp, double *b1_us, double *b64_rate, double *b64_rate2) {
+/* Run torch_step.py (the FWM's step, or with `lstm_layers` > 0 the LSTM's); fills its medians and
+ * the sgemm rates, false when torch is not there. */
+static bool run_torch(const fwm_hparams *hp, uint32_t lstm_layers, double *b1_us, double *b64_rate,
+                      double *b64_rate2, double *gflops1, double *gflops2) {
     if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) return false;
     char command[1024];
     snprintf(command, sizeof command,
              "/usr/bin/python3 %s --vocab %u --embedding %u --hidden %u --s %u --r %u --t %u "
-             "--reads %u --repetitions %d",
+             "--reads %u --repetitions %d --arch %s --layers %u",
              FWM_TORCH_STEP_SCRIPT, hp->vocab_size, hp->embedding_length, hp->hidden_size,
-             hp->memory_s, hp->memory_r, hp->memory_t, hp->read_count, repetitions);
+             hp->memory_s, hp->memory_r, hp->memory_t, hp->read_count, repetitions,
+             lstm_layers ? "lstm" : "fwm", lstm_layers ? lstm_layers : 1);
     FILE *p = popen(command, "r");
     if (!p) return false;
     char line[512];
@@ -255,6 +260,7 @@ static bool run_torch(const fwm_hparams *hp, double *b1_us, double *b64_rate, do
                          "batch64_2threads_tokens_per_s=%lf",
                    b1_us, b64_rate, b64_rate2) == 3)
             found = true;
+        sscanf(line, "torch_sgemm: gflops_1thread=%lf gflops_2threads=%lf", gflops1, gflops2);
     }
     pclose(p);
     return found;
@@ -322,13 +328,34 @@ int main(int argc, char **argv) {
                r2.best);
         if (batches[b] == 64) rate64[2] = r2;
     }
-    double t_b1 = 0, t_b64 = 0, t_b64_2 = 0;
-    if (!is_fwm) {
-        printf("torch: the comparison is made for the FWM only\n");
-    } else if (run_torch(hp, &t_b1, &t_b64, &t_b64_2)) {
+    double t_b1 = 0, t_b64 = 0, t_b64_2 = 0, gflops1 = 0, gflops2 = 0;
+    bool is_lstm = strcmp(info.architecture, "lstm") == 0;
+    fwm_hparams lstm_sizes; /* the LSTM's sizes in the FWM's fields torch_step.py takes */
+    memset(&lstm_sizes, 0, sizeof lstm_sizes);
+    lstm_sizes.vocab_size = info.vocab_size;
+    lstm_sizes.embedding_length = info.embedding_length;
+    lstm_sizes.hidden_size = info.hidden_size;
+    if (!is_fwm && !is_lstm) {
+        printf("torch: the comparison is made for the FWM and the LSTM only\n");
+    } else if (run_torch(is_lstm ? &lstm_sizes : hp, is_lstm ? info.layer_count : 0, &t_b1, &t_b64,
+                         &t_b64_2, &gflops1, &gflops2)) {
         printf("ratios of medians (fwm / torch): single step %.1fx faster; batch 64 %.1fx the tokens/s on "
                "1 thread, %.1fx on 2 threads\n",
                t_b1 / single.median, rate64[1].median / t_b64, rate64[2].median / t_b64_2);
+        /* multiply-adds of one token's step: the output layer and the recurrent layers (the
+         * first layer's input product is a table lookup when the model keeps one) */
+        double H = info.hidden_size, E = info.embedding_length, V = info.vocab_size;
+        double macs = V * H + 4 * H * (H + E) + (info.layer_count - 1) * 8 * H * H;
+        if (is_fwm)
+            macs += H * (hp->memory_s + hp->memory_r + hp->memory_t + 1) +
+                    H * (hp->memory_s + hp->read_count * hp->memory_r) + H * hp->memory_t +
+                    (1.0 + hp->read_count) * hp->memory_s * hp->memory_r * hp->memory_t * 2;
+        if (gflops1 > 0 && gflops2 > 0)
+            printf("FLOP bound: %.2f MFLOP per token; torch.mm sgemm %.1f GFLOP/s on 1 thread, %.1f "
+                   "on 2: at most %.0f and %.0f tokens/s; batch 64 reaches %.2fx and %.2fx of it\n",
+                   2 * macs / 1e6, gflops1, gflops2, gflops1 * 1e9 / (2 * macs),
+                   gflops2 * 1e9 / (2 * macs), rate64[1].median / (gflops1 * 1e9 / (2 * macs)),
+                   rate64[2].median / (gflops2 * 1e9 / (2 * macs)));
     } else {
         printf("torch: not available to /usr/bin/python3, no comparison\n");
     }
