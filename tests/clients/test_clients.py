@@ -105,6 +105,12 @@ def case_python_client(env, args):
             raise AssertionError("unknown word accepted")
         except FwmError as e:
             check(e.name == "unknown_word" and e.word == "flew" and e.code == 5, "FwmError fields", vars(e))
+        # sessions(): a list (sliceable, as documented), every page fetched, each at its position
+        listed = client.sessions(page=1)
+        check(isinstance(listed, list), "sessions() is a list", type(listed))
+        check_eq(sorted(x["session"] for x in listed[:3]), sorted([s.id, r.id, f.id]), "every session, page by page")
+        check_eq({x["session"]: x["pos"] for x in listed}, {x.id: x.predict()["pos"] for x in (s, r, f)},
+                 "listed positions")
         again = Client(server.address).session(s.id)  # another connection, the same session
         check_eq(again.predict()["pos"], s.predict()["pos"], "reattach by id")
         again.client.close()
