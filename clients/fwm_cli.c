@@ -49,6 +49,7 @@ static void usage(FILE *out) {
             "  --topk K            predictions shown per word (default 3)\n"
             "  --timeout MS        per-call timeout (default 30000)\n"
             "  --token-file FILE   the server's authentication token (default: $FWM_AUTH_TOKEN)\n"
+            "  --version           the version of fwm-cli and of its protocol\n"
             "  --help              this text\n");
 }
 
@@ -322,6 +323,10 @@ int main(int argc, char **argv) {
         bool has_value = i + 1 < argc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
+            free(rest);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("fwm-cli %s (protocol %d)\n", FWM_VERSION_STRING, FWM_PROTOCOL_VERSION);
             free(rest);
             return 0;
         } else if (strcmp(a, "--connect") == 0 && has_value) {

@@ -25,6 +25,7 @@
 
 #include "fwm/fwm_export.h"
 #include "fwm/fwm_protocol.h"
+#include "fwm/fwm_version.h" /* FWM_VERSION_STRING: the release of this client */
 
 #ifdef __cplusplus
 extern "C" {

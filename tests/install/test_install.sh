@@ -40,6 +40,7 @@ prefix=$(dirname "$(dirname "$prefix")")
 echo "installed prefix: ${prefix#"$dest"}, libdir: ${libdir#"$dest"}"
 
 for f in include/fwm/fwm.h include/fwm/fwm_client.h include/fwm/fwm_protocol.h include/fwm/fwm_export.h \
+         include/fwm/fwm_version.h \
          share/fwm/models/fwm-babi-lm.gguf share/fwm/models/fwm-babi-qm.gguf share/fwm/models/gfw-ar.gguf \
          share/fwm/models/stm-babi.gguf share/fwm/models/lstm-small-babi-qm.gguf \
          share/fwm/models/mnm-babi-qm.gguf share/fwm/models/gfw-babi-qm.gguf share/fwm/models/stm-word-babi-qm.gguf \

@@ -27,7 +27,9 @@ import time
 
 import msgpack
 
-__all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS"]
+__all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS", "__version__"]
+
+__version__ = "0.2.0"  # the project's version (meson.build; the `versions` test checks they agree)
 
 DEFAULT_ADDRESS = "tcp://127.0.0.1:7411"
 
