@@ -102,8 +102,11 @@ check_answers() { # the output of one run: five predictions, "bathroom" first
         *) fail "the README's example answered '$(echo "$2" | head -1)', expected 'bathroom P' ($1)" ;;
     esac
 }
+# The library's folder as the README finds it (pkg-config adds the DESTDIR through its sysroot).
+pc_libdir=$(pkg-config --variable=libdir fwm)
+[ "$pc_libdir" = "$libdir" ] || fail "pkg-config --variable=libdir fwm is $pc_libdir, not $libdir"
 # Found through LD_LIBRARY_PATH (the README's first way) ...
-out=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$model") || fail "the README's example failed: $out"
+out=$(LD_LIBRARY_PATH=$(pkg-config --variable=libdir fwm) "$work/example" "$model") || fail "the README's example failed: $out"
 check_answers "LD_LIBRARY_PATH" "$out"
 # ... and errors reported, with a failing exit status: an unknown word, a missing model.
 rc=0
@@ -123,7 +126,7 @@ fi
 # The README's second way: the library's folder recorded in the program (-Wl,-rpath), no
 # LD_LIBRARY_PATH.
 cc -std=c11 -Wall -Wextra -Werror "${extra[@]}" -o "$work/example-rpath" "$work/app.c" $flags \
-    -Wl,-rpath,"$libdir" || fail "the README's example does not build with -Wl,-rpath"
+    -Wl,-rpath,$(pkg-config --variable=libdir fwm) || fail "the README's example does not build with -Wl,-rpath"
 ldd_out=$(env -u LD_LIBRARY_PATH ldd "$work/example-rpath")
 echo "$ldd_out" | grep -qF "libfwm.so.1 => $libdir/libfwm.so.1" \
     || fail "-Wl,-rpath did not find the installed libfwm: $ldd_out"
