@@ -2,19 +2,24 @@
  *
  *   fwm-cli [--connect ADDRESS] [--model NAME] [--topk K]             interactive
  *   fwm-cli [--connect ADDRESS] babi FILE... [--stories N]            bAbI accuracy
- *   fwm-cli [--connect ADDRESS] hello | stats
+ *   fwm-cli [--connect ADDRESS] hello | stats | sessions | close ID...
  *
  * Interactive: each line that ends in "?" is a question (asked; the answer is printed and, unless
  * /commit off, fed so the story goes on as if written); any other line is story text, fed with each
  * word's top predictions streamed as they arrive. Lines starting with "/" are commands (/help).
  * bAbI mode: for every story of every file, a fresh session reads "<eos>" and the story; at each
  * question it asks, compares with the gold answer, then feeds the gold answer (as catbAbI does);
- * prints the accuracy per file and in total.
+ * prints the accuracy per file and in total. `sessions` lists every session on the server; `close`
+ * closes the sessions named.
+ * Exit status: 0 when every request succeeded, 1 when one failed (its error is printed on stderr;
+ * interactive and bAbI modes go on after a request the server refused, such as an unknown word,
+ * and exit 1 at the end), 2 for a usage error.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fwm/fwm_client.h"
@@ -27,6 +32,7 @@ typedef struct cli {
     int topk;
     bool commit;
     bool quiet;
+    int failures; /* requests that failed: the exit status is 1 when there were any */
     char session[FWM_CLIENT_SESSION_ID_SIZE];
 } cli;
 
@@ -42,6 +48,9 @@ static void usage(FILE *out) {
             "                      (--stories N: only the first N stories of each file)\n"
             "  hello               server, version, models\n"
             "  stats               the server's counters\n"
+            "  sessions            every session on the server: id, model, position (tokens read), last\n"
+            "                      use (UTC), resident (in memory) or stored\n"
+            "  close ID...         close these sessions (deleted from the store too)\n"
             "\n"
             "options:\n"
             "  --connect ADDRESS   tcp://HOST:PORT, HOST:PORT or unix:PATH\n"
@@ -49,11 +58,18 @@ static void usage(FILE *out) {
             "  --topk K            predictions shown per word (default 3)\n"
             "  --timeout MS        per-call timeout (default 30000)\n"
             "  --token-file FILE   the server's authentication token (default: $FWM_AUTH_TOKEN)\n"
-            "  --help              this text\n");
+            "  --version           the version of fwm-cli and of its protocol\n"
+            "  --help              this text\n"
+            "\n"
+            "exit status: 0 when every request succeeded; 1 when one failed (the error is printed on\n"
+            "stderr; interactive and babi modes go on after a request the server refused, such as an\n"
+            "unknown word, and exit 1 at the end) or the server could not be reached; 2 for a usage error.\n");
 }
 
-static void print_error(const char *what, const fwm_client_error *err) {
+/* Report a failed request; it makes the exit status 1. */
+static void print_error(cli *c, const char *what, const fwm_client_error *err) {
     fprintf(stderr, "fwm-cli: %s: %s (%s)\n", what, err->message, err->name);
+    c->failures++;
 }
 
 static void on_token(void *user, const fwm_client_token_event *e) {
@@ -107,12 +123,12 @@ static int command(cli *c, char *line) {
         printf("story text is fed; a line ending in '?' is asked.\n"
                "/reset  /fork  /snapshot FILE  /restore FILE  /stats  /topk N  /commit on|off  /quiet on|off  /quit\n");
     } else if (strcmp(line, "/reset") == 0) {
-        if (fwm_client_reset(c->client, c->session, &err) != FWM_RPC_OK) print_error("reset", &err);
+        if (fwm_client_reset(c->client, c->session, &err) != FWM_RPC_OK) print_error(c, "reset", &err);
         else printf("(session reset)\n");
     } else if (strcmp(line, "/fork") == 0) {
         char child[FWM_CLIENT_SESSION_ID_SIZE];
         if (fwm_client_fork(c->client, c->session, child, &err) != FWM_RPC_OK) {
-            print_error("fork", &err);
+            print_error(c, "fork", &err);
         } else {
             printf("(forked %s; now in the fork %s)\n", c->session, child);
             memcpy(c->session, child, sizeof child);
@@ -121,11 +137,14 @@ static int command(cli *c, char *line) {
         void *blob;
         size_t size;
         if (fwm_client_snapshot(c->client, c->session, &blob, &size, &err) != FWM_RPC_OK) {
-            print_error("snapshot", &err);
+            print_error(c, "snapshot", &err);
         } else {
             FILE *f = fopen(arg, "wb");
-            if (!f || fwrite(blob, 1, size, f) != size) fprintf(stderr, "fwm-cli: cannot write %s\n", arg);
-            else printf("(%zu bytes of state written to %s)\n", size, arg);
+            if (!f || fwrite(blob, 1, size, f) != size) {
+                fprintf(stderr, "fwm-cli: cannot write %s\n", arg);
+                c->failures++;
+            } else
+                printf("(%zu bytes of state written to %s)\n", size, arg);
             if (f) fclose(f);
             free(blob);
         }
@@ -133,9 +152,11 @@ static int command(cli *c, char *line) {
         size_t size;
         char *blob = read_file(arg, &size);
         char session[FWM_CLIENT_SESSION_ID_SIZE];
-        if (!blob) fprintf(stderr, "fwm-cli: cannot read %s\n", arg);
-        else if (fwm_client_restore(c->client, blob, size, c->model, session, &err) != FWM_RPC_OK)
-            print_error("restore", &err);
+        if (!blob) {
+            fprintf(stderr, "fwm-cli: cannot read %s\n", arg);
+            c->failures++;
+        } else if (fwm_client_restore(c->client, blob, size, c->model, session, &err) != FWM_RPC_OK)
+            print_error(c, "restore", &err);
         else {
             printf("(restored into session %s)\n", session);
             memcpy(c->session, session, sizeof session);
@@ -143,7 +164,7 @@ static int command(cli *c, char *line) {
         free(blob);
     } else if (strcmp(line, "/stats") == 0) {
         char text[8192];
-        if (fwm_client_stats(c->client, text, sizeof text, &err) != FWM_RPC_OK) print_error("stats", &err);
+        if (fwm_client_stats(c->client, text, sizeof text, &err) != FWM_RPC_OK) print_error(c, "stats", &err);
         else fputs(text, stdout);
     } else if (strcmp(line, "/topk") == 0 && arg) {
         c->topk = atoi(arg);
@@ -160,7 +181,7 @@ static int command(cli *c, char *line) {
 static int interactive(cli *c) {
     fwm_client_error err;
     if (fwm_client_open(c->client, c->model, c->topk, c->session, &err) != FWM_RPC_OK) {
-        print_error("open", &err);
+        print_error(c, "open", &err);
         return 1;
     }
     bool tty = isatty(STDIN_FILENO);
@@ -183,7 +204,7 @@ static int interactive(cli *c) {
             /* the answer shows /topk predictions whatever the session's default (a restored session's too) */
             if (fwm_client_ask_topk(c->client, c->session, line, c->commit, c->topk > 0 ? c->topk : 1, &a, &err) !=
                 FWM_RPC_OK) {
-                print_error("ask", &err);
+                print_error(c, "ask", &err);
                 if (err.code >= 100) return 1;
                 continue;
             }
@@ -195,14 +216,14 @@ static int interactive(cli *c) {
             uint64_t pos;
             if (fwm_client_feed(c->client, c->session, line, c->topk, c->quiet ? NULL : on_token, NULL, &pos, NULL,
                                 &err) != FWM_RPC_OK) {
-                print_error("feed", &err);
+                print_error(c, "feed", &err);
                 if (err.code >= 100) return 1;
             }
         }
         fflush(stdout);
     }
-    fwm_client_close_session(c->client, c->session, &err);
-    return 0;
+    if (fwm_client_close_session(c->client, c->session, &err) != FWM_RPC_OK) print_error(c, "close", &err);
+    return c->failures ? 1 : 0;
 }
 
 /* ---- bAbI ---- */
@@ -234,7 +255,7 @@ static int babi_file(cli *c, const char *path, long max_stories, score *file) {
             if (max_stories && stories >= max_stories) break;
             stories++;
             if (fwm_client_open(c->client, c->model, 1, c->session, &err) != FWM_RPC_OK) {
-                print_error("open", &err);
+                print_error(c, "open", &err);
                 rc = 1;
                 break;
             }
@@ -244,7 +265,7 @@ static int babi_file(cli *c, const char *path, long max_stories, score *file) {
         char *tab = strchr(text, '\t');
         if (!tab) {
             if (fwm_client_feed(c->client, c->session, text, 0, NULL, NULL, NULL, NULL, &err) != FWM_RPC_OK) {
-                print_error("feed", &err);
+                print_error(c, "feed", &err);
                 rc = err.code >= 100;
             }
             continue;
@@ -255,14 +276,14 @@ static int babi_file(cli *c, const char *path, long max_stories, score *file) {
         for (char *p = answer; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
         fwm_client_answer a;
         if (fwm_client_ask(c->client, c->session, text, false, &a, &err) != FWM_RPC_OK) {
-            print_error("ask", &err);
+            print_error(c, "ask", &err);
             rc = err.code >= 100;
             continue;
         }
         file->total++;
         if (strcmp(a.answer, answer) == 0) file->right++;
         if (fwm_client_feed(c->client, c->session, answer, 0, NULL, NULL, NULL, NULL, &err) != FWM_RPC_OK) {
-            print_error("feed answer", &err);
+            print_error(c, "feed answer", &err);
             rc = err.code >= 100;
         }
     }
@@ -285,7 +306,51 @@ static int babi(cli *c, char **files, int count, long max_stories) {
     }
     printf("total: %ld / %ld = %.2f%%\n", all.right, all.total,
            all.total ? 100.0 * (double)all.right / (double)all.total : 0.0);
+    return c->failures ? 1 : 0;
+}
+
+/* ---- sessions and close ---- */
+
+/* Every session, page by page: id, model, position, last use (UTC), resident or stored. */
+static int list_sessions(cli *c) {
+    fwm_client_error err;
+    char after[FWM_CLIENT_SESSION_ID_SIZE] = "";
+    for (;;) {
+        const fwm_client_session_info *items;
+        size_t count;
+        const char *next;
+        if (fwm_client_sessions(c->client, after[0] ? after : NULL, 0, &items, &count, &next, &err) !=
+            FWM_RPC_OK) {
+            print_error(c, "sessions", &err);
+            return 1;
+        }
+        for (size_t i = 0; i < count; i++) {
+            char pos[24] = "-", used[32] = "-";
+            if (items[i].has_pos) snprintf(pos, sizeof pos, "%llu", (unsigned long long)items[i].pos);
+            time_t seconds = (time_t)(items[i].last_used_ms / 1000);
+            struct tm tm;
+            if (gmtime_r(&seconds, &tm)) strftime(used, sizeof used, "%Y-%m-%dT%H:%M:%SZ", &tm);
+            printf("%s %s pos %s used %s %s\n", items[i].session, items[i].model, pos, used,
+                   items[i].resident ? "resident" : "stored");
+        }
+        if (!next) break;
+        snprintf(after, sizeof after, "%s", next); /* the client's storage is reused by the next call */
+    }
     return 0;
+}
+
+static int close_sessions(cli *c, char **ids, int count) {
+    fwm_client_error err;
+    for (int i = 0; i < count; i++) {
+        if (fwm_client_close_session(c->client, ids[i], &err) != FWM_RPC_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "close %.40s", ids[i]);
+            print_error(c, what, &err);
+        } else {
+            printf("closed %s\n", ids[i]);
+        }
+    }
+    return c->failures ? 1 : 0;
 }
 
 /* The token: the first line of `path`, else $FWM_AUTH_TOKEN, else none (""). False when the file
@@ -324,6 +389,10 @@ int main(int argc, char **argv) {
             usage(stdout);
             free(rest);
             return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("fwm-cli %s (protocol %d)\n", FWM_VERSION_STRING, FWM_PROTOCOL_VERSION);
+            free(rest);
+            return 0;
         } else if (strcmp(a, "--connect") == 0 && has_value) {
             address = argv[++i];
         } else if (strcmp(a, "--model") == 0 && has_value) {
@@ -347,14 +416,14 @@ int main(int argc, char **argv) {
     }
     fwm_client_error err;
     if (fwm_client_connect(address, &params, &c.client, &err) != FWM_RPC_OK) {
-        print_error("connect", &err);
+        print_error(&c, "connect", &err);
         free(rest);
         return 1;
     }
     char token[1024] = "";
     if (!read_token(token_file, token, sizeof token) ||
         (token[0] && fwm_client_authenticate(c.client, token, &err) != FWM_RPC_OK)) {
-        if (token[0]) print_error("authenticate", &err);
+        if (token[0]) print_error(&c, "authenticate", &err);
         fwm_client_free(c.client);
         free(rest);
         return 1;
@@ -367,7 +436,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(rest[0], "hello") == 0) {
         fwm_client_hello_info h;
         rc = fwm_client_hello(c.client, &h, &err) != FWM_RPC_OK;
-        if (rc) print_error("hello", &err);
+        if (rc) print_error(&c, "hello", &err);
         else {
             printf("%s %s, protocol %d\n", h.server, h.version, h.protocol);
             for (size_t m = 0; m < h.model_count; m++)
@@ -377,10 +446,14 @@ int main(int argc, char **argv) {
     } else if (strcmp(rest[0], "stats") == 0) {
         char text[8192];
         rc = fwm_client_stats(c.client, text, sizeof text, &err) != FWM_RPC_OK;
-        if (rc) print_error("stats", &err);
+        if (rc) print_error(&c, "stats", &err);
         else fputs(text, stdout);
+    } else if (strcmp(rest[0], "sessions") == 0 && rest_count == 1) {
+        rc = list_sessions(&c);
+    } else if (strcmp(rest[0], "close") == 0 && rest_count > 1) {
+        rc = close_sessions(&c, rest + 1, rest_count - 1);
     } else {
-        fprintf(stderr, "fwm-cli: unknown command '%s'\n", rest[0]);
+        fprintf(stderr, "fwm-cli: unknown command '%s' (or wrong arguments)\n", rest[0]);
         usage(stderr);
         rc = 2;
     }

@@ -17,7 +17,8 @@ packages=(
   libhiredis-dev                          # the Redis session store of fwm-serve clusters (--store redis://)
   redis-server                            # started by the Redis store and cluster tests (tests/server)
   python3 python3-numpy python3-msgpack python3-xxhash        # test references and Python client
-  python3-pip python3-setuptools          # offline install of the Python client (tests/install)
+  python3-pip python3-setuptools python3-venv   # the Python client's install into a venv (README, tests/install)
+  python3-torch                           # PyTorch references: the MNM's, GFW's and STM's gradients (tests/train)
   gnuplot-nox                             # training learning-curve plots
   chromium                                # the web page's test in a real (headless) browser
   openmpi-bin libopenmpi-dev              # data-parallel fwm-train under mpirun (meson -Dmpi=auto finds it)

@@ -423,6 +423,7 @@ bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
         memcpy(child->last_logits, e->last_logits, ctx->infos[e->model_index].vocab_size * sizeof(float));
         child->has_logits = e->has_logits;
         fwm__durable_created(ctx, child);
+        fwm__session_entry_note_pos(child);
         job->child = NULL; /* now owned by the outbox record, then the table */
         return respond_simple(ctx, e, job, child, true);
     }

@@ -571,7 +571,7 @@ static void pack_listed(listing *l, const uint8_t *id, const char *model, uint64
     key_str(l->pk, "session", hex);
     key_str(l->pk, "model", model);
     key(l->pk, "pos");
-    if (pos == UINT64_MAX) msgpack_pack_nil(l->pk); /* memory only: not known on the loop thread */
+    if (pos == UINT64_MAX) msgpack_pack_nil(l->pk); /* no state yet (never, once a session answered) */
     else msgpack_pack_uint64(l->pk, pos);
     key_u64(l->pk, "last_used_ms", last_used_ms);
     key(l->pk, "resident");
@@ -592,8 +592,15 @@ static bool list_stored(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const 
         memset(&meta, 0, sizeof meta);
         snprintf(meta.model_name, sizeof meta.model_name, "(damaged meta record)");
     }
-    bool resident = fwm__session_table_find(&l->r->s->sessions, id) != NULL;
-    pack_listed(l, id, meta.model_name, meta.pos, meta.last_used_ms, resident);
+    /* A resident session: where it is now and when it was last used, not as of its last record. */
+    fwm__session_entry *e = fwm__session_table_find(&l->r->s->sessions, id);
+    uint64_t pos = e ? fwm__session_entry_listed_pos(e) : UINT64_MAX;
+    uint64_t last_used_ms = meta.last_used_ms;
+    if (e) {
+        uint64_t now = now_ms(), idle = now > e->last_used_ms ? now - e->last_used_ms : 0;
+        last_used_ms = fwm__wall_ms() - idle;
+    }
+    pack_listed(l, id, meta.model_name, pos != UINT64_MAX ? pos : meta.pos, last_used_ms, e != NULL);
     return true;
 }
 
@@ -649,7 +656,8 @@ static bool m_sessions(request *r) {
         for (size_t i = 0; i < g.count && l.count < l.limit; i++) {
             fwm__session_entry *e = g.entries[i];
             uint64_t idle = now > e->last_used_ms ? now - e->last_used_ms : 0;
-            pack_listed(&l, e->id, s->models[e->model_index].name, UINT64_MAX, wall - idle, true);
+            pack_listed(&l, e->id, s->models[e->model_index].name, fwm__session_entry_listed_pos(e), wall - idle,
+                        true);
         }
         l.more = l.count < g.count;
     }
@@ -680,7 +688,10 @@ static bool m_open(request *r) {
         fwm__rpc_arg_bool(&r->call, "prime", false, &prime, &r->failure) < 0 || !room_for_session(r, m, 0))
         return false;
     fwm__session_entry *e = new_entry(r, m, topk, true);
-    if (e) fwm__session_start(r->s->models[m].model, e, prime);
+    if (e) {
+        fwm__session_start(r->s->models[m].model, e, prime);
+        fwm__session_entry_note_pos(e);
+    }
     fwm__job *job = e && r->s->store ? new_job(r, FWM_JOB_OPEN) : NULL;
     if (!e || (r->s->store && !job)) {
         fwm__session_entry_free(e);

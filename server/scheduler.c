@@ -352,6 +352,8 @@ static void run_batch(worker *w, size_t n) {
         }
     }
     step_batch(w, n);
+    /* Before the answers are posted: a client that has its answer sees this position listed. */
+    for (size_t i = 0; i < n; i++) fwm__session_entry_note_pos(w->batch[i]);
 }
 
 /* Put the batch back: pop finished jobs, requeue sessions with more work. Jobs and closed entries

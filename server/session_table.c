@@ -54,7 +54,17 @@ fwm__session_entry *fwm__session_entry_new(void) {
         return NULL;
     }
     fwm__session_id_to_hex(entry->id, entry->hex);
+    atomic_init(&entry->listed_pos, UINT64_MAX);
     return entry;
+}
+
+void fwm__session_entry_note_pos(fwm__session_entry *entry) {
+    uint64_t pos = entry->session ? fwm_session_position(entry->session) : UINT64_MAX;
+    atomic_store_explicit(&entry->listed_pos, pos, memory_order_relaxed);
+}
+
+uint64_t fwm__session_entry_listed_pos(const fwm__session_entry *entry) {
+    return atomic_load_explicit(&entry->listed_pos, memory_order_relaxed);
 }
 
 void fwm__session_start(const fwm_model *model, fwm__session_entry *entry, bool primed) {

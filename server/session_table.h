@@ -13,6 +13,7 @@
 #ifndef FWM_SERVER_SESSION_TABLE_H
 #define FWM_SERVER_SESSION_TABLE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,10 @@ typedef struct fwm__session_entry {
     bool has_logits;        /* [worker] */
     bool dead;              /* [worker] closed or failed restore: the scheduler frees it */
     size_t memory_bytes;    /* what this entry accounts for (state, logits, bookkeeping) */
+    /* The session's position as `sessions` lists it: stored by whoever holds the session (the loop
+     * thread at open, the worker after each batch, before its answers are posted), read by the loop
+     * thread; UINT64_MAX until a state exists (a stored session being loaded). */
+    _Atomic uint64_t listed_pos;
 
     /* durable mode, [worker]: */
     uint64_t log_seq;       /* the next log record's seq */
@@ -78,6 +83,10 @@ bool fwm__session_id_from_hex(const char *text, size_t length, uint8_t id[FWM_SE
 
 /* Allocate an entry with a fresh id (not inserted). NULL when out of memory or no randomness. */
 fwm__session_entry *fwm__session_entry_new(void);
+/* Record the session's current position for `sessions` (by the thread that holds the session). */
+void fwm__session_entry_note_pos(fwm__session_entry *entry);
+/* The last recorded position (any thread), or UINT64_MAX when none was recorded yet. */
+uint64_t fwm__session_entry_listed_pos(const fwm__session_entry *entry);
 /* Free the entry and what it owns (session, logits). NULL is a no-op. */
 void fwm__session_entry_free(fwm__session_entry *entry);
 

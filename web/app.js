@@ -5,7 +5,7 @@
 // session reads with the model chosen there, and forks keep their parent's. The memory view is the
 // FWM's (the others have no fast-weight tensor to trace); the others read, predict and answer.
 // State kept here: per FWM session, what each word it read wrote (k1, k2), for the figure-3 grid; at
-// most HISTORY_LIMIT words.
+// most HISTORY_LIMIT words. Leaving the page closes the sessions it opened (pagehide).
 
 import { connect } from './client/browser.js';
 import { drawReads, drawSlices, floats } from './memory_view.js';
@@ -289,4 +289,24 @@ start(new URLSearchParams(location.hash.slice(1)).get('token') || '').catch((err
     status(`cannot connect: ${err.message || err}`, true);
   }
 });
-window.fwmPage = { panels: () => panels };
+
+// Leaving the page (closing the tab, reloading, navigating away) closes the sessions it opened,
+// forks included, so that a server keeping sessions (--data-dir, as scripts/serve.sh runs it) does
+// not keep one or more per visit. Best effort: `close` goes as notifications, since a page that is
+// going away cannot wait for answers; whatever does not arrive, the server's --idle-timeout and
+// --session-ttl remove later. A page brought back from the back/forward cache starts afresh.
+function closeSessions() {
+  if (!client) return;
+  for (const panel of panels.splice(0)) {
+    try {
+      client.notify('close', { session: panel.session.id });
+    } catch {
+      // the connection is already gone: nothing more can be sent
+    }
+  }
+}
+window.addEventListener('pagehide', closeSessions);
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted) location.reload();
+});
+window.fwmPage = { panels: () => panels, closeSessions };

@@ -32,15 +32,11 @@
 #include <stdint.h>
 
 #include "fwm/fwm_export.h"
+#include "fwm/fwm_version.h" /* FWM_VERSION_MAJOR, _MINOR, _PATCH, _STRING */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FWM_VERSION_MAJOR 0
-#define FWM_VERSION_MINOR 1
-#define FWM_VERSION_PATCH 0
-#define FWM_VERSION_STRING "0.1.0"
 
 /* ---- status codes ------------------------------------------------------------------------------
  * One X-macro table generates the enum and fwm_status_str(). Codes are stable: new ones are added

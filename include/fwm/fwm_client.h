@@ -25,6 +25,7 @@
 
 #include "fwm/fwm_export.h"
 #include "fwm/fwm_protocol.h"
+#include "fwm/fwm_version.h" /* FWM_VERSION_STRING: the release of this client */
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,8 +109,9 @@ typedef struct fwm_client_hello_info {
 typedef struct fwm_client_session_info {
     const char *session;   /* 32 hex digits */
     const char *model;
-    bool has_pos;          /* false from a memory-only server */
-    uint64_t pos;          /* durable: as of its last snapshot, eviction or creation */
+    bool has_pos;          /* false only while a stored session is being read back */
+    uint64_t pos;          /* tokens read: now for a resident session; else as of its last snapshot,
+                            * eviction or creation */
     uint64_t last_used_ms; /* milliseconds since 1970 */
     bool resident;         /* in the server's memory now (durable servers also hold stored ones) */
 } fwm_client_session_info;

@@ -134,7 +134,8 @@ int main(int argc, char **argv) {
     if (listed == 1) {
         CHECK_STR(items[0].session, s);
         CHECK_STR(items[0].model, "clientmodel");
-        CHECK(items[0].resident && !items[0].has_pos && items[0].last_used_ms > 1700000000000ull);
+        CHECK(items[0].resident && items[0].last_used_ms > 1700000000000ull);
+        CHECK(items[0].has_pos && items[0].pos == 1); /* primed: it has read "<eos>" */
     }
     CHECK(next == NULL);
     CHECK_U64(fwm_client_sessions(c, s, 10, &items, &listed, &next, &err), FWM_RPC_OK);

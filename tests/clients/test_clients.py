@@ -45,6 +45,46 @@ def case_cli_interactive(env, args):
     check_eq(server.stop(), 0, "server exit status")
 
 
+def case_cli_commands(env, args):
+    """fwm-cli's exit status (1 after a failed request, also when it went on; 2 for a usage error),
+    `sessions` (each session where it is) and `close`."""
+    from server_harness import Client
+    server = env.start([env.model()])
+
+    def cli(*argv, script=None):
+        return subprocess.run([args.cli, "--connect", server.address] + list(argv), input=script,
+                              capture_output=True, text=True, timeout=30)
+
+    p = cli(script="Mary flew to the bathroom.\nJohn went to the hallway.\nWhere is John?\n")
+    check_eq(p.returncode, 1, "exit status after an unknown word")
+    check("unknown_word" in p.stderr and "flew" in p.stderr, "the error on stderr", p.stderr)
+    check(any(line.startswith("answer: ") for line in p.stdout.splitlines()), "went on after it", p.stdout)
+    check_eq(cli(script="Mary moved to the bathroom.\nWhere is Mary?\n").returncode, 0, "exit status, no errors")
+    c = Client(server.address)
+    a = c.call("open")["session"]
+    b = c.call("open", prime=False)["session"]
+    c.call("feed", session=a, text="Mary moved to the bathroom. Where is Mary?", notify=False)
+    p = cli("sessions")
+    check_eq(p.returncode, 0, "sessions: exit status " + p.stderr)
+    listed = {line.split()[0]: line.split() for line in p.stdout.splitlines()}
+    check_eq(sorted(listed), sorted([a, b]), "sessions lists both")
+    check_eq([listed[a][1:4], listed[a][-1]], [["test", "pos", str(PRIME + 10)], "resident"], "session a's line")
+    check_eq(listed[b][2:4], ["pos", "0"], "session b: unprimed, nothing read")
+    check(listed[a][4] == "used" and listed[a][5].endswith("Z"), "last use in UTC", listed[a])
+    p = cli("close", a)
+    check_eq((p.returncode, p.stdout.strip()), (0, "closed " + a), "close")
+    check_eq([line.split()[0] for line in cli("sessions").stdout.splitlines()], [b], "closed session gone")
+    p = cli("close", a, b)
+    check_eq(p.returncode, 1, "closing an unknown session fails")
+    check("unknown_session" in p.stderr and ("closed " + b) in p.stdout, "names it, closes the other", p.stderr)
+    check_eq(cli("sessions").stdout, "", "no sessions left")
+    check_eq(cli("close").returncode, 2, "close without ids: usage error")
+    check_eq(cli("frobnicate").returncode, 2, "unknown command: usage error")
+    p = subprocess.run([args.cli, "--help"], capture_output=True, text=True, timeout=30)
+    check("exit status" in p.stdout and "sessions" in p.stdout and "close ID" in p.stdout, "--help", p.stdout)
+    check_eq(server.stop(), 0, "server exit status")
+
+
 def case_cli_babi(env, args):
     files = [os.path.join(args.babi, "en-valid-10k", "qa%d_test.txt" % t) for t in (1, 5)]
     for f in files:
@@ -105,6 +145,12 @@ def case_python_client(env, args):
             raise AssertionError("unknown word accepted")
         except FwmError as e:
             check(e.name == "unknown_word" and e.word == "flew" and e.code == 5, "FwmError fields", vars(e))
+        # sessions(): a list (sliceable, as documented), every page fetched, each at its position
+        listed = client.sessions(page=1)
+        check(isinstance(listed, list), "sessions() is a list", type(listed))
+        check_eq(sorted(x["session"] for x in listed[:3]), sorted([s.id, r.id, f.id]), "every session, page by page")
+        check_eq({x["session"]: x["pos"] for x in listed}, {x.id: x.predict()["pos"] for x in (s, r, f)},
+                 "listed positions")
         again = Client(server.address).session(s.id)  # another connection, the same session
         check_eq(again.predict()["pos"], s.predict()["pos"], "reattach by id")
         again.client.close()
@@ -174,8 +220,8 @@ def case_bundled_primed(env, args):
     check_eq(server.stop(), 0, "server exit status")
 
 
-CASES = {"cli_interactive": case_cli_interactive, "cli_babi": case_cli_babi, "python_client": case_python_client,
-         "bundled_primed": case_bundled_primed}
+CASES = {"cli_interactive": case_cli_interactive, "cli_commands": case_cli_commands, "cli_babi": case_cli_babi,
+         "python_client": case_python_client, "bundled_primed": case_bundled_primed}
 
 
 def main():

@@ -6,9 +6,11 @@
 # Installs the build into a temporary DESTDIR, then, using only what was installed:
 #  - the shared libfwm and libfwm_client export only fwm_ functions (nm -D), and the pkg-config files,
 #    headers, programs and bundled models are where they belong;
-#  - the README's C example (the ```c block of README.md, with "model.gguf" taken from argv[1])
-#    compiles with `pkg-config --cflags --libs fwm` alone, links the shared libfwm, and answers
-#    "bathroom" with the installed bundled model;
+#  - the README's C example (app.c: the ```c block of README.md between its markers, as it is)
+#    compiles with `pkg-config --cflags --libs fwm` alone, links the shared libfwm.so.1, and answers
+#    "bathroom" with the installed bundled model, finding the library through LD_LIBRARY_PATH or
+#    through -Wl,-rpath as the README says (and not at all without them, unless it is installed
+#    system-wide); with an unknown word or a missing model it names the problem and exits 1;
 #  - a program using fwm-client.pc compiles, links and names an error code;
 #  - the installed fwm-serve, given no MODEL and no FWM_MODEL, finds the installed bundled model
 #    (and not the source tree's), and the installed fwm-cli gets the answer from it;
@@ -40,6 +42,7 @@ prefix=$(dirname "$(dirname "$prefix")")
 echo "installed prefix: ${prefix#"$dest"}, libdir: ${libdir#"$dest"}"
 
 for f in include/fwm/fwm.h include/fwm/fwm_client.h include/fwm/fwm_protocol.h include/fwm/fwm_export.h \
+         include/fwm/fwm_version.h \
          share/fwm/models/fwm-babi-lm.gguf share/fwm/models/fwm-babi-qm.gguf share/fwm/models/gfw-ar.gguf \
          share/fwm/models/stm-babi.gguf share/fwm/models/lstm-small-babi-qm.gguf \
          share/fwm/models/mnm-babi-qm.gguf share/fwm/models/gfw-babi-qm.gguf share/fwm/models/stm-word-babi-qm.gguf \
@@ -81,30 +84,54 @@ if readelf -d "$libdir/libfwm.so" | grep -q 'NEEDED.*libasan'; then
     echo "sanitizer build: programs linked with ${extra[*]} besides pkg-config's flags"
 fi
 
-# The README's example, wrapped in main().
-awk '/^```c$/ {inside = 1; next} /^```$/ {inside = 0} inside' "$source_root/README.md" > "$work/snippet.c"
-grep -q 'fwm_model_load' "$work/snippet.c" || fail "README.md has no C example calling fwm_model_load"
-{
-    echo '#include <stdio.h>'
-    echo '#include <stdlib.h>'
-    grep '^#include' "$work/snippet.c"
-    echo 'int main(int argc, char **argv) {'
-    echo '    if (argc != 2) return 2;'
-    grep -v '^#include' "$work/snippet.c" | sed 's/"model\.gguf"/argv[1]/'
-    echo '    return 0;'
-    echo '}'
-} > "$work/example.c"
-cc -std=c11 -Wall -Werror "${extra[@]}" -o "$work/example" "$work/example.c" $flags \
-    || { cat -n "$work/example.c"; fail "the README's example does not compile with pkg-config fwm"; }
-readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so' || fail "the example did not link the shared libfwm"
+# The README's example (app.c), exactly as README.md has it between its markers: a whole program.
+awk '/^<!-- app\.c: / {marked = 1; next} marked && /^```c$/ {inside = 1; next}
+     inside && /^```$/ {exit} inside' "$source_root/README.md" > "$work/app.c"
+grep -q '^<!-- end of app\.c -->$' "$source_root/README.md" || fail "README.md lacks the end marker of app.c"
+grep -q 'int main(' "$work/app.c" || fail "README.md has no whole C program between its app.c markers"
+cc -std=c11 -Wall -Wextra -Werror "${extra[@]}" -o "$work/example" "$work/app.c" $flags \
+    || { cat -n "$work/app.c"; fail "the README's example does not compile with pkg-config fwm"; }
+readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so\.1' \
+    || fail "the example did not link the shared libfwm.so.1"
 model="$prefix/share/fwm/models/fwm-babi-lm.gguf"
-out=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$model") || fail "the README's example failed: $out"
-echo "README example:" $out
-[ "$(echo "$out" | wc -l)" -eq 5 ] || fail "the README's example printed $(echo "$out" | wc -l) lines, not 5"
-case "$(echo "$out" | head -1)" in
-    "bathroom "*) ;;
-    *) fail "the README's example answered '$(echo "$out" | head -1)', expected 'bathroom P'" ;;
-esac
+check_answers() { # the output of one run: five predictions, "bathroom" first
+    echo "README example ($1):" $2
+    [ "$(echo "$2" | wc -l)" -eq 5 ] || fail "the README's example printed $(echo "$2" | wc -l) lines, not 5 ($1)"
+    case "$(echo "$2" | head -1)" in
+        "bathroom "*) ;;
+        *) fail "the README's example answered '$(echo "$2" | head -1)', expected 'bathroom P' ($1)" ;;
+    esac
+}
+# The library's folder as the README finds it (pkg-config adds the DESTDIR through its sysroot).
+pc_libdir=$(pkg-config --variable=libdir fwm)
+[ "$pc_libdir" = "$libdir" ] || fail "pkg-config --variable=libdir fwm is $pc_libdir, not $libdir"
+# Found through LD_LIBRARY_PATH (the README's first way) ...
+out=$(LD_LIBRARY_PATH=$(pkg-config --variable=libdir fwm) "$work/example" "$model") || fail "the README's example failed: $out"
+check_answers "LD_LIBRARY_PATH" "$out"
+# ... and errors reported, with a failing exit status: an unknown word, a missing model.
+rc=0
+err=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$model" "Mary flew to the moon. Where is Mary?" 2>&1) || rc=$?
+[ "$rc" -eq 1 ] && echo "$err" | grep -q "unknown word 'flew'" \
+    || fail "the example with an unknown word: exit $rc, '$err' (expected 1 and the word named)"
+rc=0
+err=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$work/no-such.gguf" 2>&1) || rc=$?
+[ "$rc" -eq 1 ] && echo "$err" | grep -q "no-such.gguf" || fail "the example without a model: exit $rc, '$err'"
+# Without a path, unless this machine has libfwm.so.1 installed system-wide: the loader's error.
+if ! ldconfig -p 2>/dev/null | grep -q 'libfwm\.so\.1 '; then
+    rc=0
+    err=$(env -u LD_LIBRARY_PATH "$work/example" "$model" 2>&1) || rc=$?
+    [ "$rc" -ne 0 ] && echo "$err" | grep -q 'libfwm.so.1: cannot open shared object file' \
+        || fail "without LD_LIBRARY_PATH the example should not find libfwm.so.1: exit $rc, '$err'"
+fi
+# The README's second way: the library's folder recorded in the program (-Wl,-rpath), no
+# LD_LIBRARY_PATH.
+cc -std=c11 -Wall -Wextra -Werror "${extra[@]}" -o "$work/example-rpath" "$work/app.c" $flags \
+    -Wl,-rpath,$(pkg-config --variable=libdir fwm) || fail "the README's example does not build with -Wl,-rpath"
+ldd_out=$(env -u LD_LIBRARY_PATH ldd "$work/example-rpath")
+echo "$ldd_out" | grep -qF "libfwm.so.1 => $libdir/libfwm.so.1" \
+    || fail "-Wl,-rpath did not find the installed libfwm: $ldd_out"
+out=$(env -u LD_LIBRARY_PATH "$work/example-rpath" "$model") || fail "the README's example (rpath) failed: $out"
+check_answers "-Wl,-rpath" "$out"
 
 cat > "$work/client.c" <<'EOF'
 #include <fwm/fwm_client.h>

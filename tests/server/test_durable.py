@@ -733,6 +733,34 @@ def case_disk_full(env):
     check_eq(server.stop(), 0, "clean exit")
 
 
+def case_listing_resident(env):
+    """With --data-dir, `sessions` lists a resident session where it is now (not where its last
+    snapshot left it), and a session written out of memory where its record says."""
+    model = env.model()
+    data = os.path.join(env.dir, "data")
+    server = env.start([model], "--data-dir", data)
+    c = Client(server.address)
+    text = "Mary moved to the bathroom. John went to the hallway. Where is Mary?"
+    s = c.call("open")["session"]
+    fed = c.call("feed", session=s, text=text, notify=False)["pos"]
+    check_eq(fed, PRIME + len(tokenize(text)), "fed")
+    fork = c.call("fork", session=s)["session"]
+    c.call("feed", session=fork, text="bathroom", notify=False)
+    listing = c.call("sessions")["sessions"]
+    check_eq({x["session"]: (x["pos"], x["resident"]) for x in listing},
+             {s: (fed, True), fork: (fed + 1, True)}, "resident sessions listed where they are")
+    check(all(time.time() * 1000 - x["last_used_ms"] < 60000 for x in listing), "last use: now", listing)
+    check_eq(server.stop(), 0, "clean exit")
+    server = env.start([model], "--data-dir", data)
+    c = Client(server.address)
+    listing = c.call("sessions")["sessions"]
+    check_eq({x["session"]: (x["pos"], x["resident"]) for x in listing},
+             {s: (fed, False), fork: (fed + 1, False)}, "stored sessions listed where their records say")
+    c.call("feed", session=s, text="bathroom .", notify=False)
+    check_eq({x["session"]: x["pos"] for x in c.call("sessions")["sessions"]}[s], fed + 2, "loaded and fed")
+    check_eq(server.stop(), 0, "clean exit")
+
+
 def case_session_ttl(env):
     """--session-ttl deletes stored sessions unused that long; resident ones are kept."""
     model = env.model()

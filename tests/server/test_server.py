@@ -259,6 +259,32 @@ def case_fork_snapshot_restore(env):
     check_eq(server.stop(), 0, "exit status")
 
 
+def case_sessions_listing(env):
+    """`sessions` lists each resident session at the position it has read up to (open, unprimed
+    open, feed, fork, restore, reset), as its own answers give it."""
+    server = env.start([env.model()])
+    c = Client(server.address)
+    s = c.call("open")["session"]
+    raw = c.call("open", prime=False)["session"]
+    c.call("feed", session=s, text="Mary moved to the bathroom. John went to the hallway.", notify=False)
+    fork = c.call("fork", session=s)["session"]
+    c.call("feed", session=fork, text="Where is Mary?", notify=False)
+    restored = c.call("restore", state=c.call("snapshot", session=s)["state"])["session"]
+    reset = c.call("open")["session"]
+    c.call("feed", session=reset, text="Mary moved", notify=False)
+    c.call("reset", session=reset, prime=False)
+    listing = c.call("sessions")
+    listed = {x["session"]: x["pos"] for x in listing["sessions"]}
+    want = {x: c.call("predict", session=x)["pos"] for x in (s, raw, fork, restored, reset)}
+    check_eq(listed, want, "listed positions = the sessions' own")
+    check_eq((want[raw], want[reset]), (0, 0), "unprimed and reset to zero")
+    check(want[s] == PRIME + len(tokenize("Mary moved to the bathroom. John went to the hallway.")) and
+          want[fork] > want[s], "fed and forked sessions are further on", want)
+    check(all(x["resident"] and x["last_used_ms"] > 1.7e12 for x in listing["sessions"]), "resident, used",
+          listing)
+    check_eq(server.stop(), 0, "exit status")
+
+
 def case_error_codes(env):
     a_path, b_path = env.model("a", seed=3), env.model("b", seed=4)
     server = env.start([a_path, b_path], "--max-sessions", "3", "--max-feed-tokens", "40", "--max-queued-tokens", "30")

@@ -4,7 +4,8 @@
 // answers shown, that the memory view drew its heatmaps (coloured pixels on every canvas), and saves
 // a screenshot; then opens a session of a second model chosen from the page's list (an LSTM written
 // by fwm-init with the story's words), reads and asks with it, and checks that the memory view says
-// it draws FWM sessions only. Environment: FWM_SERVE, FWM_MODEL, FWM_INIT, FWM_WWW (the assembled
+// it draws FWM sessions only; and that leaving the page closes the sessions it opened (the server's
+// `sessions` list, through the Node client). Environment: FWM_SERVE, FWM_MODEL, FWM_INIT, FWM_WWW (the assembled
 // folder), FWM_SCREENSHOT (where the picture goes), CHROMIUM (default /usr/bin/chromium).
 
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import puppeteer from 'puppeteer-core';
+import { connect } from '../../clients/js/src/index.js';
 import { babiFile, readStories, startServer } from '../../clients/js/test/harness.js';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -174,5 +176,38 @@ test('a session of another model, chosen from the list, reads and answers; the m
   assert.equal(await page.$eval('article[data-session="C"]', (el) => el.dataset.model), 'lstm-demo');
 
   assert.deepEqual(errors, [], 'no script errors in the page');
+  await page.close();
+});
+
+/** The ids of every session on the server, through the Node client. */
+async function serverSessions() {
+  const client = await connect(server.address);
+  const ids = [];
+  for await (const item of client.sessions()) ids.push(item.session);
+  await client.close();
+  return ids;
+}
+
+test('leaving the page closes the sessions it opened, forks included', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${server.http}/`);
+  await until(page, () => document.querySelector('#status').textContent.startsWith('connected'));
+  await page.click('article[data-session="A"] .fork');
+  await until(page, () => document.querySelector('article[data-session="B"]') !== null);
+  const mine = await page.evaluate(() => window.fwmPage.panels().map((p) => p.session.id));
+  assert.equal(mine.length, 2);
+  const listed = await serverSessions();
+  assert.ok(mine.every((id) => listed.includes(id)), 'the page\'s sessions are on the server');
+
+  await page.goto('about:blank'); // navigating away: pagehide
+  const deadline = Date.now() + 10000;
+  let left = mine;
+  while (Date.now() < deadline) {
+    const now = await serverSessions();
+    left = mine.filter((id) => now.includes(id));
+    if (left.length === 0) break;
+    await new Promise((resolve) => { setTimeout(resolve, 100); });
+  }
+  assert.deepEqual(left, [], 'the sessions the page opened are closed once it is left');
   await page.close();
 });

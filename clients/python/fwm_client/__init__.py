@@ -27,7 +27,9 @@ import time
 
 import msgpack
 
-__all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS"]
+__all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS", "__version__"]
+
+__version__ = "0.2.0"  # the project's version (meson.build; the `versions` test checks they agree)
 
 DEFAULT_ADDRESS = "tcp://127.0.0.1:7411"
 
@@ -300,16 +302,16 @@ class Client:
         return Session(self, self.call("restore", state=bytes(state), model=model, topk=topk)["session"])
 
     def sessions(self, page=100):
-        """Every session on the server (stored ones too, with --data-dir), in id order, fetched `page`
-        at a time: dicts with session, model, pos, last_used_ms, resident."""
+        """Every session on the server (stored ones too, with --data-dir), in id order, as a list of
+        dicts with session, model, pos, last_used_ms, resident; fetched `page` (1..1000) at a time."""
+        items = []
         after = None
         while True:
             reply = self.call("sessions", after=after, limit=page)
-            for item in reply["sessions"]:
-                yield item
+            items.extend(reply["sessions"])
             after = reply["next"]
             if after is None:
-                return
+                return items
 
 
 class Session:
