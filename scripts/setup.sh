@@ -52,6 +52,11 @@ for js in clients/js web; do
   fi
 done
 
+# The Jane Austen corpus of the prose models (docs/CORPUS.md): the six novels from Debian's
+# r-cran-janeaustenr, read without R, as data/austen/{train,valid,test}.txt (done once; the script
+# does nothing when they are there and current).
+/usr/bin/python3 scripts/prepare_austen.py --out data/austen
+
 build_dir=${1:-build}
 shift || true
 if [ ! -f "$build_dir/build.ninja" ]; then

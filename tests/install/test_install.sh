@@ -7,7 +7,7 @@
 #  - the shared libfwm and libfwm_client export only fwm_ functions (nm -D), and the pkg-config files,
 #    headers, programs and bundled models are where they belong;
 #  - the README's C example (app.c: the ```c block of README.md between its markers, as it is)
-#    compiles with `pkg-config --cflags --libs fwm` alone, links the shared libfwm.so.1, and answers
+#    compiles with `pkg-config --cflags --libs fwm` alone, links the shared libfwm.so.2, and answers
 #    "bathroom" with the installed bundled model, finding the library through LD_LIBRARY_PATH or
 #    through -Wl,-rpath as the README says (and not at all without them, unless it is installed
 #    system-wide); with an unknown word or a missing model it names the problem and exits 1;
@@ -92,7 +92,7 @@ grep -q 'int main(' "$work/app.c" || fail "README.md has no whole C program betw
 cc -std=c11 -Wall -Wextra -Werror "${extra[@]}" -o "$work/example" "$work/app.c" $flags \
     || { cat -n "$work/app.c"; fail "the README's example does not compile with pkg-config fwm"; }
 readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so\.1' \
-    || fail "the example did not link the shared libfwm.so.1"
+    || fail "the example did not link the shared libfwm.so.2"
 model="$prefix/share/fwm/models/fwm-babi-lm.gguf"
 check_answers() { # the output of one run: five predictions, "bathroom" first
     echo "README example ($1):" $2
@@ -116,19 +116,19 @@ err=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$model" "Mary flew to the moon.
 rc=0
 err=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$work/no-such.gguf" 2>&1) || rc=$?
 [ "$rc" -eq 1 ] && echo "$err" | grep -q "no-such.gguf" || fail "the example without a model: exit $rc, '$err'"
-# Without a path, unless this machine has libfwm.so.1 installed system-wide: the loader's error.
+# Without a path, unless this machine has libfwm.so.2 installed system-wide: the loader's error.
 if ! ldconfig -p 2>/dev/null | grep -q 'libfwm\.so\.1 '; then
     rc=0
     err=$(env -u LD_LIBRARY_PATH "$work/example" "$model" 2>&1) || rc=$?
-    [ "$rc" -ne 0 ] && echo "$err" | grep -q 'libfwm.so.1: cannot open shared object file' \
-        || fail "without LD_LIBRARY_PATH the example should not find libfwm.so.1: exit $rc, '$err'"
+    [ "$rc" -ne 0 ] && echo "$err" | grep -q 'libfwm.so.2: cannot open shared object file' \
+        || fail "without LD_LIBRARY_PATH the example should not find libfwm.so.2: exit $rc, '$err'"
 fi
 # The README's second way: the library's folder recorded in the program (-Wl,-rpath), no
 # LD_LIBRARY_PATH.
 cc -std=c11 -Wall -Wextra -Werror "${extra[@]}" -o "$work/example-rpath" "$work/app.c" $flags \
     -Wl,-rpath,$(pkg-config --variable=libdir fwm) || fail "the README's example does not build with -Wl,-rpath"
 ldd_out=$(env -u LD_LIBRARY_PATH ldd "$work/example-rpath")
-echo "$ldd_out" | grep -qF "libfwm.so.1 => $libdir/libfwm.so.1" \
+echo "$ldd_out" | grep -qF "libfwm.so.2 => $libdir/libfwm.so.2" \
     || fail "-Wl,-rpath did not find the installed libfwm: $ldd_out"
 out=$(env -u LD_LIBRARY_PATH "$work/example-rpath" "$model") || fail "the README's example (rpath) failed: $out"
 check_answers "-Wl,-rpath" "$out"

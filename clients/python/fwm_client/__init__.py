@@ -29,7 +29,7 @@ import msgpack
 
 __all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS", "__version__"]
 
-__version__ = "0.2.0"  # the project's version (meson.build; the `versions` test checks they agree)
+__version__ = "0.3.0"  # the project's version (meson.build; the `versions` test checks they agree)
 
 DEFAULT_ADDRESS = "tcp://127.0.0.1:7411"
 
