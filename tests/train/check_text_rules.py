@@ -312,7 +312,7 @@ def check_vocabulary(name, fwm_train, folder, size, tmpdir):
     model = os.path.join(tmpdir, "vocab.gguf")
     cmd = [fwm_train, "--task", "text", "--data", folder, "--arch", "lstm", "--layers", "1",
            "--embedding", "4", "--hidden", "4", "--steps", "1", "--lanes", "1", "--window", "4",
-           "--threads", "1", "--eval-every", "0", "--eval-lanes", "1", "--no-test", "--force",
+           "--threads", "1", "--eval-every", "0", "--eval-lanes", "64", "--no-test", "--force",
            "--progress", "0", "--run-dir", os.path.join(tmpdir, "run"), "--out", model]
     if size is not None:
         cmd += ["--vocab-size", str(size)]
