@@ -265,6 +265,19 @@ FWM_API fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_
 FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
                                   float *logits, fwm_error *err);
 
+/* The next-token scores (V floats into `logits`) that the session's current state gives, without
+ * changing the session: what the last fwm_session_step would have written had it been asked for
+ * logits. An lstm session's are those bits exactly; an fwm session's are the step's up to float
+ * rounding (the same bits when the state came from steps, fork or prime; after an import the pending
+ * write was applied by the export, so the reads run over F in another order). Under read policy
+ * "token" an fwm session reads the memory only when its last token was the trigger; a session
+ * that has read nothing since a reset, or was imported, counts as not having read it. A session
+ * that has read nothing (reset, not primed) has a state too, and gets its scores. For a primed
+ * session this is fwm_model_start_logits. FWM_ERR_INVALID_ARGUMENT (NULL session or logits),
+ * FWM_ERR_UNSUPPORTED for the other architectures (mnm, gfw, stm: the message names it),
+ * FWM_ERR_OUT_OF_MEMORY (scratch for large models). */
+FWM_API fwm_status fwm_session_predict(const fwm_session *session, float *logits, fwm_error *err);
+
 /* Whether the session's last step predicted the next token (its logits are scores, not the NaN row
  * of a position that predicts nothing): always true for the fwm, lstm, mnm and gfw architectures and
  * for an stm model in word mode, whatever the session has read; for an stm model in sentence mode true
