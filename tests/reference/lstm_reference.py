@@ -149,8 +149,8 @@ class Model:
         for name in ("padding_token_id", "eos_token_id"):
             if hp[name] >= V:
                 raise FormatError(f"{name} {hp[name]} is not below vocab_size {V}")
-        if get("tokenizer.ggml.model", STRING) != "word":
-            raise FormatError("tokenizer.ggml.model is not 'word'")
+        if get("tokenizer.ggml.model", STRING) not in ("word", "text"):  # catbAbI words, or prose
+            raise FormatError("tokenizer.ggml.model is neither 'word' nor 'text'")
         vtype, vocab = meta.get("tokenizer.ggml.tokens", (None, None))
         if vtype != GGUF_TYPE_ARRAY or not all(isinstance(t, str) for t in vocab):
             raise FormatError("tokenizer.ggml.tokens: missing or not an array of string")
