@@ -153,7 +153,7 @@ typedef struct fwm_model_info {
     uint32_t max_sentence_words;
     bool reset_on_eos;
     /* How text becomes tokens (fwm_tokenize): "word", the catbAbI word tokenizer, or "text", the
-     * text rules of docs/TEXT.md (prose, a paragraph per line); static. */
+     * text rules of common/fwm_text.h (prose, a paragraph per line); static. */
     const char *tokenizer;
     /* The token words outside the vocabulary read as (<unk>), or FWM_NO_TOKEN when the model has
      * none and such a word is refused (FWM_ERR_UNKNOWN_WORD). */
@@ -183,7 +183,7 @@ FWM_API fwm_status fwm_model_token_id(const fwm_model *model, const char *word, 
  * "word", as in catbAbI: ASCII lower-casing, split on white space, and a "." or "?" that ends a
  * word is a token of its own ("Where is Mary?" -> where is mary ?). Commas stay inside words
  * ("n,w" is one token).
- * "text", prose (docs/TEXT.md, the rules the model was trained with): ASCII lower-casing,
+ * "text", prose (common/fwm_text.h, the rules the model was trained with): ASCII lower-casing,
  * punctuation and contractions split off ("Elizabeth's" -> elizabeth 's), a line end after words is
  * "<eos>"; invalid UTF-8 is FWM_ERR_INVALID_ARGUMENT naming the byte.
  * Writes up to `capacity` ids to `tokens`; *count receives the number of tokens in the text even
