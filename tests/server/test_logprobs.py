@@ -14,6 +14,9 @@ Cases (SCRIPT CASE --serve PATH --init PATH --babi DIR --source-root DIR):
   over_limit    a logprobs feed whose reply would pass --max-output-bytes is refused (too_large), and
                 one on an architecture without fwm_session_predict (mnm: bad_params naming it), with
                 the session's position and prediction unchanged; the memory the feed held is returned
+  durable       a durable session read back after a restart (from its snapshot after a clean stop, or
+                its log replayed after kill -9)
+                scores its next feed's first token as one never stopped (--data-dir)
   unknown       feed, ask and trace list the byte spans of the words read as <unk>, checked against
                 the words' byte offsets (non-ASCII words included); a model without <unk> still
                 refuses an unknown word (unknown_word); hello and GET /v1/models report each model's
@@ -294,6 +297,40 @@ def case_unknown(env):
     server.stop()
 
 
+def case_durable(env):
+    """A durable session read back from the store (after a restart: from its snapshot, or its log
+    replayed) scores the next feed's first token as the session that was never stopped."""
+    for arch in ("lstm", "fwm"):
+        path = train(env, arch, "durable_" + arch)
+        vocab, _, logits = reference_of(path)
+        ids, _ = expected_tokens(vocab, TEXT)
+        half = len(ids) // 2
+        # the state from a snapshot (a clean stop snapshots every session), or its log replayed (killed)
+        for snapshot_tokens, stop in (("1", True), ("1000", False)):
+            data = os.path.join(env.dir, "data-%s-%s" % (arch, snapshot_tokens))
+            flags = ["--data-dir", data, "--snapshot-tokens", snapshot_tokens]
+            server = env.start([path], *flags)
+            c = Client(server.address)
+            s = c.call("open")["session"]
+            first = c.call("feed", session=s, tokens=ids[:half], logprobs=True, notify=False)["logprobs"]
+            c.close()
+            if stop:
+                check_eq(server.stop(), 0, "server exit status")
+            else:
+                server.kill()  # the feed was answered once its log record was committed
+            server = env.start([path], *flags)
+            c = Client(server.address)
+            rest = c.call("feed", session=s, tokens=ids[half:], logprobs=True, notify=False)["logprobs"]
+            rows = logits(ids, True)
+            want = [log_softmax_at(rows[i], t) for i, t in enumerate(ids)]
+            close(first + rest, want, 1e-4, "%s, snapshot-tokens %s: across a restart" % (arch, snapshot_tokens))
+            t = c.call("open")["session"]
+            whole = c.call("feed", session=t, tokens=ids, logprobs=True, notify=False)["logprobs"]
+            close(first + rest, whole, 1e-5, "%s, snapshot-tokens %s: as one feed" % (arch, snapshot_tokens))
+            c.close()
+            check_eq(server.stop(), 0, "server exit status")
+
+
 if __name__ == "__main__":
     sys.exit(main({"reference": case_reference, "split": case_split, "over_limit": case_over_limit,
-                   "unknown": case_unknown}))
+                   "unknown": case_unknown, "durable": case_durable}))
