@@ -833,11 +833,27 @@ static bool m_ask(request *r) {
     uint32_t *tokens = tokenize(r, m, text, length, 2, &count, &unknown, &unknown_count); /* room: "?", answer */
     if (!tokens) return false;
     if (m->has_question && (count == 0 || tokens[count - 1] != m->question_token)) tokens[count++] = m->question_token;
+    /* the reply: its answer and predictions, and the question's unknown spans, which the job holds */
+    size_t bound = 192 + m->max_word + (size_t)(topk ? topk : 1) * (m->max_word + 16) + unknown_bound(unknown_count);
+    uint64_t held = (uint64_t)unknown_count * sizeof *unknown;
     fwm__job *job = NULL;
-    if (count == 0)
+    if (count == 0) {
         fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'question' has no words");
-    else if (not_overloaded(r, count + 1))
+    } else if (bound > r->s->config->max_output_bytes) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
+                      "the question has %zu words outside the vocabulary, whose spans may take a response of %zu "
+                      "bytes, more than max-output-bytes %zu: ask a shorter question",
+                      unknown_count, bound, r->s->config->max_output_bytes);
+    } else if (held && !fwm__server_memory_fits(r->s, held)) {
+        r->s->metrics.memory_refusals++;
+        fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
+                      "the server's memory budget (max-memory-bytes %zu) has no room for the %llu bytes of the "
+                      "question's unknown spans (%llu bytes in use): retry later",
+                      r->s->config->max_memory_bytes, (unsigned long long)held,
+                      (unsigned long long)fwm__server_memory_used(r->s));
+    } else if (not_overloaded(r, count + 1)) {
         job = new_job(r, FWM_JOB_ASK);
+    }
     if (!job) {
         fwm__free(tokens);
         fwm__free(unknown);
@@ -847,8 +863,11 @@ static bool m_ask(request *r) {
     job->count = count;
     job->topk = topk;
     job->commit = commit;
-    job->unknown = unknown; /* bounded by the question's length, itself within max-string-bytes */
+    job->unknown = unknown;
     job->unknown_count = unknown_count;
+    job->output_bound = unknown_bound(unknown_count); /* beyond the answer's (scheduler.c) */
+    job->held_bytes = held;
+    r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
     submit(r, e, job);
     return true;
 }

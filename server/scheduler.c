@@ -234,7 +234,7 @@ static size_t output_estimate(const fwm__scheduler *s, const fwm__job *job) {
                         * unknown spans) */
         return (job->notify ? 160 + s->max_word + predictions : 0) +
                (job->count - job->done <= 1 && job->output_bound > 160 ? job->output_bound : 160);
-    case FWM_JOB_ASK:
+    case FWM_JOB_ASK: return 192 + s->max_word + predictions + job->output_bound; /* and its unknown spans */
     case FWM_JOB_PREDICT: return 192 + s->max_word + predictions;
     case FWM_JOB_SNAPSHOT: return 192 + s->max_blob;
     case FWM_JOB_TRACE: return job->output_bound;

@@ -68,7 +68,8 @@ typedef struct fwm__job {
     bool keep_stored; /* CLOSE: free the resident session only; the stored one stays */
     bool prime;       /* RESET: to the model's start state (fwm_session_prime), not to zero */
     bool trace_memory; /* TRACE: include the memory after the last token */
-    size_t output_bound; /* TRACE, FEED: the most bytes its response can take (checked against the limit) */
+    size_t output_bound; /* TRACE, FEED: the most bytes its response can take (checked against the limit);
+                          * ASK: those of its unknown spans */
     uint64_t reserved_bytes; /* FORK/RESTORE: memory counted against the budget until it ends */
     uint32_t *tokens; /* FEED/ASK: owned */
     size_t count, done;
@@ -78,7 +79,7 @@ typedef struct fwm__job {
     /* FEED/ASK/TRACE given text: the byte spans of its words read as <unk> (owned) */
     fwm_text_span *unknown;
     size_t unknown_count;
-    uint64_t held_bytes; /* FEED: logprob and unknown, counted against the memory budget until it ends */
+    uint64_t held_bytes; /* FEED, ASK: logprob and unknown, counted against the memory budget until it ends */
     /* ASK after the question: the answer, and whether it was committed */
     bool answered;
     uint32_t answer_token;

@@ -11,9 +11,10 @@ Cases (SCRIPT CASE --serve PATH --init PATH --babi DIR --source-root DIR):
                 (tests/reference/lstm_reference.py, fwm_reference.py) within 1e-4: primed, unprimed
                 (the zero state's scores), and after a restore (no cached prediction)
   split         a text fed whole and the same text fed in four calls: the same ids, logprobs within 1e-5
-  over_limit    a logprobs feed whose reply would pass --max-output-bytes is refused (too_large), and
-                one on an architecture without fwm_session_predict (mnm: bad_params naming it), with
-                the session's position and prediction unchanged; the memory the feed held is returned
+  over_limit    a logprobs feed whose reply would pass --max-output-bytes is refused (too_large), so are
+                a feed and an ask listing too many unknown words, and logprobs on an architecture
+                without fwm_session_predict (mnm: bad_params naming it), with the session's position
+                and prediction unchanged; the memory the feeds held is returned
   durable       a durable session read back after a restart (from its snapshot after a clean stop, or
                 its log replayed after kill -9)
                 scores its next feed's first token as one never stopped (--data-dir)
@@ -221,6 +222,16 @@ def case_over_limit(env):
     check("tokens" not in r and "logprobs" not in r, "no logprobs unless asked", sorted(r))
     r = c.call("feed", session=s, text=" ".join(["the family of the old man"] * 5), logprobs=True, notify=False)
     check_eq(len(r["logprobs"]), 30, "a logprobs feed within the limit")
+    # a reply listing many unknown words is bounded too: 60 spans of up to 19 bytes pass 1024 bytes
+    strange = " ".join(["zyzzyva%d" % i for i in range(60)])
+    pos = c.call("predict", session=s)["pos"]
+    e = expect_error("too_large", c.call, "feed", session=s, text=strange)
+    check("outside the vocabulary" in e.message and "max-output-bytes 1024" in e.message, "feed: names it", e.message)
+    e = expect_error("too_large", c.call, "ask", session=s, question=strange)
+    check("outside the vocabulary" in e.message and "max-output-bytes 1024" in e.message, "ask: names it", e.message)
+    check_eq(c.call("predict", session=s)["pos"], pos, "nothing was read")
+    check_eq(len(c.call("feed", session=s, text=strange[:200])["unknown"]), len(strange[:200].split()),
+             "fewer unknown words fit")
     # the memory a logprobs feed holds is returned when it ends
     mem = c.call("stats")["memory"]
     check_eq(mem["used_bytes"] - mem["output_queued_bytes"] - mem["input_buffer_bytes"],
