@@ -173,7 +173,7 @@ def case_reference(env):
         close(rest["logprobs"], own["logprobs"], 1e-5, arch + ": restored, against the session it came from")
         check_eq(rest["unknown"], [], arch + ": a feed of token ids has no unknown words")
         c.close()
-        server.stop()
+        check_eq(server.stop(), 0, "server exit status")
 
 
 def case_split(env):
@@ -199,7 +199,7 @@ def case_split(env):
         # token notifications are still sent, one per token, with logprobs asked for
         check_eq([n["token"] for n in c.take_tokens(s)], ids, arch + ": notifications beside logprobs")
         c.close()
-        server.stop()
+        check_eq(server.stop(), 0, "server exit status")
 
 
 def case_over_limit(env):
@@ -248,7 +248,7 @@ def case_over_limit(env):
     hello = c.call("hello")["models"]
     check_eq([x["logprobs"] for x in hello], [True, False], "hello: which models take logprobs")
     c.close()
-    server.stop()
+    check_eq(server.stop(), 0, "server exit status")
 
 
 def case_unknown(env):
@@ -305,7 +305,7 @@ def case_unknown(env):
     r = c.call("feed", session=s, text="Mary went to the garden.")
     check_eq(r["unknown"], [], "a word model's feed: no unknown words")
     c.close()
-    server.stop()
+    check_eq(server.stop(), 0, "server exit status")
 
 
 def case_durable(env):
