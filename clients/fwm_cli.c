@@ -1,12 +1,15 @@
 /* fwm_cli.c - fwm-cli, the command-line client of fwm-serve.
  *
- *   fwm-cli [--connect ADDRESS] [--model NAME] [--topk K]             interactive
+ *   fwm-cli [--connect ADDRESS] [--model NAME] [--topk K] [--logprobs] interactive
  *   fwm-cli [--connect ADDRESS] babi FILE... [--stories N]            bAbI accuracy
  *   fwm-cli [--connect ADDRESS] hello | stats | sessions | close ID...
  *
  * Interactive: each line that ends in "?" is a question (asked; the answer is printed and, unless
  * /commit off, fed so the story goes on as if written); any other line is story text, fed with each
- * word's top predictions streamed as they arrive. Lines starting with "/" are commands (/help).
+ * word's top predictions streamed as they arrive; with --logprobs (or /logprobs on) each token fed is
+ * then printed with its natural-log probability given everything read before it, and the line's
+ * perplexity. Words the model read as <unk> are listed after each line that had any. Lines starting
+ * with "/" are commands (/help).
  * bAbI mode: for every story of every file, a fresh session reads "<eos>" and the story; at each
  * question it asks, compares with the gold answer, then feeds the gold answer (as catbAbI does);
  * prints the accuracy per file and in total. `sessions` lists every session on the server; `close`
@@ -15,6 +18,7 @@
  * interactive and bAbI modes go on after a request the server refused, such as an unknown word,
  * and exit 1 at the end), 2 for a usage error.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,7 @@ typedef struct cli {
     bool commit;
     bool quiet;
     int failures; /* requests that failed: the exit status is 1 when there were any */
+    bool logprobs;
     char session[FWM_CLIENT_SESSION_ID_SIZE];
 } cli;
 
@@ -56,6 +61,7 @@ static void usage(FILE *out) {
             "  --connect ADDRESS   tcp://HOST:PORT, HOST:PORT or unix:PATH\n"
             "  --model NAME        a model the server serves (default: its first)\n"
             "  --topk K            predictions shown per word (default 3)\n"
+            "  --logprobs          print each token fed with its log-probability, and the line's perplexity\n"
             "  --timeout MS        per-call timeout (default 30000)\n"
             "  --token-file FILE   the server's authentication token (default: $FWM_AUTH_TOKEN)\n"
             "  --version           the version of fwm-cli and of its protocol\n"
@@ -78,6 +84,57 @@ static void on_token(void *user, const fwm_client_token_event *e) {
     for (size_t i = 0; i < e->topk_count; i++) printf(" %s %.3f", e->topk[i].word, (double)e->topk[i].probability);
     printf("\n");
     fflush(stdout);
+}
+
+/* The words of a feed's notifications, kept for its logprobs (printed too unless quiet). */
+typedef struct collected {
+    char **words;
+    size_t count, capacity;
+    bool print;
+} collected;
+
+static void collect_token(void *user, const fwm_client_token_event *e) {
+    collected *w = user;
+    if (w->print) on_token(NULL, e);
+    if (w->count == w->capacity) {
+        size_t capacity = w->capacity ? 2 * w->capacity : 64;
+        char **grown = realloc(w->words, capacity * sizeof *grown);
+        if (!grown) return;
+        w->words = grown;
+        w->capacity = capacity;
+    }
+    w->words[w->count] = strdup(e->word);
+    if (w->words[w->count]) w->count++;
+}
+
+static void collected_free(collected *w) {
+    for (size_t i = 0; i < w->count; i++) free(w->words[i]);
+    free(w->words);
+}
+
+/* "(read as <unk>: w1, w2)" for the words of `text` the server listed, when there are any. */
+static void print_unknown(const char *text, const fwm_client_span *spans, size_t count) {
+    if (count == 0) return;
+    size_t length = strlen(text);
+    printf("(read as <unk>:");
+    for (size_t i = 0; i < count; i++) {
+        if (spans[i].start > length || spans[i].length > length - spans[i].start) continue;
+        printf("%s %.*s", i ? "," : "", (int)spans[i].length, text + spans[i].start);
+    }
+    printf(")\n");
+}
+
+/* Each token fed with its log-probability, then the line's total and perplexity. */
+static void print_logprobs(const collected *w, const fwm_client_feed_result *r) {
+    double total = 0;
+    for (size_t i = 0; i < r->token_count; i++) {
+        const char *word = i < w->count ? w->words[i] : "";
+        printf("  %-14s %5u  ln p = %8.4f  (p=%.4f)\n", word, r->tokens[i], r->logprobs[i], exp(r->logprobs[i]));
+        total += r->logprobs[i];
+    }
+    if (r->token_count)
+        printf("(%zu tokens: ln p = %.4f, perplexity %.3f)\n", r->token_count, total,
+               exp(-total / (double)r->token_count));
 }
 
 static bool ends_with_question(const char *line) {
@@ -121,7 +178,8 @@ static int command(cli *c, char *line) {
     if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) return 1;
     if (strcmp(line, "/help") == 0) {
         printf("story text is fed; a line ending in '?' is asked.\n"
-               "/reset  /fork  /snapshot FILE  /restore FILE  /stats  /topk N  /commit on|off  /quiet on|off  /quit\n");
+               "/reset  /fork  /snapshot FILE  /restore FILE  /stats  /topk N  /commit on|off  /quiet on|off\n"
+               "/logprobs on|off  /quit\n");
     } else if (strcmp(line, "/reset") == 0) {
         if (fwm_client_reset(c->client, c->session, &err) != FWM_RPC_OK) print_error(c, "reset", &err);
         else printf("(session reset)\n");
@@ -172,6 +230,8 @@ static int command(cli *c, char *line) {
         c->commit = strcmp(arg, "off") != 0;
     } else if (strcmp(line, "/quiet") == 0 && arg) {
         c->quiet = strcmp(arg, "off") != 0;
+    } else if (strcmp(line, "/logprobs") == 0 && arg) {
+        c->logprobs = strcmp(arg, "off") != 0;
     } else {
         printf("unknown command '%s' (/help)\n", line);
     }
@@ -212,13 +272,23 @@ static int interactive(cli *c) {
             for (size_t i = 1; i < a.topk_count; i++)
                 printf("  %s %.3f", a.topk[i].word, (double)a.topk[i].probability);
             printf("\n");
+            print_unknown(line, a.unknown, a.unknown_count);
         } else {
-            uint64_t pos;
-            if (fwm_client_feed(c->client, c->session, line, c->topk, c->quiet ? NULL : on_token, NULL, &pos, NULL,
-                                &err) != FWM_RPC_OK) {
+            fwm_client_feed_result r;
+            collected words = {.print = !c->quiet};
+            /* with logprobs the notifications name the words (printed unless quiet) */
+            fwm_client_token_fn fn = c->logprobs ? collect_token : c->quiet ? NULL : on_token;
+            int rc = fwm_client_feed_scored(c->client, c->session, line, NULL, 0, c->topk, c->logprobs, fn, &words,
+                                            &r, &err);
+            if (rc != FWM_RPC_OK) {
                 print_error(c, "feed", &err);
+                collected_free(&words);
                 if (err.code >= 100) return 1;
+                continue;
             }
+            if (c->logprobs) print_logprobs(&words, &r);
+            print_unknown(line, r.unknown, r.unknown_count);
+            collected_free(&words);
         }
         fflush(stdout);
     }
@@ -399,6 +469,8 @@ int main(int argc, char **argv) {
             c.model = argv[++i];
         } else if (strcmp(a, "--topk") == 0 && has_value) {
             c.topk = atoi(argv[++i]);
+        } else if (strcmp(a, "--logprobs") == 0) {
+            c.logprobs = true;
         } else if (strcmp(a, "--timeout") == 0 && has_value) {
             params.timeout_ms = atoi(argv[++i]);
         } else if (strcmp(a, "--token-file") == 0 && has_value) {
@@ -440,8 +512,12 @@ int main(int argc, char **argv) {
         else {
             printf("%s %s, protocol %d\n", h.server, h.version, h.protocol);
             for (size_t m = 0; m < h.model_count; m++)
-                printf("model %s: vocabulary %u, hidden %u, %llu bytes per session\n", h.models[m].name,
-                       h.models[m].vocab_size, h.models[m].hidden_size, (unsigned long long)h.models[m].session_bytes);
+                printf("model %s: vocabulary %u, hidden %u, %llu bytes per session, %s tokenizer%s%s\n",
+                       h.models[m].name, h.models[m].vocab_size, h.models[m].hidden_size,
+                       (unsigned long long)h.models[m].session_bytes,
+                       h.models[m].tokenizer[0] ? h.models[m].tokenizer : "unknown",
+                       h.models[m].has_unknown_token ? ", <unk> for words outside the vocabulary" : "",
+                       h.models[m].logprobs ? ", logprobs" : "");
         }
     } else if (strcmp(rest[0], "stats") == 0) {
         char text[8192];

@@ -324,6 +324,31 @@ static double get_f64(const msgpack_object *map, const char *key) {
     return 0.0;
 }
 
+static bool get_bool(const msgpack_object *map, const char *key) {
+    const msgpack_object *o = get(map, key);
+    return o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
+}
+
+/* The `unknown` list of [start, length] pairs; malformed pairs are skipped. */
+static size_t get_spans(fwm_client *c, const msgpack_object *list, const fwm_client_span **out) {
+    *out = NULL;
+    if (!list || list->type != MSGPACK_OBJECT_ARRAY || list->via.array.size == 0) return 0;
+    size_t n = list->via.array.size, k = 0;
+    fwm_client_span *spans = arena_alloc(c, n * sizeof *spans);
+    if (!spans) return 0;
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *pair = &list->via.array.ptr[i];
+        if (pair->type != MSGPACK_OBJECT_ARRAY || pair->via.array.size != 2 ||
+            pair->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            pair->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            continue;
+        spans[k].start = pair->via.array.ptr[0].via.u64;
+        spans[k++].length = pair->via.array.ptr[1].via.u64;
+    }
+    *out = spans;
+    return k;
+}
+
 static size_t get_predictions(fwm_client *c, const msgpack_object *list, const fwm_client_prediction **out) {
     *out = NULL;
     if (!list || list->type != MSGPACK_OBJECT_ARRAY || list->via.array.size == 0) return 0;
@@ -570,6 +595,10 @@ int fwm_client_hello(fwm_client *c, fwm_client_hello_info *out, fwm_client_error
                 m[i].vocab_size = (uint32_t)get_u64(o, "vocab_size");
                 m[i].hidden_size = (uint32_t)get_u64(o, "hidden");
                 m[i].session_bytes = get_u64(o, "session_bytes");
+                m[i].tokenizer = arena_string(c, get(o, "tokenizer"));
+                if (!m[i].tokenizer) m[i].tokenizer = "";
+                m[i].has_unknown_token = get_bool(o, "has_unknown_token");
+                m[i].logprobs = get_bool(o, "logprobs");
             }
             out->models = m;
             out->model_count = n;
@@ -685,10 +714,12 @@ int fwm_client_open_unprimed(fwm_client *c, const char *model, int topk, char se
 }
 
 static int feed(fwm_client *c, const char *session, const char *text, const uint32_t *tokens, size_t count,
-                int topk, fwm_client_token_fn fn, void *user, uint64_t *pos, uint64_t *fed, fwm_client_error *err) {
+                int topk, bool logprobs, fwm_client_token_fn fn, void *user, fwm_client_feed_result *out,
+                fwm_client_error *err) {
+    memset(out, 0, sizeof *out);
     if (!c || !session || (!text && !tokens && count))
         return fail(err, FWM_RPC_CLIENT_ARGUMENT, "client, session and the input must not be NULL");
-    uint32_t id = begin(c, "feed", 2 + (topk >= 0 ? 1 : 0) + (fn ? 0 : 1));
+    uint32_t id = begin(c, "feed", 2 + (topk >= 0 ? 1 : 0) + (fn ? 0 : 1) + (logprobs ? 1 : 0));
     arg_str(c, "session", session);
     if (text) {
         arg_str(c, "text", text);
@@ -702,25 +733,65 @@ static int feed(fwm_client *c, const char *session, const char *text, const uint
         fwm__rpc_pack_cstr(&c->pk, "notify");
         msgpack_pack_false(&c->pk);
     }
+    if (logprobs) arg_bool(c, "logprobs", true);
     const msgpack_object *r;
     int rc = finish(c, id, fn, user, &r, err);
     if (rc != FWM_RPC_OK) return rc;
-    if (pos) *pos = get_u64(r, "pos");
-    if (fed) *fed = get_u64(r, "fed");
+    out->pos = get_u64(r, "pos");
+    out->fed = get_u64(r, "fed");
+    out->unknown_count = get_spans(c, get(r, "unknown"), &out->unknown);
+    if (!logprobs) return FWM_RPC_OK;
+    const msgpack_object *ids = get(r, "tokens"), *lps = get(r, "logprobs");
+    if (!ids || !lps || ids->type != MSGPACK_OBJECT_ARRAY || lps->type != MSGPACK_OBJECT_ARRAY ||
+        ids->via.array.size != lps->via.array.size)
+        return fail(err, FWM_RPC_BAD_RESPONSE, "feed: logprobs asked for, but the answer has no matching "
+                                               "'tokens' and 'logprobs' arrays");
+    size_t n = ids->via.array.size;
+    uint32_t *t = arena_alloc(c, (n ? n : 1) * sizeof *t);
+    double *l = arena_alloc(c, (n ? n : 1) * sizeof *l);
+    if (!t || !l) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *id_o = &ids->via.array.ptr[i], *lp = &lps->via.array.ptr[i];
+        if (id_o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || id_o->via.u64 > UINT32_MAX ||
+            (lp->type != MSGPACK_OBJECT_FLOAT64 && lp->type != MSGPACK_OBJECT_FLOAT32))
+            return fail(err, FWM_RPC_BAD_RESPONSE, "feed: logprobs item %zu is not a token id and a float", i);
+        t[i] = (uint32_t)id_o->via.u64;
+        l[i] = lp->via.f64;
+    }
+    out->token_count = n;
+    out->tokens = t;
+    out->logprobs = l;
     return FWM_RPC_OK;
 }
 
 int fwm_client_feed(fwm_client *c, const char *session, const char *text, int topk, fwm_client_token_fn fn,
                     void *user, uint64_t *pos, uint64_t *fed, fwm_client_error *err) {
     if (!text) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "text must not be NULL");
-    return feed(c, session, text, NULL, 0, topk, fn, user, pos, fed, err);
+    fwm_client_feed_result result;
+    int rc = feed(c, session, text, NULL, 0, topk, false, fn, user, &result, err);
+    if (rc == FWM_RPC_OK && pos) *pos = result.pos;
+    if (rc == FWM_RPC_OK && fed) *fed = result.fed;
+    return rc;
 }
 
 int fwm_client_feed_tokens(fwm_client *c, const char *session, const uint32_t *tokens, size_t count, int topk,
                            fwm_client_token_fn fn, void *user, uint64_t *pos, uint64_t *fed, fwm_client_error *err) {
     if (!tokens && count) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "tokens must not be NULL");
     static const uint32_t none[1] = {0};
-    return feed(c, session, NULL, tokens ? tokens : none, count, topk, fn, user, pos, fed, err);
+    fwm_client_feed_result result;
+    int rc = feed(c, session, NULL, tokens ? tokens : none, count, topk, false, fn, user, &result, err);
+    if (rc == FWM_RPC_OK && pos) *pos = result.pos;
+    if (rc == FWM_RPC_OK && fed) *fed = result.fed;
+    return rc;
+}
+
+int fwm_client_feed_scored(fwm_client *c, const char *session, const char *text, const uint32_t *tokens, size_t count,
+                           int topk, bool logprobs, fwm_client_token_fn fn, void *user, fwm_client_feed_result *out,
+                           fwm_client_error *err) {
+    if (!out) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "out must not be NULL");
+    if (!text && !tokens && count) return fail(err, FWM_RPC_CLIENT_ARGUMENT, "text or tokens must not be NULL");
+    static const uint32_t none[1] = {0};
+    return feed(c, session, text, text ? NULL : tokens ? tokens : none, count, topk, logprobs, fn, user, out, err);
 }
 
 static void fill_answer(fwm_client *c, const msgpack_object *r, fwm_client_answer *out) {
@@ -730,6 +801,7 @@ static void fill_answer(fwm_client *c, const msgpack_object *r, fwm_client_answe
     out->probability = (float)get_f64(r, "prob");
     out->pos = get_u64(r, "pos");
     out->topk_count = get_predictions(c, get(r, "topk"), &out->topk);
+    out->unknown_count = get_spans(c, get(r, "unknown"), &out->unknown);
     if (!get(r, "answer") && out->topk_count) { /* predict: the top word is the answer */
         out->answer = out->topk[0].word;
         out->probability = out->topk[0].probability;

@@ -74,6 +74,9 @@ typedef struct fwm_arch_ops {
                                 float *logits, fwm_error *err);
     fwm_status (*batch_step)(struct fwm_session *const *sessions, const uint32_t *tokens,
                              size_t count, float *logits, fwm_error *err);
+    /* fwm_session_predict: the scores of the session's current state, changing nothing; NULL where
+     * the architecture does not compute them (then FWM_ERR_UNSUPPORTED names it). */
+    fwm_status (*predict)(const struct fwm_session *session, float *logits, fwm_error *err);
     fwm_status (*export_state)(const struct fwm_session *session, void *buffer, size_t capacity,
                                size_t *written, fwm_error *err);
     fwm_status (*import_state)(struct fwm_session *session, const void *blob, size_t size,

@@ -1,7 +1,8 @@
 /* dispatch.c - the runtime's registry of architectures and the public entry points that depend on
  * a session's architecture: stepping (single, sequence, batch) and state export / import. Each
  * looks the session's model up in the registry (arch_ops.h) and calls its architecture's function;
- * so does the question whether a session's last step predicted anything. A NULL session goes to
+ * so do the question whether a session's last step predicted anything and the scores of a
+ * session's current state (fwm_session_predict, NULL in the table: unsupported). A NULL session goes to
  * the FWM's, which refuses it with its usual message. An import first
  * refuses a blob of another architecture, naming both (the architectures' own imports then judge
  * blobs of their own kind). Also the checks every blob version shares (state_blob_common.h). */
@@ -37,6 +38,21 @@ fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, 
                           float *logits, fwm_error *err) {
     const fwm_session *first = count && sessions ? sessions[0] : NULL;
     return ops_of(first)->batch_step(sessions, tokens, count, logits, err);
+}
+
+fwm_status fwm_session_predict(const fwm_session *session, float *logits, fwm_error *err) {
+    fwm__error_clear(err);
+    if (!session || !logits)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_predict: %s is NULL",
+                          !session ? "session" : "logits");
+    const fwm_arch_ops *ops = ops_of(session);
+    if (!ops->predict)
+        return fwm__error(err, FWM_ERR_UNSUPPORTED,
+                          "fwm_session_predict: the model's architecture is '%s', whose next-token scores "
+                          "the runtime computes only by a step (only 'fwm' and 'lstm' sessions predict "
+                          "from their state)",
+                          ops->name);
+    return ops->predict(session, logits, err);
 }
 
 bool fwm_session_has_prediction(const fwm_session *session) {

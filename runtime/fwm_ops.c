@@ -19,6 +19,7 @@ const fwm_arch_ops fwm__fwm_ops = {
     .step = fwm__fwm_step,
     .step_sequence = fwm__fwm_step_sequence,
     .batch_step = fwm__fwm_batch_step,
+    .predict = fwm__fwm_predict,
     .export_state = fwm__fwm_export,
     .import_state = fwm__fwm_import,
     .fill_info = fwm__fwm_fill_info,

@@ -17,6 +17,7 @@ fwm_status fwm__fwm_step_sequence(fwm_session *session, const uint32_t *tokens, 
                                   float *logits, fwm_error *err);
 fwm_status fwm__fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
                                float *logits, fwm_error *err);
+fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error *err);
 fwm_status fwm__fwm_export(const fwm_session *session, void *buffer, size_t capacity,
                            size_t *written, fwm_error *err);
 fwm_status fwm__fwm_import(fwm_session *session, const void *blob, size_t size, fwm_error *err);

@@ -55,6 +55,7 @@ static void lay_out(struct fwm_session *session, const struct fwm_model *model) 
     session->model = model;
     session->pending_s = 1.0f;
     session->has_pending = false;
+    session->last_token = FWM_NO_TOKEN;
     ops->lay_out(session, base);
     session->state_bytes = ops->block_floats(model) * sizeof(float);
 }
@@ -89,6 +90,7 @@ void fwm_session_reset(fwm_session *session) {
     if (!session) return;
     session->position = 0;
     session->has_pending = false;
+    session->last_token = FWM_NO_TOKEN;
     session->pending_s = 1.0f;
     memset(session->h, 0, session->state_bytes);
     const fwm_arch_ops *ops = fwm__arch_ops(session->model->arch);
@@ -100,6 +102,7 @@ static void copy_state(struct fwm_session *dst, const struct fwm_session *src) {
     dst->position = src->position;
     dst->has_pending = src->has_pending;
     dst->pending_s = src->pending_s;
+    dst->last_token = src->last_token;
     memcpy(dst->h, src->h, src->state_bytes);
 }
 

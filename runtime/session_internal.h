@@ -39,6 +39,9 @@ struct fwm_session {
     float *pending_d;              /* [T] its delta beta (v - v_old) write_scale */
     float pending_s;               /* its normalisation 1 / max(1, ||F + K d^T||) */
     bool has_pending;              /* false after create, reset and import */
+    uint32_t last_token;           /* the FWM's last token read (its read policy "token" decides
+                                    * from it whether the prediction reads); FWM_NO_TOKEN after
+                                    * create, reset and import */
     size_t state_bytes;            /* bytes from h to the end of the block (zeroed on reset, then
                                     * the architecture's reset_state, arch_ops.h) */
 };

@@ -155,6 +155,7 @@ fwm_status fwm__fwm_import(fwm_session *session, const void *blob, size_t size, 
     }
     session->position = fwm__get_u64(p + 32);
     session->has_pending = false;
+    session->last_token = FWM_NO_TOKEN; /* not in the blob */
     session->pending_s = 1.0f;
     fwm__get_floats(session->h, q, H);
     fwm__get_floats(session->c, q + 4 * (size_t)H, H);

@@ -11,7 +11,8 @@
  *
  * The math per step is docs/MODEL.md's, in this order: LSTM, write
  * (v_old, rank-1 update, normalisation), read (only when logits are wanted, and under the "token"
- * read policy only for the trigger token), output. Scratch memory is per call (stack for small
+ * read policy only for the trigger token), output. fwm__fwm_predict runs the read and the output
+ * alone over a session's state (fwm_session_predict). Scratch memory is per call (stack for small
  * models, else one allocation), so distinct sessions may be stepped from different threads.
  */
 #include <math.h>
@@ -147,6 +148,32 @@ static fwm_status scratch_init(scratch *s, const struct fwm_model *model, size_t
 
 static void scratch_release(scratch *s) { fwm__free(s->heap); }
 
+/* The chained reads from F' = s (F + k1 (x) k2 d^T) (`write`; F itself when NULL), given the
+ * contractions of F with each read key in ws->outs[1 ..] and the keys in ws->te: q = q0 (u's first
+ * S entries), then N_r times q = LN(sum_i q_i A'_r[i]), A'[i][t] = s (A[i][t] + k1_i (k2.te) d_t).
+ * Overwrites the contractions. The step's reads (memory_step) and the prediction from a session's
+ * state (fwm__fwm_predict) both run this, so they agree bit for bit. */
+static void read_chain(const fwm_hparams *hp, const dims *d, workspace *ws, const float *u,
+                       const fwm__fw_pending *write, float *q) {
+    const size_t S = d->S, R = d->R, T = d->T;
+    memcpy(q, u, S * sizeof *q);
+    for (size_t r = 0; r < d->Nr; r++) {
+        float *A = ws->outs[1 + r];
+        if (write) {
+            const float *te = ws->te + r * R;
+            float k2te = 0.0f;
+            for (size_t j = 0; j < R; j++) k2te += write->k2[j] * te[j];
+            for (size_t i = 0; i < S; i++) {
+                float a = write->k1[i] * k2te;
+                float *Ai = A + i * T;
+                for (size_t t = 0; t < T; t++) Ai[t] = (Ai[t] + a * write->d[t]) * write->s;
+            }
+        }
+        fwm__vecmat(A, S, T, q, ws->z);
+        fwm__layer_norm(q, ws->z, T, hp->layer_norm_eps);
+    }
+}
+
 /* ---- the write and the read on one session's F ------------------------------------------------
  *
  * The spec's write then reads, with one pass over F. With K = k1 (x) k2 and
@@ -201,22 +228,8 @@ static void memory_step(const struct fwm_model *model, const dims *d, workspace 
     session->pending_s = s;
     session->has_pending = true;
     if (!u) return;
-
-    /* reads from F': q = q0, then N_r times q = LN(sum_i q_i A'_r[i]) */
-    memcpy(q, u, S * sizeof *q);
-    for (size_t r = 0; r < d->Nr; r++) {
-        const float *te = ws->te + r * R;
-        float k2te = 0.0f;
-        for (size_t j = 0; j < R; j++) k2te += ws->k2[j] * te[j];
-        float *A = ws->outs[1 + r];
-        for (size_t i = 0; i < S; i++) {
-            float a = ws->k1[i] * k2te;
-            float *Ai = A + i * T;
-            for (size_t t = 0; t < T; t++) Ai[t] = (Ai[t] + a * ws->delta[t]) * s;
-        }
-        fwm__vecmat(A, S, T, q, ws->z);
-        fwm__layer_norm(q, ws->z, T, hp->layer_norm_eps);
-    }
+    const fwm__fw_pending written = {ws->k1, ws->k2, ws->delta, s};
+    read_chain(hp, d, ws, u, &written, q);
 }
 
 static bool reads_at(const struct fwm_model *model, uint32_t token) {
@@ -280,6 +293,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
                     ws->q + j * qs);
         next_reader += read;
         sessions[j]->position++;
+        sessions[j]->last_token = tokens[j];
     }
     if (!logits) return;
 
@@ -366,6 +380,65 @@ fwm_status fwm__fwm_batch_step(fwm_session *const *sessions, const uint32_t *tok
         step_chunk(model, &s.ws, sessions + i, tokens + i, n, logits ? logits + i * V : NULL);
     }
     scratch_release(&s);
+    return FWM_OK;
+}
+
+/* The scores of the session's state without a step: the step's read and output (step_chunk, for
+ * one session) over h and F with the pending write, which is the write of the step that produced
+ * h. The contraction takes the step's vectors (the pending k2, then the read keys), so the pass
+ * sums as the step's did; F is only read (no pending write is given to the pass). */
+fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error *err) {
+    const struct fwm_model *model = session->model;
+    const fwm_weights *W = &model->w;
+    const fwm_hparams *hp = &model->hp;
+    dims d = dims_of(model);
+    _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
+    scratch sc;
+    fwm_status status = scratch_init(&sc, model, 1, stack_buffer, STACK_SCRATCH_FLOATS, err);
+    if (status != FWM_OK) return status;
+    workspace *ws = &sc.ws;
+    const float *y;
+    bool read = model->hp.read_policy != FWM_READ_ON_TOKEN ||
+                (session->last_token != FWM_NO_TOKEN && reads_at(model, session->last_token));
+    if (read) {
+        float *u = ws->u, *q = ws->q;
+        const float *xs[1] = {session->h}, *bs[1] = {W->read_bias};
+        float *ys[1] = {u};
+        fwm__matvec_batch(W->read_weight, d.read_len, d.H, 1, xs, bs, ys);
+        const size_t ST = pad16(d.S * d.T);
+        ws->vecs[0] = session->pending_k2; /* zero when nothing is pending: its sums are not used */
+        ws->outs[0] = ws->contracted;
+        for (size_t r = 0; r < d.Nr; r++) {
+            fwm__tanh_array(ws->te + r * d.R, u + d.S + r * d.R, d.R);
+            ws->vecs[1 + r] = ws->te + r * d.R;
+            ws->outs[1 + r] = ws->contracted + (1 + r) * ST;
+        }
+        /* read-only: without a pending write the pass stores nothing into F */
+        fwm__fw_contract((float *)session->F, d.S, d.R, d.T, NULL, ws->vecs, 1 + d.Nr, ws->outs);
+        const fwm__fw_pending pending = {session->pending_k1, session->pending_k2, session->pending_d,
+                                         session->pending_s};
+        read_chain(hp, &d, ws, u, session->has_pending ? &pending : NULL, q);
+        float *m = ws->m;
+        xs[0] = q, bs[0] = W->out_bias, ys[0] = m;
+        fwm__matvec_batch(W->out_weight, d.H, d.T, 1, xs, bs, ys);
+        if (hp->residual) {
+            float *yj = ws->y;
+            for (size_t i = 0; i < d.H; i++) yj[i] = m[i] + session->h[i];
+            y = yj;
+        } else {
+            y = m;
+        }
+    } else if (hp->residual) {
+        y = session->h; /* m = 0 */
+    } else {
+        memset(logits, 0, d.V * sizeof *logits); /* y = 0 */
+        scratch_release(&sc);
+        return FWM_OK;
+    }
+    const float *xs[1] = {y};
+    float *ys[1] = {logits};
+    fwm__matvec_batch(W->output_weight, d.V, d.H, 1, xs, NULL, ys);
+    scratch_release(&sc);
     return FWM_OK;
 }
 

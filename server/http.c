@@ -281,11 +281,14 @@ static int models(struct lws *wsi, http_session *hs, fwm__server *s) {
                                  "%s{\"id\":%s,\"object\":\"model\",\"owned_by\":\"fwm\",\"default\":%s,"
                                  "\"architecture\":\"%s\",\"fingerprint\":\"%s\",\"vocab_size\":%u,"
                                  "\"embedding\":%u,\"hidden\":%u,"
-                                 "\"memory\":[%u,%u,%u],\"reads\":%u,\"parameters\":%llu,\"session_bytes\":%zu}",
+                                 "\"memory\":[%u,%u,%u],\"reads\":%u,\"parameters\":%llu,\"session_bytes\":%zu,"
+                                 "\"tokenizer\":\"%s\",\"has_unknown_token\":%s,\"logprobs\":%s}",
                                  m ? "," : "", name, m == 0 ? "true" : "false", i->architecture, model->fingerprint,
                                  i->vocab_size,
                                  i->embedding_length, i->hidden_size, i->memory_s, i->memory_r, i->memory_t,
-                                 i->read_count, (unsigned long long)i->parameter_count, model->session_bytes);
+                                 i->read_count, (unsigned long long)i->parameter_count, model->session_bytes,
+                                 i->tokenizer, model->has_unknown ? "true" : "false",
+                                 model->predicts_from_state ? "true" : "false");
     }
     used += (size_t)snprintf(out + used, capacity - used, "]}\n");
     return respond(wsi, hs, 200, "application/json", NULL, NULL, block, used);

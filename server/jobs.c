@@ -22,13 +22,15 @@ bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models
         if (ctx->infos[m].state_blob_bytes > ctx->blob_capacity) ctx->blob_capacity = ctx->infos[m].state_blob_bytes;
     }
     ctx->predictions = fwm__calloc(max_vocab, sizeof *ctx->predictions);
+    ctx->scores = fwm__calloc(max_vocab, sizeof *ctx->scores);
     ctx->blob = fwm__malloc(ctx->blob_capacity ? ctx->blob_capacity : 1);
-    return ctx->predictions && ctx->blob;
+    return ctx->predictions && ctx->scores && ctx->blob;
 }
 
 void fwm__job_context_release(fwm__job_context *ctx) {
     fwm__free(ctx->infos);
     fwm__free(ctx->predictions);
+    fwm__free(ctx->scores);
     fwm__free(ctx->blob);
     fwm__free(ctx->load_buffer);
     fwm__free(ctx->replay_tokens);
@@ -114,7 +116,10 @@ static fwm__outbox_record *end_job(fwm__job_context *ctx, const fwm__job *job, b
     fwm__outbox *o = fwm__job_context_outbox(ctx);
     if (!o) return NULL;
     fwm__outbox_record *r = add_record(ctx, job, packed ? offset : o->buffer.size);
-    if (r) r->job_finished = true;
+    if (r) {
+        r->job_finished = true;
+        r->released_bytes = job->held_bytes;
+    }
     return r;
 }
 
@@ -143,6 +148,17 @@ static void pack_session_key(msgpack_packer *pk, const fwm__session_entry *e) {
 static void pack_pos(msgpack_packer *pk, const fwm__session_entry *e) {
     fwm__rpc_pack_cstr(pk, "pos");
     msgpack_pack_uint64(pk, e->session ? fwm_session_position(e->session) : 0);
+}
+
+/* `unknown`: the byte spans [start, length] of the words of the job's text read as <unk>. */
+static void pack_unknown(msgpack_packer *pk, const fwm__job *job) {
+    fwm__rpc_pack_cstr(pk, "unknown");
+    msgpack_pack_array(pk, job->unknown_count);
+    for (size_t i = 0; i < job->unknown_count; i++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint64(pk, job->unknown[i].start);
+        msgpack_pack_uint64(pk, job->unknown[i].length);
+    }
 }
 
 /* A fork/restore that failed, however (its own error, or a parent that moved or cannot be loaded),
@@ -218,11 +234,20 @@ static bool finish_feed(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *
     bool packed = job->respond && begin(ctx, job, &pk, &offset);
     if (packed) {
         fwm__rpc_pack_response_head(&pk, job->msgid);
-        msgpack_pack_map(&pk, 3);
+        msgpack_pack_map(&pk, job->logprob ? 6 : 4);
         pack_session_key(&pk, e);
         pack_pos(&pk, e);
         fwm__rpc_pack_cstr(&pk, "fed");
         msgpack_pack_uint64(&pk, job->done);
+        pack_unknown(&pk, job);
+        if (job->logprob) { /* the tokens read and each one's log-probability (methods.c bounds the size) */
+            fwm__rpc_pack_cstr(&pk, "tokens");
+            msgpack_pack_array(&pk, job->done);
+            for (size_t i = 0; i < job->done; i++) msgpack_pack_uint32(&pk, job->tokens[i]);
+            fwm__rpc_pack_cstr(&pk, "logprobs");
+            msgpack_pack_array(&pk, job->done);
+            for (size_t i = 0; i < job->done; i++) msgpack_pack_double(&pk, job->logprob[i]);
+        }
     }
     end_job(ctx, job, packed, offset);
     return true;
@@ -259,7 +284,7 @@ static bool finish_ask(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *j
         const fwm_model *model = ctx->models[e->model_index];
         const char *word = has_answer ? fwm_model_token_text(model, job->answer_token) : "";
         fwm__rpc_pack_response_head(&pk, job->msgid);
-        msgpack_pack_map(&pk, 6);
+        msgpack_pack_map(&pk, 7);
         pack_session_key(&pk, e);
         pack_pos(&pk, e);
         fwm__rpc_pack_cstr(&pk, "answer");
@@ -270,13 +295,35 @@ static bool finish_ask(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *j
         pack_predictions(&pk, model, job->answer_topk, has_answer ? job->answer_topk_count : 0);
         fwm__rpc_pack_cstr(&pk, "committed");
         fwm__rpc_pack_bool(&pk, job->commit && has_answer);
+        pack_unknown(&pk, job);
     }
     end_job(ctx, job, packed, offset);
     return true;
 }
 
+bool fwm__job_before_first_step(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
+    if (job->kind != FWM_JOB_FEED || !job->logprob || job->done != 0 || job->count == 0) return true;
+    uint32_t vocab = ctx->infos[e->model_index].vocab_size;
+    const float *scores = e->last_logits; /* the prediction after the last token read (as the step gave it) */
+    if (!e->has_logits) { /* none cached (restored, loaded from a snapshot, or not primed): from the state */
+        fwm_error err;
+        if (fwm_session_predict(e->session, ctx->scores, &err) != FWM_OK) {
+            char message[FWM_ERROR_MESSAGE_SIZE + 64];
+            snprintf(message, sizeof message, "cannot score the feed's first token: %s", err.message);
+            fwm__job_fail(ctx, e, job, FWM_RPC_INTERNAL, message);
+            return false;
+        }
+        scores = ctx->scores;
+    }
+    job->logprob[0] = fwm_logprob(scores, vocab, job->tokens[0], 1.0);
+    return true;
+}
+
 bool fwm__job_after_step(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {
     if (job->kind == FWM_JOB_FEED) {
+        if (job->logprob && job->done < job->count) /* the next token, by the step that just ran */
+            job->logprob[job->done] =
+                fwm_logprob(e->last_logits, ctx->infos[e->model_index].vocab_size, job->tokens[job->done], 1.0);
         if (job->notify) emit_token(ctx, e, job);
         return job->done == job->count ? finish_feed(ctx, e, job) : false;
     }

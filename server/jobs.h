@@ -18,6 +18,7 @@ typedef struct fwm__job_context {
     size_t model_count;
     fwm_model_info *infos;          /* owned, one per model */
     fwm_prediction *predictions;    /* owned, max vocabulary entries */
+    float *scores;                  /* owned, max vocabulary floats: a feed's scores before its first token */
     void *blob;                     /* owned scratch for snapshots */
     size_t blob_capacity;
     fwm__outbox *outbox;            /* being filled; handed over by fwm__job_context_post */
@@ -44,6 +45,10 @@ void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__
 /* Tokens the job still has to step (an ASK with commit counts its answer before it is known). */
 size_t fwm__job_tokens_left(const fwm__job *job);
 
+/* Before `job` (FEED or ASK) steps its first token: a FEED with logprobs scores that token from the
+ * session's state (its cached prediction, else fwm_session_predict). False when the job has ended
+ * (failed) instead. */
+bool fwm__job_before_first_step(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
 /* After `job` (FEED or ASK) stepped one token (entry->last_logits holds the new prediction): emit
  * its notification and, when it is complete, its response. True when the job has ended. */
 bool fwm__job_after_step(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);

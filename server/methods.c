@@ -224,20 +224,37 @@ static void unknown_word(request *r, const char *message) {
     }
 }
 
-/* Tokenize `text` for model `m` into an owned array with `extra` spare slots. */
+/* Tokenize `text` for model `m` into an owned array with `extra` spare slots; the byte spans of the
+ * words read as <unk> (models that have it) into an owned *unknown (NULL when there are none). */
 static uint32_t *tokenize(request *r, const fwm__served_model *m, const char *text, size_t length,
-                          size_t extra, size_t *count) {
+                          size_t extra, size_t *count, fwm_text_span **unknown, size_t *unknown_count) {
     size_t limit = r->s->config->max_feed_tokens;
     size_t capacity = length + 1 < limit + 1 ? length + 1 : limit + 1; /* a token takes >= 1 byte */
+    *unknown = NULL;
+    *unknown_count = 0;
     uint32_t *tokens = fwm__malloc((capacity + extra) * sizeof *tokens);
     if (!tokens) {
         fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
         return NULL;
     }
     fwm_error err;
-    fwm_status status = fwm_tokenize(m->model, text, length, tokens, capacity, count, &err);
+    size_t spans = 0;
+    fwm_status status = fwm_tokenize_spans(m->model, text, length, tokens, capacity, count, NULL, 0, &spans, &err);
+    if (status == FWM_OK && *count <= limit && spans > 0) { /* again, now that the spans' room is known */
+        *unknown = fwm__malloc(spans * sizeof **unknown);
+        if (!*unknown) {
+            fwm__free(tokens);
+            fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
+            return NULL;
+        }
+        status = fwm_tokenize_spans(m->model, text, length, tokens, capacity, count, *unknown, spans,
+                                    unknown_count, &err);
+    }
     if (status == FWM_OK && *count <= limit) return tokens;
     fwm__free(tokens);
+    fwm__free(*unknown);
+    *unknown = NULL;
+    *unknown_count = 0;
     if (status == FWM_ERR_UNKNOWN_WORD) unknown_word(r, err.message);
     else if (status == FWM_OK || status == FWM_ERR_BUFFER_TOO_SMALL)
         fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "the text has %zu tokens, more than max-feed-tokens %zu",
@@ -282,13 +299,16 @@ static uint32_t *token_array(request *r, const fwm__served_model *m, const msgpa
 }
 
 /* The words a feed or a trace reads: one of 'text' and 'tokens', exactly one unless `optional` (then
- * neither gives *tokens = NULL, *count = 0). false with r->failure filled. */
+ * neither gives *tokens = NULL, *count = 0); a text's words read as <unk> in *unknown (owned, or
+ * NULL). false with r->failure filled. */
 static bool input_tokens(request *r, const fwm__served_model *m, const char *method, bool optional, uint32_t **tokens,
-                         size_t *count) {
+                         size_t *count, fwm_text_span **unknown, size_t *unknown_count) {
     const char *text;
     size_t length = 0;
     *tokens = NULL;
     *count = 0;
+    *unknown = NULL;
+    *unknown_count = 0;
     int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
     if (has_text < 0) return false;
     const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
@@ -300,7 +320,8 @@ static bool input_tokens(request *r, const fwm__served_model *m, const char *met
         if (optional) return true;
         return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "%s takes exactly one of 'text' and 'tokens'", method);
     }
-    *tokens = has_text == 1 ? tokenize(r, m, text, length, 0, count) : token_array(r, m, list, count);
+    *tokens = has_text == 1 ? tokenize(r, m, text, length, 0, count, unknown, unknown_count)
+                            : token_array(r, m, list, count);
     return *tokens != NULL;
 }
 
@@ -317,7 +338,7 @@ static bool not_overloaded(request *r, size_t count) {
 static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_default) {
     const fwm_model_info *i = &m->info;
     bool stm = strcmp(i->architecture, "stm") == 0;
-    msgpack_pack_map(pk, stm ? 22 : 17); /* count the keys below when adding one */
+    msgpack_pack_map(pk, stm ? 25 : 20); /* count the keys below when adding one */
     key_str(pk, "name", m->name);
     key_str(pk, "architecture", i->architecture); /* "fwm", "lstm", "mnm", "gfw" or "stm" */
     key_u64(pk, "layers", i->layer_count);
@@ -334,6 +355,11 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     key(pk, "residual");
     fwm__rpc_pack_bool(pk, i->residual);
     key_str(pk, "read_policy", i->read_policy == FWM_READ_ON_TOKEN ? "token" : "always");
+    key_str(pk, "tokenizer", i->tokenizer); /* "word" or "text" */
+    key(pk, "has_unknown_token");           /* words outside the vocabulary read as <unk> */
+    fwm__rpc_pack_bool(pk, m->has_unknown);
+    key(pk, "logprobs"); /* feed takes logprobs */
+    fwm__rpc_pack_bool(pk, m->predicts_from_state);
     key_u64(pk, "parameters", i->parameter_count);
     key_u64(pk, "session_bytes", m->session_bytes);
     key_u64(pk, "state_blob_bytes", i->state_blob_bytes);
@@ -724,27 +750,79 @@ static bool m_open(request *r) {
     return true;
 }
 
+/* Bytes of a reply's `unknown` list of `n` spans, at most: the key, the array header, [start, length]. */
+static size_t unknown_bound(size_t n) {
+    return 16 + n * 19;
+}
+
 static bool m_feed(request *r) {
     fwm__session_entry *e = find_session(r);
     if (!e) return false;
     const fwm__served_model *m = &r->s->models[e->model_index];
     uint32_t topk;
-    bool notify = true;
+    bool notify = true, logprobs = false;
     if (!topk_arg(r, m, e->default_topk, &topk) ||
-        fwm__rpc_arg_bool(&r->call, "notify", false, &notify, &r->failure) < 0)
+        fwm__rpc_arg_bool(&r->call, "notify", false, &notify, &r->failure) < 0 ||
+        fwm__rpc_arg_bool(&r->call, "logprobs", false, &logprobs, &r->failure) < 0)
         return false;
+    if (logprobs && !m->predicts_from_state)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS,
+                             "logprobs is not supported for this session: its model '%s' is of architecture '%s', "
+                             "whose scores before a feed's first token the runtime cannot compute from the state "
+                             "(only 'fwm' and 'lstm' models take logprobs)",
+                             m->name, m->info.architecture);
     uint32_t *tokens;
-    size_t count;
-    if (!input_tokens(r, m, "feed", false, &tokens, &count)) return false;
-    fwm__job *job = not_overloaded(r, count) ? new_job(r, FWM_JOB_FEED) : NULL;
+    size_t count, unknown_count;
+    fwm_text_span *unknown;
+    if (!input_tokens(r, m, "feed", false, &tokens, &count, &unknown, &unknown_count)) return false;
+    /* the response: its head, session, pos and fed (under 128 bytes), the unknown spans, and with
+     * logprobs each token's id (at most 5 bytes) and log-probability (a float64, 9 bytes) */
+    size_t bound = 128 + unknown_bound(unknown_count) + (logprobs ? 32 + count * 14 : 0);
+    /* what the job holds until it ends: the log-probabilities and the spans */
+    uint64_t held = (logprobs ? (uint64_t)count * sizeof(double) : 0) + (uint64_t)unknown_count * sizeof *unknown;
+    fwm__job *job = NULL;
+    size_t limit = r->s->config->max_output_bytes, fixed = 160 + unknown_bound(unknown_count);
+    if (bound > limit) {
+        if (logprobs)
+            fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
+                          "a feed of %zu tokens with logprobs may take a response of %zu bytes, more than "
+                          "max-output-bytes %zu: feed fewer tokens per call (%zu fit)",
+                          count, bound, limit, limit > fixed ? (limit - fixed) / 14 : 0);
+        else
+            fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
+                          "the text has %zu words outside the vocabulary, whose spans may take a response of %zu "
+                          "bytes, more than max-output-bytes %zu: feed less text per call",
+                          unknown_count, bound, r->s->config->max_output_bytes);
+    } else if (held && !fwm__server_memory_fits(r->s, held)) {
+        r->s->metrics.memory_refusals++;
+        fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
+                      "the server's memory budget (max-memory-bytes %zu) has no room for the %llu bytes this feed "
+                      "holds until it ends (its logprobs and unknown spans; %llu bytes in use): retry later or "
+                      "feed fewer tokens",
+                      r->s->config->max_memory_bytes, (unsigned long long)held,
+                      (unsigned long long)fwm__server_memory_used(r->s));
+    } else if (not_overloaded(r, count)) {
+        job = new_job(r, FWM_JOB_FEED);
+    }
+    if (job && logprobs && !(job->logprob = fwm__malloc((count ? count : 1) * sizeof *job->logprob))) {
+        fwm__job_free(job);
+        job = NULL;
+        fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
+    }
     if (!job) {
         fwm__free(tokens);
+        fwm__free(unknown);
         return false;
     }
     job->tokens = tokens;
     job->count = count;
     job->topk = topk;
     job->notify = notify;
+    job->unknown = unknown;
+    job->unknown_count = unknown_count;
+    job->output_bound = bound;
+    job->held_bytes = held;
+    r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
     submit(r, e, job);
     return true;
 }
@@ -761,22 +839,46 @@ static bool m_ask(request *r) {
         fwm__rpc_arg_bool(&r->call, "commit", false, &commit, &r->failure) < 0 ||
         fwm__rpc_arg_string(&r->call, "question", true, &text, &length, &r->failure) < 0)
         return false;
-    uint32_t *tokens = tokenize(r, m, text, length, 2, &count); /* room for "?" and the answer */
+    fwm_text_span *unknown;
+    size_t unknown_count;
+    uint32_t *tokens = tokenize(r, m, text, length, 2, &count, &unknown, &unknown_count); /* room: "?", answer */
     if (!tokens) return false;
     if (m->has_question && (count == 0 || tokens[count - 1] != m->question_token)) tokens[count++] = m->question_token;
+    /* the reply: its answer and predictions, and the question's unknown spans, which the job holds */
+    size_t bound = 192 + m->max_word + (size_t)(topk ? topk : 1) * (m->max_word + 16) + unknown_bound(unknown_count);
+    uint64_t held = (uint64_t)unknown_count * sizeof *unknown;
     fwm__job *job = NULL;
-    if (count == 0)
+    if (count == 0) {
         fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'question' has no words");
-    else if (not_overloaded(r, count + 1))
+    } else if (bound > r->s->config->max_output_bytes) {
+        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
+                      "the question has %zu words outside the vocabulary, whose spans may take a response of %zu "
+                      "bytes, more than max-output-bytes %zu: ask a shorter question",
+                      unknown_count, bound, r->s->config->max_output_bytes);
+    } else if (held && !fwm__server_memory_fits(r->s, held)) {
+        r->s->metrics.memory_refusals++;
+        fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
+                      "the server's memory budget (max-memory-bytes %zu) has no room for the %llu bytes of the "
+                      "question's unknown spans (%llu bytes in use): retry later",
+                      r->s->config->max_memory_bytes, (unsigned long long)held,
+                      (unsigned long long)fwm__server_memory_used(r->s));
+    } else if (not_overloaded(r, count + 1)) {
         job = new_job(r, FWM_JOB_ASK);
+    }
     if (!job) {
         fwm__free(tokens);
+        fwm__free(unknown);
         return false;
     }
     job->tokens = tokens;
     job->count = count;
     job->topk = topk;
     job->commit = commit;
+    job->unknown = unknown;
+    job->unknown_count = unknown_count;
+    job->output_bound = unknown_bound(unknown_count); /* beyond the answer's (scheduler.c) */
+    job->held_bytes = held;
+    r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
     submit(r, e, job);
     return true;
 }
@@ -811,10 +913,12 @@ static bool m_trace(request *r) {
         fwm__rpc_arg_bool(&r->call, "memory", false, &memory, &r->failure) < 0)
         return false;
     uint32_t *tokens;
-    size_t count;
-    if (!input_tokens(r, m, "trace", true, &tokens, &count)) return false;
+    size_t count, unknown_count;
+    fwm_text_span *unknown;
+    if (!input_tokens(r, m, "trace", true, &tokens, &count, &unknown, &unknown_count)) return false;
     if (count > FWM_TRACE_MAX_TOKENS) {
         fwm__free(tokens);
+        fwm__free(unknown);
         return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "trace takes at most %d tokens, %zu given",
                              FWM_TRACE_MAX_TOKENS, count);
     }
@@ -823,9 +927,11 @@ static bool m_trace(request *r) {
     size_t predictions = (size_t)topk * (m->max_word + 16);
     size_t per_step = 256 + m->max_word + predictions + 4 * floats + 16 +
                       i->read_count * (4 * floats + 64 + predictions);
-    size_t bound = 512 + count * per_step + (memory ? 4 * (size_t)i->memory_s * i->memory_r * i->memory_t + 16 : 0);
+    size_t bound = 512 + count * per_step + (memory ? 4 * (size_t)i->memory_s * i->memory_r * i->memory_t + 16 : 0) +
+                   unknown_bound(unknown_count);
     if (bound > r->s->config->max_output_bytes) {
         fwm__free(tokens);
+        fwm__free(unknown);
         return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
                              "this trace may take %zu bytes, more than max-output-bytes %zu: trace fewer tokens, "
                              "a smaller topk or without memory",
@@ -834,8 +940,11 @@ static bool m_trace(request *r) {
     fwm__job *job = new_job(r, FWM_JOB_TRACE);
     if (!job) {
         fwm__free(tokens);
+        fwm__free(unknown);
         return false;
     }
+    job->unknown = unknown;
+    job->unknown_count = unknown_count;
     job->tokens = tokens;
     job->count = count;
     job->topk = topk;
@@ -913,7 +1022,7 @@ static const char *const args_none[] = {NULL};
 static const char *const args_open[] = {"model", "topk", "prime", NULL};
 static const char *const args_reset[] = {"session", "prime", NULL};
 static const char *const args_trace[] = {"session", "text", "tokens", "topk", "memory", NULL};
-static const char *const args_feed[] = {"session", "text", "tokens", "topk", "notify", NULL};
+static const char *const args_feed[] = {"session", "text", "tokens", "topk", "notify", "logprobs", NULL};
 static const char *const args_ask[] = {"session", "question", "commit", "topk", NULL};
 static const char *const args_predict[] = {"session", "topk", NULL};
 static const char *const args_session[] = {"session", NULL};

@@ -39,7 +39,8 @@ typedef struct fwm__metrics {
     uint64_t requests, errors, protocol_errors;
     uint64_t sessions_opened, sessions_closed, sessions_expired;
     uint64_t session_memory_bytes; /* resident bytes of all sessions */
-    uint64_t reserved_memory_bytes; /* forks and restores under way: their sessions and restore blobs */
+    uint64_t reserved_memory_bytes; /* forks and restores under way: their sessions and restore blobs; feeds
+                                     * under way: their logprobs and unknown spans */
     uint64_t output_queued_bytes;  /* encoded output not yet written, all connections */
     uint64_t input_buffer_bytes;   /* the connections' input buffers (their capacity) */
     uint64_t memory_refusals;      /* requests and connections refused by --max-memory-bytes */

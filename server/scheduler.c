@@ -63,6 +63,8 @@ void fwm__job_free(fwm__job *job) {
     if (!job) return;
     fwm__free(job->tokens);
     fwm__free(job->answer_topk);
+    fwm__free(job->logprob);
+    fwm__free(job->unknown);
     fwm__free(job->blob);
     fwm__session_entry_free(job->child); /* only still owned if it was never posted */
     fwm__free(job);
@@ -228,8 +230,11 @@ static size_t output_estimate(const fwm__scheduler *s, const fwm__job *job) {
     size_t per_prediction = s->max_word + 16, topk = job->topk ? job->topk : 1;
     size_t predictions = topk * per_prediction;
     switch (job->kind) {
-    case FWM_JOB_FEED: return (job->notify ? 160 + s->max_word + predictions : 0) + 160;
-    case FWM_JOB_ASK:
+    case FWM_JOB_FEED: /* a notification, and the response on the last turn (its bound counts logprobs and
+                        * unknown spans) */
+        return (job->notify ? 160 + s->max_word + predictions : 0) +
+               (job->count - job->done <= 1 && job->output_bound > 160 ? job->output_bound : 160);
+    case FWM_JOB_ASK: return 192 + s->max_word + predictions + job->output_bound; /* and its unknown spans */
     case FWM_JOB_PREDICT: return 192 + s->max_word + predictions;
     case FWM_JOB_SNAPSHOT: return 192 + s->max_blob;
     case FWM_JOB_TRACE: return job->output_bound;
@@ -347,6 +352,8 @@ static void run_batch(worker *w, size_t n) {
                                                          "the server is shutting down; the request was not completed");
             else if (job->done >= job->count) /* an empty feed */
                 w->finished[i] = fwm__job_run(&w->jobs, e, job);
+            else if (job->done == 0 && !fwm__job_before_first_step(&w->jobs, e, job))
+                w->finished[i] = true; /* it failed: not stepped */
         } else {
             w->finished[i] = fwm__job_run(&w->jobs, e, job);
         }

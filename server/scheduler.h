@@ -41,7 +41,8 @@ typedef struct fwm__sink {
 } fwm__sink;
 
 typedef enum fwm__job_kind {
-    FWM_JOB_FEED,     /* step tokens, a `token` notification each, then the response */
+    FWM_JOB_FEED,     /* step tokens, a `token` notification each, then the response (with logprobs: each
+                       * token's log-probability) */
     FWM_JOB_ASK,      /* step the question, answer from the last prediction, maybe commit it */
     FWM_JOB_PREDICT,  /* the cached prediction */
     FWM_JOB_RESET,
@@ -67,10 +68,18 @@ typedef struct fwm__job {
     bool keep_stored; /* CLOSE: free the resident session only; the stored one stays */
     bool prime;       /* RESET: to the model's start state (fwm_session_prime), not to zero */
     bool trace_memory; /* TRACE: include the memory after the last token */
-    size_t output_bound; /* TRACE: the most bytes its response can take (checked against the limit) */
+    size_t output_bound; /* TRACE, FEED: the most bytes its response can take (checked against the limit);
+                          * ASK: those of its unknown spans */
     uint64_t reserved_bytes; /* FORK/RESTORE: memory counted against the budget until it ends */
     uint32_t *tokens; /* FEED/ASK: owned */
     size_t count, done;
+    /* FEED with `logprobs`: logprob[i] (owned, count entries) is ln P(tokens[i] | what came before),
+     * from the scores before the feed (i = 0) or the step before it; filled as the steps run */
+    double *logprob;
+    /* FEED/ASK/TRACE given text: the byte spans of its words read as <unk> (owned) */
+    fwm_text_span *unknown;
+    size_t unknown_count;
+    uint64_t held_bytes; /* FEED, ASK: logprob and unknown, counted against the memory budget until it ends */
     /* ASK after the question: the answer, and whether it was committed */
     bool answered;
     uint32_t answer_token;
@@ -101,6 +110,7 @@ typedef struct fwm__outbox_record {
     bool unreserve;              /* a fork/restore/open ended: release its reserved session slot */
     uint64_t reserved_bytes;     /* ... and this much reserved memory (the job's reserved_bytes) */
     bool unhold;                 /* a fork/restore failed: it no longer counts against its connection */
+    uint64_t released_bytes;     /* job_finished: memory its job held against the budget (held_bytes) */
     /* Durable bookkeeping, by id (the entry may be gone by the time the loop reads this): */
     bool evicted;                /* an EVICT job wrote its snapshot: the loop may free the entry */
     bool loaded;                 /* a LOAD job ended */

@@ -39,6 +39,20 @@ bool fwm__server_memory_fits(const fwm__server *s, uint64_t more) {
     return fwm__server_memory_used(s) + more <= s->config->max_memory_bytes;
 }
 
+/* Whether the runtime computes the scores of a session's state for `model` (fwm_session_predict, asked
+ * of a new session): the first token of a `feed` with logprobs needs them. */
+static bool model_predicts_from_state(const fwm_model *model) {
+    fwm_session *session = NULL;
+    if (fwm_session_create(model, &session, NULL) != FWM_OK) return false;
+    fwm_model_info info;
+    fwm_model_get_info(model, &info);
+    float *logits = fwm__malloc((info.vocab_size ? info.vocab_size : 1) * sizeof *logits);
+    bool ok = logits && fwm_session_predict(session, logits, NULL) == FWM_OK;
+    fwm__free(logits);
+    fwm_session_free(session);
+    return ok;
+}
+
 /* Whether a state blob of model m, sent back in a `restore` request that names the model, fits the
  * input limits (max-binary-bytes, max-message-bytes). */
 static bool blob_restorable(const fwm__server *s, const fwm__served_model *m) {
@@ -144,6 +158,7 @@ static void deliver(fwm__server *s, fwm__outbox *o) {
                 }
             }
         }
+        s->metrics.reserved_memory_bytes -= r->released_bytes; /* a feed's logprobs and unknown spans */
         if (r->unreserve) {
             s->reserved_sessions--;
             s->metrics.reserved_memory_bytes -= r->reserved_bytes;
@@ -406,6 +421,8 @@ static int load_models(fwm__server *s) {
         m->has_question = fwm_model_token_id(m->model, "?", 1, &m->question_token) == FWM_OK;
         m->session_bytes =
             m->info.session_state_bytes + m->info.vocab_size * sizeof(float) + sizeof(fwm__session_entry);
+        m->has_unknown = m->info.unknown_token_id != FWM_NO_TOKEN;
+        m->predicts_from_state = model_predicts_from_state(m->model);
         m->max_word = 0;
         for (uint32_t t = 0; t < m->info.vocab_size; t++) {
             size_t length = strlen(fwm_model_token_text(m->model, t));

@@ -38,6 +38,8 @@ typedef struct fwm__served_model {
     uint32_t question_token;
     size_t session_bytes; /* what one session of it accounts for */
     size_t max_word;      /* bytes of its longest vocabulary entry */
+    bool has_unknown;     /* it reads words outside its vocabulary as <unk> (info.unknown_token_id) */
+    bool predicts_from_state; /* fwm_session_predict works on its sessions: feed takes `logprobs` */
 } fwm__served_model;
 
 typedef struct fwm__listener {

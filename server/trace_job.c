@@ -78,7 +78,7 @@ bool fwm__trace_pack(fwm__job_context *ctx, const fwm__session_entry *e, const f
     if (!buffers_init(&b, i, e->session, job->trace_memory)) return false;
     size_t S = i->memory_s, R = i->memory_r, T = i->memory_t, N = i->read_count, V = i->vocab_size;
 
-    msgpack_pack_map(pk, 5);
+    msgpack_pack_map(pk, 6);
     fwm__rpc_pack_cstr(pk, "session");
     fwm__rpc_pack_cstr(pk, e->hex);
     fwm__rpc_pack_cstr(pk, "pos");
@@ -135,6 +135,13 @@ bool fwm__trace_pack(fwm__job_context *ctx, const fwm__session_entry *e, const f
         pack_floats(pk, b.memory, S * R * T);
     } else {
         msgpack_pack_nil(pk);
+    }
+    fwm__rpc_pack_cstr(pk, "unknown"); /* the byte spans of the text's words read as <unk> */
+    msgpack_pack_array(pk, job->unknown_count);
+    for (size_t k = 0; k < job->unknown_count; k++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint64(pk, job->unknown[k].start);
+        msgpack_pack_uint64(pk, job->unknown[k].length);
     }
     buffers_free(&b);
     return true;

@@ -149,7 +149,7 @@ typedef struct fwm_model_info {
     uint32_t max_sentence_words;
     bool reset_on_eos;
     /* How text becomes tokens (fwm_tokenize): "word", the catbAbI word tokenizer, or "text", the
-     * text rules of docs/TEXT.md (prose, a paragraph per line); static. */
+     * text rules of common/fwm_text.h (prose, a paragraph per line); static. */
     const char *tokenizer;
     /* The token words outside the vocabulary read as (<unk>), or FWM_NO_TOKEN when the model has
      * none and such a word is refused (FWM_ERR_UNKNOWN_WORD). */
@@ -179,7 +179,7 @@ FWM_API fwm_status fwm_model_token_id(const fwm_model *model, const char *word, 
  * "word", as in catbAbI: ASCII lower-casing, split on white space, and a "." or "?" that ends a
  * word is a token of its own ("Where is Mary?" -> where is mary ?). Commas stay inside words
  * ("n,w" is one token).
- * "text", prose (docs/TEXT.md, the rules the model was trained with): ASCII lower-casing,
+ * "text", prose (common/fwm_text.h, the rules the model was trained with): ASCII lower-casing,
  * punctuation and contractions split off ("Elizabeth's" -> elizabeth 's), a line end after words is
  * "<eos>"; invalid UTF-8 is FWM_ERR_INVALID_ARGUMENT naming the byte.
  * Writes up to `capacity` ids to `tokens`; *count receives the number of tokens in the text even
@@ -260,6 +260,19 @@ FWM_API fwm_status fwm_session_step_sequence(fwm_session *session, const uint32_
  * FWM_ERR_TOKEN_OUT_OF_RANGE leave every session untouched. */
 FWM_API fwm_status fwm_batch_step(fwm_session *const *sessions, const uint32_t *tokens, size_t count,
                                   float *logits, fwm_error *err);
+
+/* The next-token scores (V floats into `logits`) that the session's current state gives, without
+ * changing the session: what the last fwm_session_step would have written had it been asked for
+ * logits. An lstm session's are those bits exactly; an fwm session's are the step's up to float
+ * rounding (the same bits when the state came from steps, fork or prime; after an import the pending
+ * write was applied by the export, so the reads run over F in another order). Under read policy
+ * "token" an fwm session reads the memory only when its last token was the trigger; a session
+ * that has read nothing since a reset, or was imported, counts as not having read it. A session
+ * that has read nothing (reset, not primed) has a state too, and gets its scores. For a primed
+ * session this is fwm_model_start_logits. FWM_ERR_INVALID_ARGUMENT (NULL session or logits),
+ * FWM_ERR_UNSUPPORTED for the other architectures (mnm, gfw, stm: the message names it),
+ * FWM_ERR_OUT_OF_MEMORY (scratch for large models). */
+FWM_API fwm_status fwm_session_predict(const fwm_session *session, float *logits, fwm_error *err);
 
 /* Whether the session's last step predicted the next token (its logits are scores, not the NaN row
  * of a position that predicts nothing): always true for the fwm, lstm, mnm and gfw architectures and

@@ -80,19 +80,40 @@ typedef struct fwm_client_token_event {
 /* Called once per fed token, in order, on the calling thread. */
 typedef void (*fwm_client_token_fn)(void *user, const fwm_client_token_event *event);
 
+/* Bytes [start, start + length) of the text a call sent: a word the model read as <unk>. */
+typedef struct fwm_client_span {
+    uint64_t start, length;
+} fwm_client_span;
+
 typedef struct fwm_client_answer {
     const char *answer;  /* most probable word ("" when none) */
     float probability;
     uint64_t pos;        /* session position after the call */
     size_t topk_count;
     const fwm_client_prediction *topk;
+    size_t unknown_count; /* ask: the question's words read as <unk> (models with an unknown token) */
+    const fwm_client_span *unknown;
 } fwm_client_answer;
+
+/* What a feed read (fwm_client_feed_scored). */
+typedef struct fwm_client_feed_result {
+    uint64_t pos;             /* the session's position after the feed */
+    uint64_t fed;             /* tokens fed */
+    size_t token_count;       /* with logprobs: fed, else 0 */
+    const uint32_t *tokens;   /* the token ids read, in order */
+    const double *logprobs;   /* ln P(tokens[i] | everything the session read before it) */
+    size_t unknown_count;     /* the text's words read as <unk> */
+    const fwm_client_span *unknown;
+} fwm_client_feed_result;
 
 typedef struct fwm_client_model_info {
     const char *name;
     uint32_t vocab_size;
     uint32_t hidden_size;
     uint64_t session_bytes; /* resident bytes per session */
+    const char *tokenizer;  /* "word" (catbAbI) or "text" (prose); "" from an older server */
+    bool has_unknown_token; /* words outside the vocabulary read as <unk> (else refused: unknown_word) */
+    bool logprobs;          /* feed takes logprobs */
 } fwm_client_model_info;
 
 typedef struct fwm_client_hello_info {
@@ -148,6 +169,16 @@ FWM_API int fwm_client_feed(fwm_client *client, const char *session, const char 
 FWM_API int fwm_client_feed_tokens(fwm_client *client, const char *session, const uint32_t *tokens,
                                    size_t count, int topk, fwm_client_token_fn on_token, void *user,
                                    uint64_t *pos, uint64_t *fed, fwm_client_error *err);
+
+/* As fwm_client_feed / fwm_client_feed_tokens (`text` NULL: `tokens`), with the whole result: the
+ * spans of the text's words read as <unk> and, with `logprobs`, each token's id and natural-log
+ * probability given everything the session read before it. A reply that would pass the server's
+ * max-output-bytes is refused (too_large: feed fewer tokens per call), as is logprobs on a model
+ * whose `hello` entry says `logprobs: false` (bad_params); nothing is fed then. */
+FWM_API int fwm_client_feed_scored(fwm_client *client, const char *session, const char *text,
+                                   const uint32_t *tokens, size_t count, int topk, bool logprobs,
+                                   fwm_client_token_fn on_token, void *user, fwm_client_feed_result *out,
+                                   fwm_client_error *err);
 
 /* Feed `question` (it should end in "?") and answer from the prediction after its last token. With
  * `commit` the answer is fed too. */

@@ -14,6 +14,7 @@ const fwm_arch_ops fwm__lstm_ops = {
     .step = fwm__driven_step,
     .step_sequence = fwm__driven_step_sequence,
     .batch_step = fwm__driven_batch_step,
+    .predict = fwm__lstm_predict,
     .export_state = fwm__blob_v2_export,
     .import_state = fwm__blob_v2_import,
     .fill_info = fwm__lstm_fill_info,

@@ -39,6 +39,8 @@ size_t fwm__lstm_state_floats(const struct fwm_model *model);
 
 /* lstm_step.c: the step maths behind the shared entry points (step_driver.h) */
 extern const fwm_step_kernel fwm__lstm_step_kernel;
+/* fwm_session_predict: the output layer over the state (lstm_step.c) */
+fwm_status fwm__lstm_predict(const fwm_session *session, float *logits, fwm_error *err);
 
 /* lstm_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
 extern const struct fwm_blob_v2_layout fwm__lstm_blob_v2;

@@ -9,9 +9,12 @@
  * Per step, for each layer l (docs/MODEL.md, "The LSTM baseline"): g = (W_ih in + b) + W_hh h^l,
  * where layer 0's W_ih Emb[x] + b comes from the model's input-gate table when it has one; the cell
  * updates c^l and h^l; the layer's output is h^l, plus its input when residual and l >= 1. The
- * output layer W_s y + b_s runs only when logits are wanted. */
+ * output layer W_s y + b_s runs only when logits are wanted. fwm__lstm_predict runs that output layer
+ * alone over a session's state (fwm_session_predict): the same bits as the step's logits. */
 #include <string.h>
 
+#include "fwm_alloc.h"
+#include "fwm_error.h"
 #include "kernels.h"
 #include "lstm_runtime.h"
 #include "step_driver.h"
@@ -109,3 +112,36 @@ const fwm_step_kernel fwm__lstm_step_kernel = {
     .lay_out = lay_out,
     .chunk = step_chunk,
 };
+
+/* Layer outputs this large and smaller sum on the stack in fwm__lstm_predict. */
+#define PREDICT_STACK_FLOATS 1024
+
+/* The output layer over the top layer's output, rebuilt from the state as the step builds it: h of
+ * the top layer, plus (residual, from layer 2 on) the sum of the layers below in the step's order. */
+fwm_status fwm__lstm_predict(const fwm_session *session, float *logits, fwm_error *err) {
+    const fwm_lstm_model *lm = fwm__lstm_of(session->model);
+    const fwm_lstm_hparams *hp = &lm->hp;
+    const size_t H = hp->hidden_size, L = hp->layer_count;
+    float stack[PREDICT_STACK_FLOATS];
+    float *sum = NULL;
+    const float *in = session->h; /* layer 0's output */
+    if (hp->residual && L >= 2) {
+        sum = H <= PREDICT_STACK_FLOATS ? stack : fwm__malloc(H * sizeof *sum);
+        if (!sum)
+            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                              "fwm_session_predict: out of memory allocating %zu bytes of scratch",
+                              H * sizeof *sum);
+        for (size_t l = 1; l < L; l++) {
+            const float *h = session->h + l * H;
+            for (size_t i = 0; i < H; i++) sum[i] = h[i] + in[i];
+            in = sum;
+        }
+    } else {
+        in = session->h + (L - 1) * H;
+    }
+    const float *xs[1] = {in}, *bs[1] = {lm->output_bias};
+    float *ys[1] = {logits};
+    fwm__matvec_batch(lm->output_weight, hp->vocab_size, H, 1, xs, bs, ys);
+    if (sum != stack) fwm__free(sum);
+    return FWM_OK;
+}

@@ -1,6 +1,7 @@
 /* test_client.c - the C client library against a real fwm-serve: every method, the streamed
  * predictions equal to libfwm's own (stepped here, independently of the server), errors carried
- * with their codes, TCP and Unix sockets, and a clean failure once the server is gone.
+ * with their codes, TCP and Unix sockets, and a clean failure once the server is gone; a feed's
+ * logprobs equal to libfwm's (fwm_session_predict and the steps' scores through fwm_logprob).
  * Usage: test_client PATH/TO/fwm-serve PATH/TO/fwm-init */
 #include <signal.h>
 #include <stdio.h>
@@ -117,6 +118,8 @@ int main(int argc, char **argv) {
     if (h.model_count == 1) {
         CHECK_STR(h.models[0].name, "clientmodel");
         CHECK_U64(h.models[0].vocab_size, 40);
+        CHECK_STR(h.models[0].tokenizer, "word");
+        CHECK(!h.models[0].has_unknown_token && h.models[0].logprobs);
     }
 
     CHECK(!h.durable);
@@ -240,6 +243,34 @@ int main(int argc, char **argv) {
     CHECK_U64(fwm_client_open_unprimed(c, NULL, -1, raw, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_predict(c, raw, 3, &a, &err), FWM_RPC_OK);
     CHECK_U64(a.pos + a.topk_count, 0);
+    /* a feed with logprobs: each token's log-probability from libfwm's own scores, the first from the
+     * zero state's (fwm_session_predict), the others from the step before */
+    fwm_client_feed_result fr;
+    CHECK_U64(fwm_client_feed_scored(c, raw, "w4 w5 . w6", NULL, 0, -1, true, NULL, NULL, &fr, &err), FWM_RPC_OK);
+    const uint32_t scored[4] = {4, 5, 2, 6};
+    CHECK_U64(fr.fed, 4);
+    CHECK_U64(fr.pos, 4);
+    CHECK_U64(fr.unknown_count, 0);
+    CHECK_U64(fr.token_count, 4);
+    fwm_session *zero;
+    fwm_session_create(model, &zero, NULL);
+    CHECK_U64(fwm_session_predict(zero, logits, NULL), FWM_OK);
+    for (size_t i = 0; i < 4 && fr.token_count == 4; i++) {
+        CHECK_U64(fr.tokens[i], scored[i]);
+        double want = fwm_logprob(logits, vocab, scored[i], 1.0);
+        if (fr.logprobs[i] != want) {
+            fprintf(stderr, "logprob %zu: %.17g, libfwm %.17g\n", i, fr.logprobs[i], want);
+            check_failures++;
+        }
+        fwm_session_step(zero, scored[i], logits, NULL);
+    }
+    fwm_session_free(zero);
+    /* without logprobs: no ids, no log-probabilities */
+    CHECK_U64(fwm_client_feed_scored(c, raw, NULL, scored, 2, -1, false, NULL, NULL, &fr, &err), FWM_RPC_OK);
+    CHECK_U64(fr.pos, 6);
+    CHECK(fr.token_count == 0 && fr.tokens == NULL && fr.logprobs == NULL);
+    CHECK_U64(fwm_client_feed_scored(c, raw, NULL, NULL, 1, -1, true, NULL, NULL, &fr, &err),
+              FWM_RPC_CLIENT_ARGUMENT);
     CHECK_U64(fwm_client_close_session(c, raw, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_close_session(c, child, &err), FWM_RPC_OK);
     CHECK_U64(fwm_client_predict(c, child, 3, &a, &err), FWM_RPC_UNKNOWN_SESSION);

@@ -220,8 +220,71 @@ def case_bundled_primed(env, args):
     check_eq(server.stop(), 0, "server exit status")
 
 
+def case_logprobs(env, args):
+    """The Python client's logprobs and unknown words, and fwm-cli --logprobs, on a tiny text model
+    (fwm-train, as test_logprobs.py makes it): the log-probabilities agree with the full distributions
+    the token notifications carry (topk = V), the unknown spans spell the words outside the vocabulary."""
+    import math
+    import re
+    from test_logprobs import expected_tokens, reference_of, train
+    sys.path.insert(0, os.path.join(args.source_root, "clients", "python"))
+    from fwm_client import Client, FwmError, unknown_words
+    path = train(env, "lstm", "cli_lstm")
+    vocab, _, _ = reference_of(path)
+    V = len(vocab)
+    text = "The old woman walked to the café, and her sister was fond of the garden."
+    ids, spans = expected_tokens(vocab, text)
+    raw = text.encode()
+    words = [raw[a:a + n].decode() for a, n in spans]
+    check("café" in words and len(words) >= 3, "the text has unknown words", words)
+    server = env.start([path], "--max-output-bytes", "4096")
+    with Client(server.address, timeout=10) as client:
+        m = client.hello()["models"][0]
+        check_eq((m["tokenizer"], m["has_unknown_token"], m["logprobs"]), ("text", True, True), "hello's model")
+        s = client.open()
+        first = {w: p for w, p in s.predict(topk=V)["topk"]}
+        events = []
+        r = s.feed(text, topk=V, on_token=events.append, logprobs=True)
+        check_eq(r["tokens"], ids, "the ids read")
+        check_eq(r["unknown"], spans, "unknown spans")
+        check_eq(unknown_words(text, r["unknown"]), words, "unknown_words spells them")
+        dists = [first] + [{w: p for w, p in e["topk"]} for e in events[:-1]]
+        worst = 0.0
+        for lp, d, t in zip(r["logprobs"], dists, ids):
+            worst = max(worst, abs(lp - math.log(d[vocab[t]])))
+        check(worst < 1e-4, "logprobs agree with the streamed distributions", worst)
+        streamed = s.stream("the garden", logprobs=True)
+        try:
+            while True:
+                next(streamed)
+        except StopIteration as stop:
+            check_eq(len(stop.value["logprobs"]), 2, "stream returns feed's result with logprobs")
+        a = s.ask("Where is the café")
+        check_eq(unknown_words("Where is the café", a["unknown"])[-1:], ["café"], "ask's unknown words")
+        pos = s.predict()["pos"]
+        try:  # 400 tokens' ids and logprobs take more than 4096 bytes
+            s.feed(" ".join(["the"] * 400), logprobs=True)
+            check(False, "an over-limit logprobs feed is refused")
+        except FwmError as e:
+            check(e.name == "too_large" and "max-output-bytes 4096" in str(e), "too_large", e.name, str(e))
+        check_eq(s.predict()["pos"], pos, "nothing fed")
+        # fwm-cli --logprobs on a fresh session: the same numbers, printed to 4 decimals
+        expected = client.open().feed(text, logprobs=True)["logprobs"]
+    p = subprocess.run([args.cli, "--connect", server.address, "--logprobs", "--topk", "1"], input=text + "\n/quit\n",
+                       capture_output=True, text=True, timeout=30)
+    check_eq(p.returncode, 0, "fwm-cli exit status: " + p.stderr)
+    printed = [float(x) for x in re.findall(r"ln p = +(-?[0-9.]+)  \(p=", p.stdout)]
+    check_eq(len(printed), len(ids), "one line per token: " + p.stdout)
+    check(all(abs(a - b) <= 1e-4 for a, b in zip(printed, expected)), "fwm-cli prints the logprobs", printed, expected)
+    total = sum(expected)
+    want = "(%d tokens: ln p = %.4f, perplexity %.3f)" % (len(ids), total, math.exp(-total / len(ids)))
+    check(want in p.stdout, "the line's total and perplexity", want, p.stdout)
+    check("(read as <unk>: %s)" % ", ".join(words) in p.stdout, "fwm-cli lists the unknown words", p.stdout)
+    check_eq(server.stop(), 0, "server exit status")
+
+
 CASES = {"cli_interactive": case_cli_interactive, "cli_commands": case_cli_commands, "cli_babi": case_cli_babi,
-         "python_client": case_python_client, "bundled_primed": case_bundled_primed}
+         "python_client": case_python_client, "bundled_primed": case_bundled_primed, "logprobs": case_logprobs}
 
 
 def main():

@@ -405,6 +405,21 @@ void rt_check_cross_architecture(fwm_session *t, const unsigned char *blob, cons
     free(t_before), free(t_after), free(w_before), free(w_after), free(w_blob), free(x_blob);
 }
 
+void rt_check_no_predict(const fwm_session *s, const char *arch, uint32_t V) {
+    fwm_error err;
+    char own[64];
+    snprintf(own, sizeof own, "architecture is '%s'", arch);
+    uint64_t before = fwm_session_position(s);
+    float *logits = malloc((V ? V : 1) * sizeof *logits);
+    for (uint32_t v = 0; v < V; v++) logits[v] = 7.0f;
+    CHECK_STATUS(fwm_session_predict(s, logits, &err), FWM_ERR_UNSUPPORTED, &err);
+    CHECK_CONTAINS(err.message, "fwm_session_predict");
+    CHECK_CONTAINS(err.message, own);
+    for (uint32_t v = 0; v < V; v++) CHECK(logits[v] == 7.0f);
+    CHECK_INT(fwm_session_position(s), before);
+    free(logits);
+}
+
 void rt_check_non_fwm_refusals(fwm_session *s, const char *arch, uint32_t V) {
     fwm_error err;
     char own[64];

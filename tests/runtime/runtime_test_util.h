@@ -70,6 +70,10 @@ void rt_reseal(unsigned char *blob, size_t size);
  * with 99 at position 1), its position unchanged. */
 void rt_check_non_fwm_refusals(fwm_session *s, const char *arch, uint32_t V);
 
+/* Session `s` of architecture `arch` (one without fwm_session_predict: mnm, gfw, stm) refuses it with
+ * FWM_ERR_UNSUPPORTED naming the architecture, its logits row (V floats) and position untouched. */
+void rt_check_no_predict(const fwm_session *s, const char *arch, uint32_t V);
+
 /* Blobs between architectures: session `t` of architecture `arch` (its exported `blob` of `size`
  * bytes, and `damaged`, that blob with a bit flipped) refuses the blobs of an FWM session
  * `fwm_s` and an LSTM session `lstm_s` as another architecture's, both refuse `blob`

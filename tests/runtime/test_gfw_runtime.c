@@ -287,6 +287,7 @@ static void prime_fork_and_refusals(void) {
     /* FWM-only functions and tokens out of range refused: nothing stepped */
     uint64_t before = fwm_session_position(primed);
     rt_check_non_fwm_refusals(primed, "gfw", V_TEST);
+    rt_check_no_predict(primed, "gfw", V_TEST);
     fwm_session *pair[2] = {primed, child};
     const uint32_t bad2[2] = {3, 13};
     CHECK_STATUS(fwm_batch_step(pair, bad2, 2, NULL, &err), FWM_ERR_TOKEN_OUT_OF_RANGE, &err);

@@ -232,6 +232,30 @@ static void prime_fork_and_refusals(void) {
     CHECK_INT(fwm_session_position(primed), 4);
     CHECK_INT(fwm_session_position(child), 5);
 
+    /* the prediction from the state: the start scores for a primed session, the step's bits after
+     * every step (two layers, residual), the output bias for a zero state; nothing changes */
+    float predicted[V_TEST], stepped[V_TEST];
+    fwm_session *fresh = NULL;
+    CHECK_OK(fwm_session_create(model, &fresh, &err), err);
+    fwm_session_prime(fresh);
+    CHECK_OK(fwm_session_predict(fresh, predicted, &err), err);
+    CHECK(memcmp(predicted, start, sizeof predicted) == 0);
+    uint32_t text[20];
+    random_tokens(text, 20, 61);
+    for (size_t i = 0; i < 20; i++) {
+        CHECK_OK(fwm_session_step(fresh, text[i], stepped, &err), err);
+        float h_before[12];
+        memcpy(h_before, fresh->h, sizeof h_before);
+        CHECK_OK(fwm_session_predict(fresh, predicted, &err), err);
+        CHECK(memcmp(predicted, stepped, sizeof predicted) == 0);
+        CHECK(memcmp(h_before, fresh->h, sizeof h_before) == 0);
+        CHECK_INT(fwm_session_position(fresh), 4 + i);
+    }
+    fwm_session_reset(fresh);
+    CHECK_OK(fwm_session_predict(fresh, predicted, &err), err);
+    for (uint32_t v = 0; v < V_TEST; v++) CHECK(predicted[v] == f.tensors[fwm_lstm_tensor_count(&f.hp) - 1][v]);
+    fwm_session_free(fresh);
+
     /* FWM-only functions and tokens out of range refused: nothing stepped */
     uint64_t before = fwm_session_position(primed);
     rt_check_non_fwm_refusals(primed, "lstm", V_TEST);

@@ -343,6 +343,7 @@ static void prime_fork_and_refusals(void) {
     /* FWM-only functions and tokens out of range refused: nothing stepped */
     uint64_t before = fwm_session_position(primed);
     rt_check_non_fwm_refusals(primed, "mnm", V_TEST);
+    rt_check_no_predict(primed, "mnm", V_TEST);
     CHECK_INT(fwm_session_position(primed), before);
 
     /* batches mixing architectures */

@@ -193,6 +193,7 @@ static void predictions(void) {
         CHECK_OK(fwm_session_step(s, story[i], rows, &err), err);
         CHECK(fwm_session_has_prediction(s) && row_is_finite(rows));
     }
+    rt_check_no_predict(s, "stm", V_TEST); /* neither mode predicts without a step */
     fwm_session_free(s);
     fwm_model_free(model);
 }

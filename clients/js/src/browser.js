@@ -6,7 +6,7 @@ import { connectWith, DEFAULTS } from './client.js';
 import { webSocketTransport } from './transport_websocket.js';
 
 export { Client, DEFAULTS } from './client.js';
-export { Session } from './session.js';
+export { Session, unknownWords } from './session.js';
 export { FwmError, ERROR_CODES } from './errors.js';
 
 /**

@@ -7,7 +7,7 @@ import { streamTransport } from './transport_stream.js';
 import { webSocketTransport } from './transport_websocket.js';
 
 export { Client, DEFAULTS } from './client.js';
-export { Session } from './session.js';
+export { Session, unknownWords } from './session.js';
 export { FwmError, ERROR_CODES } from './errors.js';
 export { parseStreamAddress } from './transport_stream.js';
 

@@ -29,9 +29,15 @@ export class Session {
   /**
    * Read text or token ids; `onToken(event)` sees each token's {session, pos, token, word, topk}
    * in order. Without onToken no notifications are asked for (notify: false).
-   * Resolves with {session, pos, fed}.
+   * Resolves with {session, pos, fed, unknown}: `unknown` lists the [start, length] UTF-8 byte
+   * spans of the text's words read as <unk> (unknownWords spells them). With `logprobs: true` also
+   * `tokens` (the ids read) and `logprobs` (each one's natural-log probability given everything
+   * the session read before it); a reply that would pass the server's max-output-bytes is refused
+   * (too_large: feed fewer tokens per call), as is logprobs on a model whose hello entry says
+   * `logprobs: false`, and nothing is fed then.
    * @param {string | number[]} input
-   * @param {{topk?: number, onToken?: (event: any) => void, notify?: boolean, timeoutMs?: number}} [options]
+   * @param {{topk?: number, onToken?: (event: any) => void, notify?: boolean, logprobs?: boolean,
+   *   timeoutMs?: number}} [options]
    */
   feed(input, options = {}) {
     let args;
@@ -41,15 +47,16 @@ export class Session {
       return Promise.reject(e);
     }
     const notify = options.notify ?? (options.onToken ? undefined : false);
-    return this.client.call('feed', { session: this.id, ...args, topk: options.topk, notify },
+    const logprobs = options.logprobs ? true : undefined;
+    return this.client.call('feed', { session: this.id, ...args, topk: options.topk, notify, logprobs },
       { onToken: options.onToken, timeoutMs: options.timeoutMs });
   }
 
   /**
    * Read text or token ids, yielding each token's event as it streams in; the generator's return
-   * value is the feed's result {session, pos, fed}.
+   * value is the feed's result {session, pos, fed, unknown} (with `logprobs: true`, as feed's).
    * @param {string | number[]} input
-   * @param {{topk?: number, timeoutMs?: number}} [options]
+   * @param {{topk?: number, logprobs?: boolean, timeoutMs?: number}} [options]
    */
   async *stream(input, options = {}) {
     /** @type {any[]} */
@@ -61,7 +68,8 @@ export class Session {
     let result;
     /** @type {unknown} */
     let error = null;
-    const request = this.client.call('feed', { session: this.id, ...this._input(input), topk: options.topk },
+    const request = this.client.call('feed', { session: this.id, ...this._input(input), topk: options.topk,
+      logprobs: options.logprobs ? true : undefined },
       { onToken: (e) => { queue.push(e); if (wake) wake(); }, timeoutMs: options.timeoutMs });
     request.then((r) => { done = true; result = r; if (wake) wake(); },
       (e) => { done = true; error = e; if (wake) wake(); });
@@ -145,4 +153,17 @@ export class Session {
 
   /** End the session on the server: {session, closed: true}. */
   close() { return this.client.call('close', { session: this.id }); }
+}
+
+/**
+ * The words of `text` (as sent) at the byte spans a reply's `unknown` lists: the spans count UTF-8
+ * bytes, not UTF-16 code units.
+ * @param {string} text
+ * @param {[number, number][]} spans
+ * @returns {string[]}
+ */
+export function unknownWords(text, spans) {
+  const bytes = new TextEncoder().encode(text);
+  const decoder = new TextDecoder();
+  return spans.map(([start, length]) => decoder.decode(bytes.subarray(start, start + length)));
 }

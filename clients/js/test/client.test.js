@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { connect, FwmError, ERROR_CODES, parseStreamAddress } from '../src/index.js';
+import { connect, FwmError, ERROR_CODES, parseStreamAddress, unknownWords } from '../src/index.js';
 import { startServer, missingServer, tokenize } from './harness.js';
 
 const skip = missingServer() || false;
@@ -54,7 +54,8 @@ test('hello, open, streamed tokens in order, ask, predict', { skip }, async () =
     assert.deepEqual(events.map((e) => e.pos), words.map((_, i) => i + 2), 'pos counts every token');
     assert.ok(events.every((e) => e.session === s.id && e.topk.length === 3), 'session topk');
     assert.ok(events.every((e) => e.topk[0][1] >= e.topk[1][1] && e.topk[1][1] >= e.topk[2][1]), 'most probable first');
-    assert.deepEqual(r.value, { session: s.id, pos: 1 + words.length, fed: words.length }, 'the result comes last');
+    assert.deepEqual(r.value, { session: s.id, pos: 1 + words.length, fed: words.length, unknown: [] },
+      'the result comes last');
     const seen = [];
     const fed = await s.feed('Sandra went to the garden.', { onToken: (e) => seen.push(e.word) });
     assert.deepEqual(seen, ['sandra', 'went', 'to', 'the', 'garden', '.'], 'onToken before the result');
@@ -75,6 +76,47 @@ test('hello, open, streamed tokens in order, ask, predict', { skip }, async () =
   } finally {
     await client.close();
   }
+});
+
+test('feed with logprobs: each token\'s log-probability is the log of its probability in the full '
+  + 'distribution streamed before it', { skip }, async () => {
+  const client = await connect(server.address, { timeoutMs: 60000 });
+  try {
+    const model = (await client.hello()).models[0];
+    assert.equal(model.tokenizer, 'word');
+    assert.equal(model.has_unknown_token, false);
+    assert.equal(model.logprobs, true);
+    const V = model.vocab_size;
+    const s = await client.open();
+    const dists = [new Map((await s.predict({ topk: V })).topk)];
+    const r = await s.feed(STORY, { topk: V, logprobs: true, onToken: (e) => dists.push(new Map(e.topk)) });
+    const words = tokenize(STORY);
+    assert.equal(r.fed, words.length);
+    assert.equal(r.tokens.length, words.length);
+    assert.equal(r.logprobs.length, words.length);
+    assert.deepEqual(r.unknown, []);
+    let worst = 0;
+    let compared = 0;
+    r.logprobs.forEach((lp, i) => {
+      const p = dists[i].get(words[i]);
+      assert.ok(p !== undefined, `the distribution before token ${i} has ${words[i]}`);
+      if (p > 1e-30) { worst = Math.max(worst, Math.abs(lp - Math.log(p))); compared++; }
+    });
+    assert.ok(compared >= words.length - 2 && worst < 1e-4, `logprobs against the streamed distributions: ${worst}`);
+    const plain = await s.feed('the');
+    assert.equal(plain.tokens, undefined, 'no logprobs unless asked');
+    const gen = s.stream('Mary', { logprobs: true });
+    let step = await gen.next();
+    while (!step.done) step = await gen.next();
+    assert.equal(step.value.logprobs.length, 1, 'stream: the result carries the logprobs');
+  } finally {
+    await client.close();
+  }
+});
+
+test('unknownWords spells UTF-8 byte spans', () => {
+  assert.deepEqual(unknownWords('Élise went to the café.', [[0, 6], [19, 5]]), ['Élise', 'café']);
+  assert.deepEqual(unknownWords('plain', []), []);
 });
 
 test('fork, snapshot/restore, reset, close, sessions, stats', { skip }, async () => {

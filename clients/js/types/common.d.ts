@@ -53,14 +53,22 @@ export declare const DEFAULTS: Readonly<Required<Pick<Options, 'timeoutMs' | 'co
 export type Prediction = [string, number];
 
 export interface TokenEvent { session: string; pos: number; token: number; word: string; topk: Prediction[] }
-export interface FeedResult { session: string; pos: number; fed: number }
-export interface AskResult { session: string; pos: number; answer: string; prob: number; topk: Prediction[]; committed: boolean }
+/** [start, length]: UTF-8 bytes of the text sent, a word read as <unk>. */
+export type Span = [number, number];
+export interface FeedResult {
+  session: string; pos: number; fed: number; unknown: Span[];
+  /** with logprobs: the ids read, and ln P(each | everything read before it) */
+  tokens?: number[]; logprobs?: number[];
+}
+export interface AskResult { session: string; pos: number; answer: string; prob: number; topk: Prediction[]; committed: boolean; unknown: Span[] }
 export interface PredictResult { session: string; pos: number; topk: Prediction[] }
 export interface SessionInfo { session: string; model: string; pos: number | null; last_used_ms: number; resident: boolean }
 export interface ModelInfo {
   name: string; architecture: string; layers: number; fingerprint: string; vocab_size: number; embedding: number; hidden: number; memory: [number, number, number];
   reads: number; residual: boolean; read_policy: string; parameters: number; session_bytes: number;
   state_blob_bytes: number; checksum_verified: boolean; default: boolean;
+  /** "word" (catbAbI) or "text" (prose); whether unknown words read as <unk>; whether feed takes logprobs */
+  tokenizer: string; has_unknown_token: boolean; logprobs: boolean;
 }
 export interface HelloResult {
   server: string; version: string; protocol: number; auth_required: boolean; authenticated: boolean;
@@ -99,8 +107,8 @@ export declare class Session {
   readonly id: string;
   /** The reply that made it (open, fork, restore), if any. */
   readonly info: Record<string, any> | undefined;
-  feed(input: string | number[], options?: { topk?: number; onToken?: (event: TokenEvent) => void; notify?: boolean; timeoutMs?: number }): Promise<FeedResult>;
-  stream(input: string | number[], options?: { topk?: number; timeoutMs?: number }): AsyncGenerator<TokenEvent, FeedResult, void>;
+  feed(input: string | number[], options?: { topk?: number; onToken?: (event: TokenEvent) => void; notify?: boolean; logprobs?: boolean; timeoutMs?: number }): Promise<FeedResult>;
+  stream(input: string | number[], options?: { topk?: number; logprobs?: boolean; timeoutMs?: number }): AsyncGenerator<TokenEvent, FeedResult, void>;
   ask(question: string, options?: { commit?: boolean; topk?: number; timeoutMs?: number }): Promise<AskResult>;
   predict(options?: { topk?: number }): Promise<PredictResult>;
   reset(options?: { prime?: boolean }): Promise<{ session: string; pos: number }>;
@@ -109,3 +117,6 @@ export declare class Session {
   snapshot(): Promise<Uint8Array>;
   close(): Promise<{ session: string; closed: true }>;
 }
+
+/** The words of `text` (as sent) at the UTF-8 byte spans a reply's `unknown` lists. */
+export declare function unknownWords(text: string, spans: Span[]): string[];

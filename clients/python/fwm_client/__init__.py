@@ -27,11 +27,17 @@ import time
 
 import msgpack
 
-__all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS", "__version__"]
+__all__ = ["Client", "Session", "FwmError", "DEFAULT_ADDRESS", "unknown_words", "__version__"]
 
 __version__ = "0.3.0"  # the project's version (meson.build; the `versions` test checks they agree)
 
 DEFAULT_ADDRESS = "tcp://127.0.0.1:7411"
+
+
+def unknown_words(text, spans):
+    """The words of `text` (a str, as sent) at the byte spans a reply's `unknown` lists."""
+    raw = text.encode("utf-8")
+    return [raw[start:start + length].decode("utf-8", "replace") for start, length in spans]
 
 
 class FwmError(Exception):
@@ -324,20 +330,28 @@ class Session:
     def __repr__(self):
         return "Session(%s)" % self.id
 
-    def feed(self, text=None, tokens=None, topk=None, on_token=None, notify=None):
-        """Read text (or token ids); returns {session, pos, fed}."""
+    def feed(self, text=None, tokens=None, topk=None, on_token=None, notify=None, logprobs=False):
+        """Read text (or token ids); returns {session, pos, fed, unknown}: `unknown` lists the
+        [start, length] byte spans of the text's words read as <unk> (unknown_words() spells them).
+        With logprobs=True also `tokens` (the ids read) and `logprobs` (each one's natural-log
+        probability given everything the session read before it). A reply that would pass the
+        server's max-output-bytes is refused (FwmError "too_large": feed fewer tokens per call), as
+        is logprobs on a model whose hello entry says `logprobs: False`; nothing is fed then."""
         if notify is None:
             notify = None if on_token else False
         return self.client.call("feed", on_token=on_token, session=self.id, text=text, tokens=tokens, topk=topk,
-                                notify=notify)
+                                notify=notify, logprobs=True if logprobs else None)
 
-    def stream(self, text=None, tokens=None, topk=None):
-        """Read text, yielding each token's event {pos, token, word, topk: [[word, prob], ...]}."""
-        result = yield from self.client.call_stream("feed", session=self.id, text=text, tokens=tokens, topk=topk)
+    def stream(self, text=None, tokens=None, topk=None, logprobs=False):
+        """Read text, yielding each token's event {pos, token, word, topk: [[word, prob], ...]}; returns
+        feed's result (with logprobs=True, each token's log-probability too)."""
+        result = yield from self.client.call_stream("feed", session=self.id, text=text, tokens=tokens, topk=topk,
+                                                    logprobs=True if logprobs else None)
         return result
 
     def ask(self, question, commit=False, topk=None):
-        """Closed-book question answering over what the session has read: {answer, prob, topk, pos}."""
+        """Closed-book question answering over what the session has read: {answer, prob, topk, pos,
+        unknown} (`unknown`: the question's words read as <unk>, as feed's)."""
         return self.client.call("ask", session=self.id, question=question, commit=commit, topk=topk)
 
     def predict(self, topk=None):
