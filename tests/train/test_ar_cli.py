@@ -189,9 +189,9 @@ def main():
             expect_rc=2)
     check("--mode is for --task catbabi" in p.stderr, "--mode refused with --task ar")
     p = run([train, "--task", "copy", "--run-dir", os.path.join(tmp, "x")], expect_rc=2)
-    check("--task expects catbabi or ar" in p.stderr, "unknown task refused")
+    check("--task expects catbabi, ar or text" in p.stderr, "unknown task refused")
     p = run([evaluate, "--task", "copy", fwm_model], expect_rc=2)
-    check("--task expects catbabi or ar" in p.stderr, "fwm-eval refuses an unknown task")
+    check("--task expects catbabi, ar or text" in p.stderr, "fwm-eval refuses an unknown task")
     help_text = run([train, "--help"]).stdout
     for flag in ("--task catbabi|ar", "--ar-seed S", "--ar-max-storages N"):
         check(flag in help_text, "fwm-train --help lists %s" % flag)
