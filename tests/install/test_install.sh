@@ -91,7 +91,7 @@ grep -q '^<!-- end of app\.c -->$' "$source_root/README.md" || fail "README.md l
 grep -q 'int main(' "$work/app.c" || fail "README.md has no whole C program between its app.c markers"
 cc -std=c11 -Wall -Wextra -Werror "${extra[@]}" -o "$work/example" "$work/app.c" $flags \
     || { cat -n "$work/app.c"; fail "the README's example does not compile with pkg-config fwm"; }
-readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so\.1' \
+readelf -d "$work/example" | grep -q 'NEEDED.*libfwm\.so\.2' \
     || fail "the example did not link the shared libfwm.so.2"
 model="$prefix/share/fwm/models/fwm-babi-lm.gguf"
 check_answers() { # the output of one run: five predictions, "bathroom" first
@@ -117,7 +117,7 @@ rc=0
 err=$(LD_LIBRARY_PATH="$libdir" "$work/example" "$work/no-such.gguf" 2>&1) || rc=$?
 [ "$rc" -eq 1 ] && echo "$err" | grep -q "no-such.gguf" || fail "the example without a model: exit $rc, '$err'"
 # Without a path, unless this machine has libfwm.so.2 installed system-wide: the loader's error.
-if ! ldconfig -p 2>/dev/null | grep -q 'libfwm\.so\.1 '; then
+if ! ldconfig -p 2>/dev/null | grep -q 'libfwm\.so\.2 '; then
     rc=0
     err=$(env -u LD_LIBRARY_PATH "$work/example" "$model" 2>&1) || rc=$?
     [ "$rc" -ne 0 ] && echo "$err" | grep -q 'libfwm.so.2: cannot open shared object file' \
