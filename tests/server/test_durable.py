@@ -566,6 +566,36 @@ def case_store_refused(env):
     check(plain in bad.stderr(), "names the path", bad.stderr())
 
 
+def case_lock_removed(env):
+    """The folder stays locked when its lock file is removed (a temp-file cleaner, an operator clearing
+    a "stale lock"): a second fwm-serve on it is refused, naming the holder, and the first keeps
+    serving and keeps every acknowledged write, through a kill -9."""
+    model = env.model()
+    data = os.path.join(env.dir, "data")
+    first = env.start([model], "--data-dir", data)
+    c = Client(first.address)
+    s = c.call("open")["session"]
+    c.call("feed", session=s, text="Mary moved to the bathroom.")
+    for attempt in range(2):  # removed, then replaced by an unlocked file of the same name
+        if attempt == 0:
+            os.unlink(os.path.join(data, "fwm-serve.lock"))
+        else:
+            with open(os.path.join(data, "fwm-serve.lock"), "w") as f:
+                f.write("1\n")
+        second = env.start([model], "--data-dir", data, wait=False)
+        check_eq(second.wait(), 1, "second server on the folder exits 1 (lock file removed, attempt %d)" % attempt)
+        check("in use by another fwm-serve (pid %d)" % first.proc.pid in second.stderr() and data in second.stderr(),
+              "names the folder and the holder", second.stderr())
+        if attempt == 0:
+            check("fwm-serve.lock was removed" in second.stderr(), "says the lock file was removed", second.stderr())
+        check_eq(c.call("feed", session=s, text="John went to the hallway.")["pos"], PRIME + 6 * (attempt + 2),
+                 "the first server keeps serving")
+    first.kill()
+    again = env.start([model], "--data-dir", data)
+    check_eq(Client(again.address).call("predict", session=s)["pos"], PRIME + 18, "one history, all of it")
+    check_eq(again.stop(), 0, "clean exit")
+
+
 def corrupt_all_replace(path, old, new):
     with open(path, "r+b") as f:
         data = f.read()
@@ -731,6 +761,97 @@ def case_disk_full(env):
     print("disk full: %d sessions fitted in a 256 KiB store; %d survive the closes and a crash" % (
         len(sessions), len(history)))
     check_eq(server.stop(), 0, "clean exit")
+
+
+def mount_tmpfs(path, size):
+    """A tmpfs of `size` bytes at `path` in a mount namespace of its own (unshare: no privilege needed
+    beyond user namespaces), held by a sleeping process. Returns (holder, wrap, seen): the holder
+    process, the command prefix that runs a program in that namespace (nsenter), and where the test
+    itself reaches the file system (through the holder's /proc root). Skips when the machine allows
+    no such namespace."""
+    import shutil
+    if not shutil.which("unshare") or not shutil.which("nsenter"):
+        raise SkipCase("unshare/nsenter (util-linux) are not installed: no tmpfs of the test's own")
+    os.makedirs(path)
+    holder = subprocess.Popen(["unshare", "-rm", "sh", "-c",
+                               'mount -t tmpfs -o size=%d fwm-full "$0" && echo ready && exec sleep 3600' % size,
+                               path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if holder.stdout.readline().strip() != b"ready":
+        holder.kill()
+        raise SkipCase("cannot mount a tmpfs in a mount namespace of the test's own: %s" %
+                       holder.stderr.read().decode(errors="replace").strip())
+    wrap = ["nsenter", "-t", str(holder.pid), "-U", "-m", "--preserve-credentials"]
+    return holder, wrap, "/proc/%d/root%s" % (holder.pid, os.path.abspath(path))
+
+
+def case_disk_full_fs(env):
+    """A full file system (a 4 MiB tmpfs of the test's own) is reported as a full disk, not as a
+    failing one: the refusal and stats.durability.error say `disk full`, name the data file and what
+    to do; reads still answer, nothing acknowledged is damaged, writes resume by themselves once the
+    file system has room, and a kill -9 after all that loses nothing acknowledged."""
+    model = env.model()
+    vocab = vocabulary(env)
+    data = os.path.join(env.dir, "full")
+    holder, wrap, seen = mount_tmpfs(data, 4 << 20)
+    try:
+        flags = ["--data-dir", data, "--snapshot-tokens", "40"]
+        ref = Reference(env, model)
+        server = env.start([model], *flags, wrap=wrap)
+        c = Client(server.address)
+        # leave about 192 KiB free: the store fills it within a few hundred sessions
+        st = os.statvfs(seen)
+        with open(os.path.join(seen, "ballast"), "wb") as f:
+            f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - (192 << 10)))
+        words = tokenize("Mary moved to the bathroom. John went to the hallway. Where is Mary? bathroom")
+        tokens = [vocab[w] for w in words]
+        sessions, history, refusal = [], {}, None
+        for _ in range(5000):
+            try:
+                s = c.call("open")["session"]
+            except RpcError as e:
+                refusal = e
+                break
+            sessions.append(s)
+            history[s] = []
+            try:
+                c.call("feed", session=s, tokens=tokens, notify=False)
+                history[s].append(("tokens", tokens))
+            except RpcError as e:
+                refusal = e
+                break
+        check(refusal is not None, "the file system filled up", len(sessions))
+        path = os.path.join(data, "data.mdb")
+        check_eq(refusal.name, "storage", "the request that did not fit is refused with storage")
+        check("disk full" in refusal.message and path in refusal.message, "the refusal names the cause and the file",
+              refusal.message)
+        error = c.call("stats")["durability"]["error"] or ""
+        check(not c.call("stats")["durability"]["healthy"], "stats says writes fail")
+        check("disk full" in error and path in error and "free space" in error and "Input/output" not in error,
+              "stats.durability.error says disk full, the file and what to do", error)
+        e = expect_error("storage", c.call, "open")
+        check("disk full" in e.message, "later writes are refused naming the cause", e.message)
+        for s in [s for s in sessions if history.get(s)][-5:]:
+            p = c.call("predict", session=s, topk=TOPK)
+            check_eq((p["pos"], p["topk"]), ref.predict(history[s]), "session %s reads as acknowledged" % s)
+        os.unlink(os.path.join(seen, "ballast"))
+        deadline = time.time() + 20
+        while time.time() < deadline and not c.call("stats")["durability"]["healthy"]:
+            time.sleep(0.2)
+        check(c.call("stats")["durability"]["healthy"], "writes resume by themselves once there is room")
+        s = c.call("open")["session"]
+        c.call("feed", session=s, tokens=tokens, notify=False)
+        history[s] = [("tokens", tokens)]
+        server.kill()
+        server = env.start([model], *flags, wrap=wrap)
+        c = Client(server.address)
+        for s, ops in history.items():
+            p = c.call("predict", session=s, topk=TOPK)
+            check_eq((p["pos"], p["topk"]), ref.predict(ops), "session %s after the crash" % s)
+        print("full file system: %d sessions fitted; refused with: %s" % (len(sessions), refusal.message))
+        check_eq(server.stop(), 0, "clean exit")
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def case_session_ttl(env):
