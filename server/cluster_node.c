@@ -1,9 +1,12 @@
-/* cluster_node.c - lease renewal, lease loss, ownership claims and graceful leave (cluster_node.h). */
+/* cluster_node.c - lease renewal, lease loss, ownership claims and graceful leave (cluster_node.h);
+ * also what a node does when another fwm-serve has taken its address (it stops) and when the store
+ * lost its data (it says so: `session_lost` for the sessions it held). */
 #include "cluster_node.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -21,6 +24,9 @@
 #define JOIN_GRACE_MS 500u
 #define JOIN_RETRY_MS 100L
 
+/* The most session ids remembered as lost with the store's data (16 bytes each). */
+#define LOST_IDS_MAX (1u << 20)
+
 struct fwm__cluster_node {
     fwm__server *server;
     pthread_t thread;
@@ -33,6 +39,14 @@ struct fwm__cluster_node {
     uint64_t epoch;       /* loop thread */
     uint64_t join_tried_ns; /* loop thread: the last attempt to join again after a loss */
     size_t dropped_since_loss; /* loop thread: resident sessions dropped since the lease was lost */
+    /* loop thread: the ids dropped since the lease was lost (if the store turns out to have lost its
+     * data, these sessions are gone), and the ids known lost (sorted), answered `session_lost` */
+    uint8_t (*dropped)[FWM_SESSION_ID_BYTES];
+    size_t dropped_count, dropped_capacity;
+    uint8_t (*lost_ids)[FWM_SESSION_ID_BYTES];
+    size_t lost_count;
+    uint64_t data_losses;    /* times the store was found to have lost its data */
+    char data_lost_at[32];   /* when it was last found so (UTC), "" if never */
     uint64_t valid_until_ns; /* (mutex) monotonic: the lease surely lasts until then (sent + TTL of the
                                 last renewal or join Redis confirmed); reads of resident sessions stop there */
     /* counters (mutex) */
@@ -100,7 +114,9 @@ int fwm__cluster_node_start(fwm__server *s) {
     /* A lease held under this address is a crashed run's until it expires, or another live node's. */
     uint64_t sent = fwm__now_ns(), give_up = sent + (cfg->lease_ttl_ms + JOIN_GRACE_MS) * 1000000u;
     fwm__store_status st;
-    while ((st = fwm__cluster_join(s->store, cfg->advertise, cfg->lease_ttl_ms, &n->epoch, &error)) == FWM_STORE_BUSY &&
+    bool data_lost;
+    while ((st = fwm__cluster_join(s->store, cfg->advertise, cfg->lease_ttl_ms, 0, &n->epoch, &data_lost, &error)) ==
+               FWM_STORE_BUSY &&
            sent < give_up) {
         if (sent + 1000000u * JOIN_RETRY_MS >= give_up) break;
         struct timespec pause = {0, JOIN_RETRY_MS * 1000000L};
@@ -142,6 +158,8 @@ void fwm__cluster_node_stop(fwm__server *s) {
     }
     pthread_cond_destroy(&n->wake);
     pthread_mutex_destroy(&n->mutex);
+    fwm__free(n->dropped);
+    fwm__free(n->lost_ids);
     fwm__free(n);
     s->cluster = NULL;
 }
@@ -197,28 +215,102 @@ static void drop_entry(fwm__server *s, fwm__session_entry *e) {
     fwm__scheduler_submit(s->scheduler, e, close);
 }
 
+/* Remember the id of a session dropped after the lease was lost (best effort: out of memory, the
+ * session is answered `unknown_session` instead of `session_lost` should the store have lost it). */
+static void remember_dropped(fwm__cluster_node *n, const uint8_t *id) {
+    if (n->dropped_count == n->dropped_capacity) {
+        size_t capacity = n->dropped_capacity ? 2 * n->dropped_capacity : 64;
+        if (capacity > LOST_IDS_MAX) return;
+        void *grown = fwm__realloc(n->dropped, capacity * FWM_SESSION_ID_BYTES);
+        if (!grown) return;
+        n->dropped = grown;
+        n->dropped_capacity = capacity;
+    }
+    memcpy(n->dropped[n->dropped_count++], id, FWM_SESSION_ID_BYTES);
+}
+
+static int compare_ids(const void *a, const void *b) {
+    return memcmp(a, b, FWM_SESSION_ID_BYTES);
+}
+
+static bool known_lost(const fwm__cluster_node *n, const uint8_t *id) {
+    return n->lost_count && bsearch(id, n->lost_ids, n->lost_count, FWM_SESSION_ID_BYTES, compare_ids);
+}
+
+/* The store lost its data (its incarnation marker was gone or replaced): the sessions dropped since
+ * the lease was lost are gone with it; requests for them are answered `session_lost` from now on. */
+static void store_lost_data(fwm__server *s) {
+    fwm__cluster_node *n = s->cluster;
+    size_t count = n->lost_count + n->dropped_count;
+    if (count > LOST_IDS_MAX) count = LOST_IDS_MAX;
+    void *grown = count > n->lost_count ? fwm__realloc(n->lost_ids, count * FWM_SESSION_ID_BYTES) : n->lost_ids;
+    size_t added = 0;
+    if (grown) {
+        n->lost_ids = grown;
+        added = count - n->lost_count;
+        memcpy(n->lost_ids[n->lost_count], n->dropped, added * FWM_SESSION_ID_BYTES);
+        n->lost_count = count;
+        qsort(n->lost_ids, n->lost_count, FWM_SESSION_ID_BYTES, compare_ids);
+    }
+    n->data_losses++;
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(n->data_lost_at, sizeof n->data_lost_at, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    fprintf(stderr,
+            "fwm-serve: cluster: the store %s lost its data (its marker fwm:incarnation was gone or replaced: "
+            "Redis restarted empty, a flush, or a replica without it promoted): the %zu sessions this node held "
+            "are lost and answered session_lost; the marker and the format key are written again, and fencing "
+            "epochs go on above every one handed out before\n",
+            s->config->data_dir, added);
+}
+
+/* Another fwm-serve holds the lease of this node's address under a newer epoch: it was started with
+ * this node's --advertise while this one could not renew (paused, cut off). Clients that follow
+ * `moved` to the address reach it, not this node: this one stops, so it does not answer for sessions
+ * it can no longer serve. */
+static void replaced(fwm__server *s, uint64_t holder_epoch) {
+    fwm__cluster_node *n = s->cluster;
+    fprintf(stderr,
+            "fwm-serve: cluster: another fwm-serve now holds --advertise %s (epoch %llu, newer than this node's "
+            "%llu): this node was replaced while it could not renew its lease, and stops (exit status %d)\n",
+            s->config->advertise, (unsigned long long)holder_epoch, (unsigned long long)n->epoch, FWM_EXIT_REPLACED);
+    fwm__server_abandon(s, FWM_EXIT_REPLACED);
+}
+
 /* The lease is gone: whatever is resident may have another owner by now. Drop it all, and (when
  * `rejoin`) join again with a new epoch; sessions are claimed anew on their next request. */
 static void lease_lost(fwm__server *s, bool rejoin) {
     fwm__cluster_node *n = s->cluster;
     size_t dropped = 0;
     while (s->lru_head) {
+        remember_dropped(n, s->lru_head->id);
         drop_entry(s, s->lru_head);
         dropped++;
     }
     n->dropped_since_loss += dropped;
-    if (!rejoin) return;
+    if (!rejoin || s->shutting_down) return;
     dropped = n->dropped_since_loss;
-    uint64_t old = n->epoch;
+    uint64_t old = n->epoch, got = 0;
+    bool data_lost = false;
     fwm__store_error error = {0};
     uint64_t sent = fwm__now_ns();
     if (n->join_tried_ns && sent - n->join_tried_ns < REJOIN_INTERVAL_NS) return; /* Redis just failed us */
     n->join_tried_ns = sent;
-    if (fwm__cluster_join(s->store, s->config->advertise, s->config->lease_ttl_ms, &n->epoch, &error) != FWM_STORE_OK) {
+    fwm__store_status st = fwm__cluster_join(s->store, s->config->advertise, s->config->lease_ttl_ms, n->epoch, &got,
+                                             &data_lost, &error);
+    if (data_lost) store_lost_data(s);
+    if (st == FWM_STORE_BUSY && got > n->epoch) {
+        replaced(s, got);
+        return;
+    }
+    if (st != FWM_STORE_OK) {
         fprintf(stderr, "fwm-serve: cluster: lease lost and cannot join again yet: %s\n", error.message);
         return; /* stays lost: tried again on the next tick */
     }
+    n->dropped_count = 0;
     pthread_mutex_lock(&n->mutex);
+    n->epoch = got;
     n->lost = false;
     n->join_tried_ns = 0;
     n->dropped_since_loss = 0;
@@ -274,14 +366,28 @@ bool fwm__cluster_node_claim(fwm__server *s, const uint8_t *id, fwm__rpc_failure
             fail_moved(failure, hex, owner);
             return false;
         case FWM_CLAIM_NONE:
-            fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s in the cluster (closed, or never opened)",
-                          hex);
+            if (known_lost(n, id)) {
+                fwm__rpc_fail(failure, FWM_RPC_SESSION_LOST,
+                              "session %s was lost with the store's data: the store %s lost its data (found at %s); "
+                              "open a new session", hex, s->config->data_dir, n->data_lost_at);
+            } else if (n->data_losses) {
+                fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION,
+                              "no session %s in the cluster (closed, never opened, or lost when the store lost its "
+                              "data, found at %s)", hex, n->data_lost_at);
+            } else {
+                fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION,
+                              "no session %s in the cluster (closed, or never opened)", hex);
+            }
             return false;
         case FWM_CLAIM_LOST:
             pthread_mutex_lock(&n->mutex);
             n->lost = true;
             pthread_mutex_unlock(&n->mutex);
             lease_lost(s, true);
+            if (s->shutting_down) {
+                fwm__rpc_fail(failure, FWM_RPC_SHUTTING_DOWN, "this node is stopping; session %s not served", hex);
+                return false;
+            }
             continue;
         case FWM_CLAIM_ERROR:
             fwm__rpc_fail(failure, FWM_RPC_STORAGE, "cannot ask the store who owns session %s: %s", hex, error.message);
@@ -306,7 +412,10 @@ void fwm__cluster_node_fenced(fwm__server *s, const fwm__outbox *o) {
         if (op->kind == FWM_OP_LOADED) continue;
         fwm__session_entry *e = fwm__session_table_find(&s->sessions, op->id);
         /* a copy claimed since, under a newer epoch, is not the one that was refused */
-        if (e && (!op->epoch || e->epoch <= op->epoch)) drop_entry(s, e);
+        if (e && (!op->epoch || e->epoch <= op->epoch)) {
+            remember_dropped(s->cluster, e->id);
+            drop_entry(s, e);
+        }
     }
 }
 
@@ -381,7 +490,7 @@ void fwm__cluster_node_pack_stats(msgpack_packer *pk, fwm__server *s) {
     pthread_mutex_lock(&n->mutex);
     uint64_t renewals = n->renewals, failures = n->renewal_failures, losses = n->losses;
     pthread_mutex_unlock(&n->mutex);
-    msgpack_pack_map(pk, 9);
+    msgpack_pack_map(pk, 10);
     key(pk, "node");
     fwm__rpc_pack_cstr(pk, s->config->advertise);
     key(pk, "epoch");
@@ -398,6 +507,8 @@ void fwm__cluster_node_pack_stats(msgpack_packer *pk, fwm__server *s) {
     msgpack_pack_uint64(pk, failures);
     key(pk, "lease_losses");
     msgpack_pack_uint64(pk, losses);
+    key(pk, "store_data_losses");
+    msgpack_pack_uint64(pk, n->data_losses);
     key(pk, "nodes");
     pack_nodes(pk, s);
 }

@@ -287,6 +287,15 @@ void fwm__server_shutdown(fwm__server *s) {
     check_shutdown(s);
 }
 
+void fwm__server_abandon(fwm__server *s, int status) {
+    s->exit_status = status;
+    if (!s->cancelled) {
+        s->cancelled = true;
+        fwm__scheduler_cancel(s->scheduler);
+    }
+    fwm__server_shutdown(s);
+}
+
 static void finish(fwm__server *s) {
     s->finished = true;
     drain_inbox(s); /* no jobs are left, so everything they posted is here */
@@ -600,6 +609,11 @@ int fwm__server_run(fwm__server *s) {
         uv_walk(&s->loop, report_handle, NULL);
         fprintf(stderr, "fwm-serve: the event loop did not close cleanly: %s\n", uv_strerror(rc));
         return 1;
+    }
+    if (s->exit_status) {
+        fwm__server_log(s, "stopped (%llu sessions served), exit status %d", (unsigned long long)opened,
+                        s->exit_status);
+        return s->exit_status;
     }
     fwm__server_log(s, "stopped cleanly (%llu sessions served)", (unsigned long long)opened);
     return 0;

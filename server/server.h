@@ -98,7 +98,12 @@ typedef struct fwm__server {
 
     bool shutting_down, cancelled, finished;
     uint64_t shutdown_deadline_ns;
+    int exit_status; /* what fwm__server_run returns after a clean stop (0, or FWM_EXIT_REPLACED) */
 } fwm__server;
+
+/* The exit status of a cluster node that stops because another fwm-serve now holds the lease of its
+ * --advertise address (docs/CLUSTER.md): it was replaced while it could not renew (paused, cut off). */
+#define FWM_EXIT_REPLACED 3
 
 /* Load the models, bind the listeners, start the workers. Returns 0, or 1 after printing why on
  * stderr (the server is then released). */
@@ -108,6 +113,9 @@ int fwm__server_run(fwm__server *server);
 
 /* Begin graceful shutdown (idempotent; a second call cancels in-flight work). */
 void fwm__server_shutdown(fwm__server *server);
+/* Stop at once with exit status `status`: in-flight work is cancelled (answered `shutting_down`), no
+ * last snapshots are written and the cluster is not left (the node no longer owns anything). */
+void fwm__server_abandon(fwm__server *server, int status);
 
 /* Hand gathered output of every dirty connection to libuv (call at the end of loop callbacks). */
 void fwm__server_flush(fwm__server *server);

@@ -346,6 +346,7 @@ def case_duplicate_advertise(env):
     ttl = 1000
     model, redis, ref, a, ca, s, tokens = one_node_one_session(env, ttl, "mary moved to the bathroom .")
     token = redis.command("GET", "fwm:node:" + a.address)
+    epoch = redis.command("GET", "fwm:epoch")
     started = time.time()
     twin = env.start([model], "--store", redis.location, "--advertise", a.address, "--lease-ttl-ms", str(ttl),
                      "--listen", "tcp://127.0.0.1:0", wait=False)
@@ -355,6 +356,7 @@ def case_duplicate_advertise(env):
           "and names the address it was given", twin.stderr())
     check(waited >= ttl / 1000.0, "after waiting a whole lease for the first's to expire", waited)
     check_eq(redis.command("GET", "fwm:node:" + a.address), token, "the first node's lease is untouched")
+    check_eq(redis.command("GET", "fwm:epoch"), epoch, "the twin's attempts to join drew no epoch")
     check_eq(state(ca, s), ref.predict([tokens]), "and it serves its session")
     check_eq(ca.call("stats")["cluster"]["lease_losses"], 0, "without ever losing its lease")
     a.kill()
@@ -393,6 +395,110 @@ def case_stale_read(env):
     check_eq(got, ref.predict([tokens]), "served again, unchanged, once Redis answers")
     check(ca.call("stats")["cluster"]["lease_losses"] >= 1, "counted as a lease loss")
     check_eq(a.stop(), 0, "clean exit")
+
+
+def case_replaced(env):
+    """A node paused past its lease while another fwm-serve starts with its --advertise address: when
+    it runs again it finds its address taken by a newer epoch and stops with exit status 3, saying
+    so, instead of answering every request with `storage` forever; its attempt to join burns no
+    epoch, and the new node keeps the address, the lease and the session."""
+    ttl = 1000
+    model, redis, ref, a, ca, s, tokens = one_node_one_session(env, ttl, "mary moved to the bathroom .")
+    a.proc.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(ttl / 1000.0 + 0.5)
+        b = env.start([model], "--store", redis.location, "--advertise", a.address, "--lease-ttl-ms", str(ttl),
+                      "--workers", "1", "--listen", "tcp://127.0.0.1:0")
+        cb = Client(b.address)
+        check_eq(state(cb, s), ref.predict([tokens]), "the new node at the address takes the session over")
+        token = redis.command("GET", "fwm:node:" + a.address)
+        epoch = redis.command("GET", "fwm:epoch")
+        pending = ca.send("predict", session=s, topk=TOPK)  # waits in the paused node's socket
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+    started = time.time()
+    check_eq(a.wait(timeout=15), 3, "the replaced node exits with status 3")
+    check(time.time() - started < ttl / 1000.0 + 3, "within about a lease of running again", time.time() - started)
+    err = a.stderr()
+    check("another fwm-serve now holds --advertise " + a.address in err and "exit status 3" in err,
+          "and says why", err)
+    check_eq(err.count("cannot join again yet"), 0, "without retrying to join in a loop")
+    try:
+        ca.wait(pending)
+        answered = "a prediction"
+    except RpcError as e:
+        answered = e.name
+    except (OSError, AssertionError):  # the connection closed by the stopping node
+        answered = "closed"
+    check(answered in ("moved", "shutting_down", "closed"), "its waiting request was not served from its copy",
+          answered)
+    check_eq(redis.command("GET", "fwm:epoch"), epoch, "the replaced node drew no epoch")
+    check_eq(redis.command("GET", "fwm:node:" + a.address), token, "the new node's lease is untouched")
+    check_eq(state(cb, s), ref.predict([tokens]), "and it serves the session")
+    check_eq(cb.call("stats")["cluster"]["lease_losses"], 0, "without losing its lease")
+    check_eq(b.stop(), 0, "clean exit")
+
+
+def wipe_redis(redis):
+    """Restart the test's redis-server with no data (as one without persistence, or whose files were
+    lost, comes back)."""
+    import shutil
+    redis.kill()
+    shutil.rmtree(os.path.join(redis.dir, "appendonlydir"), ignore_errors=True)
+    for name in ("dump.rdb", "appendonly.aof"):
+        if os.path.exists(os.path.join(redis.dir, name)):
+            os.unlink(os.path.join(redis.dir, name))
+    redis.start()
+    check_eq(redis.command("DBSIZE"), 0, "redis-server came back empty")
+
+
+def case_store_data_loss(env):
+    """Redis restarted empty under two nodes: each finds that the store lost its data, joins again
+    under an epoch above every one handed out before (never the one it had), writes the format key
+    and the marker again, answers its lost sessions with `session_lost` naming the loss (the other
+    node: `unknown_session` saying it may have been lost), and serves new sessions."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    ttl = 1000
+    ref = Reference(env, model)
+    a, b = start_node(env, model, redis, ttl), start_node(env, model, redis, ttl)
+    ca, cb = Client(a.address), Client(b.address)
+    tokens = [vocab[w] for w in "mary moved to the bathroom .".split()]
+    sa, sb = ca.call("open")["session"], cb.call("open")["session"]
+    ca.call("feed", session=sa, tokens=tokens, notify=False)
+    cb.call("feed", session=sb, tokens=tokens, notify=False)
+    before = {ca.call("hello")["cluster"]["epoch"], cb.call("hello")["cluster"]["epoch"]}
+    highest = int(redis.command("GET", "fwm:epoch"))
+    wipe_redis(redis)
+    deadline = time.time() + 15
+    epochs = {}
+    while time.time() < deadline and len(epochs) < 2:
+        for name, c in (("a", ca), ("b", cb)):
+            e = c.call("hello")["cluster"]["epoch"]
+            if e not in before:
+                epochs[name] = e
+        time.sleep(0.1)
+    check_eq(len(epochs), 2, "both nodes joined again")
+    check(all(e > highest for e in epochs.values()), "under epochs above every one handed out before",
+          before, epochs)
+    check(epochs["a"] != epochs["b"], "each its own", epochs)
+    e = expect_error("session_lost", ca.call, "predict", session=sa)
+    check(sa in e.message and "lost its data" in e.message, "the lost session's error names the loss", e.message)
+    e = expect_error("session_lost", ca.call, "feed", session=sa, tokens=tokens, notify=False)
+    e = expect_error("session_lost", cb.call, "predict", session=sb)
+    e = expect_error("unknown_session", cb.call, "predict", session=sa)
+    check("lost when the store lost its data" in e.message, "another node says the store lost data", e.message)
+    check_eq(redis.command("GET", "fwm:format"), b"fwm-session-store 1", "the format key is written again")
+    check(redis.command("GET", "fwm:incarnation"), "and the store's marker")
+    for c in (ca, cb):
+        check(c.call("stats")["cluster"]["store_data_losses"] >= 1, "stats count the loss")
+    s = ca.call("open")["session"]
+    ca.call("feed", session=s, tokens=tokens, notify=False)
+    check_eq(state(ca, s), ref.predict([tokens]), "new sessions are served")
+    check("lost its data" in a.stderr(), "the node's log says the store lost its data", a.stderr())
+    check_eq(a.stop(), 0, "clean exit")
+    check_eq(b.stop(), 0, "clean exit")
 
 
 def case_session_ttl(env):
