@@ -1,5 +1,6 @@
 /* connection.c - per-connection I/O, backpressure and lifetime (see connection.h). */
 #include "connection.h"
+#include "lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ static void dirty_unlink(fwm__connection *c) {
 }
 
 static void release(fwm__connection *c) {
+    fwm__free(c->parked);
     c->server->metrics.input_buffer_bytes -= c->reader.capacity;
     fwm__rpc_reader_release(&c->reader);
     fwm__free(c->out);
@@ -52,6 +54,7 @@ static void on_close(uv_handle_t *handle) {
 void fwm__connection_close(fwm__connection *c) {
     if (c->closing) return;
     c->closing = true;
+    fwm__lookup_forget(c); /* a parked request is dropped with the connection */
     dirty_unlink(c);
     fwm__free(c->out);
     c->out = NULL;
@@ -68,7 +71,7 @@ void fwm__connection_close(fwm__connection *c) {
 }
 
 bool fwm__connection_idle(const fwm__connection *c) {
-    return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0;
+    return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0 && !c->waiting;
 }
 
 /* Output not yet taken by the peer: gathered in this callback plus handed to libuv. Counting the
@@ -79,7 +82,7 @@ static size_t unsent_output(const fwm__connection *c) {
 }
 
 static bool may_process(const fwm__connection *c) {
-    return !c->closing && !c->close_after_flush && !c->congested &&
+    return !c->closing && !c->close_after_flush && !c->congested && !c->waiting &&
            unsent_output(c) <= c->server->config->max_output_bytes &&
            c->inflight < c->server->config->max_inflight;
 }
@@ -157,6 +160,21 @@ void fwm__connection_process(fwm__connection *c) {
             fwm__connection_close(c);
         }
     }
+}
+
+void fwm__connection_unpark(fwm__connection *c, const fwm__lookup *answer) {
+    uint8_t *message = c->parked;
+    size_t length = c->parked_length;
+    c->parked = NULL;
+    if (!message || c->closing) {
+        fwm__free(message);
+        return;
+    }
+    c->ready = answer;
+    fwm__methods_dispatch(c, message, length);
+    c->ready = NULL;
+    fwm__free(message);
+    fwm__connection_process(c);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {

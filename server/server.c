@@ -13,6 +13,7 @@
 #include "connection.h"
 #include "fwm_alloc.h"
 #include "http.h"
+#include "lookup.h"
 #include "tiering.h"
 
 #define HOUSEKEEPING_MS 1000
@@ -196,6 +197,7 @@ static void on_wake(uv_async_t *handle) {
     fwm__server *s = handle->data;
     drain_inbox(s);
     fwm__cluster_node_poll(s);
+    fwm__lookup_poll(s);
     fwm__server_flush(s);
     if (s->shutting_down) check_shutdown(s);
 }
@@ -304,6 +306,8 @@ static void finish(fwm__server *s) {
     fwm__journal_stop(s->journal); /* writes what is queued and syncs */
     s->journal = NULL;
     drain_inbox(s);
+    fwm__lookup_stop(s); /* before the cluster node: its lookups may wait on it */
+    fwm__lookup_close_handles(s);
     if (!s->cancelled) fwm__cluster_node_leave(s); /* the last snapshots are written: let others take over */
     fwm__cluster_node_stop(s);
     fwm__http_close(s); /* lws closes its handles on the loop, then frees its context */
@@ -491,6 +495,7 @@ static int open_store(fwm__server *s) {
 }
 
 static void release(fwm__server *s) {
+    fwm__lookup_stop(s);
     fwm__cluster_node_stop(s);
     fwm__scheduler_stop(s->scheduler);
     s->scheduler = NULL;
@@ -527,6 +532,8 @@ static void release(fwm__server *s) {
 /* Close whatever handles init opened before failing, and let the loop finish. */
 static void abort_init(fwm__server *s) {
     if (s->handles_open) {
+        fwm__lookup_stop(s);
+        fwm__lookup_close_handles(s);
         fwm__listeners_close(s);
         fwm__http_close(s);
         uv_close((uv_handle_t *)&s->wake, NULL);
@@ -580,6 +587,7 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     uv_signal_init(&s->loop, &s->sigterm);
     s->wake.data = s->housekeeping.data = s->sigint.data = s->sigterm.data = s;
     s->handles_open = true;
+    if (fwm__lookup_start(s) != 0) goto fail;
     if (fwm__listeners_open(s) != 0) goto fail;
     if (fwm__cluster_node_start(s) != 0) goto fail;
     uv_signal_start(&s->sigint, on_signal, SIGINT);

@@ -27,6 +27,7 @@
 struct fwm__connection;
 struct fwm__http;
 typedef struct fwm__cluster_node fwm__cluster_node;
+struct fwm__lookups;
 
 typedef struct fwm__served_model {
     fwm_model *model; /* owned */
@@ -79,6 +80,7 @@ typedef struct fwm__server {
     uint8_t expire_cursor[FWM_SESSION_ID_BYTES]; /* --session-ttl: where the scan goes on */
     bool expire_started;
     fwm__cluster_node *cluster;              /* cluster mode (--advertise), or NULL */
+    struct fwm__lookups *lookups;            /* a remote store's questions off the loop (lookup.h), or NULL */
 
     fwm__listener *listeners;
     size_t listener_count;
@@ -94,6 +96,8 @@ typedef struct fwm__server {
     fwm__outbox *inbox_head, *inbox_tail;
     uv_signal_t sigint, sigterm;
     uv_timer_t housekeeping;
+    uv_timer_t lookup_timer; /* lookup.h: parked requests' deadlines (a remote store only) */
+    bool lookup_timer_open;
     bool handles_open;
 
     bool shutting_down, cancelled, finished;

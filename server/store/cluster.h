@@ -40,9 +40,10 @@ typedef enum fwm__cluster_claim_result {
     FWM_CLAIM_ERROR, /* Redis failed: `error` says why */
 } fwm__cluster_claim_result;
 
-/* Ownership of a stored session for this node, taking it over when its owner's lease expired. */
+/* Ownership of a stored session for this node, taking it over when its owner's lease expired.
+ * *epoch: the epoch of the token the claim was made under (a copy loaded on it writes under that). */
 fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *id, char *owner, size_t owner_size,
-                                             fwm__store_error *error);
+                                             uint64_t *epoch, fwm__store_error *error);
 
 /* Graceful leave: give up the sessions (those still owned) and the lease; no write after this. */
 fwm__store_status fwm__cluster_leave(fwm__store *store, const uint8_t (*ids)[FWM_STORE_ID_BYTES], size_t count,

@@ -818,10 +818,10 @@ static fwm__store_status memory_used(redis_store *s, connection *c, uint64_t *us
 /* Redis answers again, with room for `bytes` more under its maxmemory and --store-max-bytes. */
 static fwm__store_status redis_probe(fwm__store *base, size_t bytes, fwm__store_error *error) {
     redis_store *s = (redis_store *)base;
-    pthread_mutex_lock(&s->writer.mutex);
     uint64_t used = 0, max = 0;
-    fwm__store_status status = memory_used(s, &s->writer, &used, &max, NULL, error);
-    pthread_mutex_unlock(&s->writer.mutex);
+    connection *c = reader_take(s); /* not the writer's: a write batch must not wait for a probe */
+    fwm__store_status status = memory_used(s, c, &used, &max, NULL, error);
+    reader_give(c);
     if (status != FWM_STORE_OK) return status;
     if (max && used + bytes > max)
         return fail(error, FWM_STORE_FULL, "%s: Redis uses %llu bytes of its maxmemory %llu", s->location,
@@ -1160,9 +1160,10 @@ fwm__store_status fwm__cluster_renew(fwm__store *store, uint64_t ttl_ms, bool *l
 }
 
 fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *id, char *owner, size_t owner_size,
-                                             fwm__store_error *error) {
+                                             uint64_t *epoch, fwm__store_error *error) {
     redis_store *s = as_redis(store);
     if (owner_size) owner[0] = '\0';
+    *epoch = 0;
     if (!s) return FWM_CLAIM_MINE;
     pthread_mutex_lock(&s->token_mutex);
     char token[sizeof s->token], key[sizeof s->node_key];
@@ -1170,6 +1171,7 @@ fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *i
     memcpy(key, s->node_key, sizeof key);
     pthread_mutex_unlock(&s->token_mutex);
     if (!token[0]) return FWM_CLAIM_MINE;
+    *epoch = strtoull(token, NULL, 10);
     char hex[HEX_BYTES + 1];
     to_hex(id, hex);
     const char *argv[6] = {NULL, NULL, NULL, token, key, hex};
@@ -1252,37 +1254,35 @@ fwm__store_status fwm__cluster_leave(fwm__store *store, const uint8_t (*ids)[FWM
     return status;
 }
 
+/* The live nodes: ADDRESS, TOKEN pairs; addresses whose lease expired leave fwm:nodes in the same
+ * step, so a node that joins meanwhile (SET then SADD, atomically too) is never dropped. */
+static const char NODES_SCRIPT[] =
+    "local out = {}\n"
+    "for _, a in ipairs(redis.call('SMEMBERS', 'fwm:nodes')) do\n"
+    "  local t = redis.call('GET', 'fwm:node:' .. a)\n"
+    "  if t then out[#out + 1] = a; out[#out + 1] = t else redis.call('SREM', 'fwm:nodes', a) end\n"
+    "end\n"
+    "return out\n";
+
 fwm__store_status fwm__cluster_nodes(fwm__store *store, fwm__cluster_node_visit visit, void *user,
                                      fwm__store_error *error) {
     redis_store *s = as_redis(store);
     if (!s) return FWM_STORE_OK;
-    const char *argv[2] = {"SMEMBERS", "fwm:nodes"};
+    const char *argv[3] = {"EVAL", NODES_SCRIPT, "0"};
     fwm__store_status status;
     connection *c = reader_take(s);
-    redisReply *members = command_strings(s, c, 2, argv, &status, "cannot list the nodes", error);
-    if (!members) {
-        reader_give(c);
-        return status;
-    }
-    for (size_t i = 0; members->type == REDIS_REPLY_ARRAY && i < members->elements; i++) {
-        const redisReply *m = members->element[i];
-        if (m->type != REDIS_REPLY_STRING || m->len >= 256) continue;
-        char key[300];
-        snprintf(key, sizeof key, "fwm:node:%s", m->str);
-        const char *get[2] = {"GET", key};
-        redisReply *token = command_strings(s, c, 2, get, &status, "cannot list the nodes", error);
-        if (!token) break;
-        if (token->type == REDIS_REPLY_STRING) {
-            visit(user, m->str, strtoull(token->str, NULL, 10));
-        } else { /* its lease expired: no longer listed */
-            const char *rem[3] = {"SREM", "fwm:nodes", m->str};
-            redisReply *gone = command_strings(s, c, 3, rem, &status, "cannot list the nodes", NULL);
-            if (gone) freeReplyObject(gone);
-            status = FWM_STORE_OK;
-        }
-        freeReplyObject(token);
-    }
-    freeReplyObject(members);
+    redisReply *r = command_strings(s, c, 3, argv, &status, "cannot list the nodes", error);
     reader_give(c);
-    return status;
+    if (!r) return status;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2) {
+        freeReplyObject(r);
+        return fail(error, FWM_STORE_IO, "%s: unexpected answer when listing the nodes", s->location);
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *address = r->element[i], *token = r->element[i + 1];
+        if (address->type != REDIS_REPLY_STRING || token->type != REDIS_REPLY_STRING || address->len >= 256) continue;
+        visit(user, address->str, strtoull(token->str, NULL, 10));
+    }
+    freeReplyObject(r);
+    return FWM_STORE_OK;
 }

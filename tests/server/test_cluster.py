@@ -501,6 +501,89 @@ def case_store_data_loss(env):
     check_eq(b.stop(), 0, "clean exit")
 
 
+def case_redis_hang(env):
+    """Redis stopped (SIGSTOP) for 8 s under a node: no Redis call stalls the event loop. A request for
+    a resident session is answered at once while others wait for Redis (a session that is not
+    resident: who owns it; hello and stats: the node list); every request is answered within the
+    5 s bound (plus scheduling slack), a feed (its write) too. With Redis back, everything is served
+    again."""
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    ref = Reference(env, model)
+    node = start_node(env, model, redis, 12000, "--max-resident", "2")
+    c = Client(node.address)
+    tokens = [vocab[w] for w in "mary moved to the bathroom .".split()]
+    sessions = []
+    for _ in range(3):  # the first is written out (--max-resident 2)
+        sessions.append(c.call("open")["session"])
+        c.call("feed", session=sessions[-1], tokens=tokens, notify=False)
+    cold, warm, hot = sessions
+    deadline = time.time() + 10
+    while c.call("stats")["sessions_resident"] > 2 and time.time() < deadline:
+        time.sleep(0.05)
+    check_eq(c.call("stats")["sessions_resident"], 2, "two sessions resident")
+    expected_hot = ref.predict([tokens])
+    results = {}
+
+    def timed(name, method, delay, **params):
+        time.sleep(delay)
+        client = Client(node.address, timeout=30)
+        started = time.time()
+        try:
+            results[name] = (client.call(method, **params), time.time() - started)
+        except RpcError as e:
+            results[name] = (e, time.time() - started)
+
+    requests = [("cold", "predict", 0.0, {"session": cold}), ("hello", "hello", 0.1, {}),
+                ("stats", "stats", 0.2, {}), ("cold_again", "predict", 0.4, {"session": cold}),
+                ("hot", "predict", 1.0, {"session": hot, "topk": TOPK}),
+                ("feed", "feed", 1.5, {"session": warm, "tokens": tokens, "notify": False})]
+    redis.proc.send_signal(signal.SIGSTOP)
+    stopped = time.time()
+    try:
+        threads = [threading.Thread(target=timed, args=(n, m, d), kwargs=p) for n, m, d, p in requests]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=20)
+        time.sleep(max(0.0, 8.0 - (time.time() - stopped)))
+    finally:
+        redis.proc.send_signal(signal.SIGCONT)
+    for name, _, _, _ in requests:
+        check(name in results, "request %s answered" % name, results)
+    waits = {name: round(results[name][1], 2) for name in results}
+    print("Redis stopped for 8 s: seconds each request waited: %s" % waits)
+    answer, waited = results["hot"]
+    check(not isinstance(answer, RpcError), "the resident session is served while Redis hangs", answer)
+    check_eq((answer["pos"], answer["topk"]), expected_hot, "as it was")
+    check(waited < 1.0, "at once, not after the requests waiting for Redis", waited)
+    for name in ("cold", "cold_again", "hello", "stats", "feed"):
+        check(results[name][1] < 6.5, "%s answered within the 5 s bound" % name, results[name])
+    for name in ("cold", "cold_again"):
+        check(isinstance(results[name][0], RpcError) and results[name][0].name == "storage",
+              "the session Redis could not be asked about is refused with storage", results[name][0])
+    check(not isinstance(results["hello"][0], RpcError), "hello answers", results["hello"][0])
+    check(not isinstance(results["stats"][0], RpcError), "stats answers", results["stats"][0])
+    check(isinstance(results["feed"][0], RpcError) and results["feed"][0].name == "storage",
+          "the feed whose write Redis did not answer is refused", results["feed"][0])
+    deadline = time.time() + 20
+    while True:
+        try:
+            got = state(c, cold)
+            break
+        except RpcError as e:
+            if time.time() > deadline:
+                raise AssertionError("the written-out session is not served again: %s" % e)
+            time.sleep(0.2)
+    check_eq(got, ref.predict([tokens]), "the written-out session is served again, unchanged")
+    check_eq(state(c, hot), expected_hot, "the resident one is unchanged")
+    warm_now = state(c, warm)
+    check(warm_now in (expected_hot, ref.predict([tokens, tokens])), "the fed one holds its history "
+          "(with the refused feed only if Redis applied it late)", warm_now)
+    check_eq(node.stop(), 0, "clean exit")
+
+
 def case_session_ttl(env):
     """--session-ttl in a cluster: each stored session is expired by its owner (or by a node that may
     take it over), never by a node that a live owner would fence; resident sessions are kept."""
