@@ -363,7 +363,8 @@ static void lease_news(fwm__server *s) {
     pthread_mutex_unlock(&n->mutex);
     if (data_lost) store_lost_data(s);
     if (joined) {
-        fwm__server_log(s, "cluster: lease of epoch %llu lost; %zu resident sessions dropped; joined again as epoch %llu",
+        fwm__server_log(s,
+                        "cluster: lease of epoch %llu lost; %zu resident sessions dropped; joined again as epoch %llu",
                         (unsigned long long)previous, n->dropped_since_loss, (unsigned long long)epoch);
         n->dropped_since_loss = 0;
         n->dropped_count = 0;

@@ -9,6 +9,7 @@
 #include "cluster_node.h"
 #include "connection.h"
 #include "fwm_alloc.h"
+#include "tiering.h"
 
 #define LOOKUP_THREADS 2
 #define TIMER_MS 50 /* how often parked requests are checked against their deadline */
@@ -26,10 +27,14 @@ struct fwm__lookups {
     bool timer_running; /* server->lookup_timer */
     fwm__lookup_node *last_nodes; /* loop: the last node list read */
     size_t last_count;
+    bool expiring; /* loop: an EXPIRE lookup is asked and not yet posted back (timed out or not) */
 };
+
+static void on_timer(uv_timer_t *timer);
 
 static void free_lookup(fwm__lookup *l) {
     if (!l) return;
+    fwm__free(l->listed);
     fwm__free(l->waiters);
     fwm__free(l->nodes);
     fwm__free(l);
@@ -55,9 +60,65 @@ static void visit_node(void *user, const char *address, uint64_t epoch) {
     l->nodes[l->node_count++].epoch = epoch;
 }
 
+static bool add_listed(fwm__lookup *l, const uint8_t *id, const void *meta, size_t length) {
+    if (l->listed_count % 64 == 0) {
+        fwm__lookup_listed *grown = fwm__realloc(l->listed, (l->listed_count + 64) * sizeof *grown);
+        if (!grown) {
+            l->list_status = FWM_STORE_NO_MEMORY;
+            snprintf(l->error, sizeof l->error, "out of memory listing sessions");
+            return false;
+        }
+        l->listed = grown;
+    }
+    fwm__lookup_listed *x = &l->listed[l->listed_count++];
+    memcpy(x->id, id, FWM_SESSION_ID_BYTES);
+    x->meta_length = length < sizeof x->meta ? length : sizeof x->meta;
+    if (meta) memcpy(x->meta, meta, x->meta_length);
+    return true;
+}
+
+static bool visit_listed(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const void *bytes, size_t length) {
+    fwm__lookup *l = user;
+    return add_listed(l, id, bytes, length) && l->listed_count <= l->limit;
+}
+
+typedef struct expiry_scan {
+    fwm__server *server;
+    fwm__lookup *lookup;
+} expiry_scan;
+
+static bool visit_expiring(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const void *bytes, size_t length) {
+    expiry_scan *x = user;
+    fwm__lookup *l = x->lookup;
+    memcpy(l->last, id, FWM_SESSION_ID_BYTES);
+    fwm__session_meta meta;
+    if (fwm__meta_decode(bytes, length, &meta) && meta.last_used_ms < l->cutoff_ms &&
+        fwm__cluster_node_may_delete(x->server, id) && !add_listed(l, id, NULL, 0))
+        return false;
+    return ++l->seen < l->limit;
+}
+
 /* Ask the store (lookup thread). */
 static void answer(fwm__server *s, fwm__lookup *l) {
     fwm__store_error error = {0};
+    if (fwm__now_ns() >= l->deadline_ns) { /* waited in the queue past its time: answered already */
+        l->claim = FWM_CLAIM_ERROR;
+        l->meta_status = l->list_status = FWM_STORE_IO;
+        return;
+    }
+    if (l->kind == FWM_LOOKUP_LIST || l->kind == FWM_LOOKUP_EXPIRE) {
+        l->list_status = FWM_STORE_OK;
+        expiry_scan x = {s, l};
+        fwm__store_status st =
+            l->kind == FWM_LOOKUP_LIST
+                ? s->store->backend->list(s->store, l->has_after ? l->id : NULL, visit_listed, l, &error)
+                : s->store->backend->list(s->store, l->has_after ? l->id : NULL, visit_expiring, &x, &error);
+        if (st != FWM_STORE_OK && l->list_status == FWM_STORE_OK) {
+            l->list_status = st;
+            snprintf(l->error, sizeof l->error, "%s", error.message);
+        }
+        return;
+    }
     if (l->kind == FWM_LOOKUP_NODES) {
         l->nodes_ok = true;
         if (fwm__cluster_nodes(s->store, visit_node, l, &error) != FWM_STORE_OK) {
@@ -165,21 +226,34 @@ const fwm__lookup *fwm__lookup_ready(const fwm__connection *c, fwm__lookup_kind 
     return l;
 }
 
-bool fwm__lookup_park(fwm__connection *c, fwm__lookup_kind kind, const uint8_t *id) {
-    fwm__server *s = c->server;
+static fwm__lookup *new_lookup(fwm__lookup_kind kind, const uint8_t *id) {
+    fwm__lookup *l = fwm__calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->kind = kind;
+    if (id) memcpy(l->id, id, FWM_SESSION_ID_BYTES);
+    l->deadline_ns = fwm__now_ns() + FWM_LOOKUP_TIMEOUT_MS * 1000000ull;
+    return l;
+}
+
+/* Hand a new lookup to the threads and watch its deadline. */
+static void ask(fwm__server *s, fwm__lookup *l) {
     struct fwm__lookups *q = s->lookups;
-    fwm__lookup *l = q->pending;
-    while (l && !(l->kind == kind && (kind == FWM_LOOKUP_NODES || memcmp(l->id, id, FWM_SESSION_ID_BYTES) == 0)))
-        l = l->next;
-    bool created = false;
-    if (!l) {
-        l = fwm__calloc(1, sizeof *l);
-        if (!l) return false;
-        l->kind = kind;
-        if (id) memcpy(l->id, id, FWM_SESSION_ID_BYTES);
-        l->deadline_ns = fwm__now_ns() + FWM_LOOKUP_TIMEOUT_MS * 1000000ull;
-        created = true;
+    l->next = q->pending;
+    q->pending = l;
+    pthread_mutex_lock(&q->mutex);
+    if (q->queue_tail) q->queue_tail->queue_next = l;
+    else q->queue_head = l;
+    q->queue_tail = l;
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->mutex);
+    if (!q->timer_running && s->lookup_timer_open) {
+        uv_timer_start(&s->lookup_timer, on_timer, TIMER_MS, TIMER_MS);
+        q->timer_running = true;
     }
+}
+
+/* Park `c` on `l` (created: ask it too). */
+static bool wait_for(fwm__connection *c, fwm__lookup *l, bool created) {
     if (l->waiter_count == l->waiter_capacity) {
         size_t capacity = l->waiter_capacity ? 2 * l->waiter_capacity : 4;
         fwm__connection **grown = fwm__realloc(l->waiters, capacity * sizeof *grown);
@@ -192,21 +266,43 @@ bool fwm__lookup_park(fwm__connection *c, fwm__lookup_kind kind, const uint8_t *
     }
     l->waiters[l->waiter_count++] = c;
     c->waiting = l;
-    if (created) {
-        l->next = q->pending;
-        q->pending = l;
-        pthread_mutex_lock(&q->mutex);
-        if (q->queue_tail) q->queue_tail->queue_next = l;
-        else q->queue_head = l;
-        q->queue_tail = l;
-        pthread_cond_signal(&q->wake);
-        pthread_mutex_unlock(&q->mutex);
-        if (!q->timer_running && s->lookup_timer_open) {
-            uv_timer_start(&s->lookup_timer, on_timer, TIMER_MS, TIMER_MS);
-            q->timer_running = true;
-        }
-    }
+    if (created) ask(c->server, l);
     return true;
+}
+
+bool fwm__lookup_park_list(fwm__connection *c, const uint8_t *after, size_t limit) {
+    fwm__lookup *l = new_lookup(FWM_LOOKUP_LIST, after);
+    if (!l) return false;
+    l->has_after = after != NULL;
+    l->limit = limit;
+    return wait_for(c, l, true);
+}
+
+void fwm__lookup_expire(fwm__server *s, const uint8_t *after, size_t count, uint64_t cutoff_ms) {
+    struct fwm__lookups *q = s->lookups;
+    if (!q || q->expiring) return;
+    fwm__lookup *l = new_lookup(FWM_LOOKUP_EXPIRE, after);
+    if (!l) return;
+    l->has_after = after != NULL;
+    l->limit = count;
+    l->cutoff_ms = cutoff_ms;
+    q->expiring = true;
+    ask(s, l);
+}
+
+bool fwm__lookup_park(fwm__connection *c, fwm__lookup_kind kind, const uint8_t *id) {
+    fwm__server *s = c->server;
+    struct fwm__lookups *q = s->lookups;
+    fwm__lookup *l = q->pending;
+    while (l && !(l->kind == kind && (kind == FWM_LOOKUP_NODES || memcmp(l->id, id, FWM_SESSION_ID_BYTES) == 0)))
+        l = l->next;
+    bool created = false;
+    if (!l) {
+        l = new_lookup(kind, id);
+        if (!l) return false;
+        created = true;
+    }
+    return wait_for(c, l, created);
 }
 
 void fwm__lookup_forget(fwm__connection *c) {
@@ -247,6 +343,15 @@ void fwm__lookup_poll(fwm__server *s) {
     while (finished) {
         fwm__lookup *l = finished;
         finished = l->queue_next;
+        if (l->kind == FWM_LOOKUP_EXPIRE) {
+            q->expiring = false;
+            if (!l->timed_out) {
+                unlink_pending(q, l);
+                fwm__tiering_expire_answered(s, l);
+            }
+            free_lookup(l);
+            continue;
+        }
         if (!l->timed_out) {
             unlink_pending(q, l);
             if (l->kind == FWM_LOOKUP_NODES && l->nodes_ok) { /* kept for answers that cannot wait */

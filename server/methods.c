@@ -661,6 +661,12 @@ static bool m_sessions(request *r) {
         return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'after' must be a session id (32 hex digits)");
     if (limit == 0) return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'limit' must be 1..1000");
     fwm__server *s = r->s;
+    const fwm__lookup *answer = NULL;
+    if (fwm__lookup_remote(s) && !(answer = fwm__lookup_ready(r->c, FWM_LOOKUP_LIST, NULL))) {
+        if (!fwm__lookup_park_list(r->c, has_after ? after : NULL, (size_t)limit))
+            return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory listing sessions");
+        return false; /* parked: the page is read off the loop */
+    }
     gather g = {NULL, 0, has_after ? after : NULL};
     if (!s->store) { /* memory only: the resident table, sorted */
         g.entries = fwm__malloc((s->sessions.count ? s->sessions.count : 1) * sizeof *g.entries);
@@ -680,7 +686,15 @@ static bool m_sessions(request *r) {
     listing l = {r, &ipk, (size_t)limit, 0, {0}, false};
     fwm__store_error error = {0};
     bool ok = true;
-    if (s->store) {
+    if (answer && answer->timed_out) {
+        ok = false;
+        snprintf(error.message, sizeof error.message, "the store did not answer within %u ms", FWM_LOOKUP_TIMEOUT_MS);
+    } else if (answer) {
+        for (size_t i = 0; i < answer->listed_count; i++)
+            if (!list_stored(&l, answer->listed[i].id, answer->listed[i].meta, answer->listed[i].meta_length)) break;
+        ok = answer->list_status == FWM_STORE_OK;
+        if (!ok) snprintf(error.message, sizeof error.message, "%s", answer->error);
+    } else if (s->store) {
         ok = s->store->backend->list(s->store, has_after ? after : NULL, list_stored, &l, &error) == FWM_STORE_OK;
     } else {
         uint64_t wall = fwm__wall_ms(), now = now_ms();

@@ -246,6 +246,11 @@ static bool expire_visit(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const
 void fwm__tiering_expire_stored(fwm__server *s) {
     if (!s->store || s->config->session_ttl_s <= 0) return;
     uint64_t ttl_ms = (uint64_t)(s->config->session_ttl_s * 1000.0), now = fwm__wall_ms();
+    if (fwm__lookup_remote(s)) { /* scanned off the loop: fwm__tiering_expire_answered */
+        fwm__lookup_expire(s, s->expire_started ? s->expire_cursor : NULL, EXPIRE_SCAN,
+                           now > ttl_ms ? now - ttl_ms : 0);
+        return;
+    }
     expiry x = {s, fwm__calloc(1, sizeof *x.outbox), now > ttl_ms ? now - ttl_ms : 0, 0, 0};
     if (!x.outbox) return;
     msgpack_sbuffer_init(&x.outbox->buffer);
@@ -258,5 +263,27 @@ void fwm__tiering_expire_stored(fwm__server *s) {
         fwm__journal_submit(s->journal, x.outbox);
     } else {
         fwm__outbox_free(x.outbox);
+    }
+}
+
+void fwm__tiering_expire_answered(fwm__server *s, const fwm__lookup *l) {
+    if (l->list_status != FWM_STORE_OK) return; /* the store failed: the next scan tries again */
+    if (l->seen) memcpy(s->expire_cursor, l->last, FWM_SESSION_ID_BYTES);
+    s->expire_started = l->seen == EXPIRE_SCAN; /* fewer: the end was reached, start over next time */
+    fwm__outbox *outbox = fwm__calloc(1, sizeof *outbox);
+    if (!outbox) return;
+    msgpack_sbuffer_init(&outbox->buffer);
+    size_t expired = 0;
+    for (size_t i = 0; i < l->listed_count; i++) /* resident ones are in use: kept */
+        if (!fwm__session_table_find(&s->sessions, l->listed[i].id) &&
+            fwm__outbox_add_removal(outbox, l->listed[i].id))
+            expired++;
+    if (expired) {
+        s->metrics.sessions_expired += expired;
+        fwm__server_log(s, "%zu stored sessions unused for %gs deleted (session-ttl)", expired,
+                        s->config->session_ttl_s);
+        fwm__journal_submit(s->journal, outbox);
+    } else {
+        fwm__outbox_free(outbox);
     }
 }

@@ -35,6 +35,8 @@ void fwm__tiering_evict(fwm__server *server, bool idle_too);
 /* --session-ttl: delete a slice of the stored sessions unused for that long (called every second;
  * each call looks at the next few thousand). */
 void fwm__tiering_expire_stored(fwm__server *server);
+/* A remote store's --session-ttl scan (lookup.h) has answered: delete what it found, unless resident. */
+void fwm__tiering_expire_answered(fwm__server *server, const struct fwm__lookup *answer);
 /* Ask every dirty resident session for a snapshot (shutdown). */
 void fwm__tiering_snapshot_all(fwm__server *server);
 

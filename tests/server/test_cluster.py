@@ -504,8 +504,8 @@ def case_store_data_loss(env):
 def case_redis_hang(env):
     """Redis stopped (SIGSTOP) for 8 s under a node: no Redis call stalls the event loop. A request for
     a resident session is answered at once while others wait for Redis (a session that is not
-    resident: who owns it; hello and stats: the node list); every request is answered within the
-    5 s bound (plus scheduling slack), a feed (its write) too. With Redis back, everything is served
+    resident: who owns it; hello and stats: the node list; sessions: a page of the store); every
+    request is answered within the 5 s bound (plus scheduling slack), a feed (its write) too. With Redis back, everything is served
     again."""
     model = env.model()
     vocab = vocabulary(env)
@@ -537,6 +537,7 @@ def case_redis_hang(env):
 
     requests = [("cold", "predict", 0.0, {"session": cold}), ("hello", "hello", 0.1, {}),
                 ("stats", "stats", 0.2, {}), ("cold_again", "predict", 0.4, {"session": cold}),
+                ("sessions", "sessions", 0.5, {}),
                 ("hot", "predict", 1.0, {"session": hot, "topk": TOPK}),
                 ("feed", "feed", 1.5, {"session": warm, "tokens": tokens, "notify": False})]
     redis.proc.send_signal(signal.SIGSTOP)
@@ -558,13 +559,16 @@ def case_redis_hang(env):
     check(not isinstance(answer, RpcError), "the resident session is served while Redis hangs", answer)
     check_eq((answer["pos"], answer["topk"]), expected_hot, "as it was")
     check(waited < 1.0, "at once, not after the requests waiting for Redis", waited)
-    for name in ("cold", "cold_again", "hello", "stats", "feed"):
+    for name in ("cold", "cold_again", "hello", "stats", "feed", "sessions"):
         check(results[name][1] < 6.5, "%s answered within the 5 s bound" % name, results[name])
     for name in ("cold", "cold_again"):
         check(isinstance(results[name][0], RpcError) and results[name][0].name == "storage",
               "the session Redis could not be asked about is refused with storage", results[name][0])
     check(not isinstance(results["hello"][0], RpcError), "hello answers", results["hello"][0])
     check(not isinstance(results["stats"][0], RpcError), "stats answers", results["stats"][0])
+    listed = results["sessions"][0]
+    check(not isinstance(listed, RpcError) and listed["error"] and not listed["sessions"],
+          "sessions answers, saying the store did not answer", listed)
     check(isinstance(results["feed"][0], RpcError) and results["feed"][0].name == "storage",
           "the feed whose write Redis did not answer is refused", results["feed"][0])
     deadline = time.time() + 20
