@@ -105,7 +105,7 @@ static void refuse_unwritten(fwm__connection *c, const fwm__outbox *o, const fwm
         return;
     }
     if (o->store_maybe_applied)
-        fwm__rpc_fail(&failure, FWM_RPC_STORAGE,
+        fwm__rpc_fail(&failure, FWM_RPC_OUTCOME_UNKNOWN,
                       "the session store did not confirm this request, which it may still apply: read the session's "
                       "pos (predict) before sending it again: %s",
                       o->store_error);

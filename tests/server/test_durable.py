@@ -443,7 +443,7 @@ def case_redis_unreachable(env):
 
 def case_redis_stall(env):
     """Redis stalls (SIGSTOP) past the command timeout while a feed is being written: the feed is refused
-    with `storage` saying the store may still apply it, not that it was not applied; Redis goes on
+    with `outcome_unknown` (not `storage`): the store may still apply it; Redis goes on
     (SIGCONT) and applies what it had received; the server recovers by itself and the session is
     exactly its history with that feed, as the refusal warned, before and after a crash. With
     --fsync interval the write runs on the journal thread, so the event loop answers meanwhile."""
@@ -471,7 +471,7 @@ def case_redis_stall(env):
         st = other.call("stats")["durability"]
         check(time.time() - started < 2, "stats too: the store's figures are read off the loop", time.time() - started)
         check_eq(st["sessions_stored"], 1, "as last read")
-        e = expect_error("storage", c.wait, msgid)
+        e = expect_error("outcome_unknown", c.wait, msgid)
     finally:
         redis.proc.send_signal(signal.SIGCONT)
     check("may still apply" in e.message and "read the session's pos" in e.message,

@@ -22,6 +22,7 @@ export const ERROR_CODES = Object.freeze({
   unauthorized: 16,
   moved: 17,
   session_lost: 18,
+  outcome_unknown: 19,
   // the client's own; they never travel on the wire
   connect: 100,
   io: 101,
