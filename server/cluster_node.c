@@ -299,7 +299,7 @@ static void store_lost_data(fwm__server *s) {
     if (grown) {
         n->lost_ids = grown;
         added = count - n->lost_count;
-        memcpy(n->lost_ids[n->lost_count], n->dropped, added * FWM_SESSION_ID_BYTES);
+        if (added) memcpy(n->lost_ids[n->lost_count], n->dropped, added * FWM_SESSION_ID_BYTES);
         n->lost_count = count;
         qsort(n->lost_ids, n->lost_count, FWM_SESSION_ID_BYTES, compare_ids);
     }

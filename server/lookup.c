@@ -357,7 +357,7 @@ void fwm__lookup_poll(fwm__server *s) {
             if (l->kind == FWM_LOOKUP_NODES && l->nodes_ok) { /* kept for answers that cannot wait */
                 fwm__lookup_node *copy = fwm__malloc((l->node_count ? l->node_count : 1) * sizeof *copy);
                 if (copy) {
-                    memcpy(copy, l->nodes, l->node_count * sizeof *copy);
+                    if (l->node_count) memcpy(copy, l->nodes, l->node_count * sizeof *copy);
                     fwm__free(q->last_nodes);
                     q->last_nodes = copy;
                     q->last_count = l->node_count;
