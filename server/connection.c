@@ -426,10 +426,38 @@ bool fwm__connection_admit(fwm__connection *c, bool admin) {
     return true;
 }
 
+static void on_reject_closed(uv_handle_t *handle) {
+    fwm__server *s = handle->data;
+    s->reject_busy = false;
+    uv_stream_t *waiting = s->reject_waiting;
+    s->reject_waiting = NULL;
+    if (waiting && !s->shutting_down) fwm__connection_accept(s, waiting); /* its pending connection */
+}
+
+/* Out of memory for a new connection: accept it into the server's reject handle and close it, so the
+ * client learns at once and the listener goes on accepting (libuv accepts nothing more from a
+ * listener whose pending connection was not taken). With the handle busy, the connection waits for
+ * its close callback. */
+static void reject_pending(fwm__server *s, uv_stream_t *listener) {
+    if (s->reject_busy) {
+        s->reject_waiting = listener;
+        return;
+    }
+    int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &s->reject.tcp)
+                                      : uv_pipe_init(&s->loop, &s->reject.pipe, 0);
+    if (rc != 0) return;
+    s->reject.handle.data = s;
+    s->reject_busy = true;
+    s->metrics.connections_refused++;
+    uv_accept(listener, &s->reject.stream);
+    uv_close(&s->reject.handle, on_reject_closed);
+}
+
 void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     fwm__connection *c = fwm__connection_new(s);
-    if (!c) { /* the pending connection stays in the backlog; nothing else to do */
+    if (!c) {
         fwm__listeners_accept_error(s, UV_ENOMEM);
+        reject_pending(s, listener);
         return;
     }
     int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);

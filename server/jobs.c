@@ -23,7 +23,9 @@ bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models
     }
     ctx->predictions = fwm__calloc(max_vocab, sizeof *ctx->predictions);
     ctx->blob = fwm__malloc(ctx->blob_capacity ? ctx->blob_capacity : 1);
-    return ctx->predictions && ctx->blob;
+    ctx->spare = fwm__calloc(1, sizeof *ctx->spare);
+    if (ctx->spare) msgpack_sbuffer_init(&ctx->spare->buffer);
+    return ctx->predictions && ctx->blob && ctx->spare;
 }
 
 void fwm__job_context_release(fwm__job_context *ctx) {
@@ -33,6 +35,7 @@ void fwm__job_context_release(fwm__job_context *ctx) {
     fwm__free(ctx->load_buffer);
     fwm__free(ctx->replay_tokens);
     fwm__outbox_free(ctx->outbox);
+    fwm__outbox_free(ctx->spare);
     memset(ctx, 0, sizeof *ctx);
 }
 
@@ -54,6 +57,10 @@ void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__
                            void *user) {
     fwm__outbox *outbox = ctx->outbox;
     ctx->outbox = NULL;
+    if (!ctx->spare) { /* the spare was used: another, when memory allows */
+        ctx->spare = fwm__calloc(1, sizeof *ctx->spare);
+        if (ctx->spare) msgpack_sbuffer_init(&ctx->spare->buffer);
+    }
     if (!outbox) return;
     if (outbox->record_count == 0 && outbox->sessions_freed == 0 && outbox->op_count == 0 && !outbox->store_failed) {
         fwm__outbox_free(outbox);
@@ -71,7 +78,17 @@ size_t fwm__job_tokens_left(const fwm__job *job) {
 fwm__outbox *fwm__job_context_outbox(fwm__job_context *ctx) {
     if (!ctx->outbox) {
         ctx->outbox = fwm__calloc(1, sizeof *ctx->outbox);
-        if (ctx->outbox) msgpack_sbuffer_init(&ctx->outbox->buffer);
+        if (ctx->outbox) {
+            msgpack_sbuffer_init(&ctx->outbox->buffer);
+        } else if (ctx->spare) { /* a job that changes a session must never go unrecorded: fail it whole */
+            ctx->outbox = ctx->spare;
+            ctx->spare = NULL;
+            if (ctx->store) {
+                ctx->outbox->store_failed = true;
+                snprintf(ctx->outbox->store_error, sizeof ctx->outbox->store_error,
+                         "out of memory recording the request");
+            }
+        }
     }
     return ctx->outbox;
 }

@@ -97,6 +97,16 @@ typedef struct fwm__server {
     uv_signal_t sigint, sigterm;
     uv_timer_t housekeeping;
     uv_timer_t lookup_timer; /* lookup.h: parked requests' deadlines (a remote store only) */
+    /* a connection that cannot be given memory is accepted into this handle and closed at once (left
+     * in the backlog, it would stop libuv from accepting any other); busy until its close callback */
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } reject;
+    bool reject_busy;
+    uv_stream_t *reject_waiting; /* a listener whose pending connection waits for `reject` */
     bool lookup_timer_open;
     bool handles_open;
 
