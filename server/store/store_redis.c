@@ -273,8 +273,8 @@ static redisContext *connection_get(redis_store *s, connection *c, fwm__store_er
             return NULL;
         }
     }
-    c->context = ctx;
-    c->backoff_ms = 0;
+    c->context = ctx; /* the backoff starts again once a command is answered, not at a connection: a
+                         Redis that accepts connections but answers nothing keeps backing off */
     return ctx;
 }
 
@@ -296,7 +296,10 @@ static redisReply *command(redis_store *s, connection *c, int argc, const char *
             return NULL;
         }
         r = redisCommandArgv(ctx, argc, argv, lengths);
-        if (r) break;
+        if (r) {
+            c->backoff_ms = 0;
+            break;
+        }
         maybe_sent = true;
         char why[200];
         bool timed_out = ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
