@@ -343,8 +343,9 @@ static void drop_resident(fwm__server *s) {
     n->dropped_since_loss += dropped;
 }
 
-/* Loop thread: what the renewal thread found. */
-static void lease_news(fwm__server *s) {
+/* Loop thread: what the renewal thread found. Stopping the server for a replaced node is left to
+ * fwm__cluster_node_poll (`may_stop`), never done in the middle of dispatching a request. */
+static void lease_news(fwm__server *s, bool may_stop) {
     fwm__cluster_node *n = s->cluster;
     pthread_mutex_lock(&n->mutex);
     bool drop = n->lost && n->dropped_for != n->generation + 1;
@@ -358,7 +359,7 @@ static void lease_news(fwm__server *s) {
     }
     pthread_mutex_lock(&n->mutex);
     bool joined = n->joined_again, data_lost = n->data_lost;
-    uint64_t replaced_by = n->replaced_by, epoch = n->epoch, previous = n->previous_epoch;
+    uint64_t replaced_by = may_stop ? n->replaced_by : 0, epoch = n->epoch, previous = n->previous_epoch;
     n->joined_again = n->data_lost = false;
     pthread_mutex_unlock(&n->mutex);
     if (data_lost) store_lost_data(s);
@@ -374,7 +375,7 @@ static void lease_news(fwm__server *s) {
 
 void fwm__cluster_node_poll(fwm__server *s) {
     if (!s->cluster || s->finished) return;
-    lease_news(s);
+    lease_news(s, true);
 }
 
 void fwm__cluster_node_check_lease(fwm__server *s) {
@@ -386,7 +387,7 @@ void fwm__cluster_node_check_lease(fwm__server *s) {
         pthread_cond_broadcast(&n->wake);
     }
     pthread_mutex_unlock(&n->mutex);
-    lease_news(s); /* drops what is resident; joining again is the renewal thread's: no Redis call here */
+    lease_news(s, false); /* drops what is resident; joining again is the renewal thread's: no Redis call */
 }
 
 static void fail_moved(fwm__rpc_failure *failure, const char *hex, const char *owner) {
@@ -429,7 +430,7 @@ bool fwm__cluster_node_claim_answer(fwm__server *s, const uint8_t *id, const fwm
     if (!n) return true;
     char hex[FWM_SESSION_HEX_SIZE];
     fwm__session_id_to_hex(id, hex);
-    lease_news(s); /* a data loss the claim's join found is known before NONE is answered */
+    lease_news(s, false); /* a data loss the claim's join found is known before NONE is answered */
     switch (l->claim) {
     case FWM_CLAIM_MINE: return true;
     case FWM_CLAIM_TAKEN:
