@@ -505,8 +505,8 @@ def case_redis_hang(env):
     """Redis stopped (SIGSTOP) for 8 s under a node: no Redis call stalls the event loop. A request for
     a resident session is answered at once while others wait for Redis (a session that is not
     resident: who owns it; hello and stats: the node list; sessions: a page of the store); every
-    request is answered within the 5 s bound (plus scheduling slack), a feed (its write) too. With Redis back, everything is served
-    again."""
+    request is answered within the 5 s bound (plus scheduling slack), a feed (its write) too. With
+    Redis back, everything is served again."""
     model = env.model()
     vocab = vocabulary(env)
     redis = env.redis()
