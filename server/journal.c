@@ -1,5 +1,6 @@
 /* journal.c - group commit of the workers' store operations, fsync modes, fencing after a failed
- * write, and recovery probes (journal.h).
+ * write, and recovery probes (journal.h); with a remote store, a watcher thread probes it and reads
+ * its figures, so a store that does not answer holds up only the write batch waiting for it.
  */
 #include "journal.h"
 
@@ -411,8 +412,8 @@ static void *journal_main(void *arg) {
         pthread_mutex_unlock(&j->mutex);
         if (batch) process(j, batch);
         uint64_t now = fwm__now_ns();
+        /* (a remote store is probed by the watcher thread, so a silent one never holds up the writes) */
         if (degraded && !batch && !j->params.remote_store && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
-        (void)stopping;
         pthread_mutex_lock(&j->mutex);
         j->busy = false;
         pthread_cond_broadcast(&j->wake);
