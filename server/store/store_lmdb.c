@@ -591,7 +591,8 @@ void fwm__store_close(fwm__store *store) {
 }
 
 const char *fwm__store_status_name(fwm__store_status status) {
-    static const char *const names[] = {"ok", "not found", "full", "input/output error", "corrupt",
-                                        "busy", "version mismatch", "out of memory", "fenced"};
+    static const char *const names[] = {"ok",      "not found",         "full",          "input/output error",
+                                        "corrupt", "busy",              "version mismatch", "out of memory",
+                                        "fenced",  "store lost its data"};
     return (unsigned)status < sizeof names / sizeof names[0] ? names[status] : "unknown";
 }

@@ -138,11 +138,15 @@ static bool from_hex(const char *hex, size_t length, uint8_t id[FWM_STORE_ID_BYT
 /* The scripts. The batch: ARGV[1] this node's current token ("" outside a cluster), ARGV[2] its lease
  * key, then operations: M id bytes | S id bytes | L id seq member-prefix bytes | D id min max | R id,
  * and T token: the operations after it were made under that token (the epoch of the session copy
- * that made them; "" or none: the current token). In a cluster every operation's token must still be
+ * that made them; "" or none: the current token). Outside a cluster ARGV[2] is instead the store's
+ * incarnation marker as this node opened it: a store that lost its data since takes no write. In a cluster every operation's token must still be
  * the node's lease, and must own the operation's session: a copy of a session loaded under an older
  * epoch can never write, even after this node claimed the session again under a newer one. */
 static const char BATCH_SCRIPT[] =
     "local current, n = ARGV[1], #ARGV\n"
+    "if current == '' and ARGV[2] ~= '' and redis.call('GET', 'fwm:incarnation') ~= ARGV[2] then\n"
+    "  return redis.error_reply('LOST its marker fwm:incarnation is gone or changed')\n"
+    "end\n"
     "if current ~= '' then\n"
     "  local lease = redis.call('GET', ARGV[2])\n"
     "  local seen, stale, token, i = {}, lease ~= current, current, 3\n"
@@ -318,7 +322,16 @@ static redisReply *command(redis_store *s, connection *c, int argc, const char *
     if (r->type == REDIS_REPLY_ERROR) {
         *status = strncmp(r->str, "OOM", 3) == 0     ? FWM_STORE_FULL
                   : strncmp(r->str, "FENCED", 6) == 0 ? FWM_STORE_FENCED
+                  : strncmp(r->str, "LOST", 4) == 0   ? FWM_STORE_LOST
                                                       : FWM_STORE_IO;
+        if (*status == FWM_STORE_LOST) {
+            if (error)
+                fail(error, FWM_STORE_LOST, "%s: the store lost its data (%s: Redis restarted empty, or was "
+                     "flushed): the sessions stored there are gone, and nothing more is written to it until "
+                     "fwm-serve is restarted (which starts a new store there)", s->location, r->str + 5);
+            freeReplyObject(r);
+            return NULL;
+        }
         if (error) {
             fail(error, *status, "%s: %s: Redis answered: %s%s", s->location, doing, r->str,
                  *status == FWM_STORE_FULL ? " (Redis reached its maxmemory)" : "");
@@ -761,6 +774,14 @@ static fwm__store_status redis_commit(fwm__store *base, fwm__store_error *error)
     lengths[3] = strlen(token);
     argv[4] = node_key;
     lengths[4] = strlen(node_key);
+    char incarnation[sizeof s->incarnation];
+    if (!token[0]) { /* not a cluster: the write goes only into the store this node opened */
+        pthread_mutex_lock(&s->token_mutex);
+        memcpy(incarnation, s->incarnation, sizeof incarnation);
+        pthread_mutex_unlock(&s->token_mutex);
+        argv[4] = incarnation;
+        lengths[4] = strlen(incarnation);
+    }
     for (size_t i = 0; i < s->arg_count; i++) {
         const argument *a = &s->args[i];
         argv[5 + i] = a->pointer ? a->pointer : s->scratch + a->offset;
@@ -824,6 +845,20 @@ static fwm__store_status redis_probe(fwm__store *base, size_t bytes, fwm__store_
     uint64_t used = 0, max = 0;
     connection *c = reader_take(s); /* not the writer's: a write batch must not wait for a probe */
     fwm__store_status status = memory_used(s, c, &used, &max, NULL, error);
+    char token[sizeof s->token], incarnation[sizeof s->incarnation];
+    pthread_mutex_lock(&s->token_mutex);
+    memcpy(token, s->token, sizeof token);
+    memcpy(incarnation, s->incarnation, sizeof incarnation);
+    pthread_mutex_unlock(&s->token_mutex);
+    if (status == FWM_STORE_OK && !token[0]) { /* not a cluster: the store it opened must still be there */
+        const char *argv[2] = {"GET", "fwm:incarnation"};
+        redisReply *r = command_strings(s, c, 2, argv, &status, "cannot read the store's marker", error);
+        if (r && (r->type != REDIS_REPLY_STRING || strcmp(r->str, incarnation) != 0))
+            status = fail(error, FWM_STORE_LOST, "%s: the store lost its data (its marker fwm:incarnation is gone or "
+                          "changed: Redis restarted empty, or was flushed): the sessions stored there are gone, and "
+                          "nothing more is written to it until fwm-serve is restarted", s->location);
+        if (r) freeReplyObject(r);
+    }
     reader_give(c);
     if (status != FWM_STORE_OK) return status;
     if (max && used + bytes > max)

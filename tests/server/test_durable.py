@@ -503,6 +503,62 @@ def case_redis_stall(env):
     check_eq(server.stop(), 0, "clean exit")
 
 
+def state_of(client, session):
+    p = client.call("predict", session=session, topk=TOPK)
+    return p["pos"], p["topk"]
+
+
+def case_redis_data_loss(env):
+    """Redis restarted empty under a single node (no --advertise): the node writes nothing into the
+    emptied store (its sessions' logs would land there without their start, to be replayed wrong
+    later), refuses writes with `storage` saying the store lost its data, and a restart starts a new
+    store there: new sessions are served, the lost ones are unknown."""
+    import shutil
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    flags = ["--store", redis.location]
+    ref = Reference(env, model)
+    server = env.start([model], *flags)
+    c = Client(server.address)
+    s = c.call("open")["session"]
+    ops = [("tokens", [vocab[w] for w in "mary moved to the bathroom .".split()])]
+    c.call("feed", session=s, tokens=ops[0][1], notify=False)
+    redis.kill()
+    shutil.rmtree(os.path.join(redis.dir, "appendonlydir"), ignore_errors=True)
+    redis.start()
+    check_eq(redis.command("DBSIZE"), 0, "redis-server came back empty")
+    deadline = time.time() + 10
+    e = None
+    while time.time() < deadline:  # the first write may meet the connection Redis' restart broke
+        try:
+            c.call("feed", session=s, tokens=ops[0][1], notify=False)
+            raise AssertionError("a write went into the emptied store")
+        except RpcError as err:
+            e = err
+            if "lost its data" in err.message:
+                break
+        time.sleep(0.2)
+    check(e is not None and e.name == "storage" and "lost its data" in e.message and redis.location in e.message,
+          "the write is refused, saying the store lost its data", e)
+    e = expect_error("storage", c.call, "open")
+    check("lost its data" in e.message, "new sessions too, saying why", e.message)
+    st = c.call("stats")["durability"]
+    check(not st["healthy"] and "lost its data" in (st["error"] or ""), "stats says so", st)
+    time.sleep(1.5)  # a probe runs meanwhile: it must not call the emptied store healthy
+    check(not c.call("stats")["durability"]["healthy"], "the probe does not take the emptied store for healthy")
+    check_eq(redis.command("EXISTS", "fwm:log:" + s), 0, "nothing of the session was written into the empty store")
+    check_eq(redis.command("EXISTS", "fwm:meta:" + s), 0, "its meta record neither")
+    check_eq(server.stop(), 0, "clean exit")
+    server = env.start([model], *flags)
+    c = Client(server.address)
+    expect_error("unknown_session", c.call, "predict", session=s)
+    fresh = c.call("open")["session"]
+    c.call("feed", session=fresh, tokens=ops[0][1], notify=False)
+    check_eq(state_of(c, fresh), ref.predict(ops), "a restart starts a new store: new sessions are served")
+    check_eq(server.stop(), 0, "clean exit")
+
+
 def case_redis_listing(env):
     """The Redis store lists sessions in id order across its internal pages (256 ids a page); it
     refuses a store of another format, naming it; a closed session leaves no key behind."""
