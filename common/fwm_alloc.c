@@ -10,7 +10,11 @@
 #endif
 
 static atomic_long fail_after;   /* 0: injection off; else allocation number that starts failing */
+static atomic_long fail_once;    /* 0: off; else the one allocation number that fails */
 static atomic_long calls;        /* allocation calls since injection was armed or reset */
+static _Atomic(void *) failed_site;
+static _Atomic(void *) fail_site; /* fwm__alloc_fail_site: the site whose next allocation fails */
+static _Atomic(fwm__alloc_watch) watcher;
 
 void fwm__alloc_fail_after(long n) {
     atomic_store(&calls, 0);
@@ -19,17 +23,47 @@ void fwm__alloc_fail_after(long n) {
 
 void fwm__alloc_fail_reset(void) {
     atomic_store(&fail_after, 0);
+    atomic_store(&fail_once, 0);
     atomic_store(&calls, 0);
 }
 
+void fwm__alloc_fail_once(long n) {
+    atomic_store(&calls, 0);
+    atomic_store(&failed_site, NULL);
+    atomic_store(&fail_once, n < 0 ? 0 : n);
+}
+
+void *fwm__alloc_failed_site(void) { return atomic_load(&failed_site); }
+
+void fwm__alloc_fail_site(void *site) {
+    atomic_store(&failed_site, NULL);
+    atomic_store(&fail_site, site);
+}
+
+void fwm__alloc_set_watch(fwm__alloc_watch watch) { atomic_store(&watcher, watch); }
+
 long fwm__alloc_calls(void) { return atomic_load(&calls); }
 
-/* true when this allocation must fail (injection armed and its turn has come) */
-static int injected_failure(void) {
+/* true when this allocation, made by the code at `site`, must fail (injection armed and its turn has
+ * come) */
+static int injected_failure_at(void *site) {
     long n = atomic_fetch_add(&calls, 1) + 1;
+    fwm__alloc_watch watch = atomic_load(&watcher);
+    if (watch) watch(n, site);
     long limit = atomic_load(&fail_after);
-    return limit > 0 && n >= limit;
+    if (limit > 0 && n >= limit) return 1;
+    if (atomic_load(&fail_once) == n) {
+        atomic_store(&failed_site, site);
+        return 1;
+    }
+    void *target = atomic_load(&fail_site);
+    if (target && target == site && atomic_compare_exchange_strong(&fail_site, &target, NULL)) {
+        atomic_store(&failed_site, site);
+        return 1;
+    }
+    return 0;
 }
+#define injected_failure() injected_failure_at(__builtin_return_address(0))
 
 void *fwm__malloc(size_t size) {
     if (injected_failure()) return NULL;

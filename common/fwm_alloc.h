@@ -23,4 +23,18 @@ void fwm__alloc_fail_reset(void);
 /* Number of allocation calls made since the last fwm__alloc_fail_after / reset. */
 long fwm__alloc_calls(void);
 
+/* Fault injection of one allocation (a server's request paths): only the `n`th allocation from now
+ * fails (n >= 1); every other one succeeds. n = 0 disables it. The counter is the same as above. */
+void fwm__alloc_fail_once(long n);
+/* Fault injection at one place: the first allocation made by the code at `site` (a return address,
+ * as fwm__alloc_watch reports it) from now fails; every other one succeeds. NULL disables it. */
+void fwm__alloc_fail_site(void *site);
+/* The code address that made the allocation that failed by fwm__alloc_fail_once or
+ * fwm__alloc_fail_site, or NULL when none has yet. */
+void *fwm__alloc_failed_site(void);
+/* Tests: `watch` is called (from any thread, before the allocation) with each allocation's number and
+ * the code address that made it; it must not allocate through these functions. NULL: none. */
+typedef void (*fwm__alloc_watch)(long n, void *site);
+void fwm__alloc_set_watch(fwm__alloc_watch watch);
+
 #endif

@@ -1,8 +1,9 @@
 /* cluster_node.h - this fwm-serve as a node of a cluster (--store redis://... --advertise ADDRESS;
- * docs/CLUSTER.md): its lease, kept alive by a thread of its own; what happens when the lease is
- * lost (every resident session dropped, a new epoch drawn); asking Redis who owns a session before
- * loading it (taking it over when its owner's lease expired, or answering `moved`); the graceful
- * leave on SIGTERM; the node list of `hello`.
+ * docs/CLUSTER.md): its lease, kept alive (and joined again when lost) by a thread of its own; what
+ * happens when the lease is lost (every resident session dropped, a new epoch drawn), when another
+ * process took its address (it stops), when the store lost its data (`session_lost`); asking Redis
+ * who owns a session before loading it, off the loop (taking it over when its owner's lease expired,
+ * or answering `moved`); the graceful leave on SIGTERM; the node list of `hello`.
  * Loop thread unless said otherwise. Not for: the Redis keys and scripts (store/store_redis.c).
  */
 #ifndef FWM_SERVER_CLUSTER_NODE_H
@@ -11,6 +12,7 @@
 #include <msgpack.h>
 #include <stdbool.h>
 
+#include "lookup.h"
 #include "rpc_codec.h"
 #include "server.h"
 
@@ -22,7 +24,9 @@ void fwm__cluster_node_stop(fwm__server *server);
 /* Graceful leave: release the resident sessions and the lease (after their last snapshots). */
 void fwm__cluster_node_leave(fwm__server *server);
 
-/* Handle a lost lease if the renewal thread saw one (called on every wake and housekeeping tick). */
+/* What the renewal thread found (called on every wake and housekeeping tick): a lost lease (what is
+ * resident is dropped; the renewal thread then joins again), a join again (logged), a store that
+ * lost its data, or this node's address taken by a newer epoch (the server stops, exit status 3). */
 void fwm__cluster_node_poll(fwm__server *server);
 
 /* Before serving a resident session: when no renewal has confirmed the lease up to now (Redis slow
@@ -31,9 +35,14 @@ void fwm__cluster_node_poll(fwm__server *server);
  * goes on as for a stored session (claimed anew, or refused). */
 void fwm__cluster_node_check_lease(fwm__server *server);
 
-/* Before loading stored session `id`: true when this node owns it now (it may have taken it over);
- * false with `failure` filled (moved, unknown_session, storage). */
-bool fwm__cluster_node_claim(fwm__server *server, const uint8_t *id, fwm__rpc_failure *failure);
+/* Lookup thread (lookup.h): ask who owns stored session `l->id`, taking it over when its owner's
+ * lease expired; when this node's own lease turns out lost, wait (until the lookup's deadline) for
+ * the node to join again and ask once more. Fills l->claim, l->epoch, l->owner, l->error. */
+void fwm__cluster_node_ask_claim(fwm__server *server, fwm__lookup *l);
+/* Loop thread: true when the claim's answer lets this node serve the session; else `failure`
+ * (moved, unknown_session, session_lost, storage). */
+bool fwm__cluster_node_claim_answer(fwm__server *server, const uint8_t *id, const fwm__lookup *l,
+                                    fwm__rpc_failure *failure);
 
 /* --session-ttl: whether this node may delete stored session `id` (it owns it, or takes it over
  * because its owner's lease expired); a session a live node owns is that node's to expire. */
@@ -45,8 +54,10 @@ void fwm__cluster_node_fenced(fwm__server *server, const fwm__outbox *outbox);
  * created or claimed (loop thread). */
 uint64_t fwm__cluster_node_epoch(const fwm__server *server);
 
-/* `hello` and `stats`: the cluster map, or nil outside a cluster. */
-void fwm__cluster_node_pack_hello(msgpack_packer *pk, fwm__server *server);
-void fwm__cluster_node_pack_stats(msgpack_packer *pk, fwm__server *server);
+/* `hello` and `stats`: the cluster map, or nil outside a cluster; `nodes`: the live nodes (lookup.h). */
+void fwm__cluster_node_pack_hello(msgpack_packer *pk, fwm__server *server, const fwm__lookup_node *nodes,
+                                  size_t count);
+void fwm__cluster_node_pack_stats(msgpack_packer *pk, fwm__server *server, const fwm__lookup_node *nodes,
+                                  size_t count);
 
 #endif

@@ -1,5 +1,6 @@
 /* connection.c - per-connection I/O, backpressure and lifetime (see connection.h). */
 #include "connection.h"
+#include "lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ static void dirty_unlink(fwm__connection *c) {
 }
 
 static void release(fwm__connection *c) {
+    fwm__free(c->parked);
     c->server->metrics.input_buffer_bytes -= c->reader.capacity;
     fwm__rpc_reader_release(&c->reader);
     fwm__free(c->out);
@@ -52,6 +54,7 @@ static void on_close(uv_handle_t *handle) {
 void fwm__connection_close(fwm__connection *c) {
     if (c->closing) return;
     c->closing = true;
+    fwm__lookup_forget(c); /* a parked request is dropped with the connection */
     dirty_unlink(c);
     fwm__free(c->out);
     c->out = NULL;
@@ -68,7 +71,7 @@ void fwm__connection_close(fwm__connection *c) {
 }
 
 bool fwm__connection_idle(const fwm__connection *c) {
-    return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0;
+    return c->inflight == 0 && c->queued_bytes == 0 && c->out_length == 0 && !c->waiting;
 }
 
 /* Output not yet taken by the peer: gathered in this callback plus handed to libuv. Counting the
@@ -79,7 +82,7 @@ static size_t unsent_output(const fwm__connection *c) {
 }
 
 static bool may_process(const fwm__connection *c) {
-    return !c->closing && !c->close_after_flush && !c->congested &&
+    return !c->closing && !c->close_after_flush && !c->congested && !c->waiting &&
            unsent_output(c) <= c->server->config->max_output_bytes &&
            c->inflight < c->server->config->max_inflight;
 }
@@ -157,6 +160,21 @@ void fwm__connection_process(fwm__connection *c) {
             fwm__connection_close(c);
         }
     }
+}
+
+void fwm__connection_unpark(fwm__connection *c, const fwm__lookup *answer) {
+    uint8_t *message = c->parked;
+    size_t length = c->parked_length;
+    c->parked = NULL;
+    if (!message || c->closing) {
+        fwm__free(message);
+        return;
+    }
+    c->ready = answer;
+    fwm__methods_dispatch(c, message, length);
+    c->ready = NULL;
+    fwm__free(message);
+    fwm__connection_process(c);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -408,10 +426,38 @@ bool fwm__connection_admit(fwm__connection *c, bool admin) {
     return true;
 }
 
+static void on_reject_closed(uv_handle_t *handle) {
+    fwm__server *s = handle->data;
+    s->reject_busy = false;
+    uv_stream_t *waiting = s->reject_waiting;
+    s->reject_waiting = NULL;
+    if (waiting && !s->shutting_down) fwm__connection_accept(s, waiting); /* its pending connection */
+}
+
+/* Out of memory for a new connection: accept it into the server's reject handle and close it, so the
+ * client learns at once and the listener goes on accepting (libuv accepts nothing more from a
+ * listener whose pending connection was not taken). With the handle busy, the connection waits for
+ * its close callback. */
+static void reject_pending(fwm__server *s, uv_stream_t *listener) {
+    if (s->reject_busy) {
+        s->reject_waiting = listener;
+        return;
+    }
+    int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &s->reject.tcp)
+                                      : uv_pipe_init(&s->loop, &s->reject.pipe, 0);
+    if (rc != 0) return;
+    s->reject.handle.data = s;
+    s->reject_busy = true;
+    s->metrics.connections_refused++;
+    uv_accept(listener, &s->reject.stream);
+    uv_close(&s->reject.handle, on_reject_closed);
+}
+
 void fwm__connection_accept(fwm__server *s, uv_stream_t *listener) {
     fwm__connection *c = fwm__connection_new(s);
-    if (!c) { /* the pending connection stays in the backlog; nothing else to do */
+    if (!c) {
         fwm__listeners_accept_error(s, UV_ENOMEM);
+        reject_pending(s, listener);
         return;
     }
     int rc = listener->type == UV_TCP ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);

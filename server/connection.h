@@ -81,6 +81,12 @@ typedef struct fwm__connection {
     uint64_t close_deadline_ns;
     uint64_t partial_since_ns; /* when the incomplete message now buffered began arriving; 0: none */
     uint64_t last_activity_ns; /* last bytes read, output handed to libuv or written, or job ended */
+    /* a request parked until the store answers a question (lookup.h): its bytes, and the question */
+    uint8_t *parked;
+    size_t parked_length;
+    uint64_t parked_start_ns;
+    struct fwm__lookup *waiting;      /* the question it waits for; nothing more is read meanwhile */
+    const struct fwm__lookup *ready;  /* while it is dispatched again: the answer */
 } fwm__connection;
 
 /* Accept a pending connection on `listener`. */
@@ -91,6 +97,9 @@ fwm__connection *fwm__connection_new(fwm__server *server);
 void fwm__connection_closed(fwm__connection *c);
 /* Output the transport has finished with: release it and apply backpressure's end (status < 0: failed). */
 void fwm__connection_written(fwm__write *w, int status);
+/* The question a parked request waited for was answered (or timed out): dispatch it again with
+ * `answer`, then go on with what is buffered. */
+void fwm__connection_unpark(fwm__connection *c, const struct fwm__lookup *answer);
 /* Dispatch what is buffered, as after a read (WebSocket: a message has arrived). */
 void fwm__connection_process(fwm__connection *c);
 /* Refuse a new connection for want of room (memory, count): false when it may stay. */

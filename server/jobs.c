@@ -9,6 +9,27 @@
 #include "fwm_alloc.h"
 #include "rpc_codec.h"
 
+/* An empty outbox with room for the context's reserve of records; NULL when out of memory. */
+static fwm__outbox *new_outbox(const fwm__job_context *ctx) {
+    fwm__outbox *o = fwm__calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->records = fwm__calloc(ctx->record_reserve ? ctx->record_reserve : 1, sizeof *o->records);
+    if (!o->records) {
+        fwm__free(o);
+        return NULL;
+    }
+    o->record_capacity = ctx->record_reserve ? ctx->record_reserve : 1;
+    msgpack_sbuffer_init(&o->buffer);
+    return o;
+}
+
+bool fwm__job_context_reserve(fwm__job_context *ctx, size_t records) {
+    ctx->record_reserve = records;
+    fwm__outbox_free(ctx->spare);
+    ctx->spare = new_outbox(ctx);
+    return ctx->spare != NULL;
+}
+
 bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models, size_t count) {
     memset(ctx, 0, sizeof *ctx);
     ctx->models = models;
@@ -24,7 +45,9 @@ bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models
     ctx->predictions = fwm__calloc(max_vocab, sizeof *ctx->predictions);
     ctx->scores = fwm__calloc(max_vocab, sizeof *ctx->scores);
     ctx->blob = fwm__malloc(ctx->blob_capacity ? ctx->blob_capacity : 1);
-    return ctx->predictions && ctx->scores && ctx->blob;
+    ctx->record_reserve = 16;
+    ctx->spare = new_outbox(ctx);
+    return ctx->predictions && ctx->scores && ctx->blob && ctx->spare;
 }
 
 void fwm__job_context_release(fwm__job_context *ctx) {
@@ -35,6 +58,7 @@ void fwm__job_context_release(fwm__job_context *ctx) {
     fwm__free(ctx->load_buffer);
     fwm__free(ctx->replay_tokens);
     fwm__outbox_free(ctx->outbox);
+    fwm__outbox_free(ctx->spare);
     memset(ctx, 0, sizeof *ctx);
 }
 
@@ -56,6 +80,7 @@ void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__
                            void *user) {
     fwm__outbox *outbox = ctx->outbox;
     ctx->outbox = NULL;
+    if (!ctx->spare) ctx->spare = new_outbox(ctx); /* the spare was used: another, when memory allows */
     if (!outbox) return;
     if (outbox->record_count == 0 && outbox->sessions_freed == 0 && outbox->op_count == 0 && !outbox->store_failed) {
         fwm__outbox_free(outbox);
@@ -72,21 +97,36 @@ size_t fwm__job_tokens_left(const fwm__job *job) {
 
 fwm__outbox *fwm__job_context_outbox(fwm__job_context *ctx) {
     if (!ctx->outbox) {
-        ctx->outbox = fwm__calloc(1, sizeof *ctx->outbox);
-        if (ctx->outbox) msgpack_sbuffer_init(&ctx->outbox->buffer);
+        ctx->outbox = new_outbox(ctx);
+        if (!ctx->outbox && ctx->spare) { /* a job that changes a session must never go unrecorded: fail it whole */
+            ctx->outbox = ctx->spare;
+            ctx->spare = NULL;
+            if (ctx->store) {
+                ctx->outbox->store_failed = true;
+                snprintf(ctx->outbox->store_error, sizeof ctx->outbox->store_error,
+                         "out of memory recording the request");
+            }
+        }
     }
     return ctx->outbox;
 }
 
-static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job, size_t offset) {
+/* A record for `job`'s output from `offset`. Records that must not be lost (`ending`: a job's end,
+ * a load's or an eviction's outcome, a fork's child) always find one: token notifications leave the
+ * context's reserve free (and are dropped when the records cannot grow: they acknowledge nothing),
+ * so what one batch's jobs must record never needs memory. */
+static fwm__outbox_record *add_record_for(fwm__job_context *ctx, const fwm__job *job, size_t offset, bool ending) {
     fwm__outbox *o = fwm__job_context_outbox(ctx);
     if (!o) return NULL;
-    if (o->record_count == o->record_capacity) {
-        size_t capacity = o->record_capacity ? 2 * o->record_capacity : 16;
+    size_t keep = ending ? 0 : ctx->record_reserve;
+    if (o->record_count + keep >= o->record_capacity) {
+        size_t capacity = 2 * o->record_capacity + keep;
         fwm__outbox_record *grown = fwm__realloc(o->records, capacity * sizeof *grown);
-        if (!grown) return NULL;
-        o->records = grown;
-        o->record_capacity = capacity;
+        if (!grown && (!ending || o->record_count == o->record_capacity)) return NULL;
+        if (grown) {
+            o->records = grown;
+            o->record_capacity = capacity;
+        }
     }
     fwm__outbox_record *r = &o->records[o->record_count++];
     memset(r, 0, sizeof *r);
@@ -97,6 +137,10 @@ static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job
     r->length = o->buffer.size - offset;
     r->enqueued_ns = job->enqueued_ns;
     return r;
+}
+
+static fwm__outbox_record *add_record(fwm__job_context *ctx, const fwm__job *job, size_t offset) {
+    return add_record_for(ctx, job, offset, true);
 }
 
 /* Start a message for the job's connection: NULL (nothing to write) when nobody listens. */
@@ -115,7 +159,7 @@ static fwm__outbox_record *end_job(fwm__job_context *ctx, const fwm__job *job, b
     if (!job->sink) return NULL;
     fwm__outbox *o = fwm__job_context_outbox(ctx);
     if (!o) return NULL;
-    fwm__outbox_record *r = add_record(ctx, job, packed ? offset : o->buffer.size);
+    fwm__outbox_record *r = add_record_for(ctx, job, packed ? offset : o->buffer.size, true);
     if (r) {
         r->job_finished = true;
         r->released_bytes = job->held_bytes;
@@ -224,7 +268,7 @@ static void emit_token(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *j
     fwm__rpc_pack_cstr(&pk, word ? word : "");
     fwm__rpc_pack_cstr(&pk, "topk");
     pack_predictions(&pk, model, ctx->predictions, n);
-    add_record(ctx, job, offset);
+    add_record_for(ctx, job, offset, false); /* a notification: dropped rather than take the reserve */
 }
 
 static bool finish_feed(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *job) {

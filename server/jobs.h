@@ -22,6 +22,9 @@ typedef struct fwm__job_context {
     void *blob;                     /* owned scratch for snapshots */
     size_t blob_capacity;
     fwm__outbox *outbox;            /* being filled; handed over by fwm__job_context_post */
+    fwm__outbox *spare;             /* taken when an outbox cannot be allocated (fwm__job_context_outbox) */
+    size_t record_reserve;          /* records an outbox is made with and token notifications leave free:
+                                       a job's end (its response, its connection's release) always has one */
     /* durable mode: */
     struct fwm__store *store;       /* borrowed; NULL: memory only */
     const char *advertise;          /* borrowed: cluster: this node's address; NULL outside a cluster */
@@ -34,7 +37,13 @@ typedef struct fwm__job_context {
 } fwm__job_context;
 
 bool fwm__job_context_init(fwm__job_context *ctx, const fwm_model *const *models, size_t count);
-/* The outbox being filled, created on first use; NULL only when out of memory. */
+/* Make every outbox with room for `records` records (the ends of the jobs of one batch, at most),
+ * the spare too; false when out of memory (the spare is then missing, as after its use). */
+bool fwm__job_context_reserve(fwm__job_context *ctx, size_t records);
+/* The outbox being filled, created on first use. Out of memory, the context's spare is taken instead,
+ * marked failed in durable mode (its requests are then refused with `storage` and their sessions
+ * rebuilt from the store, so nothing applied in memory goes unrecorded); NULL only when the spare is
+ * gone too. */
 fwm__outbox *fwm__job_context_outbox(fwm__job_context *ctx);
 void fwm__job_context_release(fwm__job_context *ctx);
 uint32_t fwm__job_context_vocab(const fwm__job_context *ctx, size_t model_index);

@@ -1,5 +1,6 @@
 /* journal.c - group commit of the workers' store operations, fsync modes, fencing after a failed
- * write, and recovery probes (journal.h).
+ * write, and recovery probes (journal.h); with a remote store, a watcher thread probes it and reads
+ * its figures, so a store that does not answer holds up only the write batch waiting for it.
  */
 #include "journal.h"
 
@@ -53,6 +54,11 @@ struct fwm__journal {
     pthread_t syncer;
     bool syncer_started, syncer_stopping;
     pthread_cond_t syncer_wake;
+    /* remote store: a thread of its own probes it while writes fail and reads its figures, so that a
+     * store that does not answer holds up only the writes, never the outboxes behind them */
+    pthread_t watcher;
+    bool watcher_started, watcher_stopping;
+    pthread_cond_t watcher_wake;
 };
 
 const char *fwm__fsync_mode_name(fwm__fsync_mode mode) {
@@ -207,6 +213,7 @@ static void set_health(fwm__journal *j, bool ok, const char *why) {
     if (!ok) {
         snprintf(j->why, sizeof j->why, "%.299s", why);
         pthread_cond_signal(&j->wake); /* the journal thread probes, even when the loop writes */
+        pthread_cond_signal(&j->watcher_wake); /* (the watcher, with a remote store) */
     }
     pthread_mutex_unlock(&j->mutex);
 }
@@ -281,6 +288,16 @@ static void write_all(fwm__journal *j, fwm__outbox *batch) {
         if (status == FWM_STORE_OK && w) {
             count_written(j, writing, w);
             set_health(j, true, NULL);
+        } else if (status != FWM_STORE_OK && j->params.remote_store && status != FWM_STORE_FULL &&
+                   status != FWM_STORE_FENCED) {
+            /* a remote store unreachable or silent: retrying each outbox would wait a command timeout
+             * each (a request must be answered within one); all of them fail, as the batch did */
+            for (size_t i = 0; i < w; i++) {
+                mark_failed(j, writing[i], error.message);
+                if (batch_maybe_applied) writing[i]->store_maybe_applied = true;
+            }
+            fprintf(stderr, "fwm-serve: storage: %s\n", error.message);
+            set_health(j, false, error.message);
         } else if (status != FWM_STORE_OK) {
             /* retry one outbox at a time, so one that does not fit fails alone */
             if (saved) memcpy(j->fenced, saved, saved_count * sizeof *saved);
@@ -377,9 +394,7 @@ static void *journal_main(void *arg) {
     for (;;) {
         while (!j->head && !j->stopping) { /* sleep until work, a due probe or due figures */
             uint64_t now = fwm__now_ns(), due = UINT64_MAX;
-            if (j->degraded) due = j->last_probe_ns + PROBE_INTERVAL_NS;
-            if (j->params.remote_store && j->figures_ns + FIGURES_INTERVAL_NS < due)
-                due = j->figures_ns + FIGURES_INTERVAL_NS;
+            if (j->degraded && !j->params.remote_store) due = j->last_probe_ns + PROBE_INTERVAL_NS;
             if (due == UINT64_MAX) {
                 pthread_cond_wait(&j->wake, &j->mutex);
                 continue;
@@ -397,12 +412,35 @@ static void *journal_main(void *arg) {
         pthread_mutex_unlock(&j->mutex);
         if (batch) process(j, batch);
         uint64_t now = fwm__now_ns();
-        if (degraded && !batch && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
-        if (j->params.remote_store && !stopping && now - j->figures_ns >= FIGURES_INTERVAL_NS) refresh_figures(j);
+        /* (a remote store is probed by the watcher thread, so a silent one never holds up the writes) */
+        if (degraded && !batch && !j->params.remote_store && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
         pthread_mutex_lock(&j->mutex);
         j->busy = false;
         pthread_cond_broadcast(&j->wake);
         if (stopping && !j->head) break;
+    }
+    pthread_mutex_unlock(&j->mutex);
+    return NULL;
+}
+
+/* Remote store: probe it once a second while writes fail, and read its figures once a second. */
+static void *watcher_main(void *arg) {
+    fwm__journal *j = arg;
+    pthread_mutex_lock(&j->mutex);
+    while (!j->watcher_stopping) {
+        uint64_t now = fwm__now_ns(), due = j->figures_ns + FIGURES_INTERVAL_NS;
+        if (j->degraded && j->last_probe_ns + PROBE_INTERVAL_NS < due) due = j->last_probe_ns + PROBE_INTERVAL_NS;
+        if (due > now) {
+            struct timespec ts;
+            fwm__deadline_in(&ts, due - now);
+            pthread_cond_timedwait(&j->watcher_wake, &j->mutex, &ts);
+            continue;
+        }
+        bool degraded = j->degraded;
+        pthread_mutex_unlock(&j->mutex);
+        if (degraded && now - j->last_probe_ns >= PROBE_INTERVAL_NS) probe(j);
+        if (now - j->figures_ns >= FIGURES_INTERVAL_NS) refresh_figures(j);
+        pthread_mutex_lock(&j->mutex);
     }
     pthread_mutex_unlock(&j->mutex);
     return NULL;
@@ -434,12 +472,20 @@ fwm__journal *fwm__journal_start(const fwm__journal_params *params) {
     pthread_mutex_init(&j->mutex, NULL);
     fwm__cond_init_monotonic(&j->wake);
     fwm__cond_init_monotonic(&j->syncer_wake);
+    fwm__cond_init_monotonic(&j->watcher_wake);
     if (j->params.remote_store) refresh_figures(j); /* before any request asks for them */
     if (pthread_create(&j->thread, NULL, journal_main, j) != 0) {
         fwm__journal_stop(j);
         return NULL;
     }
     j->thread_started = true;
+    if (j->params.remote_store) {
+        if (pthread_create(&j->watcher, NULL, watcher_main, j) != 0) {
+            fwm__journal_stop(j);
+            return NULL;
+        }
+        j->watcher_started = true;
+    }
     if (j->params.mode == FWM_FSYNC_INTERVAL) {
         if (pthread_create(&j->syncer, NULL, syncer_main, j) != 0) {
             fwm__journal_stop(j);
@@ -459,6 +505,13 @@ void fwm__journal_stop(fwm__journal *j) {
         pthread_mutex_unlock(&j->mutex);
         pthread_join(j->thread, NULL);
     }
+    if (j->watcher_started) {
+        pthread_mutex_lock(&j->mutex);
+        j->watcher_stopping = true;
+        pthread_cond_broadcast(&j->watcher_wake);
+        pthread_mutex_unlock(&j->mutex);
+        pthread_join(j->watcher, NULL);
+    }
     if (j->syncer_started) {
         pthread_mutex_lock(&j->mutex);
         j->syncer_stopping = true;
@@ -474,6 +527,7 @@ void fwm__journal_stop(fwm__journal *j) {
     }
     pthread_cond_destroy(&j->wake);
     pthread_cond_destroy(&j->syncer_wake);
+    pthread_cond_destroy(&j->watcher_wake);
     pthread_mutex_destroy(&j->mutex);
     fwm__free(j->fenced);
     fwm__free(j->moved);

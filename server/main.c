@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "alloc_faults.h"
 #include "config.h"
 #include "server.h"
 
@@ -19,7 +20,9 @@ int main(int argc, char **argv) {
         fwm__config_release(&config);
         return 1;
     }
+    fwm__alloc_faults_arm(); /* tests only: FWM_ALLOC_FAIL_AT and friends */
     rc = fwm__server_run(&server);
+    fwm__alloc_faults_report();
     fwm__config_release(&config);
     return rc;
 }

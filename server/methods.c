@@ -12,6 +12,7 @@
 #include "durable_session.h"
 #include "fwm_alloc.h"
 #include "fwm_utf8.h"
+#include "lookup.h"
 #include "rpc_codec.h"
 #include "store/session_record.h"
 #include "trace_job.h"
@@ -104,7 +105,17 @@ static fwm__session_entry *find_session(request *r) {
     }
     fwm__cluster_node_check_lease(r->s);
     fwm__session_entry *e = fwm__session_table_find(&r->s->sessions, id);
-    if (!e && !(e = fwm__tiering_load(r->s, id, &r->failure))) return NULL; /* stored: loaded first */
+    if (!e && fwm__lookup_remote(r->s)) { /* who owns it and its meta record: asked off the loop */
+        const fwm__lookup *answer = fwm__lookup_ready(r->c, FWM_LOOKUP_SESSION, id);
+        if (!answer) {
+            if (!fwm__lookup_park(r->c, FWM_LOOKUP_SESSION, id))
+                fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory asking the store for a session");
+            return NULL;
+        }
+        if (!(e = fwm__tiering_load_answered(r->s, id, answer, &r->failure))) return NULL;
+    } else if (!e && !(e = fwm__tiering_load(r->s, id, &r->failure))) {
+        return NULL; /* stored: loaded first */
+    }
     e->last_used_ms = now_ms();
     fwm__tiering_touch(r->s, e);
     return e;
@@ -400,7 +411,31 @@ static bool authenticate(request *r) {
                          r->c->wrong_tokens, MAX_WRONG_TOKENS);
 }
 
+/* Cluster: the live nodes for hello and stats, read off the loop (the request parks meanwhile);
+ * false when parked. When the store did not answer in time, the last list read. */
+static bool live_nodes(request *r, const fwm__lookup_node **nodes, size_t *count) {
+    *nodes = NULL;
+    *count = 0;
+    if (!r->s->cluster || !fwm__lookup_remote(r->s)) return true;
+    const fwm__lookup *answer = fwm__lookup_ready(r->c, FWM_LOOKUP_NODES, NULL);
+    if (!answer) {
+        if (fwm__lookup_park(r->c, FWM_LOOKUP_NODES, NULL)) return false;
+        fwm__lookup_last_nodes(r->s, nodes, count); /* out of memory: what is known */
+        return true;
+    }
+    if (!answer->timed_out && answer->nodes_ok) {
+        *nodes = answer->nodes;
+        *count = answer->node_count;
+    } else {
+        fwm__lookup_last_nodes(r->s, nodes, count);
+    }
+    return true;
+}
+
 static bool m_hello(request *r) {
+    const fwm__lookup_node *nodes;
+    size_t node_count;
+    if (!live_nodes(r, &nodes, &node_count)) return false; /* parked */
     if (!authenticate(r)) return false;
     msgpack_packer pk;
     if (!begin_response(r, &pk)) return true;
@@ -457,7 +492,7 @@ static bool m_hello(request *r) {
     } else {
         msgpack_pack_nil(&pk);
     }
-    fwm__cluster_node_pack_hello(&pk, (fwm__server *)s);
+    fwm__cluster_node_pack_hello(&pk, (fwm__server *)s, nodes, node_count);
     return true;
 }
 
@@ -514,6 +549,9 @@ static void pack_durability(msgpack_packer *pk, fwm__server *s) {
 }
 
 static bool m_stats(request *r) {
+    const fwm__lookup_node *nodes;
+    size_t node_count;
+    if (!live_nodes(r, &nodes, &node_count)) return false; /* parked */
     msgpack_packer pk;
     if (!begin_response(r, &pk)) return true;
     fwm__server *s = r->s;
@@ -575,7 +613,7 @@ static bool m_stats(request *r) {
     key_u64(&pk, "workers", s->workers);
     key_u64(&pk, "sessions_resident", s->sessions.count);
     pack_durability(&pk, s);
-    fwm__cluster_node_pack_stats(&pk, s);
+    fwm__cluster_node_pack_stats(&pk, s, nodes, node_count);
     return true;
 }
 
@@ -656,6 +694,12 @@ static bool m_sessions(request *r) {
         return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'after' must be a session id (32 hex digits)");
     if (limit == 0) return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'limit' must be 1..1000");
     fwm__server *s = r->s;
+    const fwm__lookup *answer = NULL;
+    if (fwm__lookup_remote(s) && !(answer = fwm__lookup_ready(r->c, FWM_LOOKUP_LIST, NULL))) {
+        if (!fwm__lookup_park_list(r->c, has_after ? after : NULL, (size_t)limit))
+            return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory listing sessions");
+        return false; /* parked: the page is read off the loop */
+    }
     gather g = {NULL, 0, has_after ? after : NULL};
     if (!s->store) { /* memory only: the resident table, sorted */
         g.entries = fwm__malloc((s->sessions.count ? s->sessions.count : 1) * sizeof *g.entries);
@@ -675,7 +719,15 @@ static bool m_sessions(request *r) {
     listing l = {r, &ipk, (size_t)limit, 0, {0}, false};
     fwm__store_error error = {0};
     bool ok = true;
-    if (s->store) {
+    if (answer && answer->timed_out) {
+        ok = false;
+        snprintf(error.message, sizeof error.message, "the store did not answer within %u ms", FWM_LOOKUP_TIMEOUT_MS);
+    } else if (answer) {
+        for (size_t i = 0; i < answer->listed_count; i++)
+            if (!list_stored(&l, answer->listed[i].id, answer->listed[i].meta, answer->listed[i].meta_length)) break;
+        ok = answer->list_status == FWM_STORE_OK;
+        if (!ok) snprintf(error.message, sizeof error.message, "%s", answer->error);
+    } else if (s->store) {
         ok = s->store->backend->list(s->store, has_after ? after : NULL, list_stored, &l, &error) == FWM_STORE_OK;
     } else {
         uint64_t wall = fwm__wall_ms(), now = now_ms();
@@ -1058,8 +1110,9 @@ static bool store_writable(request *r) {
 }
 
 void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t length) {
-    request r = {.c = c, .s = c->server, .start_ns = fwm__now_ns()};
-    r.s->metrics.requests++;
+    bool again = c->ready != NULL; /* a parked request, dispatched again with the store's answer */
+    request r = {.c = c, .s = c->server, .start_ns = again ? c->parked_start_ns : fwm__now_ns()};
+    if (!again) r.s->metrics.requests++;
     if (!fwm__rpc_call_decode(&r.call, message, length, &r.failure)) {
         respond_error(&r);
         fwm__rpc_call_release(&r.call);
@@ -1084,6 +1137,18 @@ void fwm__methods_dispatch(fwm__connection *c, const uint8_t *message, size_t le
         ok = false;
     else
         ok = fwm__rpc_args_check(&r.call, found->args, &r.failure) && found->run(&r);
+    if (c->waiting) { /* parked until the store answers (lookup.h): keep its bytes, answer nothing yet */
+        c->parked = fwm__malloc(length ? length : 1);
+        if (c->parked) {
+            memcpy(c->parked, message, length);
+            c->parked_length = length;
+            c->parked_start_ns = r.start_ns;
+            fwm__rpc_call_release(&r.call);
+            return;
+        }
+        fwm__lookup_forget(c);
+        ok = fwm__rpc_fail(&r.failure, FWM_RPC_INTERNAL, "out of memory holding a request while the store is asked");
+    }
     if (!ok) respond_error(&r);
     if (!r.submitted) /* answered now; jobs are timed when their response is delivered */
         fwm__histogram_add(&r.s->metrics.request_latency, (fwm__now_ns() - r.start_ns) / 1000);

@@ -474,6 +474,7 @@ static bool worker_init(worker *w, fwm__scheduler *s) {
     w->jobs.advertise = s->params.advertise;
     w->jobs.model_names = s->params.model_names;
     w->jobs.snapshot_tokens = s->params.snapshot_tokens ? s->params.snapshot_tokens : SIZE_MAX;
+    fwm__job_context_reserve(&w->jobs, 2 * s->params.max_batch + 8); /* ends per batch: one a job, at most */
     return true;
 }
 

@@ -13,6 +13,7 @@
 #include "connection.h"
 #include "fwm_alloc.h"
 #include "http.h"
+#include "lookup.h"
 #include "tiering.h"
 
 #define HOUSEKEEPING_MS 1000
@@ -118,7 +119,7 @@ static void refuse_unwritten(fwm__connection *c, const fwm__outbox *o, const fwm
         return;
     }
     if (o->store_maybe_applied)
-        fwm__rpc_fail(&failure, FWM_RPC_STORAGE,
+        fwm__rpc_fail(&failure, FWM_RPC_OUTCOME_UNKNOWN,
                       "the session store did not confirm this request, which it may still apply: read the session's "
                       "pos (predict) before sending it again: %s",
                       o->store_error);
@@ -211,6 +212,7 @@ static void on_wake(uv_async_t *handle) {
     fwm__server *s = handle->data;
     drain_inbox(s);
     fwm__cluster_node_poll(s);
+    fwm__lookup_poll(s);
     fwm__server_flush(s);
     if (s->shutting_down) check_shutdown(s);
 }
@@ -302,6 +304,15 @@ void fwm__server_shutdown(fwm__server *s) {
     check_shutdown(s);
 }
 
+void fwm__server_abandon(fwm__server *s, int status) {
+    s->exit_status = status;
+    if (!s->cancelled) {
+        s->cancelled = true;
+        fwm__scheduler_cancel(s->scheduler);
+    }
+    fwm__server_shutdown(s);
+}
+
 static void finish(fwm__server *s) {
     s->finished = true;
     drain_inbox(s); /* no jobs are left, so everything they posted is here */
@@ -310,6 +321,8 @@ static void finish(fwm__server *s) {
     fwm__journal_stop(s->journal); /* writes what is queued and syncs */
     s->journal = NULL;
     drain_inbox(s);
+    fwm__lookup_stop(s); /* before the cluster node: its lookups may wait on it */
+    fwm__lookup_close_handles(s);
     if (!s->cancelled) fwm__cluster_node_leave(s); /* the last snapshots are written: let others take over */
     fwm__cluster_node_stop(s);
     fwm__http_close(s); /* lws closes its handles on the loop, then frees its context */
@@ -499,6 +512,7 @@ static int open_store(fwm__server *s) {
 }
 
 static void release(fwm__server *s) {
+    fwm__lookup_stop(s);
     fwm__cluster_node_stop(s);
     fwm__scheduler_stop(s->scheduler);
     s->scheduler = NULL;
@@ -535,6 +549,8 @@ static void release(fwm__server *s) {
 /* Close whatever handles init opened before failing, and let the loop finish. */
 static void abort_init(fwm__server *s) {
     if (s->handles_open) {
+        fwm__lookup_stop(s);
+        fwm__lookup_close_handles(s);
         fwm__listeners_close(s);
         fwm__http_close(s);
         uv_close((uv_handle_t *)&s->wake, NULL);
@@ -588,6 +604,7 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     uv_signal_init(&s->loop, &s->sigterm);
     s->wake.data = s->housekeeping.data = s->sigint.data = s->sigterm.data = s;
     s->handles_open = true;
+    if (fwm__lookup_start(s) != 0) goto fail;
     if (fwm__listeners_open(s) != 0) goto fail;
     if (fwm__cluster_node_start(s) != 0) goto fail;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
@@ -617,6 +634,11 @@ int fwm__server_run(fwm__server *s) {
         uv_walk(&s->loop, report_handle, NULL);
         fprintf(stderr, "fwm-serve: the event loop did not close cleanly: %s\n", uv_strerror(rc));
         return 1;
+    }
+    if (s->exit_status) {
+        fwm__server_log(s, "stopped (%llu sessions served), exit status %d", (unsigned long long)opened,
+                        s->exit_status);
+        return s->exit_status;
     }
     fwm__server_log(s, "stopped cleanly (%llu sessions served)", (unsigned long long)opened);
     return 0;

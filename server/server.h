@@ -27,6 +27,7 @@
 struct fwm__connection;
 struct fwm__http;
 typedef struct fwm__cluster_node fwm__cluster_node;
+struct fwm__lookups;
 
 typedef struct fwm__served_model {
     fwm_model *model; /* owned */
@@ -81,6 +82,7 @@ typedef struct fwm__server {
     uint8_t expire_cursor[FWM_SESSION_ID_BYTES]; /* --session-ttl: where the scan goes on */
     bool expire_started;
     fwm__cluster_node *cluster;              /* cluster mode (--advertise), or NULL */
+    struct fwm__lookups *lookups;            /* a remote store's questions off the loop (lookup.h), or NULL */
 
     fwm__listener *listeners;
     size_t listener_count;
@@ -96,11 +98,28 @@ typedef struct fwm__server {
     fwm__outbox *inbox_head, *inbox_tail;
     uv_signal_t sigint, sigterm;
     uv_timer_t housekeeping;
+    uv_timer_t lookup_timer; /* lookup.h: parked requests' deadlines (a remote store only) */
+    /* a connection that cannot be given memory is accepted into this handle and closed at once (left
+     * in the backlog, it would stop libuv from accepting any other); busy until its close callback */
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } reject;
+    bool reject_busy;
+    uv_stream_t *reject_waiting; /* a listener whose pending connection waits for `reject` */
+    bool lookup_timer_open;
     bool handles_open;
 
     bool shutting_down, cancelled, finished;
     uint64_t shutdown_deadline_ns;
+    int exit_status; /* what fwm__server_run returns after a clean stop (0, or FWM_EXIT_REPLACED) */
 } fwm__server;
+
+/* The exit status of a cluster node that stops because another fwm-serve now holds the lease of its
+ * --advertise address (docs/CLUSTER.md): it was replaced while it could not renew (paused, cut off). */
+#define FWM_EXIT_REPLACED 3
 
 /* Load the models, bind the listeners, start the workers. Returns 0, or 1 after printing why on
  * stderr (the server is then released). */
@@ -110,6 +129,9 @@ int fwm__server_run(fwm__server *server);
 
 /* Begin graceful shutdown (idempotent; a second call cancels in-flight work). */
 void fwm__server_shutdown(fwm__server *server);
+/* Stop at once with exit status `status`: in-flight work is cancelled (answered `shutting_down`), no
+ * last snapshots are written and the cluster is not left (the node no longer owns anything). */
+void fwm__server_abandon(fwm__server *server, int status);
 
 /* Hand gathered output of every dirty connection to libuv (call at the end of loop callbacks). */
 void fwm__server_flush(fwm__server *server);

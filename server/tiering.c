@@ -1,5 +1,6 @@
 /* tiering.c - LRU, eviction, loading stored sessions, and rebuilding after failed writes (tiering.h). */
 #include "tiering.h"
+#include "lookup.h"
 
 #include <string.h>
 
@@ -57,19 +58,13 @@ static fwm__session_entry *entry_for(fwm__server *s, const uint8_t *id, uint32_t
     return e;
 }
 
-fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rpc_failure *failure) {
+/* A resident entry for stored session `id` whose meta record was read (status `st`, `raw`), its load
+ * queued; `epoch`: the cluster epoch it was claimed under. NULL with `failure` filled. */
+static fwm__session_entry *load_with_meta(fwm__server *s, const uint8_t *id, fwm__store_status st,
+                                          const uint8_t *raw, size_t length, const char *why, uint64_t epoch,
+                                          fwm__rpc_failure *failure) {
     char hex[FWM_SESSION_HEX_SIZE];
     fwm__session_id_to_hex(id, hex);
-    if (!s->store) {
-        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION,
-                      "no session %s on this server (closed, expired, or never opened)", hex);
-        return NULL;
-    }
-    if (!fwm__cluster_node_claim(s, id, failure)) return NULL; /* cluster: owned elsewhere, or not stored */
-    uint8_t raw[FWM_META_RECORD_BYTES];
-    size_t length = 0;
-    fwm__store_error error = {0};
-    fwm__store_status st = s->store->backend->get_meta(s->store, id, raw, sizeof raw, &length, &error);
     if (st == FWM_STORE_NOT_FOUND) {
         fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION, "no session %s on this server (closed, or never opened)", hex);
         return NULL;
@@ -77,7 +72,7 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
     fwm__session_meta meta;
     if (st != FWM_STORE_OK || !fwm__meta_decode(raw, length, &meta)) {
         fwm__rpc_fail(failure, FWM_RPC_STORAGE, "session %s cannot be read from the store: %s", hex,
-                      st != FWM_STORE_OK ? error.message : "its meta record is damaged");
+                      st != FWM_STORE_OK ? why : "its meta record is damaged");
         return NULL;
     }
     long model = -1;
@@ -91,7 +86,7 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
         return NULL;
     }
     fwm__session_entry *e = entry_for(s, id, (uint32_t)model, meta.topk);
-    if (e) e->epoch = fwm__cluster_node_epoch(s); /* the epoch it was claimed under */
+    if (e) e->epoch = epoch; /* the epoch it was claimed under */
     fwm__job *load = e ? fwm__job_new(FWM_JOB_LOAD) : NULL;
     if (!load || !fwm__session_table_insert(&s->sessions, e)) {
         fwm__job_free(load);
@@ -104,6 +99,36 @@ fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rp
     fwm__scheduler_submit(s->scheduler, e, load);
     fwm__tiering_evict(s, false);
     return e;
+}
+
+fwm__session_entry *fwm__tiering_load(fwm__server *s, const uint8_t *id, fwm__rpc_failure *failure) {
+    if (!s->store) {
+        char hex[FWM_SESSION_HEX_SIZE];
+        fwm__session_id_to_hex(id, hex);
+        fwm__rpc_fail(failure, FWM_RPC_UNKNOWN_SESSION,
+                      "no session %s on this server (closed, expired, or never opened)", hex);
+        return NULL;
+    }
+    uint8_t raw[FWM_META_RECORD_BYTES];
+    size_t length = 0;
+    fwm__store_error error = {0};
+    fwm__store_status st = s->store->backend->get_meta(s->store, id, raw, sizeof raw, &length, &error);
+    return load_with_meta(s, id, st, raw, length, error.message, fwm__cluster_node_epoch(s), failure);
+}
+
+fwm__session_entry *fwm__tiering_load_answered(fwm__server *s, const uint8_t *id, const fwm__lookup *answer,
+                                               fwm__rpc_failure *failure) {
+    if (answer->timed_out) {
+        char hex[FWM_SESSION_HEX_SIZE];
+        fwm__session_id_to_hex(id, hex);
+        fwm__rpc_fail(failure, FWM_RPC_STORAGE,
+                      "cannot ask the store %s session %s: it did not answer within %u ms (the request was not "
+                      "applied)", s->cluster ? "who owns" : "for", hex, FWM_LOOKUP_TIMEOUT_MS);
+        return NULL;
+    }
+    if (answer->cluster && !fwm__cluster_node_claim_answer(s, id, answer, failure)) return NULL;
+    return load_with_meta(s, id, answer->meta_status, answer->meta, answer->meta_length, answer->error,
+                          answer->cluster ? answer->epoch : 0, failure);
 }
 
 static bool evict_one(fwm__server *s, fwm__session_entry *e) {
@@ -221,6 +246,11 @@ static bool expire_visit(void *user, const uint8_t id[FWM_STORE_ID_BYTES], const
 void fwm__tiering_expire_stored(fwm__server *s) {
     if (!s->store || s->config->session_ttl_s <= 0) return;
     uint64_t ttl_ms = (uint64_t)(s->config->session_ttl_s * 1000.0), now = fwm__wall_ms();
+    if (fwm__lookup_remote(s)) { /* scanned off the loop: fwm__tiering_expire_answered */
+        fwm__lookup_expire(s, s->expire_started ? s->expire_cursor : NULL, EXPIRE_SCAN,
+                           now > ttl_ms ? now - ttl_ms : 0);
+        return;
+    }
     expiry x = {s, fwm__calloc(1, sizeof *x.outbox), now > ttl_ms ? now - ttl_ms : 0, 0, 0};
     if (!x.outbox) return;
     msgpack_sbuffer_init(&x.outbox->buffer);
@@ -233,5 +263,27 @@ void fwm__tiering_expire_stored(fwm__server *s) {
         fwm__journal_submit(s->journal, x.outbox);
     } else {
         fwm__outbox_free(x.outbox);
+    }
+}
+
+void fwm__tiering_expire_answered(fwm__server *s, const fwm__lookup *l) {
+    if (l->list_status != FWM_STORE_OK) return; /* the store failed: the next scan tries again */
+    if (l->seen) memcpy(s->expire_cursor, l->last, FWM_SESSION_ID_BYTES);
+    s->expire_started = l->seen == EXPIRE_SCAN; /* fewer: the end was reached, start over next time */
+    fwm__outbox *outbox = fwm__calloc(1, sizeof *outbox);
+    if (!outbox) return;
+    msgpack_sbuffer_init(&outbox->buffer);
+    size_t expired = 0;
+    for (size_t i = 0; i < l->listed_count; i++) /* resident ones are in use: kept */
+        if (!fwm__session_table_find(&s->sessions, l->listed[i].id) &&
+            fwm__outbox_add_removal(outbox, l->listed[i].id))
+            expired++;
+    if (expired) {
+        s->metrics.sessions_expired += expired;
+        fwm__server_log(s, "%zu stored sessions unused for %gs deleted (session-ttl)", expired,
+                        s->config->session_ttl_s);
+        fwm__journal_submit(s->journal, outbox);
+    } else {
+        fwm__outbox_free(outbox);
     }
 }

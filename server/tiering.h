@@ -24,12 +24,19 @@ void fwm__tiering_forget(fwm__server *server, fwm__session_entry *entry);
 /* The stored session `id`, made resident (a LOAD job queued). NULL with `failure` filled when it is
  * not stored (unknown_session), belongs to a model not served (unknown_model), or cannot be read. */
 fwm__session_entry *fwm__tiering_load(fwm__server *server, const uint8_t *id, fwm__rpc_failure *failure);
+/* The same with a remote store, once a lookup (lookup.h) has answered who owns the session and read
+ * its meta record off the loop thread (or timed out). */
+struct fwm__lookup;
+fwm__session_entry *fwm__tiering_load_answered(fwm__server *server, const uint8_t *id,
+                                               const struct fwm__lookup *answer, fwm__rpc_failure *failure);
 
 /* Evict what is over --max-resident and what has been idle past --idle-timeout. */
 void fwm__tiering_evict(fwm__server *server, bool idle_too);
 /* --session-ttl: delete a slice of the stored sessions unused for that long (called every second;
  * each call looks at the next few thousand). */
 void fwm__tiering_expire_stored(fwm__server *server);
+/* A remote store's --session-ttl scan (lookup.h) has answered: delete what it found, unless resident. */
+void fwm__tiering_expire_answered(fwm__server *server, const struct fwm__lookup *answer);
 /* Ask every dirty resident session for a snapshot (shutdown). */
 void fwm__tiering_snapshot_all(fwm__server *server);
 

@@ -39,6 +39,8 @@ extern "C" {
     X(FWM_RPC_STORAGE, 15, "storage", "the session store cannot write (disk full or failing)")  \
     X(FWM_RPC_UNAUTHORIZED, 16, "unauthorized", "authenticate first: hello with the server's token") \
     X(FWM_RPC_MOVED, 17, "moved", "another node owns the session: ask the node at the error's address") \
+    X(FWM_RPC_SESSION_LOST, 18, "session_lost", "the session was lost with the store's data")  \
+    X(FWM_RPC_OUTCOME_UNKNOWN, 19, "outcome_unknown", "the store may still apply the request: read pos") \
     X(FWM_RPC_CONNECT, 100, "connect", "cannot connect")                                        \
     X(FWM_RPC_IO, 101, "io", "connection lost or socket error")                                 \
     X(FWM_RPC_TIMEOUT, 102, "timeout", "no answer within the timeout")                          \

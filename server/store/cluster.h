@@ -20,11 +20,14 @@
 
 #include "store.h"
 
-/* Join (or join again after losing the lease): a new epoch, the lease key set with `ttl_ms`.
- * FWM_STORE_BUSY when another incarnation's token holds the lease of `address` (another node given
- * the same --advertise, or a crashed run of this one whose lease has not expired yet). */
-fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint64_t ttl_ms, uint64_t *epoch,
-                                    fwm__store_error *error);
+/* Join (or join again after losing the lease): a new epoch above `highest` (the highest this node
+ * has held, 0 at first), the lease key set with `ttl_ms`. *data_lost: the store's incarnation marker
+ * was gone or differs from the one this node saw last (the store lost its data meanwhile; the marker
+ * is written again). FWM_STORE_BUSY when another incarnation's token holds the lease of `address`
+ * (another node given the same --advertise, or a crashed run of this one whose lease has not expired
+ * yet); then *epoch is that token's epoch. No epoch is drawn unless the node joins. */
+fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint64_t ttl_ms, uint64_t highest,
+                                    uint64_t *epoch, bool *data_lost, fwm__store_error *error);
 /* Extend the lease by `ttl_ms`; *lost when it had expired or another incarnation holds it. */
 fwm__store_status fwm__cluster_renew(fwm__store *store, uint64_t ttl_ms, bool *lost, fwm__store_error *error);
 
@@ -37,9 +40,10 @@ typedef enum fwm__cluster_claim_result {
     FWM_CLAIM_ERROR, /* Redis failed: `error` says why */
 } fwm__cluster_claim_result;
 
-/* Ownership of a stored session for this node, taking it over when its owner's lease expired. */
+/* Ownership of a stored session for this node, taking it over when its owner's lease expired.
+ * *epoch: the epoch of the token the claim was made under (a copy loaded on it writes under that). */
 fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *id, char *owner, size_t owner_size,
-                                             fwm__store_error *error);
+                                             uint64_t *epoch, fwm__store_error *error);
 
 /* Graceful leave: give up the sessions (those still owned) and the lease; no write after this. */
 fwm__store_status fwm__cluster_leave(fwm__store *store, const uint8_t (*ids)[FWM_STORE_ID_BYTES], size_t count,

@@ -46,6 +46,8 @@ typedef enum fwm__store_status {
     FWM_STORE_VERSION,    /* written by an incompatible version */
     FWM_STORE_NO_MEMORY,
     FWM_STORE_FENCED,     /* cluster: this node does not own a session it writes for */
+    FWM_STORE_LOST,       /* the store lost its data since it was opened (Redis restarted empty): nothing
+                             is written to it until fwm-serve is restarted */
 } fwm__store_status;
 
 typedef struct fwm__store_error {

@@ -6,7 +6,8 @@
  * process loses nothing committed) and `sync` (mdb_env_sync) forces them to disk; the journal decides
  * when. Without MDB_WRITEMAP, LMDB keeps its ACI guarantees under NOSYNC: a power cut can lose the
  * last commits but never tears one. A second fwm-serve on the same folder is refused by an exclusive
- * flock on DIR/fwm-serve.lock (LMDB itself would let two processes share the environment).
+ * flock on the folder itself (LMDB itself would let two processes share the environment), which no
+ * file removal can take away, and on DIR/fwm-serve.lock, which holds the server's pid for people.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -32,7 +34,8 @@ typedef struct lmdb_store {
     MDB_env *env;
     MDB_dbi info, meta, snapshot, log;
     MDB_txn *write; /* the open write batch, or NULL */
-    int lock_fd;
+    int dir_fd;     /* the folder, flocked: the lock that keeps a second server out */
+    int lock_fd;    /* DIR/fwm-serve.lock, flocked too; holds the pid */
     char dir[512];
     char data_path[600];
     uint64_t limit_bytes;  /* --store-max-bytes: writes that grow the store stop here */
@@ -70,10 +73,34 @@ static fwm__store_status status_of(int rc) {
     }
 }
 
-/* An LMDB failure, named with the data file and what was being done. */
+/* Below this many free bytes on the file system, a failed write is taken as the disk being full. */
+#define DISK_FULL_BYTES (1u << 20)
+
+/* Bytes free on the file system holding the folder, or UINT64_MAX when it cannot be read. */
+static uint64_t free_bytes(const char *dir) {
+    struct statvfs fs;
+    return statvfs(dir, &fs) == 0 ? (uint64_t)fs.f_bavail * fs.f_frsize : UINT64_MAX;
+}
+
+/* An LMDB failure, named with the data file, what was being done and, when space ran out, which
+ * space and what to do. LMDB reports a write cut short by a full file system as EIO (it sees a short
+ * write, not ENOSPC), so an I/O error with (almost) no space left is taken for what it is. */
 static fwm__store_status lmdb_fail(lmdb_store *s, fwm__store_error *error, int rc, const char *doing) {
-    const char *hint = rc == MDB_MAP_FULL ? " (the store reached --store-max-bytes and its headroom)" : "";
-    return fail(error, status_of(rc), "%s: %s: %s%s", s->data_path, doing, mdb_strerror(rc), hint);
+    if (rc == MDB_MAP_FULL)
+        return fail(error, FWM_STORE_FULL,
+                    "%s: %s: store map full: the store reached --store-max-bytes (%llu bytes) and its headroom "
+                    "for deletions; close sessions to free space, or restart with a larger --store-max-bytes",
+                    s->data_path, doing, (unsigned long long)s->limit_bytes);
+    if (rc == ENOSPC || rc == EDQUOT || rc == EIO) {
+        uint64_t left = free_bytes(s->dir);
+        if (rc != EIO || left < DISK_FULL_BYTES)
+            return fail(error, FWM_STORE_FULL,
+                        "%s: %s: disk full: %s (%llu bytes free on the file system of %s); free space there "
+                        "(or close sessions): writes are accepted again by themselves once 1 MiB fits",
+                        s->data_path, doing, rc == EDQUOT ? "disk quota exceeded" : "no space left on the device",
+                        (unsigned long long)(left == UINT64_MAX ? 0 : left), s->dir);
+    }
+    return fail(error, status_of(rc), "%s: %s: %s", s->data_path, doing, mdb_strerror(rc));
 }
 
 static void log_key(uint8_t key[LOG_KEY_BYTES], const uint8_t *id, uint64_t seq) {
@@ -103,16 +130,62 @@ static void lmdb_close(fwm__store *base) {
     if (s->write) mdb_txn_abort(s->write);
     if (s->env) mdb_env_close(s->env);
     if (s->lock_fd >= 0) close(s->lock_fd);
+    if (s->dir_fd >= 0) close(s->dir_fd);
     fwm__free(s);
 }
 
-/* The exclusive lock that keeps a second server out. */
+/* The pid holding an flock on the file (st_dev, st_ino), from /proc/locks; 0 when not found. */
+static long flock_holder(const struct stat *st) {
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f) return 0;
+    char line[256];
+    long pid = 0;
+    while (!pid && fgets(line, sizeof line, f)) {
+        /* "1: FLOCK  ADVISORY  WRITE 4242 fd:01:131090 0 EOF" (a blocked waiter reads "1: -> FLOCK ...") */
+        char kind[16], mode[16], access[16];
+        long holder;
+        unsigned dev_major, dev_minor;
+        unsigned long long inode;
+        if (strstr(line, "->")) continue;
+        if (sscanf(line, "%*d: %15s %15s %15s %ld %x:%x:%llu", kind, mode, access, &holder, &dev_major, &dev_minor,
+                   &inode) != 7)
+            continue;
+        if (strcmp(kind, "FLOCK") == 0 && inode == (unsigned long long)st->st_ino && dev_major == major(st->st_dev) &&
+            dev_minor == minor(st->st_dev))
+            pid = holder;
+    }
+    fclose(f);
+    return pid;
+}
+
+/* The exclusive locks that keep a second server out: the folder itself (a removed or replaced lock
+ * file cannot let a second writer in), then DIR/fwm-serve.lock (its pid, for people). */
 static fwm__store_status take_lock(lmdb_store *s, fwm__store_error *error) {
     char path[600];
     snprintf(path, sizeof path, "%s/fwm-serve.lock", s->dir);
+    s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->dir_fd < 0) return fail(error, FWM_STORE_IO, "%s: cannot open the data folder: %s", s->dir, strerror(errno));
+    if (flock(s->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK)
+            return fail(error, FWM_STORE_IO, "%s: cannot lock the data folder: %s", s->dir, strerror(errno));
+        char holder[32] = "";
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+            holder[n > 0 ? n : 0] = '\0';
+            holder[strcspn(holder, "\n")] = '\0';
+            close(fd);
+        }
+        struct stat st;
+        long pid = fstat(s->dir_fd, &st) == 0 ? flock_holder(&st) : 0;
+        if (pid) snprintf(holder, sizeof holder, "%ld", pid); /* the lock's holder: the file may be stale */
+        return fail(error, FWM_STORE_BUSY, "%s: the data folder is in use by another fwm-serve (pid %s)%s", s->dir,
+                    holder[0] ? holder : "unknown", fd >= 0 ? "" : "; its fwm-serve.lock was removed, the folder's own "
+                    "lock still holds");
+    }
     s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lock_fd < 0) return fail(error, FWM_STORE_IO, "%s: cannot open the lock file: %s", path, strerror(errno));
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) { /* an older fwm-serve, which locks only this file */
         char holder[32] = "";
         ssize_t n = pread(s->lock_fd, holder, sizeof holder - 1, 0);
         holder[n > 0 ? n : 0] = '\0';
@@ -174,6 +247,7 @@ static fwm__store_status lmdb_open(const char *dir, const fwm__store_options *op
     if (!s) return fail(error, FWM_STORE_NO_MEMORY, "out of memory opening the store");
     s->base.backend = &fwm__store_lmdb;
     s->lock_fd = -1;
+    s->dir_fd = -1;
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->data_path, sizeof s->data_path, "%s/data.mdb", dir);
     fwm__store_status status = take_lock(s, error);
@@ -288,8 +362,8 @@ static fwm__store_status lmdb_commit(fwm__store *base, fwm__store_error *error) 
     if (s->over_limit && s->batch_grows) { /* deletions may go on into the headroom; nothing else */
         mdb_txn_abort(s->write);
         s->write = NULL;
-        return fail(error, FWM_STORE_FULL, "%s: the store holds %llu bytes, its limit (--store-max-bytes); "
-                    "only deletions are written until sessions are closed", s->data_path,
+        return fail(error, FWM_STORE_FULL, "%s: store full: the store holds %llu bytes, its limit "
+                    "(--store-max-bytes); only deletions are written until sessions are closed", s->data_path,
                     (unsigned long long)s->limit_bytes);
     }
     int rc = mdb_txn_commit(s->write);
@@ -351,7 +425,7 @@ static fwm__store_status lmdb_probe(fwm__store *base, size_t bytes, fwm__store_e
     if (bytes > s->limit_bytes / 8) bytes = (size_t)(s->limit_bytes / 8); /* small stores: an eighth of it */
     struct statvfs fs;
     if (statvfs(s->dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < bytes)
-        return fail(error, FWM_STORE_FULL, "%s: the file system has %llu bytes free", s->dir,
+        return fail(error, FWM_STORE_FULL, "%s: disk full: the file system has %llu bytes free", s->dir,
                     (unsigned long long)fs.f_bavail * fs.f_frsize);
     uint64_t used = 0;
     fwm__store_status st = used_bytes(s, &used, error);
@@ -517,7 +591,8 @@ void fwm__store_close(fwm__store *store) {
 }
 
 const char *fwm__store_status_name(fwm__store_status status) {
-    static const char *const names[] = {"ok", "not found", "full", "input/output error", "corrupt",
-                                        "busy", "version mismatch", "out of memory", "fenced"};
+    static const char *const names[] = {"ok",      "not found",         "full",          "input/output error",
+                                        "corrupt", "busy",              "version mismatch", "out of memory",
+                                        "fenced",  "store lost its data"};
     return (unsigned)status < sizeof names / sizeof names[0] ? names[status] : "unknown";
 }

@@ -12,6 +12,8 @@
  *   fwm:node:ADDRESS   cluster: that node's token, with a TTL (its lease, renewed while it lives)
  *   fwm:nodes          cluster: set of addresses that registered (listing drops the dead ones)
  *   fwm:epoch          cluster: counter of node incarnations (the fencing epochs)
+ *   fwm:incarnation    a random value written when the store is created: a node that finds it gone
+ *                      or changed knows the store lost its data (Redis restarted empty, a flush)
  * A write batch is gathered in memory and committed as one EVALSHA of a Lua script: Redis runs a
  * script atomically (and writes its effects to the AOF as one transaction), so a batch is all or
  * nothing, like an LMDB commit. In cluster mode the same script first checks that this node's lease
@@ -31,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "fwm_alloc.h"
@@ -86,6 +90,7 @@ typedef struct redis_store {
     char token[300];
     char node_key[300];
     char address[256];
+    char incarnation[64]; /* (token_mutex) fwm:incarnation as this node last saw it */
 } redis_store;
 
 static uint64_t now_ns(void) {
@@ -133,11 +138,15 @@ static bool from_hex(const char *hex, size_t length, uint8_t id[FWM_STORE_ID_BYT
 /* The scripts. The batch: ARGV[1] this node's current token ("" outside a cluster), ARGV[2] its lease
  * key, then operations: M id bytes | S id bytes | L id seq member-prefix bytes | D id min max | R id,
  * and T token: the operations after it were made under that token (the epoch of the session copy
- * that made them; "" or none: the current token). In a cluster every operation's token must still be
+ * that made them; "" or none: the current token). Outside a cluster ARGV[2] is instead the store's
+ * incarnation marker as this node opened it: a store that lost its data since takes no write. In a cluster every operation's token must still be
  * the node's lease, and must own the operation's session: a copy of a session loaded under an older
  * epoch can never write, even after this node claimed the session again under a newer one. */
 static const char BATCH_SCRIPT[] =
     "local current, n = ARGV[1], #ARGV\n"
+    "if current == '' and ARGV[2] ~= '' and redis.call('GET', 'fwm:incarnation') ~= ARGV[2] then\n"
+    "  return redis.error_reply('LOST its marker fwm:incarnation is gone or changed')\n"
+    "end\n"
     "if current ~= '' then\n"
     "  local lease = redis.call('GET', ARGV[2])\n"
     "  local seen, stale, token, i = {}, lease ~= current, current, 3\n"
@@ -268,8 +277,8 @@ static redisContext *connection_get(redis_store *s, connection *c, fwm__store_er
             return NULL;
         }
     }
-    c->context = ctx;
-    c->backoff_ms = 0;
+    c->context = ctx; /* the backoff starts again once a command is answered, not at a connection: a
+                         Redis that accepts connections but answers nothing keeps backing off */
     return ctx;
 }
 
@@ -291,7 +300,10 @@ static redisReply *command(redis_store *s, connection *c, int argc, const char *
             return NULL;
         }
         r = redisCommandArgv(ctx, argc, argv, lengths);
-        if (r) break;
+        if (r) {
+            c->backoff_ms = 0;
+            break;
+        }
         maybe_sent = true;
         char why[200];
         bool timed_out = ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -310,7 +322,16 @@ static redisReply *command(redis_store *s, connection *c, int argc, const char *
     if (r->type == REDIS_REPLY_ERROR) {
         *status = strncmp(r->str, "OOM", 3) == 0     ? FWM_STORE_FULL
                   : strncmp(r->str, "FENCED", 6) == 0 ? FWM_STORE_FENCED
+                  : strncmp(r->str, "LOST", 4) == 0   ? FWM_STORE_LOST
                                                       : FWM_STORE_IO;
+        if (*status == FWM_STORE_LOST) {
+            if (error)
+                fail(error, FWM_STORE_LOST, "%s: the store lost its data (%s: Redis restarted empty, or was "
+                     "flushed): the sessions stored there are gone, and nothing more is written to it until "
+                     "fwm-serve is restarted (which starts a new store there)", s->location, r->str + 5);
+            freeReplyObject(r);
+            return NULL;
+        }
         if (error) {
             fail(error, *status, "%s: %s: Redis answered: %s%s", s->location, doing, r->str,
                  *status == FWM_STORE_FULL ? " (Redis reached its maxmemory)" : "");
@@ -476,19 +497,60 @@ static fwm__store_status load_scripts(redis_store *s, fwm__store_error *error) {
     return FWM_STORE_OK;
 }
 
-/* The format key: written on first use, checked later. */
+/* A new store's fencing epochs start at its clock in milliseconds (Redis' TIME), so that they stay
+ * above any an earlier store at the same place handed out before it lost its data. */
+#define FLOOR_EPOCH_LUA                                                                                      \
+    "local function floor_epoch()\n"                                                                          \
+    "  local t = redis.call('TIME')\n"                                                                        \
+    "  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                                 \
+    "  if tonumber(redis.call('GET', 'fwm:epoch') or '0') < ms then\n"                                         \
+    "    redis.call('SET', 'fwm:epoch', string.format('%.0f', ms)) end\n"                                       \
+    "end\n"
+
+/* The format key, written on first use and checked later, and the store's incarnation marker
+ * (ARGV[2] when there is none yet). Returns {'format', FOUND} or {'ok', INCARNATION}. */
+static const char OPEN_SCRIPT[] = FLOOR_EPOCH_LUA
+    "local f = redis.call('GET', 'fwm:format')\n"
+    "if f and f ~= ARGV[1] then return {'format', f} end\n"
+    "if not f then redis.call('SET', 'fwm:format', ARGV[1]) end\n"
+    "local inc = redis.call('GET', 'fwm:incarnation')\n"
+    "if not inc then inc = ARGV[2]; redis.call('SET', 'fwm:incarnation', inc); floor_epoch() end\n"
+    "return {'ok', inc}\n";
+
+/* A value no other store incarnation has: 16 random bytes in hex (the clock's, if the kernel has none). */
+static void new_incarnation(char out[33]) {
+    uint8_t bytes[16];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t a = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, b = now_ns() ^ (uint64_t)getpid();
+        memcpy(bytes, &a, 8);
+        memcpy(bytes + 8, &b, 8);
+    }
+    to_hex(bytes, out);
+}
+
 static fwm__store_status check_format(redis_store *s, fwm__store_error *error) {
-    const char *argv[5] = {"SET", "fwm:format", FORMAT_VALUE, "NX", "GET"};
+    char incarnation[33];
+    new_incarnation(incarnation);
+    const char *argv[5] = {"EVAL", OPEN_SCRIPT, "0", FORMAT_VALUE, incarnation};
     fwm__store_status status;
     redisReply *r = command_strings(s, &s->writer, 5, argv, &status, "cannot read the store's format", error);
     if (!r) return status;
-    if (r->type == REDIS_REPLY_STRING && (r->len != strlen(FORMAT_VALUE) || memcmp(r->str, FORMAT_VALUE, r->len))) {
-        int n = (int)(r->len > 64 ? 64 : r->len);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return fail(error, FWM_STORE_IO, "%s: unexpected answer when reading the store's format", s->location);
+    }
+    const redisReply *value = r->element[1];
+    if (strcmp(r->element[0]->str, "format") == 0) {
+        int n = (int)(value->len > 64 ? 64 : value->len);
         fail(error, FWM_STORE_VERSION, "%s: written in format '%.*s', this fwm-serve reads '%s'", s->location, n,
-             r->str, FORMAT_VALUE);
+             value->str, FORMAT_VALUE);
         freeReplyObject(r);
         return FWM_STORE_VERSION;
     }
+    snprintf(s->incarnation, sizeof s->incarnation, "%.*s", (int)(value->len < 63 ? value->len : 63), value->str);
     freeReplyObject(r);
     return FWM_STORE_OK;
 }
@@ -712,6 +774,14 @@ static fwm__store_status redis_commit(fwm__store *base, fwm__store_error *error)
     lengths[3] = strlen(token);
     argv[4] = node_key;
     lengths[4] = strlen(node_key);
+    char incarnation[sizeof s->incarnation];
+    if (!token[0]) { /* not a cluster: the write goes only into the store this node opened */
+        pthread_mutex_lock(&s->token_mutex);
+        memcpy(incarnation, s->incarnation, sizeof incarnation);
+        pthread_mutex_unlock(&s->token_mutex);
+        argv[4] = incarnation;
+        lengths[4] = strlen(incarnation);
+    }
     for (size_t i = 0; i < s->arg_count; i++) {
         const argument *a = &s->args[i];
         argv[5 + i] = a->pointer ? a->pointer : s->scratch + a->offset;
@@ -772,10 +842,24 @@ static fwm__store_status memory_used(redis_store *s, connection *c, uint64_t *us
 /* Redis answers again, with room for `bytes` more under its maxmemory and --store-max-bytes. */
 static fwm__store_status redis_probe(fwm__store *base, size_t bytes, fwm__store_error *error) {
     redis_store *s = (redis_store *)base;
-    pthread_mutex_lock(&s->writer.mutex);
     uint64_t used = 0, max = 0;
-    fwm__store_status status = memory_used(s, &s->writer, &used, &max, NULL, error);
-    pthread_mutex_unlock(&s->writer.mutex);
+    connection *c = reader_take(s); /* not the writer's: a write batch must not wait for a probe */
+    fwm__store_status status = memory_used(s, c, &used, &max, NULL, error);
+    char token[sizeof s->token], incarnation[sizeof s->incarnation];
+    pthread_mutex_lock(&s->token_mutex);
+    memcpy(token, s->token, sizeof token);
+    memcpy(incarnation, s->incarnation, sizeof incarnation);
+    pthread_mutex_unlock(&s->token_mutex);
+    if (status == FWM_STORE_OK && !token[0]) { /* not a cluster: the store it opened must still be there */
+        const char *argv[2] = {"GET", "fwm:incarnation"};
+        redisReply *r = command_strings(s, c, 2, argv, &status, "cannot read the store's marker", error);
+        if (r && (r->type != REDIS_REPLY_STRING || strcmp(r->str, incarnation) != 0))
+            status = fail(error, FWM_STORE_LOST, "%s: the store lost its data (its marker fwm:incarnation is gone or "
+                          "changed: Redis restarted empty, or was flushed): the sessions stored there are gone, and "
+                          "nothing more is written to it until fwm-serve is restarted", s->location);
+        if (r) freeReplyObject(r);
+    }
+    reader_give(c);
     if (status != FWM_STORE_OK) return status;
     if (max && used + bytes > max)
         return fail(error, FWM_STORE_FULL, "%s: Redis uses %llu bytes of its maxmemory %llu", s->location,
@@ -1001,56 +1085,88 @@ static redis_store *as_redis(fwm__store *store) {
     return store && store->backend == &fwm__store_redis ? (redis_store *)store : NULL;
 }
 
-/* Join: set the lease key to the new token unless another incarnation's token holds it (a live node
+/* Join: set the lease key to a new token unless another incarnation's token holds it (a live node
  * with the same address, or a crashed one whose lease has not expired yet); the caller's previous
- * token, after a loss, may be replaced. Returns 1, or the token that holds the key. */
-static const char JOIN_SCRIPT[] =
+ * token, after a loss, may be replaced. The epoch is drawn only when the node joins, so failed
+ * attempts burn none, and it is above ARGV[4], the highest this node has held, so no node ever holds
+ * an epoch twice, even when the counter went back with the store's data. The incarnation marker
+ * tells whether the store lost its data since the node last saw it (ARGV[5]); a missing one is
+ * written again (ARGV[6]), with the format key, and the epochs jump to the store's clock.
+ * KEYS: the lease key, fwm:nodes. ARGV: previous token, TTL ms, address, highest epoch held, known
+ * incarnation, new incarnation, format. Returns {epoch, token, incarnation, lost}: epoch 0 when the
+ * lease is held by another token (then `token` is that one); lost 1 when the data was lost. */
+static const char JOIN_SCRIPT[] = FLOOR_EPOCH_LUA
+    "local inc = redis.call('GET', 'fwm:incarnation')\n"
+    "local lost = 0\n"
+    "if not inc then\n"
+    "  inc = ARGV[6]; lost = 1\n"
+    "  redis.call('SET', 'fwm:incarnation', inc)\n"
+    "  redis.call('SET', 'fwm:format', ARGV[7], 'NX')\n"
+    "  floor_epoch()\n"
+    "elseif inc ~= ARGV[5] then lost = 1 end\n"
     "local cur = redis.call('GET', KEYS[1])\n"
-    "if cur and cur ~= ARGV[2] then return cur end\n"
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])\n"
-    "redis.call('SADD', KEYS[2], ARGV[4])\n"
-    "return 1\n";
+    "if cur and cur ~= ARGV[1] then return {0, cur, inc, lost} end\n"
+    "local e = redis.call('INCR', 'fwm:epoch')\n"
+    "if e <= tonumber(ARGV[4]) then\n"
+    "  e = tonumber(ARGV[4]) + 1\n"
+    "  redis.call('SET', 'fwm:epoch', string.format('%.0f', e))\n"
+    "end\n"
+    "local token = string.format('%.0f', e) .. '|' .. ARGV[3]\n"
+    "redis.call('SET', KEYS[1], token, 'PX', ARGV[2])\n"
+    "redis.call('SADD', KEYS[2], ARGV[3])\n"
+    "return {e, token, inc, lost}\n";
 
-fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint64_t ttl_ms, uint64_t *epoch,
-                                    fwm__store_error *error) {
+fwm__store_status fwm__cluster_join(fwm__store *store, const char *address, uint64_t ttl_ms, uint64_t highest,
+                                    uint64_t *epoch, bool *data_lost, fwm__store_error *error) {
     redis_store *s = as_redis(store);
+    *data_lost = false;
     if (!s) return fail(error, FWM_STORE_IO, "cluster mode needs a Redis store (--store redis://...)");
     if (strlen(address) >= sizeof s->address || strchr(address, '|'))
         return fail(error, FWM_STORE_IO, "--advertise %s: too long, or holds '|'", address);
-    char previous[sizeof s->token];
+    char previous[sizeof s->token], known[sizeof s->incarnation], fresh[33];
     pthread_mutex_lock(&s->token_mutex);
     memcpy(previous, s->token, sizeof previous);
+    memcpy(known, s->incarnation, sizeof known);
     pthread_mutex_unlock(&s->token_mutex);
-    pthread_mutex_lock(&s->writer.mutex);
-    const char *incr[2] = {"INCR", "fwm:epoch"};
-    fwm__store_status status;
-    redisReply *r = command_strings(s, &s->writer, 2, incr, &status, "cannot draw a fencing epoch", error);
-    if (!r) {
-        pthread_mutex_unlock(&s->writer.mutex);
-        return status;
-    }
-    *epoch = r->type == REDIS_REPLY_INTEGER ? (uint64_t)r->integer : 0;
-    freeReplyObject(r);
-    char token[sizeof s->token], key[sizeof s->node_key], ttl[24];
-    snprintf(token, sizeof token, "%llu|%s", (unsigned long long)*epoch, address);
+    new_incarnation(fresh);
+    char key[sizeof s->node_key], ttl[24], floor[24];
     snprintf(key, sizeof key, "fwm:node:%s", address);
     snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
-    const char *argv[9] = {"EVAL", JOIN_SCRIPT, "2", key, "fwm:nodes", token, previous, ttl, address};
-    r = command_strings(s, &s->writer, 9, argv, &status, "cannot register this node", error);
+    snprintf(floor, sizeof floor, "%llu", (unsigned long long)highest);
+    const char *argv[12] = {"EVAL", JOIN_SCRIPT, "2", key, "fwm:nodes", previous, ttl, address, floor, known, fresh,
+                            FORMAT_VALUE};
+    fwm__store_status status;
+    pthread_mutex_lock(&s->writer.mutex);
+    redisReply *r = command_strings(s, &s->writer, 12, argv, &status, "cannot register this node", error);
     pthread_mutex_unlock(&s->writer.mutex);
     if (!r) return status;
-    if (r->type == REDIS_REPLY_STRING) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_STRING ||
+        r->element[3]->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(r);
+        return fail(error, FWM_STORE_IO, "%s: unexpected answer when joining the cluster", s->location);
+    }
+    *data_lost = r->element[3]->integer == 1;
+    pthread_mutex_lock(&s->token_mutex);
+    snprintf(s->incarnation, sizeof s->incarnation, "%.*s", (int)(r->element[2]->len < 63 ? r->element[2]->len : 63),
+             r->element[2]->str);
+    pthread_mutex_unlock(&s->token_mutex);
+    const redisReply *token = r->element[1];
+    if (r->element[0]->integer <= 0 || token->len >= sizeof s->token) {
         status = fail(error, FWM_STORE_BUSY, "the lease of %s is held by another fwm-serve (token %.*s)", address,
-                      (int)(r->len < 200 ? r->len : 200), r->str);
+                      (int)(token->len < 200 ? token->len : 200), token->str);
+        *epoch = strtoull(token->str, NULL, 10); /* the holder's */
         freeReplyObject(r);
         return status;
     }
-    freeReplyObject(r);
+    *epoch = (uint64_t)r->element[0]->integer;
     pthread_mutex_lock(&s->token_mutex);
-    memcpy(s->token, token, sizeof token);
+    memcpy(s->token, token->str, token->len);
+    s->token[token->len] = '\0';
     memcpy(s->node_key, key, sizeof key);
     snprintf(s->address, sizeof s->address, "%s", address);
     pthread_mutex_unlock(&s->token_mutex);
+    freeReplyObject(r);
     return FWM_STORE_OK;
 }
 
@@ -1082,9 +1198,10 @@ fwm__store_status fwm__cluster_renew(fwm__store *store, uint64_t ttl_ms, bool *l
 }
 
 fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *id, char *owner, size_t owner_size,
-                                             fwm__store_error *error) {
+                                             uint64_t *epoch, fwm__store_error *error) {
     redis_store *s = as_redis(store);
     if (owner_size) owner[0] = '\0';
+    *epoch = 0;
     if (!s) return FWM_CLAIM_MINE;
     pthread_mutex_lock(&s->token_mutex);
     char token[sizeof s->token], key[sizeof s->node_key];
@@ -1092,6 +1209,7 @@ fwm__cluster_claim_result fwm__cluster_claim(fwm__store *store, const uint8_t *i
     memcpy(key, s->node_key, sizeof key);
     pthread_mutex_unlock(&s->token_mutex);
     if (!token[0]) return FWM_CLAIM_MINE;
+    *epoch = strtoull(token, NULL, 10);
     char hex[HEX_BYTES + 1];
     to_hex(id, hex);
     const char *argv[6] = {NULL, NULL, NULL, token, key, hex};
@@ -1174,37 +1292,35 @@ fwm__store_status fwm__cluster_leave(fwm__store *store, const uint8_t (*ids)[FWM
     return status;
 }
 
+/* The live nodes: ADDRESS, TOKEN pairs; addresses whose lease expired leave fwm:nodes in the same
+ * step, so a node that joins meanwhile (SET then SADD, atomically too) is never dropped. */
+static const char NODES_SCRIPT[] =
+    "local out = {}\n"
+    "for _, a in ipairs(redis.call('SMEMBERS', 'fwm:nodes')) do\n"
+    "  local t = redis.call('GET', 'fwm:node:' .. a)\n"
+    "  if t then out[#out + 1] = a; out[#out + 1] = t else redis.call('SREM', 'fwm:nodes', a) end\n"
+    "end\n"
+    "return out\n";
+
 fwm__store_status fwm__cluster_nodes(fwm__store *store, fwm__cluster_node_visit visit, void *user,
                                      fwm__store_error *error) {
     redis_store *s = as_redis(store);
     if (!s) return FWM_STORE_OK;
-    const char *argv[2] = {"SMEMBERS", "fwm:nodes"};
+    const char *argv[3] = {"EVAL", NODES_SCRIPT, "0"};
     fwm__store_status status;
     connection *c = reader_take(s);
-    redisReply *members = command_strings(s, c, 2, argv, &status, "cannot list the nodes", error);
-    if (!members) {
-        reader_give(c);
-        return status;
-    }
-    for (size_t i = 0; members->type == REDIS_REPLY_ARRAY && i < members->elements; i++) {
-        const redisReply *m = members->element[i];
-        if (m->type != REDIS_REPLY_STRING || m->len >= 256) continue;
-        char key[300];
-        snprintf(key, sizeof key, "fwm:node:%s", m->str);
-        const char *get[2] = {"GET", key};
-        redisReply *token = command_strings(s, c, 2, get, &status, "cannot list the nodes", error);
-        if (!token) break;
-        if (token->type == REDIS_REPLY_STRING) {
-            visit(user, m->str, strtoull(token->str, NULL, 10));
-        } else { /* its lease expired: no longer listed */
-            const char *rem[3] = {"SREM", "fwm:nodes", m->str};
-            redisReply *gone = command_strings(s, c, 3, rem, &status, "cannot list the nodes", NULL);
-            if (gone) freeReplyObject(gone);
-            status = FWM_STORE_OK;
-        }
-        freeReplyObject(token);
-    }
-    freeReplyObject(members);
+    redisReply *r = command_strings(s, c, 3, argv, &status, "cannot list the nodes", error);
     reader_give(c);
-    return status;
+    if (!r) return status;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2) {
+        freeReplyObject(r);
+        return fail(error, FWM_STORE_IO, "%s: unexpected answer when listing the nodes", s->location);
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *address = r->element[i], *token = r->element[i + 1];
+        if (address->type != REDIS_REPLY_STRING || token->type != REDIS_REPLY_STRING || address->len >= 256) continue;
+        visit(user, address->str, strtoull(token->str, NULL, 10));
+    }
+    freeReplyObject(r);
+    return FWM_STORE_OK;
 }

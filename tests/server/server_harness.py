@@ -140,8 +140,9 @@ class Env:
         self.redises.append(r)
         return r
 
-    def start(self, models, *flags, listen=None, env=None, wait=True):
-        server = Server(self, models, flags, listen, env, wait)
+    def start(self, models, *flags, listen=None, env=None, wait=True, wrap=()):
+        """Start fwm-serve; `wrap`: a command it runs under (e.g. nsenter into a mount namespace)."""
+        server = Server(self, models, flags, listen, env, wait, wrap)
         self.servers.append(server)
         return server
 
@@ -271,10 +272,10 @@ def free_port():
 
 
 class Server:
-    def __init__(self, env, models, flags, listen, extra_env, wait):
+    def __init__(self, env, models, flags, listen, extra_env, wait, wrap=()):
         self.port_file = os.path.join(env.dir, "port-%d-%d" % (os.getpid(), len(env.servers)))
         listen = listen or ["tcp://127.0.0.1:0"]
-        cmd = [env.serve] + list(models)
+        cmd = list(wrap) + [env.serve] + list(models)
         for a in listen:
             cmd += ["--listen", a]
         cmd += ["--port-file", self.port_file] + list(flags)

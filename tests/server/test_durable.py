@@ -406,7 +406,14 @@ def case_redis_unreachable(env):
     c.call("feed", session=other, tokens=ops[0][1], notify=False)
     redis.stop()
     started = time.time()
-    e = expect_error("storage", c.call, "feed", session=s, tokens=ops[0][1], notify=False)
+    try:
+        c.call("feed", session=s, tokens=ops[0][1], notify=False)
+        e = None
+    except RpcError as err:
+        e = err
+    # refused; `outcome_unknown` when the write had reached Redis as it shut down (it may have applied it)
+    check(e is not None and e.name in ("storage", "outcome_unknown"), "the write is refused", e)
+    maybe_applied = e.name == "outcome_unknown"
     check(redis.location in e.message, "the refusal names Redis", e.message)
     check(time.time() - started < 8, "refused within the command timeout, not hung", time.time() - started)
     e = expect_error("storage", c.call, "open")
@@ -423,6 +430,9 @@ def case_redis_unreachable(env):
     while time.time() < deadline and not c.call("stats")["durability"]["healthy"]:
         time.sleep(0.2)
     check(c.call("stats")["durability"]["healthy"], "reconnected by itself")
+    if c.call("predict", session=s)["pos"] == PRIME + 12:
+        check(maybe_applied, "a write refused with storage was not applied")
+        ops.append(ops[0])  # Redis applied the write whose outcome was unknown: the position tells
     c.call("feed", session=s, tokens=ops[0][1], notify=False)
     ops.append(ops[0])
     server.proc.kill()
@@ -443,7 +453,7 @@ def case_redis_unreachable(env):
 
 def case_redis_stall(env):
     """Redis stalls (SIGSTOP) past the command timeout while a feed is being written: the feed is refused
-    with `storage` saying the store may still apply it, not that it was not applied; Redis goes on
+    with `outcome_unknown` (not `storage`): the store may still apply it; Redis goes on
     (SIGCONT) and applies what it had received; the server recovers by itself and the session is
     exactly its history with that feed, as the refusal warned, before and after a crash. With
     --fsync interval the write runs on the journal thread, so the event loop answers meanwhile."""
@@ -471,7 +481,7 @@ def case_redis_stall(env):
         st = other.call("stats")["durability"]
         check(time.time() - started < 2, "stats too: the store's figures are read off the loop", time.time() - started)
         check_eq(st["sessions_stored"], 1, "as last read")
-        e = expect_error("storage", c.wait, msgid)
+        e = expect_error("outcome_unknown", c.wait, msgid)
     finally:
         redis.proc.send_signal(signal.SIGCONT)
     check("may still apply" in e.message and "read the session's pos" in e.message,
@@ -490,6 +500,62 @@ def case_redis_stall(env):
     server = env.start([model], *flags)
     p = Client(server.address).call("predict", session=s, topk=TOPK)
     check_eq((p["pos"], p["topk"]), ref.predict(ops), "and so it stays after a crash")
+    check_eq(server.stop(), 0, "clean exit")
+
+
+def state_of(client, session):
+    p = client.call("predict", session=session, topk=TOPK)
+    return p["pos"], p["topk"]
+
+
+def case_redis_data_loss(env):
+    """Redis restarted empty under a single node (no --advertise): the node writes nothing into the
+    emptied store (its sessions' logs would land there without their start, to be replayed wrong
+    later), refuses writes with `storage` saying the store lost its data, and a restart starts a new
+    store there: new sessions are served, the lost ones are unknown."""
+    import shutil
+    model = env.model()
+    vocab = vocabulary(env)
+    redis = env.redis()
+    flags = ["--store", redis.location]
+    ref = Reference(env, model)
+    server = env.start([model], *flags)
+    c = Client(server.address)
+    s = c.call("open")["session"]
+    ops = [("tokens", [vocab[w] for w in "mary moved to the bathroom .".split()])]
+    c.call("feed", session=s, tokens=ops[0][1], notify=False)
+    redis.kill()
+    shutil.rmtree(os.path.join(redis.dir, "appendonlydir"), ignore_errors=True)
+    redis.start()
+    check_eq(redis.command("DBSIZE"), 0, "redis-server came back empty")
+    deadline = time.time() + 10
+    e = None
+    while time.time() < deadline:  # the first write may meet the connection Redis' restart broke
+        try:
+            c.call("feed", session=s, tokens=ops[0][1], notify=False)
+            raise AssertionError("a write went into the emptied store")
+        except RpcError as err:
+            e = err
+            if "lost its data" in err.message:
+                break
+        time.sleep(0.2)
+    check(e is not None and e.name == "storage" and "lost its data" in e.message and redis.location in e.message,
+          "the write is refused, saying the store lost its data", e)
+    e = expect_error("storage", c.call, "open")
+    check("lost its data" in e.message, "new sessions too, saying why", e.message)
+    st = c.call("stats")["durability"]
+    check(not st["healthy"] and "lost its data" in (st["error"] or ""), "stats says so", st)
+    time.sleep(1.5)  # a probe runs meanwhile: it must not call the emptied store healthy
+    check(not c.call("stats")["durability"]["healthy"], "the probe does not take the emptied store for healthy")
+    check_eq(redis.command("EXISTS", "fwm:log:" + s), 0, "nothing of the session was written into the empty store")
+    check_eq(redis.command("EXISTS", "fwm:meta:" + s), 0, "its meta record neither")
+    check_eq(server.stop(), 0, "clean exit")
+    server = env.start([model], *flags)
+    c = Client(server.address)
+    expect_error("unknown_session", c.call, "predict", session=s)
+    fresh = c.call("open")["session"]
+    c.call("feed", session=fresh, tokens=ops[0][1], notify=False)
+    check_eq(state_of(c, fresh), ref.predict(ops), "a restart starts a new store: new sessions are served")
     check_eq(server.stop(), 0, "clean exit")
 
 
@@ -564,6 +630,36 @@ def case_store_refused(env):
     bad = env.start([model], "--data-dir", plain, wait=False)
     check_eq(bad.wait(), 1, "not a folder: exit 1")
     check(plain in bad.stderr(), "names the path", bad.stderr())
+
+
+def case_lock_removed(env):
+    """The folder stays locked when its lock file is removed (a temp-file cleaner, an operator clearing
+    a "stale lock"): a second fwm-serve on it is refused, naming the holder, and the first keeps
+    serving and keeps every acknowledged write, through a kill -9."""
+    model = env.model()
+    data = os.path.join(env.dir, "data")
+    first = env.start([model], "--data-dir", data)
+    c = Client(first.address)
+    s = c.call("open")["session"]
+    c.call("feed", session=s, text="Mary moved to the bathroom.")
+    for attempt in range(2):  # removed, then replaced by an unlocked file of the same name
+        if attempt == 0:
+            os.unlink(os.path.join(data, "fwm-serve.lock"))
+        else:
+            with open(os.path.join(data, "fwm-serve.lock"), "w") as f:
+                f.write("1\n")
+        second = env.start([model], "--data-dir", data, wait=False)
+        check_eq(second.wait(), 1, "second server on the folder exits 1 (lock file removed, attempt %d)" % attempt)
+        check("in use by another fwm-serve (pid %d)" % first.proc.pid in second.stderr() and data in second.stderr(),
+              "names the folder and the holder", second.stderr())
+        if attempt == 0:
+            check("fwm-serve.lock was removed" in second.stderr(), "says the lock file was removed", second.stderr())
+        check_eq(c.call("feed", session=s, text="John went to the hallway.")["pos"], PRIME + 6 * (attempt + 2),
+                 "the first server keeps serving")
+    first.kill()
+    again = env.start([model], "--data-dir", data)
+    check_eq(Client(again.address).call("predict", session=s)["pos"], PRIME + 18, "one history, all of it")
+    check_eq(again.stop(), 0, "clean exit")
 
 
 def corrupt_all_replace(path, old, new):
@@ -759,6 +855,97 @@ def case_listing_resident(env):
     c.call("feed", session=s, text="bathroom .", notify=False)
     check_eq({x["session"]: x["pos"] for x in c.call("sessions")["sessions"]}[s], fed + 2, "loaded and fed")
     check_eq(server.stop(), 0, "clean exit")
+
+
+def mount_tmpfs(path, size):
+    """A tmpfs of `size` bytes at `path` in a mount namespace of its own (unshare: no privilege needed
+    beyond user namespaces), held by a sleeping process. Returns (holder, wrap, seen): the holder
+    process, the command prefix that runs a program in that namespace (nsenter), and where the test
+    itself reaches the file system (through the holder's /proc root). Skips when the machine allows
+    no such namespace."""
+    import shutil
+    if not shutil.which("unshare") or not shutil.which("nsenter"):
+        raise SkipCase("unshare/nsenter (util-linux) are not installed: no tmpfs of the test's own")
+    os.makedirs(path)
+    holder = subprocess.Popen(["unshare", "-rm", "sh", "-c",
+                               'mount -t tmpfs -o size=%d fwm-full "$0" && echo ready && exec sleep 3600' % size,
+                               path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if holder.stdout.readline().strip() != b"ready":
+        holder.kill()
+        raise SkipCase("cannot mount a tmpfs in a mount namespace of the test's own: %s" %
+                       holder.stderr.read().decode(errors="replace").strip())
+    wrap = ["nsenter", "-t", str(holder.pid), "-U", "-m", "--preserve-credentials"]
+    return holder, wrap, "/proc/%d/root%s" % (holder.pid, os.path.abspath(path))
+
+
+def case_disk_full_fs(env):
+    """A full file system (a 4 MiB tmpfs of the test's own) is reported as a full disk, not as a
+    failing one: the refusal and stats.durability.error say `disk full`, name the data file and what
+    to do; reads still answer, nothing acknowledged is damaged, writes resume by themselves once the
+    file system has room, and a kill -9 after all that loses nothing acknowledged."""
+    model = env.model()
+    vocab = vocabulary(env)
+    data = os.path.join(env.dir, "full")
+    holder, wrap, seen = mount_tmpfs(data, 4 << 20)
+    try:
+        flags = ["--data-dir", data, "--snapshot-tokens", "40"]
+        ref = Reference(env, model)
+        server = env.start([model], *flags, wrap=wrap)
+        c = Client(server.address)
+        # leave about 192 KiB free: the store fills it within a few hundred sessions
+        st = os.statvfs(seen)
+        with open(os.path.join(seen, "ballast"), "wb") as f:
+            f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - (192 << 10)))
+        words = tokenize("Mary moved to the bathroom. John went to the hallway. Where is Mary? bathroom")
+        tokens = [vocab[w] for w in words]
+        sessions, history, refusal = [], {}, None
+        for _ in range(5000):
+            try:
+                s = c.call("open")["session"]
+            except RpcError as e:
+                refusal = e
+                break
+            sessions.append(s)
+            history[s] = []
+            try:
+                c.call("feed", session=s, tokens=tokens, notify=False)
+                history[s].append(("tokens", tokens))
+            except RpcError as e:
+                refusal = e
+                break
+        check(refusal is not None, "the file system filled up", len(sessions))
+        path = os.path.join(data, "data.mdb")
+        check_eq(refusal.name, "storage", "the request that did not fit is refused with storage")
+        check("disk full" in refusal.message and path in refusal.message, "the refusal names the cause and the file",
+              refusal.message)
+        error = c.call("stats")["durability"]["error"] or ""
+        check(not c.call("stats")["durability"]["healthy"], "stats says writes fail")
+        check("disk full" in error and path in error and "free space" in error and "Input/output" not in error,
+              "stats.durability.error says disk full, the file and what to do", error)
+        e = expect_error("storage", c.call, "open")
+        check("disk full" in e.message, "later writes are refused naming the cause", e.message)
+        for s in [s for s in sessions if history.get(s)][-5:]:
+            p = c.call("predict", session=s, topk=TOPK)
+            check_eq((p["pos"], p["topk"]), ref.predict(history[s]), "session %s reads as acknowledged" % s)
+        os.unlink(os.path.join(seen, "ballast"))
+        deadline = time.time() + 20
+        while time.time() < deadline and not c.call("stats")["durability"]["healthy"]:
+            time.sleep(0.2)
+        check(c.call("stats")["durability"]["healthy"], "writes resume by themselves once there is room")
+        s = c.call("open")["session"]
+        c.call("feed", session=s, tokens=tokens, notify=False)
+        history[s] = [("tokens", tokens)]
+        server.kill()
+        server = env.start([model], *flags, wrap=wrap)
+        c = Client(server.address)
+        for s, ops in history.items():
+            p = c.call("predict", session=s, topk=TOPK)
+            check_eq((p["pos"], p["topk"]), ref.predict(ops), "session %s after the crash" % s)
+        print("full file system: %d sessions fitted; refused with: %s" % (len(sessions), refusal.message))
+        check_eq(server.stop(), 0, "clean exit")
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def case_session_ttl(env):

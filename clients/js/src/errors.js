@@ -20,6 +20,9 @@ export const ERROR_CODES = Object.freeze({
   protocol: 14,
   storage: 15,
   unauthorized: 16,
+  moved: 17,
+  session_lost: 18,
+  outcome_unknown: 19,
   // the client's own; they never travel on the wire
   connect: 100,
   io: 101,

@@ -2,11 +2,12 @@
 // replies of docs/PROTOCOL.md, and FwmError. Hand-written; `npm run typecheck` checks them and the
 // JSDoc of src/ with TypeScript (tsc --noEmit).
 
-/** Protocol error names (codes 1..16 on the wire; 100.. are the client's own). */
+/** Protocol error names (codes 1..19 on the wire; 100.. are the client's own). */
 export type ErrorName =
   | 'invalid_request' | 'unknown_method' | 'bad_params' | 'unknown_session' | 'unknown_word' | 'too_large'
   | 'session_limit' | 'overloaded' | 'model_mismatch' | 'unknown_model' | 'state_corrupt' | 'shutting_down'
-  | 'internal' | 'protocol' | 'storage' | 'unauthorized'
+  | 'internal' | 'protocol' | 'storage' | 'unauthorized' | 'moved' | 'session_lost'
+  | 'outcome_unknown'
   | 'connect' | 'io' | 'timeout' | 'bad_response' | 'client_argument';
 
 export declare const ERROR_CODES: Readonly<Record<ErrorName, number>>;
