@@ -13,7 +13,9 @@
  *   u64 FNV-1a hash of every byte before it.
  * Each field has its natural alignment counted from the file's start (zero bytes fill the gaps),
  * as the header's C struct had it. The model arrays are the architecture's flat layout
- * (fwm__tensor_layout) and its lane state. Older versions still load (the table `versions`):
+ * (fwm__tensor_layout) and its lane state. fwm_hparams.block_count (the stacked FWM's layer
+ * count) sits in what was padding after `residual`: written as 1 or more, and read as 1 where a
+ * checkpoint from before it holds 0 there. Older versions still load (the table `versions`):
  * version 4 (before the STM) has the model block without the STM part; version 3 (before the gfw
  * model), without the gfw part either; version 2 (before
  * the MNM), without the MNM's part either; and version 1 (before there were architectures) has
@@ -200,6 +202,7 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.stm_train_output = (uint32_t)tr->opt.stm_train_output;
     } else {
         h->model.fwm = tr->opt.hp;
+        if (h->model.fwm.block_count == 0) h->model.fwm.block_count = 1; /* 0 means 1 */
     }
     h->f4.mode = tr->opt.mode;
     h->f4.lanes = tr->opt.lanes;
@@ -340,6 +343,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
         goto done;
     }
+    /* fwm_hparams.block_count lives in what was padding, zero in checkpoints written before the
+     * stacked FWM: those are of one layer. */
+    if (h.model.arch == FWM_ARCH_FWM && h.model.fwm.block_count == 0) h.model.fwm.block_count = 1;
     if (h.model.arch != want.model.arch) {
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: the checkpoint is of architecture %s, this run's is %s (resume "

@@ -51,7 +51,7 @@ static void run_case(int token_policy)
     CHECK_INT(fwm__tm_create_f32(&config, NULL, &tm, &err), FWM_OK);
     if (!tm)
         return;
-    float *tensors[FWM_TENSOR_COUNT];
+    float *tensors[FWM_MAX_TENSORS];
     for (int k = 0; k < FWM_TENSOR_COUNT; k++)
         tensors[k] = tm->params + tm->layout.offset[k];
     fwm__model_init_weights(hp, 42, tensors);
