@@ -82,10 +82,17 @@ static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads
     }
 }
 
-/* ---- stage 2 backward: the LSTM, lanes [b0, b1) ---------------------------------------------- */
+/* ---- stage 2 backward: an LSTM layer, lanes [b0, b1) ---------------------------------------- */
+typedef struct TM(lstm_back_ctx) {
+    TM(fwm__tm) *tm;
+    TM(layer_ref) layer; /* its d_h: the gradient of its h_t from above */
+} TM(lstm_back_ctx);
+
 static void TM(lstm_backward_worker)(void *ctx_pointer, int index, int threads)
 {
-    TM(fwm__tm) *tm = ctx_pointer;
+    TM(lstm_back_ctx) *ctx = ctx_pointer;
+    TM(fwm__tm) *tm = ctx->tm;
+    const TM(layer_ref) *ly = &ctx->layer;
     size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, G4 = 4 * H;
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
@@ -96,16 +103,16 @@ static void TM(lstm_backward_worker)(void *ctx_pointer, int index, int threads)
     real *dh_carry = scratch;      /* [nb, H]: gradient of h_t through step t+1 */
     real *dc_carry = scratch + B * H; /* [nb, H] */
     real *dh = dc_carry + B * H;   /* [H] */
-    const real *W_hh = TM_P(tm, lstm_weight_hh);
+    const real *W_hh = ly->W_hh;
     memset(dh_carry, 0, nb * H * sizeof(real));
     memset(dc_carry, 0, nb * H * sizeof(real));
     for (size_t t = (size_t)tm->len; t-- > 0;) {
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
-            const real *dh_out = tm->d_h + row * H, *carry = dh_carry + (b - b0) * H;
+            const real *dh_out = ly->d_h + row * H, *carry = dh_carry + (b - b0) * H;
             for (size_t j = 0; j < H; j++)
                 dh[j] = dh_out[j] + carry[j];
-            TM(lstm_cell_backward)(tm->gates + row * G4, tm->cs + row * H, tm->tanh_cs + row * H,
+            TM(lstm_cell_backward)(ly->gates + row * G4, ly->cs + row * H, ly->tanh_cs + row * H,
                                    dh, dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
         }
         if (t > 0) /* gradient of h_{t-1} through W_hh */
@@ -183,17 +190,36 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     TM(par_gemm)(pool, 0, 0, rows, H, rd, 1, tm->d_read, rd, TM_P(tm, read_weight), H, 1, tm->d_h,
                  H, NULL);
 
-    /* 2. LSTM */
-    fwm__pool_run(pool, TM(lstm_backward_worker), tm);
-    TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, tm->hs, H, 1,
-                 TM_G(tm, lstm_weight_hh), H, NULL);
+    /* 2. LSTM; then, top down, a stacked FWM's lower layers: each layer's input product
+     * W_ih in_t + b gives its W_ih and b their gradients and the layer below its d_h */
+    TM(lstm_back_ctx) lctx = {tm, TM(layer_of)(tm, tm->lower)};
+    for (size_t l = tm->lower + 1; l-- > 0;) {
+        lctx.layer = TM(layer_of)(tm, l);
+        fwm__pool_run(pool, TM(lstm_backward_worker), &lctx);
+        int own = l == tm->lower;
+        TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 1,
+                     own ? TM_G(tm, lstm_weight_hh) : TM_GL(tm, l, FWM_BLOCK_weight_hh), H, NULL);
+        if (l == 0)
+            break; /* the layer that reads the embedding: stage 1 below */
+        const real *in = TM(layer_of)(tm, l - 1).hs + B * H; /* h_t of the layer below */
+        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4,
+                       own ? TM_G(tm, lstm_bias) : TM_GL(tm, l, FWM_BLOCK_bias), NULL);
+        TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, in, H, 1,
+                     own ? TM_G(tm, lstm_weight_ih) : TM_GL(tm, l, FWM_BLOCK_weight_ih), H, NULL);
+        TM(par_gemm)(pool, 0, 0, rows, H, G4, 1, tm->d_gates, G4,
+                     own ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l, FWM_BLOCK_weight_ih), H, 0,
+                     tm->d_lower, H, NULL);
+    }
 
-    /* 1. G = Emb W_ih^T + b */
+    /* 1. G = Emb W_ih^T + b (of the layer that reads the embedding) */
+    real *g_w_in = tm->lower ? TM_GL(tm, 0, FWM_BLOCK_weight_ih) : TM_G(tm, lstm_weight_ih);
+    real *g_b_in = tm->lower ? TM_GL(tm, 0, FWM_BLOCK_bias) : TM_G(tm, lstm_bias);
+    const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
     memset(tm->d_input_table, 0, V * G4 * sizeof(real));
     TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
-    TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, TM_G(tm, lstm_bias), NULL);
+    TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
     TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, TM_P(tm, token_embd), E, 1,
-                 TM_G(tm, lstm_weight_ih), E, NULL);
-    TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, TM_P(tm, lstm_weight_ih), E, 1,
+                 g_w_in, E, NULL);
+    TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 1,
                  TM_G(tm, token_embd), E, NULL);
 }

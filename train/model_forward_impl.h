@@ -5,6 +5,9 @@
  * batched matrix product over all B*len rows (split by rows across the pool's threads) or a
  * recurrence over time run per lane (lanes split across threads, a fixed partition):
  *   1. input table  G = Emb W_ih^T + b                       [V, 4H]
+ *   1b. a stacked FWM's lower LSTM layers: layer 0 over time from G (W_ih^0, b^0), each further
+ *      layer's input product over all rows then the layer over time; the FWM's LSTM's input
+ *      product W_ih h^{L-2}_t + b over all rows
  *   2. LSTM over time (per lane; W_hh h as a [lanes, H] x [H, 4H] product per step)
  *   3. write and read projections of every h_t              [B*len, S+R+T+1], [B*len, S+N_r*R]
  *   4. the fast-weight memory over time (per lane): write, then the chained reads
@@ -13,6 +16,9 @@
 
 #define TM_P(tm, field) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_##field])
 #define TM_G(tm, field) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_##field])
+/* A stacked FWM's lower layer l's tensor k (enum fwm_block_tensor). */
+#define TM_PL(tm, l, k) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
+#define TM_GL(tm, l, k) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
 
 /* ---- creation -------------------------------------------------------------------------------- */
 
@@ -26,7 +32,8 @@ void TM(fwm__tm_free)(TM(fwm__tm) *tm)
                        tm->qs,       tm->rstds,   tm->ys,            tm->f_checkpoints,
                        tm->y_selected, tm->probs, tm->d_y,           tm->d_q,
                        tm->d_write,  tm->d_read,  tm->d_h,           tm->d_gates,
-                       tm->d_input_table, tm->thread_scratch, tm->logits};
+                       tm->d_input_table, tm->thread_scratch, tm->logits, tm->lower_gates,
+                       tm->lower_hs, tm->lower_cs, tm->lower_tanh_cs, tm->d_lower};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(tm->x);
@@ -52,6 +59,9 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     if (config->lanes < 1 || config->window < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "lanes (%d) and window (%d) must be >= 1",
                           config->lanes, config->window);
+    if (hp->block_count > FWM_MAX_BLOCKS)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "block_count %u: at most %u layers",
+                          (unsigned)hp->block_count, FWM_MAX_BLOCKS);
     TM(fwm__tm) *tm = calloc(1, sizeof *tm);
     if (!tm)
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer model: out of memory");
@@ -71,7 +81,9 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     size_t rows = W * B, seg = (size_t)tm->config.segment;
     size_t SR = S * R;
     tm->memory_size = SR * T;
-    tm->state_size = 2 * H + tm->memory_size;
+    tm->lower = fwm_lower_blocks(hp);
+    tm->lower_offset = 2 * H + tm->memory_size;
+    tm->state_size = 2 * H + tm->memory_size + 2 * tm->lower * H;
     tm->n_segments = (int)((W + seg - 1) / seg);
     size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
     size_t big = S > T ? S : T;
@@ -87,6 +99,15 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
     tm->input_table = TM(alloc_reals)(V * 4 * H, &failed);
     tm->gates = TM(alloc_reals)(rows * 4 * H, &failed);
+    if (tm->lower) {
+        size_t L1 = tm->lower;
+        tm->lower_gates = TM(alloc_reals)(L1 * rows * 4 * H, &failed);
+        tm->lower_hs = TM(alloc_reals)(L1 * (W + 1) * B * H, &failed);
+        tm->lower_cs = TM(alloc_reals)(L1 * (W + 1) * B * H, &failed);
+        tm->lower_tanh_cs = TM(alloc_reals)(L1 * rows * H, &failed);
+        if (backward)
+            tm->d_lower = TM(alloc_reals)(rows * H, &failed);
+    }
     tm->hs = TM(alloc_reals)((W + 1) * B * H, &failed);
     tm->cs = TM(alloc_reals)((W + 1) * B * H, &failed);
     tm->tanh_cs = TM(alloc_reals)(rows * H, &failed);
@@ -140,45 +161,86 @@ void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm)
         memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
-/* ---- stage 2: LSTM over time, lanes [b0, b1) ------------------------------------------------- */
+/* ---- stage 2: an LSTM layer over time, lanes [b0, b1) ---------------------------------------- */
+
+/* One LSTM layer's buffers and place in the lane state: the FWM's own, or a stacked FWM's lower
+ * layer l (TM(layer_of)). */
+typedef struct TM(layer_ref) {
+    const real *W_hh;
+    real *gates, *hs, *cs, *tanh_cs; /* as fwm__tm's gates, hs, cs, tanh_cs */
+    size_t h_off, c_off;             /* h and c in a lane's state */
+    const real *table;               /* pre-activations W_ih Emb[x] + b by token; NULL: the gate
+                                        rows hold W_ih in_t + b already */
+    const real *d_h;                 /* backward: gradient of h_t from above, [window*B, H] */
+} TM(layer_ref);
+
+/* lower < tm->lower: that lower layer; tm->lower: the FWM's own LSTM. */
+static TM(layer_ref) TM(layer_of)(TM(fwm__tm) *tm, size_t lower)
+{
+    size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, W = (size_t)tm->config.window;
+    size_t rows = W * B;
+    TM(layer_ref) r;
+    if (lower == tm->lower) {
+        r.W_hh = TM_P(tm, lstm_weight_hh);
+        r.gates = tm->gates, r.hs = tm->hs, r.cs = tm->cs, r.tanh_cs = tm->tanh_cs;
+        r.h_off = 0, r.c_off = H;
+        r.table = tm->lower ? NULL : tm->input_table;
+        r.d_h = tm->d_h;
+    } else {
+        r.W_hh = TM_PL(tm, lower, FWM_BLOCK_weight_hh);
+        r.gates = tm->lower_gates + lower * rows * 4 * H;
+        r.hs = tm->lower_hs + lower * (W + 1) * B * H;
+        r.cs = tm->lower_cs + lower * (W + 1) * B * H;
+        r.tanh_cs = tm->lower_tanh_cs + lower * rows * H;
+        r.h_off = tm->lower_offset + lower * H;
+        r.c_off = tm->lower_offset + (tm->lower + lower) * H;
+        r.table = lower == 0 ? tm->input_table : NULL;
+        r.d_h = tm->d_lower;
+    }
+    return r;
+}
+
 typedef struct TM(forward_ctx) {
     TM(fwm__tm) *tm;
     int len;
+    TM(layer_ref) layer; /* stage 2's */
 } TM(forward_ctx);
 
 static void TM(lstm_forward_worker)(void *ctx_pointer, int index, int threads)
 {
     TM(forward_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
+    const TM(layer_ref) *ly = &ctx->layer;
     size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, G4 = 4 * H;
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
     if (b1 <= b0)
         return;
     size_t nb = b1 - b0;
-    const real *W_hh = TM_P(tm, lstm_weight_hh);
+    const real *W_hh = ly->W_hh;
     for (size_t b = b0; b < b1; b++) { /* h, c before step 0 from the carried state */
-        memcpy(tm->hs + b * H, tm->state + b * tm->state_size, H * sizeof(real));
-        memcpy(tm->cs + b * H, tm->state + b * tm->state_size + H, H * sizeof(real));
+        memcpy(ly->hs + b * H, tm->state + b * tm->state_size + ly->h_off, H * sizeof(real));
+        memcpy(ly->cs + b * H, tm->state + b * tm->state_size + ly->c_off, H * sizeof(real));
     }
     for (int t = 0; t < ctx->len; t++) {
         size_t r0 = (size_t)t * B + b0;
-        for (size_t b = b0; b < b1; b++)
-            memcpy(tm->gates + ((size_t)t * B + b) * G4,
-                   tm->input_table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
+        if (ly->table)
+            for (size_t b = b0; b < b1; b++)
+                memcpy(ly->gates + ((size_t)t * B + b) * G4,
+                       ly->table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G4, (int)H, (real)1,
-               tm->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, tm->gates + r0 * G4, (int)G4);
+               ly->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, ly->gates + r0 * G4, (int)G4);
         for (size_t b = b0; b < b1; b++) {
             size_t row = (size_t)t * B + b, next = row + B;
-            TM(lstm_cell_forward)(tm->gates + row * G4, tm->cs + row * H, tm->cs + next * H,
-                                  tm->tanh_cs + row * H, tm->hs + next * H, H,
+            TM(lstm_cell_forward)(ly->gates + row * G4, ly->cs + row * H, ly->cs + next * H,
+                                  ly->tanh_cs + row * H, ly->hs + next * H, H,
                                   (real)tm->hp.forget_bias);
         }
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
         size_t last = (size_t)ctx->len * B + b;
-        memcpy(tm->state + b * tm->state_size, tm->hs + last * H, H * sizeof(real));
-        memcpy(tm->state + b * tm->state_size + H, tm->cs + last * H, H * sizeof(real));
+        memcpy(tm->state + b * tm->state_size + ly->h_off, ly->hs + last * H, H * sizeof(real));
+        memcpy(tm->state + b * tm->state_size + ly->c_off, ly->cs + last * H, H * sizeof(real));
     }
 }
 
@@ -272,11 +334,24 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
                 tm->loss_rows[tm->n_loss_rows++] = (int)row;
         }
 
-    /* 1. G = Emb W_ih^T + b */
-    TM(par_gemm)(tm->pool, 0, 1, V, 4 * H, E, 1, TM_P(tm, token_embd), E, TM_P(tm, lstm_weight_ih),
-                 E, 1, tm->input_table, 4 * H, TM_P(tm, lstm_bias));
+    /* 1. G = Emb W_ih^T + b (of the layer that reads the embedding) */
+    const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
+    const real *b_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_bias) : TM_P(tm, lstm_bias);
+    TM(par_gemm)(tm->pool, 0, 1, V, 4 * H, E, 1, TM_P(tm, token_embd), E, w_in, E, 1,
+                 tm->input_table, 4 * H, b_in);
+    TM(forward_ctx) ctx = {tm, len, TM(layer_of)(tm, 0)};
+    /* 1b. a stacked FWM's lower layers; the input products of the layers above them */
+    for (size_t l = 0; l < tm->lower; l++) {
+        ctx.layer = TM(layer_of)(tm, l);
+        fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
+        TM(layer_ref) above = TM(layer_of)(tm, l + 1);
+        int top = l + 1 == tm->lower;
+        TM(par_gemm)(tm->pool, 0, 1, rows, 4 * H, H, 1, ctx.layer.hs + B * H, H,
+                     top ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l + 1, FWM_BLOCK_weight_ih), H, 1,
+                     above.gates, 4 * H, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
+    }
     /* 2. LSTM */
-    TM(forward_ctx) ctx = {tm, len};
+    ctx.layer = TM(layer_of)(tm, tm->lower);
     fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
     /* 3. projections of h_1..h_len */
     const real *h_seq = tm->hs + B * H;

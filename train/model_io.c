@@ -180,13 +180,6 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
                             fwm__arch_name(arch));
         goto done;
     }
-    if (out->spec.arch == FWM_ARCH_FWM && out->spec.fwm.block_count > 1) {
-        status = fwm__error(err, FWM_ERR_UNSUPPORTED,
-                            "model %s: a stacked FWM (fwm.block_count = %u): the trainer handles "
-                            "one layer only",
-                            path, (unsigned)out->spec.fwm.block_count);
-        goto done;
-    }
     fwm__tensor_layout_init(&out->layout, &out->spec);
     out->params = calloc(out->layout.total, sizeof(float));
     if (!out->params) {

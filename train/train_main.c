@@ -93,7 +93,8 @@ static void usage(FILE *out)
             "                        stm %u)\n"
             "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u); gfw: the\n"
             "                        fast net's h_F and inner layer, m >= 2 (default %u)\n"
-            "  --layers L            lstm: stacked LSTM layers (default %u)\n"
+            "  --layers L            lstm: stacked LSTM layers (default %u); fwm: the stacked FWM,\n"
+            "                        L - 1 LSTM layers below the FWM's own (1 to 8, default 1)\n"
             "  --memory-s S          fast-weight key 1 size (default %u)\n"
             "  --memory-r R          fast-weight key 2 size (default %u)\n"
             "  --memory-t T          fast-weight value size (default %u)\n"
@@ -308,7 +309,13 @@ static int train_main(int argc, char **argv)
             /* read above */
         } else if (OPT("--layers")) {
             lh->layer_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_LSTM_MAX_LAYERS);
-            if (!lstm)
+            if (!lstm && lh->layer_count > FWM_MAX_BLOCKS) {
+                NOTE("error: --layers: at most %u for --arch fwm (the stacked FWM)\n",
+                     FWM_MAX_BLOCKS);
+                return 2;
+            }
+            hp->block_count = (uint16_t)(lstm ? 1 : lh->layer_count);
+            if (mnm || gfw || stm)
                 wrong_flag = "--layers";
         } else if (OPT("--heads")) {
             mh->head_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MNM_MAX_HEADS);
@@ -766,9 +773,10 @@ static int train_main(int argc, char **argv)
         }
     } else {
         spec.fwm = *hp;
-        NOTE("vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
+        NOTE("vocabulary %u words; model E=%u H=%u L=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
              "%d thread(s)\n",
-             hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
+             hp->vocab_size, hp->embedding_length, hp->hidden_size,
+             hp->block_count > 1 ? (unsigned)hp->block_count : 1u, hp->memory_s, hp->memory_r,
              hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
     }
 

@@ -120,6 +120,26 @@ def main():
     check("  all " in p.stdout and "answer perplexity" in p.stdout, "fwm-eval table")
     check(sum(1 for l in p.stdout.splitlines() if l.strip()[:2].strip().isdigit()) == 20,
           "fwm-eval: 20 task rows")
+    # the stacked FWM (--layers 3: two LSTM layers below the FWM's): trains, writes a model with
+    # fwm.block_count 3 that fwm-inspect and fwm-eval read, and resumes
+    stacked_dir = os.path.join(tmp, "run-stacked")
+    stacked = list(renamed)
+    stacked[stacked.index("--run-dir") + 1] = stacked_dir
+    p = run(stacked + ["--layers", "3", "--steps", "3"])
+    check("L=3" in p.stderr, "--layers 3: the model line names L=3 (got %r)" % p.stderr[-300:])
+    info = run([inspect, os.path.join(stacked_dir, "model.gguf")]).stdout
+    line = next((l for l in info.splitlines() if l.strip().startswith("fwm.block_count ")), "")
+    check(line.split()[-1:] == ["3"], "stacked model: fwm.block_count 3 (got %r)" % line)
+    check("blk.1.lstm.weight_hh" in info, "stacked model: the lower layers' tensors")
+    p = run(stacked + ["--layers", "3", "--steps", "5", "--resume"])
+    check("resumed from" in p.stderr and "at step 3" in p.stderr, "stacked run resumes")
+    p = run(stacked + ["--layers", "2", "--steps", "6", "--resume"], expect_rc=1)
+    check("differs" in p.stderr, "resume with another --layers refused (got %r)" % p.stderr[-300:])
+    p = run([evaluate, os.path.join(stacked_dir, "model.gguf"), "--data", data, "--set", "1k",
+             "--split", "valid", "--lanes", "2", "--threads", "1"])
+    check("  all " in p.stdout, "fwm-eval reads the stacked model")
+    p = run(stacked + ["--layers", "9", "--steps", "1", "--force"], expect_rc=2)
+    check("at most 8" in p.stderr, "--layers 9 refused for the FWM (got %r)" % p.stderr[-300:])
     # the instability watcher (train/divergence.c) as the trainer prints it: an LSTM whose learning
     # rate rises to 10 over its 600 steps (the warm-up) learns, then falls apart (on every OpenBLAS
     # kernel set tried: Zen, Haswell, Sandybridge, Prescott); at lr 3e-3 nothing

@@ -139,8 +139,9 @@ def main():
     # the other architecture's flags, and another architecture's checkpoint
     p = run(command(os.path.join(tmp, "d"), 1, "--memory-s", "4"), expect_rc=2)
     check("--memory-s does not apply to --arch lstm" in p.stderr, "FWM flag refused for lstm")
-    p = run([train, "--layers", "2", "--data", data], expect_rc=2)
-    check("--layers does not apply to --arch fwm" in p.stderr, "--layers refused for fwm")
+    p = run([train, "--layers", "9", "--data", data], expect_rc=2)
+    check("--layers: at most 8 for --arch fwm" in p.stderr,
+          "--layers above the stacked FWM's 8 refused for fwm")
     p = run([train, "--dropout-layer", "0.2", "--data", data], expect_rc=2)
     check("--arch lstm" in p.stderr, "dropout refused for fwm")
     p = run([train, "--arch", "rnn"], expect_rc=2)
