@@ -4,7 +4,7 @@
  * for distribution, which is what model files are for), version 5:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
- *   token, embedding, recurrent, layer, fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
+ *   token, embedding, recurrent, layer (lstm and fwm), fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
  *   unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32 fix-alpha and
  *   train-output flags (zero unless stm);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
@@ -203,6 +203,7 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
     } else {
         h->model.fwm = tr->opt.hp;
         if (h->model.fwm.block_count == 0) h->model.fwm.block_count = 1; /* 0 means 1 */
+        h->model.dropout = tr->opt.dropout; /* zero unless given (checkpoints before: zero) */
     }
     h->f4.mode = tr->opt.mode;
     h->f4.lanes = tr->opt.lanes;

@@ -191,17 +191,29 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
                  H, NULL);
 
     /* 2. LSTM; then, top down, a stacked FWM's lower layers: each layer's input product
-     * W_ih in_t + b gives its W_ih and b their gradients and the layer below its d_h */
+     * W_ih in_t + b gives its W_ih and b their gradients and the layer below its d_h (through
+     * the layer mask when there is one) */
     TM(lstm_back_ctx) lctx = {tm, TM(layer_of)(tm, tm->lower)};
+    size_t W = (size_t)tm->config.window, rows_all = W * B;
     for (size_t l = tm->lower + 1; l-- > 0;) {
         lctx.layer = TM(layer_of)(tm, l);
         fwm__pool_run(pool, TM(lstm_backward_worker), &lctx);
         int own = l == tm->lower;
-        TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 1,
-                     own ? TM_G(tm, lstm_weight_hh) : TM_GL(tm, l, FWM_BLOCK_weight_hh), H, NULL);
+        real *g_hh = own ? TM_G(tm, lstm_weight_hh) : TM_GL(tm, l, FWM_BLOCK_weight_hh);
+        if (tm->mask_hh) { /* DropConnect: the gradient of W_hh is that of W_hh (x) mask, masked */
+            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 0,
+                         tm->d_w, H, NULL);
+            const real *m = tm->mask_hh + l * G4 * H;
+            for (size_t i = 0; i < G4 * H; i++)
+                g_hh[i] += tm->d_w[i] * m[i];
+        } else {
+            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 1, g_hh, H,
+                         NULL);
+        }
         if (l == 0)
             break; /* the layer that reads the embedding: stage 1 below */
-        const real *in = TM(layer_of)(tm, l - 1).hs + B * H; /* h_t of the layer below */
+        const real *in = tm->mask_layer ? tm->ins + (l - 1) * rows_all * H
+                                        : TM(layer_of)(tm, l - 1).hs + B * H; /* its input rows */
         TM(par_colsum)(pool, tm->d_gates, rows, G4, G4,
                        own ? TM_G(tm, lstm_bias) : TM_GL(tm, l, FWM_BLOCK_bias), NULL);
         TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, in, H, 1,
@@ -209,17 +221,46 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
         TM(par_gemm)(pool, 0, 0, rows, H, G4, 1, tm->d_gates, G4,
                      own ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l, FWM_BLOCK_weight_ih), H, 0,
                      tm->d_lower, H, NULL);
+        if (tm->mask_layer) {
+            const real *mask = tm->mask_layer + (l - 1) * B * H;
+            for (size_t row = 0; row < rows; row++)
+                for (size_t j = 0; j < H; j++)
+                    tm->d_lower[row * H + j] *= mask[(row % B) * H + j];
+        }
     }
 
-    /* 1. G = Emb W_ih^T + b (of the layer that reads the embedding) */
+    /* 1. the layer that reads the embedding: G = Emb' W_ih^T + b (Emb' = Emb (x) token mask), or
+     * with embedding dropout its input rows Emb'[x] (x) mask */
     real *g_w_in = tm->lower ? TM_GL(tm, 0, FWM_BLOCK_weight_ih) : TM_G(tm, lstm_weight_ih);
     real *g_b_in = tm->lower ? TM_GL(tm, 0, FWM_BLOCK_bias) : TM_G(tm, lstm_bias);
     const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
-    memset(tm->d_input_table, 0, V * G4 * sizeof(real));
-    TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
-    TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
-    TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, TM_P(tm, token_embd), E, 1,
-                 g_w_in, E, NULL);
-    TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 1,
-                 TM_G(tm, token_embd), E, NULL);
+    real *g_emb = TM_G(tm, token_embd);
+    if (tm->use_table) {
+        const real *emb = tm->emb_dropped ? tm->emb_dropped : TM_P(tm, token_embd);
+        memset(tm->d_input_table, 0, V * G4 * sizeof(real));
+        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
+        TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
+        TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, emb, E, 1, g_w_in, E, NULL);
+        if (!tm->mask_token) {
+            TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 1, g_emb, E,
+                         NULL);
+        } else {
+            TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 0, tm->d_emb, E,
+                         NULL);
+            for (size_t v = 0; v < V; v++)
+                for (size_t j = 0; j < E; j++)
+                    g_emb[v * E + j] += tm->d_emb[v * E + j] * tm->mask_token[v];
+        }
+    } else {
+        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, g_b_in, NULL);
+        TM(par_gemm)(pool, 1, 0, G4, E, rows, 1, tm->d_gates, G4, tm->in0, E, 1, g_w_in, E, NULL);
+        TM(par_gemm)(pool, 0, 0, rows, E, G4, 1, tm->d_gates, G4, w_in, E, 0, tm->d_emb, E, NULL);
+        for (size_t row = 0; row < rows; row++) { /* in row order: the same sums every run */
+            size_t v = tm->x[row];
+            const real *m = tm->mask_embedding + (row % B) * E;
+            real token = tm->mask_token ? tm->mask_token[v] : (real)1;
+            for (size_t j = 0; j < E; j++)
+                g_emb[v * E + j] += tm->d_emb[row * E + j] * m[j] * token;
+        }
+    }
 }

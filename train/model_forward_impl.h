@@ -33,7 +33,10 @@ void TM(fwm__tm_free)(TM(fwm__tm) *tm)
                        tm->y_selected, tm->probs, tm->d_y,           tm->d_q,
                        tm->d_write,  tm->d_read,  tm->d_h,           tm->d_gates,
                        tm->d_input_table, tm->thread_scratch, tm->logits, tm->lower_gates,
-                       tm->lower_hs, tm->lower_cs, tm->lower_tanh_cs, tm->d_lower};
+                       tm->lower_hs, tm->lower_cs, tm->lower_tanh_cs, tm->d_lower,
+                       tm->emb_dropped, tm->mask_token, tm->mask_embedding, tm->in0,
+                       tm->mask_layer, tm->ins, tm->mask_hh, tm->w_hh_dropped, tm->d_w,
+                       tm->d_emb};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(tm->x);
@@ -62,6 +65,16 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     if (hp->block_count > FWM_MAX_BLOCKS)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "block_count %u: at most %u layers",
                           (unsigned)hp->block_count, FWM_MAX_BLOCKS);
+    const fwm__dropout *dp = &config->dropout;
+#define DROPOUT_OK_(p) ((p) >= 0 && (p) < 1) /* also false for NaN */
+    if (!DROPOUT_OK_(dp->token) || !DROPOUT_OK_(dp->embedding) || !DROPOUT_OK_(dp->recurrent) ||
+        !DROPOUT_OK_(dp->layer))
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "dropout probabilities must be in [0, 1) (token %g, embedding %g, "
+                          "recurrent %g, layer %g)",
+                          (double)dp->token, (double)dp->embedding, (double)dp->recurrent,
+                          (double)dp->layer);
+#undef DROPOUT_OK_
     TM(fwm__tm) *tm = calloc(1, sizeof *tm);
     if (!tm)
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer model: out of memory");
@@ -99,6 +112,28 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
     tm->input_table = TM(alloc_reals)(V * 4 * H, &failed);
     tm->gates = TM(alloc_reals)(rows * 4 * H, &failed);
+    size_t E = hp->embedding_length, L = tm->lower + 1, G4 = 4 * H;
+    tm->use_table = !(dp->embedding > 0);
+    if (!tm->use_table)
+        tm->in0 = TM(alloc_reals)(rows * E, &failed);
+    if (dp->token > 0) {
+        tm->emb_dropped = TM(alloc_reals)(V * E, &failed);
+        tm->mask_token = TM(alloc_reals)(V, &failed);
+    }
+    if (dp->embedding > 0)
+        tm->mask_embedding = TM(alloc_reals)(B * E, &failed);
+    if (dp->layer > 0 && L > 1) {
+        tm->mask_layer = TM(alloc_reals)((L - 1) * B * H, &failed);
+        tm->ins = TM(alloc_reals)((L - 1) * rows * H, &failed);
+    }
+    if (dp->recurrent > 0) {
+        tm->mask_hh = TM(alloc_reals)(L * G4 * H, &failed);
+        tm->w_hh_dropped = TM(alloc_reals)(L * G4 * H, &failed);
+        if (backward)
+            tm->d_w = TM(alloc_reals)(G4 * H, &failed);
+    }
+    if (backward && (dp->token > 0 || dp->embedding > 0))
+        tm->d_emb = TM(alloc_reals)((rows > V ? rows : V) * E, &failed);
     if (tm->lower) {
         size_t L1 = tm->lower;
         tm->lower_gates = TM(alloc_reals)(L1 * rows * 4 * H, &failed);
@@ -146,8 +181,43 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "trainer model: out of memory for %zu lanes x %zu steps", B, W);
     }
+    TM(fwm__tm_set_dropout)(tm, 0, 0, 0);
     *out = tm;
     return FWM_OK;
+}
+
+/* n mask values from stream `stream` of `seed`: 1/(1-p) where kept (probability 1-p), else 0. */
+static void TM(fwm_draw_mask)(real *mask, size_t n, double p, uint64_t seed, uint64_t stream)
+{
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, stream);
+    real keep = (real)(1.0 / (1.0 - p));
+    for (size_t i = 0; i < n; i++)
+        mask[i] = fwm__rng_uniform01(&rng) >= p ? keep : (real)0;
+}
+
+/* The LSTM baseline's streams (fwm__lstm_dropout_stream), layer l counted bottom up. */
+void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int lane_offset)
+{
+    const fwm__dropout *dp = &tm->config.dropout;
+    size_t V = tm->hp.vocab_size, E = tm->hp.embedding_length, H = tm->hp.hidden_size,
+           L = tm->lower + 1, B = (size_t)tm->config.lanes;
+    if (tm->mask_token)
+        TM(fwm_draw_mask)(tm->mask_token, V, dp->token, seed, fwm__lstm_dropout_stream(1, 0, 0, step));
+    if (tm->mask_embedding)
+        for (size_t b = 0; b < B; b++)
+            TM(fwm_draw_mask)(tm->mask_embedding + b * E, E, dp->embedding, seed,
+                              fwm__lstm_dropout_stream(2, 0, (uint64_t)lane_offset + b, step));
+    if (tm->mask_layer)
+        for (size_t l = 1; l < L; l++)
+            for (size_t b = 0; b < B; b++)
+                TM(fwm_draw_mask)(tm->mask_layer + ((l - 1) * B + b) * H, H, dp->layer, seed,
+                                  fwm__lstm_dropout_stream(3, (unsigned)l,
+                                                           (uint64_t)lane_offset + b, step));
+    if (tm->mask_hh)
+        for (size_t l = 0; l < L; l++)
+            TM(fwm_draw_mask)(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
+                              fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
 }
 
 void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm)
@@ -180,21 +250,23 @@ static TM(layer_ref) TM(layer_of)(TM(fwm__tm) *tm, size_t lower)
     size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, W = (size_t)tm->config.window;
     size_t rows = W * B;
     TM(layer_ref) r;
+    size_t G4H = 4 * H * H;
     if (lower == tm->lower) {
-        r.W_hh = TM_P(tm, lstm_weight_hh);
+        r.W_hh = tm->w_hh_dropped ? tm->w_hh_dropped + lower * G4H : TM_P(tm, lstm_weight_hh);
         r.gates = tm->gates, r.hs = tm->hs, r.cs = tm->cs, r.tanh_cs = tm->tanh_cs;
         r.h_off = 0, r.c_off = H;
-        r.table = tm->lower ? NULL : tm->input_table;
+        r.table = tm->lower || !tm->use_table ? NULL : tm->input_table;
         r.d_h = tm->d_h;
     } else {
-        r.W_hh = TM_PL(tm, lower, FWM_BLOCK_weight_hh);
+        r.W_hh = tm->w_hh_dropped ? tm->w_hh_dropped + lower * G4H
+                                  : TM_PL(tm, lower, FWM_BLOCK_weight_hh);
         r.gates = tm->lower_gates + lower * rows * 4 * H;
         r.hs = tm->lower_hs + lower * (W + 1) * B * H;
         r.cs = tm->lower_cs + lower * (W + 1) * B * H;
         r.tanh_cs = tm->lower_tanh_cs + lower * rows * H;
         r.h_off = tm->lower_offset + lower * H;
         r.c_off = tm->lower_offset + (tm->lower + lower) * H;
-        r.table = lower == 0 ? tm->input_table : NULL;
+        r.table = lower == 0 && tm->use_table ? tm->input_table : NULL;
         r.d_h = tm->d_lower;
     }
     return r;
@@ -334,21 +406,60 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
                 tm->loss_rows[tm->n_loss_rows++] = (int)row;
         }
 
-    /* 1. G = Emb W_ih^T + b (of the layer that reads the embedding) */
+    /* the window's weights with their dropout masks */
+    size_t G4 = 4 * H, W = (size_t)tm->config.window, rows_all = W * B;
+    const real *emb = TM_P(tm, token_embd);
+    if (tm->emb_dropped) {
+        for (size_t v = 0; v < V; v++)
+            for (size_t j = 0; j < E; j++)
+                tm->emb_dropped[v * E + j] = tm->mask_token[v] * emb[v * E + j];
+        emb = tm->emb_dropped;
+    }
+    if (tm->w_hh_dropped)
+        for (size_t l = 0; l <= tm->lower; l++) {
+            const real *w = l == tm->lower ? TM_P(tm, lstm_weight_hh)
+                                           : TM_PL(tm, l, FWM_BLOCK_weight_hh);
+            const real *m = tm->mask_hh + l * G4 * H;
+            real *o = tm->w_hh_dropped + l * G4 * H;
+            for (size_t i = 0; i < G4 * H; i++)
+                o[i] = m[i] * w[i];
+        }
+    /* 1. G = Emb W_ih^T + b of the layer that reads the embedding; or, with embedding dropout,
+     * its input rows Emb[x] (x) mask and their product */
     const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
     const real *b_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_bias) : TM_P(tm, lstm_bias);
-    TM(par_gemm)(tm->pool, 0, 1, V, 4 * H, E, 1, TM_P(tm, token_embd), E, w_in, E, 1,
-                 tm->input_table, 4 * H, b_in);
+    if (tm->use_table) {
+        TM(par_gemm)(tm->pool, 0, 1, V, G4, E, 1, emb, E, w_in, E, 1, tm->input_table, G4, b_in);
+    } else {
+        for (size_t row = 0; row < rows; row++) {
+            const real *e = emb + (size_t)tm->x[row] * E, *m = tm->mask_embedding + (row % B) * E;
+            real *o = tm->in0 + row * E;
+            for (size_t j = 0; j < E; j++)
+                o[j] = e[j] * m[j];
+        }
+        TM(par_gemm)(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, w_in, E, 1,
+                     TM(layer_of)(tm, 0).gates, G4, b_in);
+    }
     TM(forward_ctx) ctx = {tm, len, TM(layer_of)(tm, 0)};
-    /* 1b. a stacked FWM's lower layers; the input products of the layers above them */
+    /* 1b. a stacked FWM's lower layers; the input products of the layers above them (the input
+     * with the layer mask, kept in `ins`) */
     for (size_t l = 0; l < tm->lower; l++) {
         ctx.layer = TM(layer_of)(tm, l);
         fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
         TM(layer_ref) above = TM(layer_of)(tm, l + 1);
         int top = l + 1 == tm->lower;
-        TM(par_gemm)(tm->pool, 0, 1, rows, 4 * H, H, 1, ctx.layer.hs + B * H, H,
+        const real *in = ctx.layer.hs + B * H;
+        if (tm->mask_layer) {
+            real *masked = tm->ins + l * rows_all * H;
+            const real *mask = tm->mask_layer + l * B * H;
+            for (size_t row = 0; row < rows; row++)
+                for (size_t j = 0; j < H; j++)
+                    masked[row * H + j] = in[row * H + j] * mask[(row % B) * H + j];
+            in = masked;
+        }
+        TM(par_gemm)(tm->pool, 0, 1, rows, G4, H, 1, in, H,
                      top ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l + 1, FWM_BLOCK_weight_ih), H, 1,
-                     above.gates, 4 * H, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
+                     above.gates, G4, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
     }
     /* 2. LSTM */
     ctx.layer = TM(layer_of)(tm, tm->lower);

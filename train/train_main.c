@@ -513,8 +513,8 @@ static int train_main(int argc, char **argv)
         NOTE("error: %s does not apply to --arch %s\n", wrong_flag, arch_name);
         return 2;
     }
-    if (dropout_given && !lstm) {
-        NOTE("error: the --dropout-* options are for --arch lstm (the FWM, the MNM, gfw and the STM "
+    if (dropout_given && (mnm || gfw || stm)) {
+        NOTE("error: the --dropout-* options are for --arch lstm and fwm (the MNM, gfw and the STM "
              "have none)\n");
         return 2;
     }
@@ -773,11 +773,13 @@ static int train_main(int argc, char **argv)
         }
     } else {
         spec.fwm = *hp;
-        NOTE("vocabulary %u words; model E=%u H=%u L=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
-             "%d thread(s)\n",
+        NOTE("vocabulary %u words; model E=%u H=%u L=%u S=%u R=%u T=%u N_r=%u; dropout token %g "
+             "embedding %g recurrent %g layer %g; mode %s; B=%d W=%d; %d thread(s)\n",
              hp->vocab_size, hp->embedding_length, hp->hidden_size,
              hp->block_count > 1 ? (unsigned)hp->block_count : 1u, hp->memory_s, hp->memory_r,
-             hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
+             hp->memory_t, hp->read_count, (double)o.dropout.token, (double)o.dropout.embedding,
+             (double)o.dropout.recurrent, (double)o.dropout.layer, mode_name, o.lanes, o.window,
+             o.threads);
     }
 
     o.stop_requested = &stop_signal;

@@ -27,6 +27,20 @@ typedef struct TM(fwm__tm) {
     real *lower_gates;          /* [L-1][window*B, 4H]: the lower layers' gates, as `gates` */
     real *lower_hs, *lower_cs;  /* [L-1][(window+1)*B, H]: as `hs` and `cs` */
     real *lower_tanh_cs;        /* [L-1][window*B, H] */
+
+    /* ---- dropout (config.dropout): the masks of the current window, 1/(1-p) where kept; the LSTM
+     * layers are numbered 0 .. L-1 bottom up, L-1 the FWM's own ---- */
+    int use_table;              /* the lowest layer reads input_table (no embedding dropout) */
+    real *emb_dropped;          /* [V, E]: Emb with the token mask */
+    real *mask_token;           /* [V] */
+    real *mask_embedding;       /* [B][E] */
+    real *in0;                  /* [window*B, E]: the lowest layer's input rows (!use_table) */
+    real *mask_layer;           /* [L-1][B][H]: on the input of layer l >= 1 at slot l-1 */
+    real *ins;                  /* [L-1][window*B, H]: that input with its mask (mask_layer) */
+    real *mask_hh;              /* [L][4H*H] */
+    real *w_hh_dropped;         /* [L][4H*H]: each layer's W_hh with its mask */
+    real *d_w;                  /* [4H, H]: a W_hh's gradient before its mask */
+    real *d_emb;                /* [max(window*B, V), E]: of the lowest layer's input */
     real *gates;                /* [window*B, 4H]: i, f, z, o after their nonlinearities */
     real *hs;                   /* [(window+1)*B, H]: h before step 0 (row 0..B-1), then h_t */
     real *cs;                   /* [(window+1)*B, H]: same for c */
@@ -73,6 +87,10 @@ typedef struct TM(fwm__tm) {
 fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(fwm__tm) **out,
                               fwm_error *err);
 void TM(fwm__tm_free)(TM(fwm__tm) *tm);
+
+/* Draw the dropout masks of the next forward calls, as fwm__lstm_tm_set_dropout (lstm_model.h):
+ * step `step` of a run seeded `seed`, lane b being lane lane_offset + b. A no-op without dropout. */
+void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int lane_offset);
 
 /* Zero every lane's state (h, c, F). */
 void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm);

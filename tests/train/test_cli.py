@@ -138,6 +138,28 @@ def main():
     p = run([evaluate, os.path.join(stacked_dir, "model.gguf"), "--data", data, "--set", "1k",
              "--split", "valid", "--lanes", "2", "--threads", "1"])
     check("  all " in p.stdout, "fwm-eval reads the stacked model")
+    # with the AWD dropouts: stopped at step 3 and resumed to 5 trains the model of a run
+    # straight to 5, byte for byte (the masks are functions of the seed, step and lane); without
+    # dropout another model
+    drop = ["--layers", "3", "--dropout-token", "0.1", "--dropout-embedding", "0.2",
+            "--dropout-recurrent", "0.3", "--dropout-layer", "0.2"]
+    straight = list(renamed)
+    straight[straight.index("--run-dir") + 1] = os.path.join(tmp, "run-dropout-straight")
+    p = run(straight + drop + ["--steps", "5"])
+    check("dropout token 0.1 embedding 0.2 recurrent 0.3 layer 0.2" in p.stderr,
+          "the model line names the dropouts (got %r)" % p.stderr[-400:])
+    pieces = list(renamed)
+    pieces[pieces.index("--run-dir") + 1] = os.path.join(tmp, "run-dropout-pieces")
+    run(pieces + drop + ["--steps", "3"])
+    p = run(pieces + drop[:4] + ["--steps", "5", "--resume"], expect_rc=1)
+    check("dropout" in p.stderr, "resume with other dropouts refused (got %r)" % p.stderr[-300:])
+    run(pieces + drop + ["--steps", "5", "--resume"])
+    with open(os.path.join(tmp, "run-dropout-straight", "model.gguf"), "rb") as fa, \
+            open(os.path.join(tmp, "run-dropout-pieces", "model.gguf"), "rb") as fb:
+        dropped = fa.read()
+        check(dropped == fb.read(), "stacked FWM with dropout: resumed run = straight run")
+    with open(os.path.join(stacked_dir, "model.gguf"), "rb") as fc:
+        check(dropped != fc.read(), "dropout changes the trained model")
     p = run(stacked + ["--layers", "9", "--steps", "1", "--force"], expect_rc=2)
     check("at most 8" in p.stderr, "--layers 9 refused for the FWM (got %r)" % p.stderr[-300:])
     # the instability watcher (train/divergence.c) as the trainer prints it: an LSTM whose learning

@@ -10,7 +10,9 @@
  * LM and QM mode, every entry of every tensor, the lower layers' included (their weights drawn in
  * +-0.8); the clamp is active at every step of the LM case and at none of the QM case, and the
  * relative error's floor is 1e-4 (finite differences through three LSTM layers err by about 1e-9
- * on entries whose gradient is almost zero).
+ * on entries whose gradient is almost zero). Three cases train with the AWD dropouts (p = 0.3:
+ * all four at L = 3 and L = 1, and all but the embedding elements', so through the input table,
+ * at L = 3), the masks of a later step drawn alike in both precisions.
  * Also checks that the float instantiation computes the same loss and gradients as the double one.
  */
 #include <stdint.h>
@@ -51,7 +53,7 @@ static int count_clamps(const fwm__tm_f64 *tm)
     return n;
 }
 
-static void run_case(const char *name, int qm, int wide, int layers)
+static void run_case(const char *name, int qm, int wide, int layers, const fwm__dropout *dropout)
 {
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;
@@ -78,6 +80,8 @@ static void run_case(const char *name, int qm, int wide, int layers)
     config.segment = 5;
     config.loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;
     config.loss_token_id = QMARK;
+    if (dropout)
+        config.dropout = *dropout;
 
     fwm__tm_f64 *tm = NULL;
     fwm__tm_f32 *tmf = NULL;
@@ -86,6 +90,10 @@ static void run_case(const char *name, int qm, int wide, int layers)
     CHECK_INT(fwm__tm_create_f32(&config, NULL, &tmf, &err), FWM_OK);
     if (!tm || !tmf)
         return;
+    if (dropout) { /* masks of some later step of a run, the same in both precisions */
+        fwm__tm_set_dropout_f64(tm, 7, 3, 1);
+        fwm__tm_set_dropout_f32(tmf, 7, 3, 1);
+    }
     CHECK_INT(tm->layout.count, FWM_TENSOR_COUNT + 3 * (layers - 1));
     for (size_t k = 0; k < tm->layout.count; k++)
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
@@ -110,7 +118,10 @@ static void run_case(const char *name, int qm, int wide, int layers)
         reads += tm->read_mask[r];
     printf("%s: loss %.6f over %d loss rows, clamp active at %d of %d steps, %d read steps\n",
            name, loss, tm->n_loss_rows, clamps, LEN * LANES, reads);
-    if (layers == 1) { /* both sides of the clamp in one window */
+    if (dropout) { /* the dropout cases' windows: both sides of the clamp */
+        CHECK_GE(clamps, 5);
+        CHECK_LE(clamps, LEN * LANES - 4);
+    } else if (layers == 1) { /* both sides of the clamp in one window */
         CHECK_GE(clamps, 5);
         CHECK_LE(clamps, LEN * LANES - 5);
     } else { /* the stacked FWM's h varies less: LM L=3 clamps at every step, QM L=3 at none */
@@ -185,10 +196,14 @@ static void run_case(const char *name, int qm, int wide, int layers)
 
 int main(void)
 {
-    run_case("LM", 0, 0, 1);
-    run_case("QM", 1, 0, 1);
-    run_case("LM T=32", 0, 1, 1);
-    run_case("LM L=3", 0, 0, 3);
-    run_case("QM L=3", 1, 0, 3);
+    const fwm__dropout all = {0.3f, 0.3f, 0.3f, 0.3f}, no_embedding = {0.3f, 0, 0.3f, 0.3f};
+    run_case("LM", 0, 0, 1, NULL);
+    run_case("QM", 1, 0, 1, NULL);
+    run_case("LM T=32", 0, 1, 1, NULL);
+    run_case("LM L=3", 0, 0, 3, NULL);
+    run_case("QM L=3", 1, 0, 3, NULL);
+    run_case("LM L=3 dropout", 0, 0, 3, &all);
+    run_case("QM L=3 dropout, no embedding", 1, 0, 3, &no_embedding);
+    run_case("LM L=1 dropout", 0, 0, 1, &all);
     return check_finish("test_gradcheck");
 }

@@ -142,8 +142,8 @@ def main():
     p = run([train, "--layers", "9", "--data", data], expect_rc=2)
     check("--layers: at most 8 for --arch fwm" in p.stderr,
           "--layers above the stacked FWM's 8 refused for fwm")
-    p = run([train, "--dropout-layer", "0.2", "--data", data], expect_rc=2)
-    check("--arch lstm" in p.stderr, "dropout refused for fwm")
+    p = run([train, "--arch", "gfw", "--dropout-layer", "0.2", "--data", data], expect_rc=2)
+    check("--arch lstm and fwm" in p.stderr, "dropout refused for gfw")
     p = run([train, "--arch", "rnn"], expect_rc=2)
     check("--arch expects fwm, lstm, mnm, gfw or stm" in p.stderr, "unknown architecture refused")
     p = run([train, "--data", data, "--set", "1k", "--embedding", "8", "--hidden", "12",
