@@ -592,6 +592,28 @@ def main():
         r = run(FWM_INSPECT, os.path.join(tmp, "missing.gguf"))
         check(r.returncode == 1 and "cannot open" in r.stderr, "missing file")
 
+        # ---- damaged stacked files (fwm.block_count 3; E = 8, H = 12) ----
+        def stacked_refused(changed, needle, what):
+            open(bad, "wb").write(changed)
+            r = run(FWM_INSPECT, bad)
+            check(r.returncode == 1 and needle in r.stderr, f"stacked, {what}: '{needle}' ({r.stderr})")
+        at = data_s.find(b"fwm.block_count") + len("fwm.block_count")
+        check(struct.unpack("<I", data_s[at:at + 4])[0] == 4, "fwm.block_count is stored as u32")
+        for value, needle in ((9, "key 'fwm.block_count': expected 1 to 8, found 9"),
+                              (0, "key 'fwm.block_count': expected 1 to 8, found 0"),
+                              (2, "unexpected tensor 'blk.1.lstm.weight_ih': not part of the fwm schema"),
+                              (1, "tensor 'lstm.weight_ih': expected shape [48, 8], found [48, 12]")):
+            changed = bytearray(data_s)
+            changed[at + 4:at + 8] = struct.pack("<I", value)
+            stacked_refused(changed, needle, f"block_count {value}")
+        changed = bytearray(data_s)
+        changed[at:at + 4] = struct.pack("<I", 5)  # an i32 key
+        stacked_refused(changed, "key 'fwm.block_count': expected type u32, found i32", "i32 key")
+        name = data_s.find(b"blk.1.lstm.bias")
+        changed = bytearray(data_s)
+        changed[name:name + len(b"blk.1.lstm.bias")] = b"blk.1.lstm.biaz"
+        stacked_refused(changed, "missing tensor 'blk.1.lstm.bias'", "a lower layer's tensor renamed")
+
         # ---- fwm-init usage errors ----
         def init_refused(args, needle):
             r = run(FWM_INIT, *args)
