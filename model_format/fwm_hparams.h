@@ -120,7 +120,8 @@ enum fwm_tensor_index {
 /* The stacked FWM (docs/MODEL.md, "The stacked FWM"): with block_count = L > 1 the file also holds
  * the L - 1 lower LSTM layers' tensors, after the list's (indices FWM_TENSOR_COUNT and up, layer 0
  * first), named as the LSTM baseline names its layers:
- *   blk.N.lstm.weight_ih [4H, E] (N = 0) or [4H, H];  blk.N.lstm.weight_hh [4H, H];  blk.N.lstm.bias [4H]
+ *   blk.N.lstm.weight_ih [4H, E] (N = 0) or [4H, H];  blk.N.lstm.weight_hh [4H, H];
+ *   blk.N.lstm.bias [4H]
  * and the FWM's own lstm.weight_ih reads the last lower layer's h: [4H, H] (the list says so). */
 #define FWM_BLOCK_TENSORS 3u
 #define FWM_MAX_LOWER_BLOCKS (FWM_MAX_BLOCKS - 1u)
@@ -128,7 +129,8 @@ enum fwm_tensor_index {
 enum fwm_block_tensor { FWM_BLOCK_weight_ih, FWM_BLOCK_weight_hh, FWM_BLOCK_bias };
 
 /* The index of lower layer l's tensor k (enum fwm_block_tensor). */
-#define FWM_TENSOR_BLOCK(l, k) ((int)FWM_TENSOR_COUNT + (int)FWM_BLOCK_TENSORS * (int)(l) + (int)(k))
+#define FWM_TENSOR_BLOCK(l, k) \
+    ((int)FWM_TENSOR_COUNT + (int)FWM_BLOCK_TENSORS * (int)(l) + (int)(k))
 
 /* Lower LSTM layers (L - 1) and tensors in all (11 + 3 (L - 1)) of a checked hp. */
 static inline unsigned fwm_lower_blocks(const fwm_hparams *hp) {
@@ -138,7 +140,8 @@ static inline int fwm_tensor_count(const fwm_hparams *hp) {
     return (int)FWM_TENSOR_COUNT + (int)FWM_BLOCK_TENSORS * (int)fwm_lower_blocks(hp);
 }
 
-/* One pointer per tensor, F32, row-major, in list order; then the lower layers' (NULL beyond L - 1). */
+/* One pointer per tensor, F32, row-major, in list order; then the lower layers' (NULL beyond
+ * L - 1). */
 typedef struct fwm_weights {
 #define FWM_TENSOR_FIELD_(field, name, rows, cols) const float *field;
     FWM_TENSOR_LIST(FWM_TENSOR_FIELD_)

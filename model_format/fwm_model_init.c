@@ -17,7 +17,7 @@ void fwm__model_init_weights(const fwm_hparams *hp, uint64_t seed,
     for (int i = 0; i < fwm_tensor_count(hp); i++) {
         init_kind kind = INIT_UNIFORM;
         double scale = 0; /* bound of U(-scale, scale) or standard deviation */
-        if (i >= FWM_TENSOR_COUNT) /* a lower layer: the LSTM baseline's, U(+-1/sqrt(H)) throughout */
+        if (i >= FWM_TENSOR_COUNT) /* a lower layer: the LSTM baseline's, U(+-1/sqrt(H)) */
             scale = lstm_bound;
         else switch ((enum fwm_tensor_index)i) {
         case FWM_TENSOR_token_embd: kind = INIT_NORMAL, scale = 1.0; break;

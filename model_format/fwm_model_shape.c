@@ -94,7 +94,8 @@ void fwm__hparams_defaults(fwm_hparams *hp) {
 }
 
 /* The lower layers' tensor names, "blk.N.lstm.weight_ih" ... for N < FWM_MAX_LOWER_BLOCKS. */
-#define BLOCK_NAMES_(n) "blk." #n ".lstm.weight_ih", "blk." #n ".lstm.weight_hh", "blk." #n ".lstm.bias"
+#define BLOCK_NAMES_(n) \
+    "blk." #n ".lstm.weight_ih", "blk." #n ".lstm.weight_hh", "blk." #n ".lstm.bias"
 static const char *const block_names[FWM_MAX_LOWER_BLOCKS * FWM_BLOCK_TENSORS] = {
     BLOCK_NAMES_(0), BLOCK_NAMES_(1), BLOCK_NAMES_(2), BLOCK_NAMES_(3),
     BLOCK_NAMES_(4), BLOCK_NAMES_(5), BLOCK_NAMES_(6)};

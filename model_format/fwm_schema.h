@@ -106,7 +106,7 @@ typedef struct fwm_write_spec {
     fwm_hparams hp;
     const char *name;                     /* general.name; NULL to omit */
     const char *const *tokens;            /* V NUL-terminated token strings */
-    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm_tensor_count(&hp)) */
+    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm_tensor_count) */
     const fwm_write_kv *extra;            /* optional extra keys (provenance), may be NULL */
     size_t extra_count;
     /* FWM_KEY_PRIME_TOKENS: written when has_prime_tokens (prime_count ids, possibly none, each

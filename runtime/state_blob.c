@@ -20,8 +20,8 @@
  *
  * Total: 48 + 4 * (2H + S*R*T) bytes (fwm__fwm_blob_size).
  *
- * Version 3, a stacked FWM's (fwm.block_count L > 1; an FWM with L = 1 always writes version 1): the
- * same header with version = 3, then
+ * Version 3, a stacked FWM's (fwm.block_count L > 1; an FWM with L = 1 always writes version 1):
+ * the same header with version = 3, then
  *   40      4   u32     L  the model's layer count (2 .. 8)
  *   44      4   u32     0  (reserved)
  *   48      4*H f32     h, c, F as in version 1 (the FWM's own LSTM and memory)
@@ -93,9 +93,11 @@ fwm_status fwm__fwm_export(const fwm_session *session, void *buffer, size_t capa
         /* the lower layers' h and c after F */
         unsigned char *o = p + BLOB_STACKED_HEADER_BYTES + 4 * (2 * H + SRT);
         size_t stride = fwm__aligned_floats(H);
-        for (size_t l = 0; l < lower; l++) fwm__put_floats(o + 4 * l * H, session->lower_h + l * stride, H);
+        for (size_t l = 0; l < lower; l++)
+            fwm__put_floats(o + 4 * l * H, session->lower_h + l * stride, H);
         o += 4 * lower * H;
-        for (size_t l = 0; l < lower; l++) fwm__put_floats(o + 4 * l * H, session->lower_c + l * stride, H);
+        for (size_t l = 0; l < lower; l++)
+            fwm__put_floats(o + 4 * l * H, session->lower_c + l * stride, H);
     }
     unsigned char *q = p + header_bytes_of(hp);
     fwm__put_floats(q, session->h, H);
@@ -150,7 +152,8 @@ fwm_status fwm__fwm_import(fwm_session *session, const void *blob, size_t size, 
     if (version == BLOB_VERSION_STACKED) {
         if (size < BLOB_STACKED_HEADER_BYTES + BLOB_TRAILER_BYTES)
             return fwm__error(err, FWM_ERR_STATE_CORRUPT,
-                              "state blob is %zu bytes, shorter than its %u-byte header and trailer",
+                              "state blob is %zu bytes, shorter than its %u-byte header and "
+                              "trailer",
                               size, BLOB_STACKED_HEADER_BYTES + BLOB_TRAILER_BYTES);
         L = fwm__get_u32(p + 40);
         if (L < 2 || L > FWM_MAX_BLOCKS)
@@ -189,8 +192,9 @@ fwm_status fwm__fwm_import(fwm_session *session, const void *blob, size_t size, 
     uint32_t model_L = hp->block_count > 1 ? hp->block_count : 1;
     if (L != model_L)
         return fwm__error(err, FWM_ERR_STATE_CORRUPT,
-                          "state blob layer count L=%" PRIu32 " differs from the model's L=%" PRIu32, L,
-                          model_L);
+                          "state blob layer count L=%" PRIu32
+                          " differs from the model's L=%" PRIu32,
+                          L, model_L);
     if (H != hp->hidden_size || S != hp->memory_s || R != hp->memory_r || T != hp->memory_t)
         return fwm__error(err, FWM_ERR_STATE_CORRUPT,
                           "state blob dims H=%" PRIu32 " S=%" PRIu32 " R=%" PRIu32 " T=%" PRIu32
@@ -220,8 +224,10 @@ fwm_status fwm__fwm_import(fwm_session *session, const void *blob, size_t size, 
     fwm__get_floats(session->F, q + 8 * (size_t)H, (size_t)srt);
     const unsigned char *o = q + 4 * (2 * (size_t)H + (size_t)srt);
     size_t stride = fwm__aligned_floats(H);
-    for (size_t l = 0; l + 1 < L; l++) fwm__get_floats(session->lower_h + l * stride, o + 4 * l * H, H);
+    for (size_t l = 0; l + 1 < L; l++)
+        fwm__get_floats(session->lower_h + l * stride, o + 4 * l * H, H);
     o += 4 * (size_t)(L - 1) * H;
-    for (size_t l = 0; l + 1 < L; l++) fwm__get_floats(session->lower_c + l * stride, o + 4 * l * H, H);
+    for (size_t l = 0; l + 1 < L; l++)
+        fwm__get_floats(session->lower_c + l * stride, o + 4 * l * H, H);
     return FWM_OK;
 }

@@ -64,8 +64,8 @@ static void usage(FILE *out) {
             "  --beta-bias X         (default %g)\n"
             "  --write-scale X       (default 1/T)\n"
 "  --layer-norm-eps X    (default %g)\n"
-            "  --layers L            the stacked FWM: L - 1 LSTM layers below the FWM's own, 1 to 8\n"
-            "                        (default 1: none; docs/MODEL.md, \"The stacked FWM\")\n"
+            "  --layers L            the stacked FWM: L - 1 LSTM layers below the FWM's own,\n"
+            "                        1 to 8 (default 1: none; docs/MODEL.md, \"The stacked FWM\")\n"
             "  --seed N              random seed (default 1)\n"
             "  --name NAME           general.name (default none)\n"
             "  --help                this text\n"
@@ -554,7 +554,9 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(flag, "--layers") == 0) {
             ok = parse_u32(flag, value, 1, FWM_LSTM_MAX_LAYERS, &lhp.layer_count), layers_given = 1;
-            if (ok) hp.block_count = (uint16_t)(lhp.layer_count <= FWM_MAX_BLOCKS ? lhp.layer_count : 0);
+            if (ok)
+                hp.block_count =
+                    (uint16_t)(lhp.layer_count <= FWM_MAX_BLOCKS ? lhp.layer_count : 0);
         }
         else if (strcmp(flag, "--heads") == 0)
             ok = parse_u32(flag, value, 1, FWM_MNM_MAX_HEADS, &mhp.head_count);
@@ -812,7 +814,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     char layers_text[32] = "";
-    if (hp.block_count > 1) snprintf(layers_text, sizeof layers_text, " L=%u", (unsigned)hp.block_count);
+    if (hp.block_count > 1)
+        snprintf(layers_text, sizeof layers_text, " L=%u", (unsigned)hp.block_count);
     printf("wrote %s: V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 "%s S=%" PRIu32 " R=%" PRIu32
            " T=%" PRIu32 " N_r=%" PRIu32 ", %" PRIu64 " parameters, seed %" PRIu64 "\n",
            out, hp.vocab_size, hp.embedding_length, hp.hidden_size, layers_text, hp.memory_s,

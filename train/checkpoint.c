@@ -4,9 +4,9 @@
  * for distribution, which is what model files are for), version 5:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
- *   token, embedding, recurrent, layer (lstm and fwm), fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
- *   unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32 fix-alpha and
- *   train-output flags (zero unless stm);
+ *   token, embedding, recurrent, layer (lstm and fwm), fwm_mnm_hparams (zero unless mnm), f64 meta
+ *   weight (zero unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32
+ *   fix-alpha and train-output flags (zero unless stm);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],

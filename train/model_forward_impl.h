@@ -203,7 +203,8 @@ void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int 
     size_t V = tm->hp.vocab_size, E = tm->hp.embedding_length, H = tm->hp.hidden_size,
            L = tm->lower + 1, B = (size_t)tm->config.lanes;
     if (tm->mask_token)
-        TM(fwm_draw_mask)(tm->mask_token, V, dp->token, seed, fwm__lstm_dropout_stream(1, 0, 0, step));
+        TM(fwm_draw_mask)(tm->mask_token, V, dp->token, seed,
+                          fwm__lstm_dropout_stream(1, 0, 0, step));
     if (tm->mask_embedding)
         for (size_t b = 0; b < B; b++)
             TM(fwm_draw_mask)(tm->mask_embedding + b * E, E, dp->embedding, seed,

@@ -89,7 +89,8 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
 void TM(fwm__tm_free)(TM(fwm__tm) *tm);
 
 /* Draw the dropout masks of the next forward calls, as fwm__lstm_tm_set_dropout (lstm_model.h):
- * step `step` of a run seeded `seed`, lane b being lane lane_offset + b. A no-op without dropout. */
+ * step `step` of a run seeded `seed`, lane b being lane lane_offset + b. A no-op without
+ * dropout. */
 void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int lane_offset);
 
 /* Zero every lane's state (h, c, F). */

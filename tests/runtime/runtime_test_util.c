@@ -93,7 +93,8 @@ struct fwm_model *rt_model_create(const fwm_hparams *hp, uint64_t seed, bool pre
 #undef RT_POINT_
     /* a stacked FWM's lower layers, drawn after the rest (so one-layer models are as they were) */
     for (int i = FWM_TENSOR_COUNT; i < n_tensors; i++) {
-        int l = (i - FWM_TENSOR_COUNT) / (int)FWM_BLOCK_TENSORS, k = (i - FWM_TENSOR_COUNT) % (int)FWM_BLOCK_TENSORS;
+        int l = (i - FWM_TENSOR_COUNT) / (int)FWM_BLOCK_TENSORS;
+        int k = (i - FWM_TENSOR_COUNT) % (int)FWM_BLOCK_TENSORS;
         fill_uniform(t[i], counts[i], k == FWM_BLOCK_bias ? 0.5 : 1 / sqrt(H), &rng);
         model->w.lower[l][k] = t[i];
     }

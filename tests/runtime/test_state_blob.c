@@ -311,7 +311,8 @@ static void test_stacked(void) {
     /* and another model's stacked blob is another model's */
     memcpy(copy, b, size);
     wr64(copy + 8, saved ^ 1), reseal(copy, size);
-    expect_refused(copy, size, FWM_ERR_STATE_MODEL_MISMATCH, "belongs to model", "foreign stacked blob");
+    expect_refused(copy, size, FWM_ERR_STATE_MODEL_MISMATCH, "belongs to model",
+                   "foreign stacked blob");
     model = one;
     free(copy);
     free(b);

@@ -2,8 +2,8 @@
  * bit-identical logits and states, for batches of mixed sizes (1, 3, 8, 17, 64) whose sessions sit
  * at different positions, over several model variants (N_r 1..3, residual on/off, both read
  * policies, R != S, odd sizes that exercise every kernel tail, with and without the input-gate
- * table), stacked FWMs (fwm.block_count 2 and 4, with and without the table, E != H), with some steps
- * asking for no logits. */
+ * table), stacked FWMs (fwm.block_count 2 and 4, with and without the table, E != H), with some
+ * steps asking for no logits. */
 #include <stdlib.h>
 
 #include "fwm_rng.h"

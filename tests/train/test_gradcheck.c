@@ -174,8 +174,8 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
             if (rel > worst) {
                 worst = rel;
                 if (getenv("GRADCHECK_VERBOSE"))
-                    printf("  %s[%zu]: analytic %.10g numeric %.10g\n", fwm__tensor_name((int)k), i, a,
-                           numeric);
+                    printf("  %s[%zu]: analytic %.10g numeric %.10g\n", fwm__tensor_name((int)k),
+                           i, a, numeric);
             }
             if (fabs(a) > biggest)
                 biggest = fabs(a);
