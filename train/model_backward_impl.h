@@ -155,11 +155,13 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     TM(ce_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, TM(ce_backward_worker), &cctx);
     real *d_logits = tm->probs;
+    int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
     TM(par_gemm)(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
-                 TM_G(tm, output_weight), H, NULL);
+                 tied ? TM_G(tm, token_embd) : TM_G(tm, output_weight), H, NULL);
     real *d_y_selected = tm->y_selected; /* y_selected is no longer needed */
-    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V, TM_P(tm, output_weight), H, 0,
-                 d_y_selected, H, NULL);
+    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
+                 tied ? TM_P(tm, token_embd) : TM_P(tm, output_weight), H, 0, d_y_selected, H,
+                 NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));

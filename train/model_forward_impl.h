@@ -65,6 +65,10 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     if (hp->block_count > FWM_MAX_BLOCKS)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "block_count %u: at most %u layers",
                           (unsigned)hp->block_count, FWM_MAX_BLOCKS);
+    if (config->tie_embeddings && hp->embedding_length != hp->hidden_size)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "tied embeddings need the output width H = %u to equal E = %u",
+                          hp->hidden_size, hp->embedding_length);
     const fwm__dropout *dp = &config->dropout;
 #define DROPOUT_OK_(p) ((p) >= 0 && (p) < 1) /* also false for NaN */
     if (!DROPOUT_OK_(dp->token) || !DROPOUT_OK_(dp->embedding) || !DROPOUT_OK_(dp->recurrent) ||
@@ -491,8 +495,8 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     size_t n_loss = (size_t)tm->n_loss_rows;
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->y_selected + i * H, tm->ys + (size_t)tm->loss_rows[i] * H, H * sizeof(real));
-    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, TM_P(tm, output_weight), H, 0,
-                 tm->probs, V, NULL);
+    const real *W_s = tm->config.tie_embeddings ? TM_P(tm, token_embd) : TM_P(tm, output_weight);
+    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 0, tm->probs, V, NULL);
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     double *row_loss = tm->row_loss;

@@ -16,6 +16,7 @@ static fwm_status fwm_configure(const fwm__net_config *c, fwm__tm_config *config
     (void)err;
     config->segment = c->segment;
     config->dropout = c->dropout; /* the LSTM baseline's, on every LSTM layer */
+    config->tie_embeddings = c->tie_embeddings;
     return FWM_OK;
 }
 

@@ -34,6 +34,7 @@ typedef struct fwm__net_config {
                                evaluation */
     double meta_weight;     /* mnm only: the meta-objective's coefficient (others: ignored) */
     int fix_alpha;          /* stm only: hold alpha1 and alpha3 (the authors' bAbI setting) */
+    int tie_embeddings;     /* lstm and fwm only: the output matrix is the embedding's */
     int train_output;       /* stm sentence mode only: train the output matrix Z (held otherwise) */
     int keep_logits;        /* keep the loss rows' logits (tests) */
     int forward_only;       /* evaluation: no gradients, no backward buffers */

@@ -138,6 +138,8 @@ static void usage(FILE *out)
             "  --dropout-embedding P drop embedding elements (one mask per lane per window)\n"
             "  --dropout-recurrent P DropConnect on every layer's W_hh (one mask per window)\n"
             "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
+            "  --tie-embeddings      lstm, fwm: the output matrix is the embedding matrix (needs\n"
+            "                        --hidden equal to --embedding; the file stores both)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
             "                        --arch lstm: runs/lstm-<mode>; mnm, gfw, stm:\n"
@@ -293,6 +295,10 @@ static int train_main(int argc, char **argv)
             force = 1;
         } else if (strcmp(a, "--no-test") == 0) {
             run_test = 0;
+        } else if (strcmp(a, "--tie-embeddings") == 0) {
+            o.tie_embeddings = 1;
+            if (mnm || gfw || stm)
+                wrong_flag = a;
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
             lh->residual = 1;
@@ -513,6 +519,16 @@ static int train_main(int argc, char **argv)
     if (wrong_flag) {
         NOTE("error: %s does not apply to --arch %s\n", wrong_flag, arch_name);
         return 2;
+    }
+    if (o.tie_embeddings) {
+        uint32_t E = lstm ? lh->embedding_length : hp->embedding_length;
+        uint32_t H = lstm ? lh->hidden_size : hp->hidden_size;
+        if (E != H) {
+            NOTE("error: --tie-embeddings needs --hidden (%u) equal to --embedding (%u): the "
+                 "output matrix, [V, H], is the embedding matrix, [V, E]\n",
+                 H, E);
+            return 2;
+        }
     }
     if (dropout_given && (mnm || gfw || stm)) {
         NOTE("error: the --dropout-* options are for --arch lstm and fwm (the MNM, gfw and the STM "

@@ -65,6 +65,9 @@ typedef struct fwm__tm_config {
                                on the embedding, DropConnect on every W_hh, layer on the input of
                                every layer above the lowest; masks from fwm__tm_set_dropout. All 0
                                for evaluation */
+    int tie_embeddings;     /* the output matrix W_s is Emb (needs H == E): logits = Emb y; Emb
+                               takes both gradients and output.weight none (the trainer keeps it
+                               a copy of Emb, so the file stores both) */
 } fwm__tm_config;
 
 /* Whether the target y of input x carries loss: y is not <pad> and, in QM mode, x is the loss

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from fwm_reference import read_gguf  # noqa: E402  (a plain GGUF reader)
+
 failures = 0
 
 
@@ -160,6 +163,27 @@ def main():
         check(dropped == fb.read(), "stacked FWM with dropout: resumed run = straight run")
     with open(os.path.join(stacked_dir, "model.gguf"), "rb") as fc:
         check(dropped != fc.read(), "dropout changes the trained model")
+    # --tie-embeddings (E == H): the output matrix is the embedding matrix; the file stores both,
+    # equal; a resume without it is refused; E != H is refused
+    tied = list(renamed)
+    tied[tied.index("--run-dir") + 1] = os.path.join(tmp, "run-tied")
+    tied[tied.index("--embedding") + 1] = "12"
+    run(tied + ["--layers", "2", "--tie-embeddings", "--dropout-token", "0.1", "--steps", "3"])
+    _, tensors = read_gguf(os.path.join(tmp, "run-tied", "model.gguf"))
+    check(tensors["output.weight"][2] == tensors["token_embd.weight"][2],
+          "tied embeddings: output.weight stored equal to token_embd.weight")
+    p = run(tied + ["--layers", "2", "--dropout-token", "0.1", "--steps", "5", "--resume"],
+            expect_rc=1)
+    check("tied embeddings" in p.stderr, "resume without --tie-embeddings refused (got %r)"
+          % p.stderr[-300:])
+    run(tied + ["--layers", "2", "--tie-embeddings", "--dropout-token", "0.1", "--steps", "5",
+                "--resume"])
+    _, tensors = read_gguf(os.path.join(tmp, "run-tied", "model.gguf"))
+    check(tensors["output.weight"][2] == tensors["token_embd.weight"][2],
+          "tied embeddings: still equal after a resume")
+    p = run(renamed + ["--tie-embeddings", "--steps", "1", "--force"], expect_rc=2)
+    check("--tie-embeddings needs --hidden (12) equal to --embedding (8)" in p.stderr,
+          "--tie-embeddings with E != H refused (got %r)" % p.stderr[-300:])
     p = run(stacked + ["--layers", "9", "--steps", "1", "--force"], expect_rc=2)
     check("at most 8" in p.stderr, "--layers 9 refused for the FWM (got %r)" % p.stderr[-300:])
     # the instability watcher (train/divergence.c) as the trainer prints it: an LSTM whose learning

@@ -12,7 +12,8 @@
  * relative error's floor is 1e-4 (finite differences through three LSTM layers err by about 1e-9
  * on entries whose gradient is almost zero). Three cases train with the AWD dropouts (p = 0.3:
  * all four at L = 3 and L = 1, and all but the embedding elements', so through the input table,
- * at L = 3), the masks of a later step drawn alike in both precisions.
+ * at L = 3), the masks of a later step drawn alike in both precisions. Two tie the embeddings
+ * (E = H: the output matrix is Emb, whose gradient sums both uses; output.weight gets none).
  * Also checks that the float instantiation computes the same loss and gradients as the double one.
  */
 #include <stdint.h>
@@ -53,12 +54,13 @@ static int count_clamps(const fwm__tm_f64 *tm)
     return n;
 }
 
-static void run_case(const char *name, int qm, int wide, int layers, const fwm__dropout *dropout)
+static void run_case(const char *name, int qm, int wide, int layers, const fwm__dropout *dropout,
+                     int tie)
 {
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;
     hp->vocab_size = 9;
-    hp->embedding_length = 5;
+    hp->embedding_length = tie ? 6 : 5; /* tied: E == H */
     hp->hidden_size = 6;
     /* wide: T = 32, the kernels' vector paths (float 4 vectors, double 8); else plain loops */
     hp->memory_s = wide ? 32 : 4;
@@ -82,6 +84,7 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
     config.loss_token_id = QMARK;
     if (dropout)
         config.dropout = *dropout;
+    config.tie_embeddings = tie;
 
     fwm__tm_f64 *tm = NULL;
     fwm__tm_f32 *tmf = NULL;
@@ -182,6 +185,10 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
         }
         printf("%s: %-18s %5zu entries (every %zu-th checked), largest |grad| %.3g, worst relative error %.3g\n", name,
                fwm__tensor_name((int)k), tm->layout.size[k], stride, biggest, worst);
+        if (tie && k == FWM_TENSOR_output_weight) { /* tied: Emb is the output matrix */
+            CHECK(biggest == 0);
+            continue;
+        }
         CHECK(biggest > 0); /* every tensor takes part */
         CHECK_LE(worst, 1e-5);
         if (worst > worst_all)
@@ -197,13 +204,15 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
 int main(void)
 {
     const fwm__dropout all = {0.3f, 0.3f, 0.3f, 0.3f}, no_embedding = {0.3f, 0, 0.3f, 0.3f};
-    run_case("LM", 0, 0, 1, NULL);
-    run_case("QM", 1, 0, 1, NULL);
-    run_case("LM T=32", 0, 1, 1, NULL);
-    run_case("LM L=3", 0, 0, 3, NULL);
-    run_case("QM L=3", 1, 0, 3, NULL);
-    run_case("LM L=3 dropout", 0, 0, 3, &all);
-    run_case("QM L=3 dropout, no embedding", 1, 0, 3, &no_embedding);
-    run_case("LM L=1 dropout", 0, 0, 1, &all);
+    run_case("LM", 0, 0, 1, NULL, 0);
+    run_case("QM", 1, 0, 1, NULL, 0);
+    run_case("LM T=32", 0, 1, 1, NULL, 0);
+    run_case("LM L=3", 0, 0, 3, NULL, 0);
+    run_case("QM L=3", 1, 0, 3, NULL, 0);
+    run_case("LM L=3 dropout", 0, 0, 3, &all, 0);
+    run_case("QM L=3 dropout, no embedding", 1, 0, 3, &no_embedding, 0);
+    run_case("LM L=1 dropout", 0, 0, 1, &all, 0);
+    run_case("LM L=3 tied embeddings, dropout", 0, 0, 3, &all, 1);
+    run_case("QM tied embeddings", 1, 0, 1, NULL, 1);
     return check_finish("test_gradcheck");
 }

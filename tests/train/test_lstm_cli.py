@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cli import make_data  # noqa: E402  (the same tiny bAbI folder)
+from test_cli import make_data, read_gguf  # noqa: E402  (the same tiny bAbI folder)
 from test_mpi import mpi_env, mpirun_command  # noqa: E402
 
 failures = 0
@@ -50,7 +50,7 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(magic == b"FWMTRCK1" and version == 5, "checkpoint magic and version 5")
+    check(magic == b"FWMTRCK1" and version == 6, "checkpoint magic and version 6")
     (arch,) = struct.unpack_from("@I", data, 16)
     check(arch == want_arch, "checkpoint records architecture %d (%s), got %d"
           % (want_arch, arch_name, arch))
@@ -59,16 +59,16 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
 
 
 def as_version_3(path, gfw_block=104):
-    """Rewrite a version-5 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
+    """Rewrite a version-6 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
     block without its last parts (fwm_gfw_hparams, eight 4-byte fields; fwm_stm_hparams, 60
-    bytes, and the STM's two u32 switches; 4 bytes of padding: 104 bytes, zero for these
-    architectures), the header's version and block size, and the FNV-1a hash of the bytes before
-    it."""
+    bytes, and the STM's two u32 switches; the tied-embeddings flag, where version 5 had 4 bytes
+    of padding: 104 bytes, zero for these architectures and an untied run), the header's version
+    and block size, and the FNV-1a hash of the bytes before it."""
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(version == 5 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
-          "a version-5 checkpoint with empty gfw and STM parts")
+    check(version == 6 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
+          "a version-6 checkpoint with empty gfw and STM parts, untied")
     body = (struct.pack("@8sII", magic, 3, block - gfw_block) + data[16:16 + block - gfw_block]
             + data[16 + block:-8])
     h = 1469598103934665603
@@ -135,6 +135,18 @@ def main():
     run(args)
     with open(model, "rb") as fa, open(os.path.join(c, "model.gguf"), "rb") as fc:
         check(fa.read() != fc.read(), "dropout changes the trained model")
+
+    # --tie-embeddings (E == H = 12): output.weight stored equal to token_embd.weight
+    t = os.path.join(tmp, "tied")
+    tied = command(t, 2, "--tie-embeddings")
+    tied[tied.index("--embedding") + 1] = "12"
+    run(tied)
+    _, tensors = read_gguf(os.path.join(t, "model.gguf"))
+    check(tensors["output.weight"][2] == tensors["token_embd.weight"][2],
+          "lstm, tied embeddings: output.weight stored equal to token_embd.weight")
+    p = run(command(os.path.join(tmp, "tied-bad"), 1, "--tie-embeddings"), expect_rc=2)
+    check("--tie-embeddings needs --hidden (12) equal to --embedding (8)" in p.stderr,
+          "lstm: --tie-embeddings with E != H refused")
 
     # the other architecture's flags, and another architecture's checkpoint
     p = run(command(os.path.join(tmp, "d"), 1, "--memory-s", "4"), expect_rc=2)

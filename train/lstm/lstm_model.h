@@ -41,6 +41,7 @@ typedef struct fwm__lstm_config {
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
     fwm__dropout dropout;   /* all 0 for evaluation */
+    int tie_embeddings;     /* W_s is Emb (needs H == E), as fwm__tm_config's */
     int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
     int forward_only;       /* no gradients and no backward buffers */
 } fwm__lstm_config;
