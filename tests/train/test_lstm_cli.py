@@ -78,6 +78,23 @@ def as_version_3(path, gfw_block=104):
         f.write(body + struct.pack("@Q", h))
 
 
+def as_version_5(path):
+    """Rewrite a version-6 checkpoint of an untied run as version 5 wrote it: the same model block
+    (the tied-embeddings flag sits where version 5 had zero padding), the header's version, and
+    the FNV-1a hash of the bytes before it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, block = struct.unpack_from("@8sII", data, 0)
+    check(version == 6 and data[16 + block - 4:16 + block] == bytes(4),
+          "a version-6 checkpoint of an untied run")
+    body = struct.pack("@8sII", magic, 5, block) + data[16:-8]
+    h = 1469598103934665603
+    for byte in body:
+        h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    with open(path, "wb") as f:
+        f.write(body + struct.pack("@Q", h))
+
+
 def main():
     train, evaluate, inspect, fwm_run, have_mpi = sys.argv[1:6]
     tmp = tempfile.mkdtemp(prefix="fwm-test-lstm-cli-")
@@ -127,6 +144,13 @@ def main():
     p = run(command(v3, 5, "--resume"))
     with open(model, "rb") as fa, open(os.path.join(v3, "model.gguf"), "rb") as fb:
         check(fa.read() == fb.read(), "a version-3 checkpoint resumes to the same model file")
+    # a version-5 checkpoint (before --tie-embeddings) resumes as untied, to the same bits
+    v5 = os.path.join(tmp, "v5")
+    run(command(v5, 2))
+    as_version_5(os.path.join(v5, "checkpoint.bin"))
+    run(command(v5, 5, "--resume"))
+    with open(model, "rb") as fa, open(os.path.join(v5, "model.gguf"), "rb") as fb:
+        check(fa.read() == fb.read(), "a version-5 checkpoint resumes to the same model file")
     # and the dropout did something: without it the model differs
     c = os.path.join(tmp, "c")
     args = command(c, 5)
