@@ -9,15 +9,17 @@
 typedef enum init_kind { INIT_ZERO, INIT_UNIFORM, INIT_NORMAL } init_kind;
 
 void fwm__model_init_weights(const fwm_hparams *hp, uint64_t seed,
-                             float *const tensors[FWM_TENSOR_COUNT]) {
+                             float *const tensors[FWM_MAX_TENSORS]) {
     double h = hp->hidden_size, s = hp->memory_s, t = hp->memory_t, v = hp->vocab_size;
     double lstm_bound = 1.0 / sqrt(h);
     double memory_bound = sqrt(6.0 / (h + s));
     double out_bound = 1.0 / sqrt(t);
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+    for (int i = 0; i < fwm_tensor_count(hp); i++) {
         init_kind kind = INIT_UNIFORM;
         double scale = 0; /* bound of U(-scale, scale) or standard deviation */
-        switch ((enum fwm_tensor_index)i) {
+        if (i >= FWM_TENSOR_COUNT) /* a lower layer: the LSTM baseline's, U(+-1/sqrt(H)) */
+            scale = lstm_bound;
+        else switch ((enum fwm_tensor_index)i) {
         case FWM_TENSOR_token_embd: kind = INIT_NORMAL, scale = 1.0; break;
         case FWM_TENSOR_lstm_weight_ih:
         case FWM_TENSOR_lstm_weight_hh: scale = lstm_bound; break;

@@ -57,6 +57,9 @@ static fwm_status check_policy(const char *key, uint32_t value, fwm_status failu
     fwm__check_token_id(key, value, "fwm.vocab_size", hp->vocab_size, failure, err)
 #define CHECK_F32(key, value, low, high) fwm__check_finite(key, value, failure, err)
 #define CHECK_F32_POS(key, value, low, high) check_positive(key, value, failure, err)
+/* 0 in the struct means 1 (a struct filled by hand before the key existed; fwm_hparams.h). */
+#define CHECK_BLOCKS(key, value, low, high) \
+    ((value) == 0 ? FWM_OK : fwm__check_range(key, value, low, high, failure, err))
 
 fwm_status fwm__hparams_check(const fwm_hparams *hp, fwm_status failure, fwm_error *err) {
     fwm_status st;
@@ -90,12 +93,23 @@ void fwm__hparams_defaults(fwm_hparams *hp) {
 #undef FWM_HPARAM_DEFAULT_
 }
 
+/* The lower layers' tensor names, "blk.N.lstm.weight_ih" ... for N < FWM_MAX_LOWER_BLOCKS. */
+#define BLOCK_NAMES_(n) \
+    "blk." #n ".lstm.weight_ih", "blk." #n ".lstm.weight_hh", "blk." #n ".lstm.bias"
+static const char *const block_names[FWM_MAX_LOWER_BLOCKS * FWM_BLOCK_TENSORS] = {
+    BLOCK_NAMES_(0), BLOCK_NAMES_(1), BLOCK_NAMES_(2), BLOCK_NAMES_(3),
+    BLOCK_NAMES_(4), BLOCK_NAMES_(5), BLOCK_NAMES_(6)};
+#undef BLOCK_NAMES_
+_Static_assert(FWM_MAX_LOWER_BLOCKS == 7, "block_names lists every lower layer");
+
 const char *fwm__tensor_name(int index) {
     static const char *const names[FWM_TENSOR_COUNT] = {
 #define FWM_TENSOR_NAME_(field, name, rows, cols) name,
         FWM_TENSOR_LIST(FWM_TENSOR_NAME_)
 #undef FWM_TENSOR_NAME_
     };
+    if (index >= FWM_TENSOR_COUNT && index < (int)FWM_MAX_TENSORS)
+        return block_names[index - FWM_TENSOR_COUNT];
     return index >= 0 && index < FWM_TENSOR_COUNT ? names[index] : NULL;
 }
 
@@ -109,6 +123,16 @@ void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_
 #undef FWM_TENSOR_COLS_TEXT_
     };
     uint64_t r = 0, c = 0;
+    if (index >= FWM_TENSOR_COUNT) { /* a lower layer's: [4H, E or H], [4H, H], [4H] */
+        int l = (index - FWM_TENSOR_COUNT) / (int)FWM_BLOCK_TENSORS;
+        int k = (index - FWM_TENSOR_COUNT) % (int)FWM_BLOCK_TENSORS;
+        *rows = 4 * (uint64_t)hp->hidden_size;
+        *cols = k == FWM_BLOCK_weight_ih ? (l == 0 ? hp->embedding_length : hp->hidden_size)
+                : k == FWM_BLOCK_weight_hh ? hp->hidden_size
+                                           : 1;
+        if (is_matrix) *is_matrix = k != FWM_BLOCK_bias;
+        return;
+    }
     switch (index) {
 #define FWM_TENSOR_SHAPE_(field, name, rows_expr, cols_expr) \
     case FWM_TENSOR_##field:                                 \
@@ -125,25 +149,27 @@ void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_
         *is_matrix = index >= 0 && index < FWM_TENSOR_COUNT && strcmp(declared_cols[index], "1") != 0;
 }
 
-void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t offsets[FWM_TENSOR_COUNT + 1]) {
+void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t *offsets) {
     uint64_t total = 0;
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+    int n = fwm_tensor_count(hp);
+    for (int i = 0; i < n; i++) {
         uint64_t rows, cols;
         fwm__tensor_shape(hp, i, &rows, &cols, NULL);
         offsets[i] = total;
         total += rows * cols;
     }
-    offsets[FWM_TENSOR_COUNT] = total;
+    offsets[n] = total;
 }
 
 uint64_t fwm__parameter_count(const fwm_hparams *hp) {
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(hp, offsets);
-    return offsets[FWM_TENSOR_COUNT];
+    return offsets[fwm_tensor_count(hp)];
 }
 
 uint64_t fwm__session_state_floats(const fwm_hparams *hp) {
-    return 2 * (uint64_t)hp->hidden_size + (uint64_t)hp->memory_s * hp->memory_r * hp->memory_t;
+    return 2 * (uint64_t)hp->hidden_size * (1 + fwm_lower_blocks(hp)) +
+           (uint64_t)hp->memory_s * hp->memory_r * hp->memory_t;
 }
 
 /* ---- vocabulary -------------------------------------------------------------------------------- */

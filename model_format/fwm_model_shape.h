@@ -36,22 +36,26 @@ fwm_status fwm__check_finite(const char *key, float value, fwm_status failure, f
  * definition that fwm-init, fwm-train and the benchmarks start from. */
 void fwm__hparams_defaults(fwm_hparams *hp);
 
-/* GGUF name of tensor `index` (FWM_TENSOR_LIST order), NULL when out of range. */
+/* GGUF name of tensor `index` (FWM_TENSOR_LIST order, then the lower layers' blk.N.lstm.*
+ * tensors from FWM_TENSOR_COUNT up), NULL when out of range (>= FWM_MAX_TENSORS). */
 const char *fwm__tensor_name(int index);
 
-/* Row-major shape of tensor `index` (cols = 1 for vectors); *is_matrix says whether it is stored
- * with two GGUF dims (cols, rows) or one (rows). hp must have passed fwm__hparams_check. */
+/* Row-major shape of tensor `index` (< fwm_tensor_count(hp); cols = 1 for vectors); *is_matrix
+ * says whether it is stored with two GGUF dims (cols, rows) or one (rows). hp must have passed
+ * fwm__hparams_check. */
 void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_t *cols,
                        int *is_matrix);
 
 /* Element offsets of each tensor in one flat buffer holding all of them in list order;
- * offsets[FWM_TENSOR_COUNT] is the total, which is also the parameter count. */
-void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t offsets[FWM_TENSOR_COUNT + 1]);
+ * offsets[fwm_tensor_count(hp)] is the total, which is also the parameter count (the entries
+ * after it are left alone; FWM_MAX_TENSORS + 1 always suffice). */
+void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t *offsets);
 
 /* Total number of weights. */
 uint64_t fwm__parameter_count(const fwm_hparams *hp);
 
-/* Floats of per-session state: h and c (2H) plus F (S*R*T). */
+/* Floats of per-session state: h and c (2H) plus F (S*R*T), plus h and c of each lower layer
+ * (2 (L - 1) H). */
 uint64_t fwm__session_state_floats(const fwm_hparams *hp);
 
 /* Check a vocabulary of `count` tokens: each 1..FWM_MAX_TOKEN_LENGTH bytes without NUL, all

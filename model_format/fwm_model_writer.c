@@ -26,13 +26,18 @@ static const char *const written_keys[] = {
 /* The FWM's own kind (the others are writer_common.h's). */
 #define FWM_WRITER_PUT_POLICY(w, key, value) \
     fwm__gguf_writer_add_string(w, key, (value) == FWM_READ_ON_TOKEN ? "token" : "always")
+/* fwm.block_count only for a stacked FWM: a file with one layer is what it was before the key. */
+#define FWM_WRITER_PUT_BLOCKS(w, key, value) \
+    do {                                     \
+        if ((value) > 1) fwm__gguf_writer_add_u32(w, key, (uint32_t)(value)); \
+    } while (0)
 
 static fwm_status check_spec(const void *raw, fwm_error *err) {
     const fwm_write_spec *spec = raw;
     fwm_status st = fwm__hparams_check(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
     if (st) return st;
     if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++)
+    for (int i = 0; i < fwm_tensor_count(&spec->hp); i++)
         if (!spec->tensors[i])
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data",
                               fwm__tensor_name(i));
@@ -51,10 +56,11 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
     if (!lengths) return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %" PRIu32 " tokens", v);
 
-    uint64_t n_bytes[FWM_TENSOR_COUNT];
+    const int n = fwm_tensor_count(hp);
+    uint64_t n_bytes[FWM_MAX_TENSORS];
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+    for (int i = 0; i < n; i++) {
         uint64_t rows, cols;
         fwm__tensor_shape(hp, i, &rows, &cols, NULL);
         n_bytes[i] = rows * cols * sizeof(float);
@@ -73,7 +79,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     fwm__writer_add_vocabulary(&w, spec->tokens, v, spec->has_prime_tokens, spec->prime_tokens,
                                spec->prime_count, spec->extra, spec->extra_count);
     fwm__writer_add_trailer_keys(&w, checksum, fingerprint, spec->extra, spec->extra_count);
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+    for (int i = 0; i < n; i++) {
         uint64_t rows, cols;
         int is_matrix;
         fwm__tensor_shape(hp, i, &rows, &cols, &is_matrix);

@@ -35,6 +35,21 @@ static fwm_status get_policy(const fwm_gguf_file *f, const char *key, uint32_t *
 
 #define FWM_SCHEMA_GET_POLICY(f, key, field) get_policy(f, key, field, err)
 
+/* fwm.block_count: optional u32, absent = 1; its range is checked here, before it narrows into the
+ * struct's 16-bit field. */
+static fwm_status get_blocks(const fwm_gguf_file *f, const char *key, uint16_t *value,
+                             fwm_error *err) {
+    const fwm_gguf_kv *kv = NULL;
+    fwm_status st = fwm__schema_find_typed(f, key, FWM_GGUF_TYPE_UINT32, 0, &kv, err);
+    if (st) return st;
+    uint32_t blocks = kv ? fwm__gguf_read_u32(kv->value) : 1;
+    if ((st = fwm__check_range(key, blocks, 1, FWM_MAX_BLOCKS, FWM_ERR_FORMAT, err))) return st;
+    *value = (uint16_t)blocks;
+    return FWM_OK;
+}
+
+#define FWM_SCHEMA_GET_BLOCKS(f, key, field) get_blocks(f, key, field, err)
+
 /* Every key of FWM_HPARAM_LIST, in list order, then the ranges. */
 static fwm_status read_hparams(const fwm_gguf_file *f, void *schema, uint32_t *vocab_size, uint32_t *eos,
                                fwm_error *err) {
@@ -52,8 +67,9 @@ static fwm_status read_hparams(const fwm_gguf_file *f, void *schema, uint32_t *v
 
 static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *err) {
     fwm_schema *out = schema;
-    const char *names[FWM_TENSOR_COUNT];
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+    const char *names[FWM_MAX_TENSORS];
+    int n = fwm_tensor_count(&out->hp);
+    for (int i = 0; i < n; i++) {
         names[i] = fwm__tensor_name(i);
         uint64_t rows, cols;
         int is_matrix;
@@ -61,7 +77,7 @@ static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *
         fwm_status st = fwm__schema_read_tensor(f, names[i], rows, cols, is_matrix, &out->tensors[i], err);
         if (st) return st;
     }
-    return fwm__schema_no_other_tensors(f, names, FWM_TENSOR_COUNT, "fwm", err);
+    return fwm__schema_no_other_tensors(f, names, (size_t)n, "fwm", err);
 }
 
 static const fwm_schema_kind kind = {"fwm", "fwm.vocab_size", read_hparams, read_tensors};
@@ -85,7 +101,7 @@ void fwm_schema_release(fwm_schema *schema) {
 uint64_t fwm_schema_checksum(const fwm_schema *schema) {
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++)
+    for (int i = 0; i < fwm_tensor_count(&schema->hp); i++)
         fwm__xxh64_update(&state, schema->tensors[i].data, (size_t)schema->tensors[i].n_bytes);
     return fwm__xxh64_digest(&state);
 }
@@ -111,6 +127,7 @@ uint64_t fwm_schema_fingerprint(const fwm_hparams *hp, const char *const *tokens
     fwm__fp_f32(&state, hp->layer_norm_eps);
     fwm__fp_u32(&state, hp->padding_token_id);
     fwm__fp_u32(&state, hp->eos_token_id);
+    if (hp->block_count > 1) fwm__fp_u32(&state, hp->block_count); /* a stacked FWM only */
     fwm__fp_vocabulary(&state, hp->vocab_size, tokens, token_lengths);
     fwm__fp_u64(&state, checksum);
     return fwm__xxh64_digest(&state);

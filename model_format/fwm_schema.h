@@ -49,7 +49,7 @@ typedef struct fwm_schema {
     char *name;               /* owned; general.name or "" */
     char **tokens;            /* owned; V NUL-terminated token strings */
     uint32_t *token_lengths;  /* owned; V byte lengths */
-    fwm_schema_tensor tensors[FWM_TENSOR_COUNT]; /* in FWM_TENSOR_LIST order */
+    fwm_schema_tensor tensors[FWM_MAX_TENSORS]; /* FWM_TENSOR_LIST order, then the lower layers' */
     int has_checksum;         /* FWM_KEY_CHECKSUM present */
     uint64_t checksum;        /* its stored value */
     int has_fingerprint;      /* FWM_KEY_FINGERPRINT present */
@@ -106,7 +106,7 @@ typedef struct fwm_write_spec {
     fwm_hparams hp;
     const char *name;                     /* general.name; NULL to omit */
     const char *const *tokens;            /* V NUL-terminated token strings */
-    const float *tensors[FWM_TENSOR_COUNT]; /* F32 row-major data, FWM_TENSOR_LIST order */
+    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm_tensor_count) */
     const fwm_write_kv *extra;            /* optional extra keys (provenance), may be NULL */
     size_t extra_count;
     /* FWM_KEY_PRIME_TOKENS: written when has_prime_tokens (prime_count ids, possibly none, each

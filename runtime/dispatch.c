@@ -112,7 +112,7 @@ int fwm__blob_architecture(const void *blob, size_t size, char name[FWM_BLOB_ARC
     if (size < 16 + FWM_BLOB_TRAILER_BYTES || memcmp(p, fwm__blob_magic, 4) != 0) return 0;
     uint32_t version = fwm__get_u32(p + 4);
     *fingerprint = fwm__get_u64(p + 8);
-    if (version == 1) {
+    if (version == 1 || version == 3) { /* the FWM's own, the stacked FWM's */
         memcpy(name, "fwm", 4);
         return 1;
     }

@@ -112,12 +112,16 @@ fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *t
 
 /* Point model->w at every tensor of the FWM. */
 static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
-    const float *pointers[FWM_TENSOR_COUNT];
-    fwm_status status = fwm__bind_tensors(model, schema->tensors, FWM_TENSOR_COUNT, pointers, err);
+    const float *pointers[FWM_MAX_TENSORS];
+    const int n = fwm_tensor_count(&schema->hp);
+    fwm_status status = fwm__bind_tensors(model, schema->tensors, (size_t)n, pointers, err);
     if (status != FWM_OK) return status;
 #define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
     FWM_TENSOR_LIST(FWM_BIND_)
 #undef FWM_BIND_
+    for (unsigned l = 0; l < fwm_lower_blocks(&schema->hp); l++)
+        for (unsigned k = 0; k < FWM_BLOCK_TENSORS; k++)
+            model->w.lower[l][k] = pointers[FWM_TENSOR_BLOCK(l, k)];
     return FWM_OK;
 }
 
@@ -388,7 +392,7 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
 /* The FWM's fields of fwm_model_info (its ops' `fill_info`). */
 void fwm__fwm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
     const fwm_hparams *hp = &model->hp;
-    info->layer_count = 1;
+    info->layer_count = hp->block_count > 1 ? hp->block_count : 1;
     info->memory_s = hp->memory_s;
     info->memory_r = hp->memory_r;
     info->memory_t = hp->memory_t;

@@ -26,7 +26,7 @@ static size_t header_bytes(void) {
  * overflow a 64-bit size_t. */
 size_t fwm__fwm_block_floats(const struct fwm_model *model) {
     const fwm_hparams *hp = &model->hp;
-    return 2 * aligned_floats(hp->hidden_size) +
+    return 2 * aligned_floats(hp->hidden_size) * (1 + (size_t)fwm_lower_blocks(hp)) +
            aligned_floats((size_t)hp->memory_s * hp->memory_r * hp->memory_t) +
            aligned_floats(hp->memory_s) + aligned_floats(hp->memory_r) + aligned_floats(hp->memory_t);
 }
@@ -35,7 +35,8 @@ size_t fwm__session_bytes(const struct fwm_model *model) {
     return header_bytes() + fwm__arch_ops(model->arch)->block_floats(model) * sizeof(float);
 }
 
-/* The FWM's arrays: h, c, F and the pending write, in this order. */
+/* The FWM's arrays: h, c, F and the pending write, then a stacked FWM's lower layers' h and c, in
+ * this order. */
 void fwm__fwm_lay_out(struct fwm_session *session, float *base) {
     const struct fwm_model *model = session->model;
     session->h = base;
@@ -45,6 +46,11 @@ void fwm__fwm_lay_out(struct fwm_session *session, float *base) {
         session->F + aligned_floats((size_t)model->hp.memory_s * model->hp.memory_r * model->hp.memory_t);
     session->pending_k2 = session->pending_k1 + aligned_floats(model->hp.memory_s);
     session->pending_d = session->pending_k2 + aligned_floats(model->hp.memory_r);
+    size_t lower = fwm_lower_blocks(&model->hp);
+    if (lower) {
+        session->lower_h = session->pending_d + aligned_floats(model->hp.memory_t);
+        session->lower_c = session->lower_h + lower * aligned_floats(model->hp.hidden_size);
+    }
 }
 
 /* Point the state arrays into the block that starts at `session`. */

@@ -15,8 +15,9 @@
 
 /* A session is one FWM_SESSION_ALIGNMENT-aligned allocation: this struct, then its architecture's
  * state block (arch_ops.h), zeroed by a reset and copied by a fork. For the FWM: h[H], c[H],
- * F[S*R*T] (T fastest) and the pending write's k1[S], k2[R], d[T], each starting on an aligned
- * boundary. For the LSTM: h[L][H] and c[L][H] (runtime/lstm/), F and the pending write NULL. For
+ * F[S*R*T] (T fastest) and the pending write's k1[S], k2[R], d[T], then for a stacked FWM (L > 1)
+ * the lower layers' h[L-1][H] and c[L-1][H], each array starting on an aligned boundary. For the
+ * LSTM: h[L][H] and c[L][H] (runtime/lstm/), F and the pending write NULL. For
  * the MNM: h[H], c[H], r[d_v] and its memory M^1..M^Lm in F (runtime/mnm/). For the STM: its
  * item memory Mi in F (h points there too: the block's start), its relational memory in Mr, and in
  * sentence mode the word buffer in `words` (runtime/stm/).
@@ -37,6 +38,10 @@ struct fwm_session {
     float *pending_k1;             /* [S] the pending write's key k1 */
     float *pending_k2;             /* [R] its key k2 */
     float *pending_d;              /* [T] its delta beta (v - v_old) write_scale */
+    float *lower_h;                /* a stacked FWM's lower LSTM layers: h of layer l at
+                                    * lower_h + l * fwm__aligned_floats(H), l < L - 1;
+                                    * NULL when L = 1 */
+    float *lower_c;                /* their c, likewise */
     float pending_s;               /* its normalisation 1 / max(1, ||F + K d^T||) */
     bool has_pending;              /* false after create, reset and import */
     uint32_t last_token;           /* the FWM's last token read (its read policy "token" decides

@@ -3,7 +3,8 @@
  * the FWM (version 2), which names the architecture so that an import can refuse another
  * architecture's blob by name (dispatch.c).
  *
- * Version 1 is the FWM's own (state_blob.c). Version 2 (docs/FORMAT.md, "Session state blobs"):
+ * Versions 1 and 3 are the FWM's own (state_blob.c; 3 for a stacked FWM). Version 2
+ * (docs/FORMAT.md, "Session state blobs"):
  *
  *   offset  size     field
  *   0       4        magic "FWMS"

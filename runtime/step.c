@@ -9,11 +9,11 @@
  * batch), the fast-weight passes run per session. So a single step is a chunk of one, a sequence is a run of
  * chunks of one, and all three are bit-identical by construction.
  *
- * The math per step is docs/MODEL.md's, in this order: LSTM, write
- * (v_old, rank-1 update, normalisation), read (only when logits are wanted, and under the "token"
- * read policy only for the trigger token), output. fwm__fwm_predict runs the read and the output
- * alone over a session's state (fwm_session_predict). Scratch memory is per call (stack for small
- * models, else one allocation), so distinct sessions may be stepped from different threads.
+ * The math per step is docs/MODEL.md's, in this order: a stacked FWM's lower LSTM layers, LSTM,
+ * write (v_old, rank-1 update, normalisation), read (only when logits are wanted, and under the
+ * "token" read policy only for the trigger token), output. fwm__fwm_predict runs the read and the
+ * output alone over a session's state (fwm_session_predict). Scratch memory is per call (stack for
+ * small models, else one allocation), so distinct sessions may be stepped from different threads.
  */
 #include <math.h>
 #include <stdio.h>
@@ -131,7 +131,7 @@ typedef struct scratch {
 static fwm_status scratch_init(scratch *s, const struct fwm_model *model, size_t capacity,
                                float *stack_buffer, size_t stack_floats, fwm_error *err) {
     dims d = dims_of(model);
-    bool need_gi = model->input_gates == NULL;
+    bool need_gi = model->input_gates == NULL || fwm_lower_blocks(&model->hp) > 0;
     size_t floats = workspace_floats(&d, capacity, need_gi);
     float *base = stack_buffer;
     s->heap = NULL;
@@ -246,18 +246,49 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
     const size_t gs = pad16(d.gates), ws_len = pad16(d.write_len), us = pad16(d.read_len),
                  qs = pad16(d.q_len), hs = pad16(d.H);
 
+    /* A stacked FWM's lower LSTM layers: layer 0 reads Emb[x] (its W_ih Emb[x] + b from the
+     * input-gate table when there is one), layer l the new h of layer l - 1; the same kernels as
+     * the FWM's own. */
+    const size_t lower = fwm_lower_blocks(hp), hstride = fwm__aligned_floats(d.H);
+    for (size_t l = 0; l < lower; l++) {
+        if (l == 0 && model->input_gates) {
+            for (size_t j = 0; j < n; j++)
+                ws->pb[j] = model->input_gates + (size_t)tokens[j] * d.gates;
+        } else {
+            for (size_t j = 0; j < n; j++) {
+                ws->px[j] = l == 0 ? W->token_embd + (size_t)tokens[j] * d.E
+                                   : sessions[j]->lower_h + (l - 1) * hstride;
+                ws->pb[j] = W->lower[l][FWM_BLOCK_bias];
+                ws->py[j] = ws->gi + j * gs;
+            }
+            fwm__matvec_batch(W->lower[l][FWM_BLOCK_weight_ih], d.gates, l == 0 ? d.E : d.H, n,
+                              ws->px, ws->pb, ws->py);
+            for (size_t j = 0; j < n; j++) ws->pb[j] = ws->gi + j * gs;
+        }
+        for (size_t j = 0; j < n; j++) {
+            ws->ph[j] = sessions[j]->lower_h + l * hstride;
+            ws->py[j] = ws->g + j * gs;
+        }
+        fwm__matvec_batch(W->lower[l][FWM_BLOCK_weight_hh], d.gates, d.H, n, ws->ph, ws->pb,
+                          ws->py);
+        for (size_t j = 0; j < n; j++)
+            fwm__lstm_cell(ws->g + j * gs, d.H, hp->forget_bias, sessions[j]->lower_c + l * hstride,
+                           sessions[j]->lower_h + l * hstride);
+    }
+
     for (size_t j = 0; j < n; j++) ws->ph[j] = sessions[j]->h;
 
-    /* LSTM pre-activations g = (W_ih e + b) + W_hh h. */
-    if (model->input_gates) {
+    /* LSTM pre-activations g = (W_ih in + b) + W_hh h, in = Emb[x] or the last lower layer's h. */
+    if (model->input_gates && lower == 0) {
         for (size_t j = 0; j < n; j++) ws->pb[j] = model->input_gates + (size_t)tokens[j] * d.gates;
     } else {
         for (size_t j = 0; j < n; j++) {
-            ws->px[j] = W->token_embd + (size_t)tokens[j] * d.E;
+            ws->px[j] = lower ? sessions[j]->lower_h + (lower - 1) * hstride
+                              : W->token_embd + (size_t)tokens[j] * d.E;
             ws->pb[j] = W->lstm_bias;
             ws->py[j] = ws->gi + j * gs;
         }
-        fwm__matvec_batch(W->lstm_weight_ih, d.gates, d.E, n, ws->px, ws->pb, ws->py);
+        fwm__matvec_batch(W->lstm_weight_ih, d.gates, lower ? d.H : d.E, n, ws->px, ws->pb, ws->py);
         for (size_t j = 0; j < n; j++) ws->pb[j] = ws->gi + j * gs;
     }
     for (size_t j = 0; j < n; j++) ws->py[j] = ws->g + j * gs;
@@ -478,13 +509,17 @@ fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const floa
     return FWM_OK;
 }
 
-/* input_gates[x] = W_ih Emb[x] + b for every token, with the same kernel (and so the same bits) as
- * the step-time path that models without the table take. */
+/* input_gates[x] = W_ih Emb[x] + b for every token (of the lowest layer of a stacked FWM), with
+ * the same kernel (and so the same bits) as the step-time path that models without the table
+ * take. */
 fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
     const fwm_hparams *hp = &model->hp;
-    return fwm__input_gate_table(model->w.token_embd, model->w.lstm_weight_ih, model->w.lstm_bias,
-                                 hp->vocab_size, hp->embedding_length, hp->hidden_size,
-                                 &model->input_gates, err);
+    /* the layer that reads the embedding: the FWM's LSTM, or a stacked FWM's lowest layer */
+    bool stacked = fwm_lower_blocks(hp) > 0;
+    const float *w_ih = stacked ? model->w.lower[0][FWM_BLOCK_weight_ih] : model->w.lstm_weight_ih;
+    const float *bias = stacked ? model->w.lower[0][FWM_BLOCK_bias] : model->w.lstm_bias;
+    return fwm__input_gate_table(model->w.token_embd, w_ih, bias, hp->vocab_size,
+                                 hp->embedding_length, hp->hidden_size, &model->input_gates, err);
 }
 
 void fwm__model_unprepare(struct fwm_model *model) {

@@ -63,7 +63,9 @@ static void usage(FILE *out) {
             "  --forget-bias X       (default %g)\n"
             "  --beta-bias X         (default %g)\n"
             "  --write-scale X       (default 1/T)\n"
-            "  --layer-norm-eps X    (default %g)\n"
+"  --layer-norm-eps X    (default %g)\n"
+            "  --layers L            the stacked FWM: L - 1 LSTM layers below the FWM's own,\n"
+            "                        1 to 8 (default 1: none; docs/MODEL.md, \"The stacked FWM\")\n"
             "  --seed N              random seed (default 1)\n"
             "  --name NAME           general.name (default none)\n"
             "  --help                this text\n"
@@ -550,8 +552,12 @@ int main(int argc, char **argv) {
                         value);
                 ok = 0;
             }
-        } else if (strcmp(flag, "--layers") == 0)
+        } else if (strcmp(flag, "--layers") == 0) {
             ok = parse_u32(flag, value, 1, FWM_LSTM_MAX_LAYERS, &lhp.layer_count), layers_given = 1;
+            if (ok)
+                hp.block_count =
+                    (uint16_t)(lhp.layer_count <= FWM_MAX_BLOCKS ? lhp.layer_count : 0);
+        }
         else if (strcmp(flag, "--heads") == 0)
             ok = parse_u32(flag, value, 1, FWM_MNM_MAX_HEADS, &mhp.head_count);
         else if (strcmp(flag, "--key-length") == 0)
@@ -703,8 +709,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fwm-init: --residual and --no-residual do not apply to --arch mnm\n");
         return 2;
     }
-    if (!lstm && layers_given) {
-        fprintf(stderr, "fwm-init: --layers applies to --arch lstm only\n");
+    if ((mnm || gfw || stm) && layers_given) {
+        fprintf(stderr, "fwm-init: --layers applies to --arch fwm and lstm only\n");
+        return 2;
+    }
+    if (!lstm && layers_given && hp.block_count == 0) {
+        fprintf(stderr, "fwm-init: --layers: expected 1 to %u for --arch fwm, found %" PRIu32 "\n",
+                FWM_MAX_BLOCKS, lhp.layer_count);
         return 2;
     }
     if (vocab_path && vocab_size) {
@@ -774,15 +785,16 @@ int main(int argc, char **argv) {
     }
 
     status = 1;
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    const int n_tensors = fwm_tensor_count(&hp);
+    uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(&hp, offsets);
-    uint64_t parameters = offsets[FWM_TENSOR_COUNT];
+    uint64_t parameters = offsets[n_tensors];
     if (parameters > SIZE_MAX / sizeof(float) || !(weights = malloc(parameters * sizeof(float)))) {
         fprintf(stderr, "fwm-init: out of memory for %" PRIu64 " parameters\n", parameters);
         goto done;
     }
-    float *tensors[FWM_TENSOR_COUNT];
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) tensors[i] = weights + offsets[i];
+    float *tensors[FWM_MAX_TENSORS];
+    for (int i = 0; i < n_tensors; i++) tensors[i] = weights + offsets[i];
     fwm__model_init_weights(&hp, seed, tensors);
 
     fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
@@ -794,17 +806,20 @@ int main(int argc, char **argv) {
                            .has_prime_tokens = prime != NULL,
                            .prime_tokens = prime_ids,
                            .prime_count = prime_count};
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) spec.tensors[i] = tensors[i];
+    for (int i = 0; i < n_tensors; i++) spec.tensors[i] = tensors[i];
     fwm_status st = fwm_model_write(out, &spec, &err);
     if (st) {
         fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st),
                 err.message);
         goto done;
     }
-    printf("wrote %s: V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 " S=%" PRIu32 " R=%" PRIu32
+    char layers_text[32] = "";
+    if (hp.block_count > 1)
+        snprintf(layers_text, sizeof layers_text, " L=%u", (unsigned)hp.block_count);
+    printf("wrote %s: V=%" PRIu32 " E=%" PRIu32 " H=%" PRIu32 "%s S=%" PRIu32 " R=%" PRIu32
            " T=%" PRIu32 " N_r=%" PRIu32 ", %" PRIu64 " parameters, seed %" PRIu64 "\n",
-           out, hp.vocab_size, hp.embedding_length, hp.hidden_size, hp.memory_s, hp.memory_r,
-           hp.memory_t, hp.read_count, parameters, seed);
+           out, hp.vocab_size, hp.embedding_length, hp.hidden_size, layers_text, hp.memory_s,
+           hp.memory_r, hp.memory_t, hp.read_count, parameters, seed);
     status = 0;
 done:
     free(weights);

@@ -1,19 +1,22 @@
 /* checkpoint.c - save and restore everything a training run's next step depends on.
  *
  * File layout (native byte order; a checkpoint is for resuming on the same kind of machine, not
- * for distribution, which is what model files are for), version 5:
+ * for distribution, which is what model files are for), version 6:
  *   "FWMTRCK1", u32 version, u32 sizeof(model block), the model block: u32 architecture
  *   (fwm_arch), fwm_hparams (zero unless fwm), fwm_lstm_hparams (zero unless lstm), f32 dropout
- *   token, embedding, recurrent, layer, fwm_mnm_hparams (zero unless mnm), f64 meta weight (zero
- *   unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32 fix-alpha and
- *   train-output flags (zero unless stm);
+ *   token, embedding, recurrent, layer (lstm and fwm), fwm_mnm_hparams (zero unless mnm), f64 meta
+ *   weight (zero unless mnm), fwm_gfw_hparams (zero unless gfw), fwm_stm_hparams and u32
+ *   fix-alpha and train-output flags (zero unless stm), u32 tied embeddings (lstm and fwm);
  *   i32 mode, lanes, window, segment, u32 qmark, u64 seed, u64 training-data hash,
  *   i64 step, epoch, window_index, tokens, f64 seconds, the running metrics, f64 running loss,
  *   i64 running steps, u64 n, f32 params[n], adam m[n], adam v[n], u64 k, f32 lane state[k],
  *   u64 FNV-1a hash of every byte before it.
  * Each field has its natural alignment counted from the file's start (zero bytes fill the gaps),
  * as the header's C struct had it. The model arrays are the architecture's flat layout
- * (fwm__tensor_layout) and its lane state. Older versions still load (the table `versions`):
+ * (fwm__tensor_layout) and its lane state. Version 5 (before --tie-embeddings) has the model
+ * block without the tied-embeddings flag. fwm_hparams.block_count (the stacked FWM's layer
+ * count) sits in what was padding after `residual`: written as 1 or more, and read as 1 where a
+ * checkpoint from before it holds 0 there. Older versions still load (the table `versions`):
  * version 4 (before the STM) has the model block without the STM part; version 3 (before the gfw
  * model), without the gfw part either; version 2 (before
  * the MNM), without the MNM's part either; and version 1 (before there were architectures) has
@@ -36,7 +39,7 @@
 #include "trainer.h"
 
 #define CHECKPOINT_MAGIC "FWMTRCK1"
-#define CHECKPOINT_VERSION 5u
+#define CHECKPOINT_VERSION 6u
 
 typedef struct hashed_file {
     FILE *f;
@@ -72,7 +75,7 @@ static int get(hashed_file *hf, void *data, size_t n)
     return 0;
 }
 
-/* What is trained (version 5). Any padding (before meta_weight, inside fwm_stm_hparams) is zero: a
+/* What is trained (version 6). Any padding (before meta_weight, inside fwm_stm_hparams) is zero: a
  * header is cleared before it is filled. */
 typedef struct checkpoint_model {
     uint32_t arch;
@@ -84,6 +87,7 @@ typedef struct checkpoint_model {
     fwm_gfw_hparams gfw;
     fwm_stm_hparams stm;
     uint32_t stm_fix_alpha, stm_train_output;
+    uint32_t tie_embeddings; /* version 6 on */
 } checkpoint_model;
 
 /* Version 4's block ended after the gfw part, its size a multiple of 8 (the block's alignment, for
@@ -91,6 +95,10 @@ typedef struct checkpoint_model {
 #define V4_BLOCK_BYTES ((offsetof(checkpoint_model, gfw) + sizeof(fwm_gfw_hparams) + 7) / 8 * 8)
 _Static_assert(V4_BLOCK_BYTES <= offsetof(checkpoint_model, stm) + sizeof(fwm_stm_hparams),
                "the version-4 block reads into the version-5 one");
+
+/* Version 5's block ended after the STM's flags, its size a multiple of 8 (the block's
+ * alignment). */
+#define V5_BLOCK_BYTES ((offsetof(checkpoint_model, stm_train_output) + 4 + 7) / 8 * 8)
 
 /* The model block of each version: the version-5 block's first block_bytes (so the parts a
  * version lacks read as zero), or for version 1 the FWM's hyperparameters alone (`bare`: no
@@ -104,6 +112,7 @@ static const struct checkpoint_version {
     {2, offsetof(checkpoint_model, mnm), 0},   /* the FWM and the LSTM, before the MNM */
     {3, offsetof(checkpoint_model, gfw), 0},   /* and the MNM, before the gfw model */
     {4, V4_BLOCK_BYTES, 0},                    /* and the gfw model, before the STM */
+    {5, V5_BLOCK_BYTES, 0},                    /* and the STM, before --tie-embeddings */
     {CHECKPOINT_VERSION, sizeof(checkpoint_model), 0},
 };
 #define VERSION_COUNT (sizeof versions / sizeof versions[0])
@@ -200,7 +209,10 @@ static void fill_header(const fwm__trainer *tr, checkpoint_header *h)
         h->model.stm_train_output = (uint32_t)tr->opt.stm_train_output;
     } else {
         h->model.fwm = tr->opt.hp;
+        if (h->model.fwm.block_count == 0) h->model.fwm.block_count = 1; /* 0 means 1 */
+        h->model.dropout = tr->opt.dropout; /* zero unless given (checkpoints before: zero) */
     }
+    h->model.tie_embeddings = (uint32_t)tr->opt.tie_embeddings;
     h->f4.mode = tr->opt.mode;
     h->f4.lanes = tr->opt.lanes;
     h->f4.window = tr->opt.window;
@@ -340,6 +352,9 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
         status = fwm__error(err, FWM_ERR_FORMAT, "%s: too short for a checkpoint header", path);
         goto done;
     }
+    /* fwm_hparams.block_count lives in what was padding, zero in checkpoints written before the
+     * stacked FWM: those are of one layer. */
+    if (h.model.arch == FWM_ARCH_FWM && h.model.fwm.block_count == 0) h.model.fwm.block_count = 1;
     if (h.model.arch != want.model.arch) {
         status = fwm__error(err, FWM_ERR_FORMAT,
                             "%s: the checkpoint is of architecture %s, this run's is %s (resume "
@@ -363,6 +378,7 @@ static fwm_status read_file(fwm__trainer *tr, const char *path, float *p, float 
     SAME_(model.stm, "model hyperparameters or vocabulary size");
     SAME_(model.stm_fix_alpha, "held alphas (--fix-alpha)");
     SAME_(model.stm_train_output, "trained output matrix (--train-output)");
+    SAME_(model.tie_embeddings, "tied embeddings (--tie-embeddings)");
     SAME_(model.meta_weight, "meta-objective weight (--meta-weight)");
     SAME_(model.dropout, "dropout");
     SAME_(f4.mode, "mode");

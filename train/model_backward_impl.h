@@ -82,10 +82,17 @@ static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads
     }
 }
 
-/* ---- stage 2 backward: the LSTM, lanes [b0, b1) ---------------------------------------------- */
+/* ---- stage 2 backward: an LSTM layer, lanes [b0, b1) ---------------------------------------- */
+typedef struct TM(lstm_back_ctx) {
+    TM(fwm__tm) *tm;
+    TM(layer_ref) layer; /* its d_h: the gradient of its h_t from above */
+} TM(lstm_back_ctx);
+
 static void TM(lstm_backward_worker)(void *ctx_pointer, int index, int threads)
 {
-    TM(fwm__tm) *tm = ctx_pointer;
+    TM(lstm_back_ctx) *ctx = ctx_pointer;
+    TM(fwm__tm) *tm = ctx->tm;
+    const TM(layer_ref) *ly = &ctx->layer;
     size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, G4 = 4 * H;
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
@@ -96,16 +103,16 @@ static void TM(lstm_backward_worker)(void *ctx_pointer, int index, int threads)
     real *dh_carry = scratch;      /* [nb, H]: gradient of h_t through step t+1 */
     real *dc_carry = scratch + B * H; /* [nb, H] */
     real *dh = dc_carry + B * H;   /* [H] */
-    const real *W_hh = TM_P(tm, lstm_weight_hh);
+    const real *W_hh = ly->W_hh;
     memset(dh_carry, 0, nb * H * sizeof(real));
     memset(dc_carry, 0, nb * H * sizeof(real));
     for (size_t t = (size_t)tm->len; t-- > 0;) {
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
-            const real *dh_out = tm->d_h + row * H, *carry = dh_carry + (b - b0) * H;
+            const real *dh_out = ly->d_h + row * H, *carry = dh_carry + (b - b0) * H;
             for (size_t j = 0; j < H; j++)
                 dh[j] = dh_out[j] + carry[j];
-            TM(lstm_cell_backward)(tm->gates + row * G4, tm->cs + row * H, tm->tanh_cs + row * H,
+            TM(lstm_cell_backward)(ly->gates + row * G4, ly->cs + row * H, ly->tanh_cs + row * H,
                                    dh, dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
         }
         if (t > 0) /* gradient of h_{t-1} through W_hh */
@@ -148,11 +155,13 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     TM(ce_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, TM(ce_backward_worker), &cctx);
     real *d_logits = tm->probs;
+    int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
     TM(par_gemm)(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
-                 TM_G(tm, output_weight), H, NULL);
+                 tied ? TM_G(tm, token_embd) : TM_G(tm, output_weight), H, NULL);
     real *d_y_selected = tm->y_selected; /* y_selected is no longer needed */
-    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V, TM_P(tm, output_weight), H, 0,
-                 d_y_selected, H, NULL);
+    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
+                 tied ? TM_P(tm, token_embd) : TM_P(tm, output_weight), H, 0, d_y_selected, H,
+                 NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
@@ -183,17 +192,77 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     TM(par_gemm)(pool, 0, 0, rows, H, rd, 1, tm->d_read, rd, TM_P(tm, read_weight), H, 1, tm->d_h,
                  H, NULL);
 
-    /* 2. LSTM */
-    fwm__pool_run(pool, TM(lstm_backward_worker), tm);
-    TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, tm->hs, H, 1,
-                 TM_G(tm, lstm_weight_hh), H, NULL);
+    /* 2. LSTM; then, top down, a stacked FWM's lower layers: each layer's input product
+     * W_ih in_t + b gives its W_ih and b their gradients and the layer below its d_h (through
+     * the layer mask when there is one) */
+    TM(lstm_back_ctx) lctx = {tm, TM(layer_of)(tm, tm->lower)};
+    size_t W = (size_t)tm->config.window, rows_all = W * B;
+    for (size_t l = tm->lower + 1; l-- > 0;) {
+        lctx.layer = TM(layer_of)(tm, l);
+        fwm__pool_run(pool, TM(lstm_backward_worker), &lctx);
+        int own = l == tm->lower;
+        real *g_hh = own ? TM_G(tm, lstm_weight_hh) : TM_GL(tm, l, FWM_BLOCK_weight_hh);
+        if (tm->mask_hh) { /* DropConnect: the gradient of W_hh is that of W_hh (x) mask, masked */
+            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 0,
+                         tm->d_w, H, NULL);
+            const real *m = tm->mask_hh + l * G4 * H;
+            for (size_t i = 0; i < G4 * H; i++)
+                g_hh[i] += tm->d_w[i] * m[i];
+        } else {
+            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 1, g_hh, H,
+                         NULL);
+        }
+        if (l == 0)
+            break; /* the layer that reads the embedding: stage 1 below */
+        const real *in = tm->mask_layer ? tm->ins + (l - 1) * rows_all * H
+                                        : TM(layer_of)(tm, l - 1).hs + B * H; /* its input rows */
+        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4,
+                       own ? TM_G(tm, lstm_bias) : TM_GL(tm, l, FWM_BLOCK_bias), NULL);
+        TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, in, H, 1,
+                     own ? TM_G(tm, lstm_weight_ih) : TM_GL(tm, l, FWM_BLOCK_weight_ih), H, NULL);
+        TM(par_gemm)(pool, 0, 0, rows, H, G4, 1, tm->d_gates, G4,
+                     own ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l, FWM_BLOCK_weight_ih), H, 0,
+                     tm->d_lower, H, NULL);
+        if (tm->mask_layer) {
+            const real *mask = tm->mask_layer + (l - 1) * B * H;
+            for (size_t row = 0; row < rows; row++)
+                for (size_t j = 0; j < H; j++)
+                    tm->d_lower[row * H + j] *= mask[(row % B) * H + j];
+        }
+    }
 
-    /* 1. G = Emb W_ih^T + b */
-    memset(tm->d_input_table, 0, V * G4 * sizeof(real));
-    TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
-    TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, TM_G(tm, lstm_bias), NULL);
-    TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, TM_P(tm, token_embd), E, 1,
-                 TM_G(tm, lstm_weight_ih), E, NULL);
-    TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, TM_P(tm, lstm_weight_ih), E, 1,
-                 TM_G(tm, token_embd), E, NULL);
+    /* 1. the layer that reads the embedding: G = Emb' W_ih^T + b (Emb' = Emb (x) token mask), or
+     * with embedding dropout its input rows Emb'[x] (x) mask */
+    real *g_w_in = tm->lower ? TM_GL(tm, 0, FWM_BLOCK_weight_ih) : TM_G(tm, lstm_weight_ih);
+    real *g_b_in = tm->lower ? TM_GL(tm, 0, FWM_BLOCK_bias) : TM_G(tm, lstm_bias);
+    const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
+    real *g_emb = TM_G(tm, token_embd);
+    if (tm->use_table) {
+        const real *emb = tm->emb_dropped ? tm->emb_dropped : TM_P(tm, token_embd);
+        memset(tm->d_input_table, 0, V * G4 * sizeof(real));
+        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
+        TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
+        TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, emb, E, 1, g_w_in, E, NULL);
+        if (!tm->mask_token) {
+            TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 1, g_emb, E,
+                         NULL);
+        } else {
+            TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 0, tm->d_emb, E,
+                         NULL);
+            for (size_t v = 0; v < V; v++)
+                for (size_t j = 0; j < E; j++)
+                    g_emb[v * E + j] += tm->d_emb[v * E + j] * tm->mask_token[v];
+        }
+    } else {
+        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, g_b_in, NULL);
+        TM(par_gemm)(pool, 1, 0, G4, E, rows, 1, tm->d_gates, G4, tm->in0, E, 1, g_w_in, E, NULL);
+        TM(par_gemm)(pool, 0, 0, rows, E, G4, 1, tm->d_gates, G4, w_in, E, 0, tm->d_emb, E, NULL);
+        for (size_t row = 0; row < rows; row++) { /* in row order: the same sums every run */
+            size_t v = tm->x[row];
+            const real *m = tm->mask_embedding + (row % B) * E;
+            real token = tm->mask_token ? tm->mask_token[v] : (real)1;
+            for (size_t j = 0; j < E; j++)
+                g_emb[v * E + j] += tm->d_emb[row * E + j] * m[j] * token;
+        }
+    }
 }

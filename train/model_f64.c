@@ -8,6 +8,7 @@
 
 #include "fast_math.h"
 #include "fwm_error.h"
+#include "fwm_rng.h"
 
 #define FWM_REAL_DOUBLE 1
 #include "real_template.h"

@@ -5,6 +5,9 @@
  * batched matrix product over all B*len rows (split by rows across the pool's threads) or a
  * recurrence over time run per lane (lanes split across threads, a fixed partition):
  *   1. input table  G = Emb W_ih^T + b                       [V, 4H]
+ *   1b. a stacked FWM's lower LSTM layers: layer 0 over time from G (W_ih^0, b^0), each further
+ *      layer's input product over all rows then the layer over time; the FWM's LSTM's input
+ *      product W_ih h^{L-2}_t + b over all rows
  *   2. LSTM over time (per lane; W_hh h as a [lanes, H] x [H, 4H] product per step)
  *   3. write and read projections of every h_t              [B*len, S+R+T+1], [B*len, S+N_r*R]
  *   4. the fast-weight memory over time (per lane): write, then the chained reads
@@ -13,6 +16,9 @@
 
 #define TM_P(tm, field) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_##field])
 #define TM_G(tm, field) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_##field])
+/* A stacked FWM's lower layer l's tensor k (enum fwm_block_tensor). */
+#define TM_PL(tm, l, k) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
+#define TM_GL(tm, l, k) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
 
 /* ---- creation -------------------------------------------------------------------------------- */
 
@@ -26,7 +32,11 @@ void TM(fwm__tm_free)(TM(fwm__tm) *tm)
                        tm->qs,       tm->rstds,   tm->ys,            tm->f_checkpoints,
                        tm->y_selected, tm->probs, tm->d_y,           tm->d_q,
                        tm->d_write,  tm->d_read,  tm->d_h,           tm->d_gates,
-                       tm->d_input_table, tm->thread_scratch, tm->logits};
+                       tm->d_input_table, tm->thread_scratch, tm->logits, tm->lower_gates,
+                       tm->lower_hs, tm->lower_cs, tm->lower_tanh_cs, tm->d_lower,
+                       tm->emb_dropped, tm->mask_token, tm->mask_embedding, tm->in0,
+                       tm->mask_layer, tm->ins, tm->mask_hh, tm->w_hh_dropped, tm->d_w,
+                       tm->d_emb};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(tm->x);
@@ -52,6 +62,23 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     if (config->lanes < 1 || config->window < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "lanes (%d) and window (%d) must be >= 1",
                           config->lanes, config->window);
+    if (hp->block_count > FWM_MAX_BLOCKS)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "block_count %u: at most %u layers",
+                          (unsigned)hp->block_count, FWM_MAX_BLOCKS);
+    if (config->tie_embeddings && hp->embedding_length != hp->hidden_size)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "tied embeddings need the output width H = %u to equal E = %u",
+                          hp->hidden_size, hp->embedding_length);
+    const fwm__dropout *dp = &config->dropout;
+#define DROPOUT_OK_(p) ((p) >= 0 && (p) < 1) /* also false for NaN */
+    if (!DROPOUT_OK_(dp->token) || !DROPOUT_OK_(dp->embedding) || !DROPOUT_OK_(dp->recurrent) ||
+        !DROPOUT_OK_(dp->layer))
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "dropout probabilities must be in [0, 1) (token %g, embedding %g, "
+                          "recurrent %g, layer %g)",
+                          (double)dp->token, (double)dp->embedding, (double)dp->recurrent,
+                          (double)dp->layer);
+#undef DROPOUT_OK_
     TM(fwm__tm) *tm = calloc(1, sizeof *tm);
     if (!tm)
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer model: out of memory");
@@ -71,7 +98,9 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     size_t rows = W * B, seg = (size_t)tm->config.segment;
     size_t SR = S * R;
     tm->memory_size = SR * T;
-    tm->state_size = 2 * H + tm->memory_size;
+    tm->lower = fwm_lower_blocks(hp);
+    tm->lower_offset = 2 * H + tm->memory_size;
+    tm->state_size = 2 * H + tm->memory_size + 2 * tm->lower * H;
     tm->n_segments = (int)((W + seg - 1) / seg);
     size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
     size_t big = S > T ? S : T;
@@ -87,6 +116,37 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
     tm->input_table = TM(alloc_reals)(V * 4 * H, &failed);
     tm->gates = TM(alloc_reals)(rows * 4 * H, &failed);
+    size_t E = hp->embedding_length, L = tm->lower + 1, G4 = 4 * H;
+    tm->use_table = !(dp->embedding > 0);
+    if (!tm->use_table)
+        tm->in0 = TM(alloc_reals)(rows * E, &failed);
+    if (dp->token > 0) {
+        tm->emb_dropped = TM(alloc_reals)(V * E, &failed);
+        tm->mask_token = TM(alloc_reals)(V, &failed);
+    }
+    if (dp->embedding > 0)
+        tm->mask_embedding = TM(alloc_reals)(B * E, &failed);
+    if (dp->layer > 0 && L > 1) {
+        tm->mask_layer = TM(alloc_reals)((L - 1) * B * H, &failed);
+        tm->ins = TM(alloc_reals)((L - 1) * rows * H, &failed);
+    }
+    if (dp->recurrent > 0) {
+        tm->mask_hh = TM(alloc_reals)(L * G4 * H, &failed);
+        tm->w_hh_dropped = TM(alloc_reals)(L * G4 * H, &failed);
+        if (backward)
+            tm->d_w = TM(alloc_reals)(G4 * H, &failed);
+    }
+    if (backward && (dp->token > 0 || dp->embedding > 0))
+        tm->d_emb = TM(alloc_reals)((rows > V ? rows : V) * E, &failed);
+    if (tm->lower) {
+        size_t L1 = tm->lower;
+        tm->lower_gates = TM(alloc_reals)(L1 * rows * 4 * H, &failed);
+        tm->lower_hs = TM(alloc_reals)(L1 * (W + 1) * B * H, &failed);
+        tm->lower_cs = TM(alloc_reals)(L1 * (W + 1) * B * H, &failed);
+        tm->lower_tanh_cs = TM(alloc_reals)(L1 * rows * H, &failed);
+        if (backward)
+            tm->d_lower = TM(alloc_reals)(rows * H, &failed);
+    }
     tm->hs = TM(alloc_reals)((W + 1) * B * H, &failed);
     tm->cs = TM(alloc_reals)((W + 1) * B * H, &failed);
     tm->tanh_cs = TM(alloc_reals)(rows * H, &failed);
@@ -125,8 +185,44 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "trainer model: out of memory for %zu lanes x %zu steps", B, W);
     }
+    TM(fwm__tm_set_dropout)(tm, 0, 0, 0);
     *out = tm;
     return FWM_OK;
+}
+
+/* n mask values from stream `stream` of `seed`: 1/(1-p) where kept (probability 1-p), else 0. */
+static void TM(fwm_draw_mask)(real *mask, size_t n, double p, uint64_t seed, uint64_t stream)
+{
+    fwm__rng rng;
+    fwm__rng_seed(&rng, seed, stream);
+    real keep = (real)(1.0 / (1.0 - p));
+    for (size_t i = 0; i < n; i++)
+        mask[i] = fwm__rng_uniform01(&rng) >= p ? keep : (real)0;
+}
+
+/* The LSTM baseline's streams (fwm__lstm_dropout_stream), layer l counted bottom up. */
+void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int lane_offset)
+{
+    const fwm__dropout *dp = &tm->config.dropout;
+    size_t V = tm->hp.vocab_size, E = tm->hp.embedding_length, H = tm->hp.hidden_size,
+           L = tm->lower + 1, B = (size_t)tm->config.lanes;
+    if (tm->mask_token)
+        TM(fwm_draw_mask)(tm->mask_token, V, dp->token, seed,
+                          fwm__lstm_dropout_stream(1, 0, 0, step));
+    if (tm->mask_embedding)
+        for (size_t b = 0; b < B; b++)
+            TM(fwm_draw_mask)(tm->mask_embedding + b * E, E, dp->embedding, seed,
+                              fwm__lstm_dropout_stream(2, 0, (uint64_t)lane_offset + b, step));
+    if (tm->mask_layer)
+        for (size_t l = 1; l < L; l++)
+            for (size_t b = 0; b < B; b++)
+                TM(fwm_draw_mask)(tm->mask_layer + ((l - 1) * B + b) * H, H, dp->layer, seed,
+                                  fwm__lstm_dropout_stream(3, (unsigned)l,
+                                                           (uint64_t)lane_offset + b, step));
+    if (tm->mask_hh)
+        for (size_t l = 0; l < L; l++)
+            TM(fwm_draw_mask)(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
+                              fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
 }
 
 void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm)
@@ -140,45 +236,88 @@ void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm)
         memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
-/* ---- stage 2: LSTM over time, lanes [b0, b1) ------------------------------------------------- */
+/* ---- stage 2: an LSTM layer over time, lanes [b0, b1) ---------------------------------------- */
+
+/* One LSTM layer's buffers and place in the lane state: the FWM's own, or a stacked FWM's lower
+ * layer l (TM(layer_of)). */
+typedef struct TM(layer_ref) {
+    const real *W_hh;
+    real *gates, *hs, *cs, *tanh_cs; /* as fwm__tm's gates, hs, cs, tanh_cs */
+    size_t h_off, c_off;             /* h and c in a lane's state */
+    const real *table;               /* pre-activations W_ih Emb[x] + b by token; NULL: the gate
+                                        rows hold W_ih in_t + b already */
+    const real *d_h;                 /* backward: gradient of h_t from above, [window*B, H] */
+} TM(layer_ref);
+
+/* lower < tm->lower: that lower layer; tm->lower: the FWM's own LSTM. */
+static TM(layer_ref) TM(layer_of)(TM(fwm__tm) *tm, size_t lower)
+{
+    size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, W = (size_t)tm->config.window;
+    size_t rows = W * B;
+    TM(layer_ref) r;
+    size_t G4H = 4 * H * H;
+    if (lower == tm->lower) {
+        r.W_hh = tm->w_hh_dropped ? tm->w_hh_dropped + lower * G4H : TM_P(tm, lstm_weight_hh);
+        r.gates = tm->gates, r.hs = tm->hs, r.cs = tm->cs, r.tanh_cs = tm->tanh_cs;
+        r.h_off = 0, r.c_off = H;
+        r.table = tm->lower || !tm->use_table ? NULL : tm->input_table;
+        r.d_h = tm->d_h;
+    } else {
+        r.W_hh = tm->w_hh_dropped ? tm->w_hh_dropped + lower * G4H
+                                  : TM_PL(tm, lower, FWM_BLOCK_weight_hh);
+        r.gates = tm->lower_gates + lower * rows * 4 * H;
+        r.hs = tm->lower_hs + lower * (W + 1) * B * H;
+        r.cs = tm->lower_cs + lower * (W + 1) * B * H;
+        r.tanh_cs = tm->lower_tanh_cs + lower * rows * H;
+        r.h_off = tm->lower_offset + lower * H;
+        r.c_off = tm->lower_offset + (tm->lower + lower) * H;
+        r.table = lower == 0 && tm->use_table ? tm->input_table : NULL;
+        r.d_h = tm->d_lower;
+    }
+    return r;
+}
+
 typedef struct TM(forward_ctx) {
     TM(fwm__tm) *tm;
     int len;
+    TM(layer_ref) layer; /* stage 2's */
 } TM(forward_ctx);
 
 static void TM(lstm_forward_worker)(void *ctx_pointer, int index, int threads)
 {
     TM(forward_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
+    const TM(layer_ref) *ly = &ctx->layer;
     size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, G4 = 4 * H;
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
     if (b1 <= b0)
         return;
     size_t nb = b1 - b0;
-    const real *W_hh = TM_P(tm, lstm_weight_hh);
+    const real *W_hh = ly->W_hh;
     for (size_t b = b0; b < b1; b++) { /* h, c before step 0 from the carried state */
-        memcpy(tm->hs + b * H, tm->state + b * tm->state_size, H * sizeof(real));
-        memcpy(tm->cs + b * H, tm->state + b * tm->state_size + H, H * sizeof(real));
+        memcpy(ly->hs + b * H, tm->state + b * tm->state_size + ly->h_off, H * sizeof(real));
+        memcpy(ly->cs + b * H, tm->state + b * tm->state_size + ly->c_off, H * sizeof(real));
     }
     for (int t = 0; t < ctx->len; t++) {
         size_t r0 = (size_t)t * B + b0;
-        for (size_t b = b0; b < b1; b++)
-            memcpy(tm->gates + ((size_t)t * B + b) * G4,
-                   tm->input_table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
+        if (ly->table)
+            for (size_t b = b0; b < b1; b++)
+                memcpy(ly->gates + ((size_t)t * B + b) * G4,
+                       ly->table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G4, (int)H, (real)1,
-               tm->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, tm->gates + r0 * G4, (int)G4);
+               ly->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, ly->gates + r0 * G4, (int)G4);
         for (size_t b = b0; b < b1; b++) {
             size_t row = (size_t)t * B + b, next = row + B;
-            TM(lstm_cell_forward)(tm->gates + row * G4, tm->cs + row * H, tm->cs + next * H,
-                                  tm->tanh_cs + row * H, tm->hs + next * H, H,
+            TM(lstm_cell_forward)(ly->gates + row * G4, ly->cs + row * H, ly->cs + next * H,
+                                  ly->tanh_cs + row * H, ly->hs + next * H, H,
                                   (real)tm->hp.forget_bias);
         }
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
         size_t last = (size_t)ctx->len * B + b;
-        memcpy(tm->state + b * tm->state_size, tm->hs + last * H, H * sizeof(real));
-        memcpy(tm->state + b * tm->state_size + H, tm->cs + last * H, H * sizeof(real));
+        memcpy(tm->state + b * tm->state_size + ly->h_off, ly->hs + last * H, H * sizeof(real));
+        memcpy(tm->state + b * tm->state_size + ly->c_off, ly->cs + last * H, H * sizeof(real));
     }
 }
 
@@ -272,11 +411,63 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
                 tm->loss_rows[tm->n_loss_rows++] = (int)row;
         }
 
-    /* 1. G = Emb W_ih^T + b */
-    TM(par_gemm)(tm->pool, 0, 1, V, 4 * H, E, 1, TM_P(tm, token_embd), E, TM_P(tm, lstm_weight_ih),
-                 E, 1, tm->input_table, 4 * H, TM_P(tm, lstm_bias));
+    /* the window's weights with their dropout masks */
+    size_t G4 = 4 * H, W = (size_t)tm->config.window, rows_all = W * B;
+    const real *emb = TM_P(tm, token_embd);
+    if (tm->emb_dropped) {
+        for (size_t v = 0; v < V; v++)
+            for (size_t j = 0; j < E; j++)
+                tm->emb_dropped[v * E + j] = tm->mask_token[v] * emb[v * E + j];
+        emb = tm->emb_dropped;
+    }
+    if (tm->w_hh_dropped)
+        for (size_t l = 0; l <= tm->lower; l++) {
+            const real *w = l == tm->lower ? TM_P(tm, lstm_weight_hh)
+                                           : TM_PL(tm, l, FWM_BLOCK_weight_hh);
+            const real *m = tm->mask_hh + l * G4 * H;
+            real *o = tm->w_hh_dropped + l * G4 * H;
+            for (size_t i = 0; i < G4 * H; i++)
+                o[i] = m[i] * w[i];
+        }
+    /* 1. G = Emb W_ih^T + b of the layer that reads the embedding; or, with embedding dropout,
+     * its input rows Emb[x] (x) mask and their product */
+    const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
+    const real *b_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_bias) : TM_P(tm, lstm_bias);
+    if (tm->use_table) {
+        TM(par_gemm)(tm->pool, 0, 1, V, G4, E, 1, emb, E, w_in, E, 1, tm->input_table, G4, b_in);
+    } else {
+        for (size_t row = 0; row < rows; row++) {
+            const real *e = emb + (size_t)tm->x[row] * E, *m = tm->mask_embedding + (row % B) * E;
+            real *o = tm->in0 + row * E;
+            for (size_t j = 0; j < E; j++)
+                o[j] = e[j] * m[j];
+        }
+        TM(par_gemm)(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, w_in, E, 1,
+                     TM(layer_of)(tm, 0).gates, G4, b_in);
+    }
+    TM(forward_ctx) ctx = {tm, len, TM(layer_of)(tm, 0)};
+    /* 1b. a stacked FWM's lower layers; the input products of the layers above them (the input
+     * with the layer mask, kept in `ins`) */
+    for (size_t l = 0; l < tm->lower; l++) {
+        ctx.layer = TM(layer_of)(tm, l);
+        fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
+        TM(layer_ref) above = TM(layer_of)(tm, l + 1);
+        int top = l + 1 == tm->lower;
+        const real *in = ctx.layer.hs + B * H;
+        if (tm->mask_layer) {
+            real *masked = tm->ins + l * rows_all * H;
+            const real *mask = tm->mask_layer + l * B * H;
+            for (size_t row = 0; row < rows; row++)
+                for (size_t j = 0; j < H; j++)
+                    masked[row * H + j] = in[row * H + j] * mask[(row % B) * H + j];
+            in = masked;
+        }
+        TM(par_gemm)(tm->pool, 0, 1, rows, G4, H, 1, in, H,
+                     top ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l + 1, FWM_BLOCK_weight_ih), H, 1,
+                     above.gates, G4, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
+    }
     /* 2. LSTM */
-    TM(forward_ctx) ctx = {tm, len};
+    ctx.layer = TM(layer_of)(tm, tm->lower);
     fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
     /* 3. projections of h_1..h_len */
     const real *h_seq = tm->hs + B * H;
@@ -304,8 +495,8 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     size_t n_loss = (size_t)tm->n_loss_rows;
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->y_selected + i * H, tm->ys + (size_t)tm->loss_rows[i] * H, H * sizeof(real));
-    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, TM_P(tm, output_weight), H, 0,
-                 tm->probs, V, NULL);
+    const real *W_s = tm->config.tie_embeddings ? TM_P(tm, token_embd) : TM_P(tm, output_weight);
+    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 0, tm->probs, V, NULL);
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     double *row_loss = tm->row_loss;

@@ -13,12 +13,20 @@
 
 static fwm_status fwm_configure(const fwm__net_config *c, fwm__tm_config *config, fwm_error *err)
 {
+    (void)err;
     config->segment = c->segment;
-    return fwm__net_refuse_dropout(c, "the FWM", err);
+    config->dropout = c->dropout; /* the LSTM baseline's, on every LSTM layer */
+    config->tie_embeddings = c->tie_embeddings;
+    return FWM_OK;
+}
+
+static void fwm_set_dropout(void *impl, uint64_t seed, uint64_t step, int lane_offset)
+{
+    fwm__tm_set_dropout_f32(impl, seed, step, lane_offset);
 }
 
 FWM__NET_ADAPTER(fwm, FWM_ARCH_FWM, fwm__tm_config, fwm__tm_, fwm__model_init_weights,
-                 /* set_dropout */ NULL, /* segment */ tm->config.segment, /* view */ {},
+                 fwm_set_dropout, /* segment */ tm->config.segment, /* view */ {},
                  /* backward */ {}, /* meta term */ 0, /* loss position */ NULL);
 
 /* ---- the registry ----------------------------------------------------------------------------- */

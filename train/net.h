@@ -30,9 +30,11 @@ typedef struct fwm__net_config {
     int segment;            /* fwm: F checkpoint interval of the backward pass (0 = automatic) */
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
-    fwm__dropout dropout;   /* lstm only (the others have none: must be 0); 0 for evaluation */
+    fwm__dropout dropout;   /* lstm and fwm only (the others have none: must be 0); 0 for
+                               evaluation */
     double meta_weight;     /* mnm only: the meta-objective's coefficient (others: ignored) */
     int fix_alpha;          /* stm only: hold alpha1 and alpha3 (the authors' bAbI setting) */
+    int tie_embeddings;     /* lstm and fwm only: the output matrix is the embedding's */
     int train_output;       /* stm sentence mode only: train the output matrix Z (held otherwise) */
     int keep_logits;        /* keep the loss rows' logits (tests) */
     int forward_only;       /* evaluation: no gradients, no backward buffers */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fwm_model_shape.h"
+
 const char *const fwm__tensor_names[FWM_TENSOR_COUNT] = {
 #define NAME_(field, name, rows, cols) name,
     FWM_TENSOR_LIST(NAME_)
@@ -14,17 +16,17 @@ const char *const fwm__tensor_names[FWM_TENSOR_COUNT] = {
 void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp)
 {
     size_t offset = 0, count = 0;
-    int index = 0;
-#define SHAPE_(field, name, r, c)                                                                  \
-    layout->rows[index] = (size_t)(r);                                                             \
-    layout->cols[index] = (size_t)(c);                                                             \
-    layout->size[index] = layout->rows[index] * layout->cols[index];                               \
-    layout->offset[index] = offset;                                                                \
-    offset += (layout->size[index] + 15) / 16 * 16;                                                \
-    count += layout->size[index];                                                                  \
-    index++;
-    FWM_TENSOR_LIST(SHAPE_)
-#undef SHAPE_
+    layout->count = (size_t)fwm_tensor_count(hp);
+    for (size_t index = 0; index < layout->count; index++) { /* the format's shapes, list order */
+        uint64_t r, c;
+        fwm__tensor_shape(hp, (int)index, &r, &c, NULL);
+        layout->rows[index] = (size_t)r;
+        layout->cols[index] = (size_t)c;
+        layout->size[index] = layout->rows[index] * layout->cols[index];
+        layout->offset[index] = offset;
+        offset += (layout->size[index] + 15) / 16 * 16;
+        count += layout->size[index];
+    }
     layout->total = offset;
     layout->parameter_count = count;
 }
@@ -94,8 +96,7 @@ static void layout_finish(fwm__tensor_layout *layout)
  * is built once per model. */
 static size_t fwm_fwm_tensor_count(const fwm_hparams *hp)
 {
-    (void)hp;
-    return FWM_TENSOR_COUNT;
+    return (size_t)fwm_tensor_count(hp);
 }
 
 static void fwm_fwm_tensor_at(const fwm_hparams *hp, size_t i, char name[48], uint64_t *rows,
@@ -103,7 +104,7 @@ static void fwm_fwm_tensor_at(const fwm_hparams *hp, size_t i, char name[48], ui
 {
     fwm__param_layout fwm;
     fwm__param_layout_init(&fwm, hp);
-    snprintf(name, 48, "%s", fwm__tensor_names[i]);
+    snprintf(name, 48, "%s", fwm__tensor_name((int)i));
     *rows = fwm.rows[i];
     *cols = fwm.cols[i];
 }

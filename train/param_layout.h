@@ -22,10 +22,12 @@
 #include "stm/stm_hparams.h"
 
 typedef struct fwm__param_layout {
-    size_t rows[FWM_TENSOR_COUNT];   /* as FWM_TENSOR_LIST (cols = 1 for vectors) */
-    size_t cols[FWM_TENSOR_COUNT];
-    size_t offset[FWM_TENSOR_COUNT]; /* element offset in the flat buffer */
-    size_t size[FWM_TENSOR_COUNT];   /* rows * cols */
+    size_t count;                    /* fwm_tensor_count(hp): the list's, then a stacked FWM's
+                                        lower layers' (FWM_TENSOR_BLOCK(l, k)) */
+    size_t rows[FWM_MAX_TENSORS];    /* as FWM_TENSOR_LIST (cols = 1 for vectors) */
+    size_t cols[FWM_MAX_TENSORS];
+    size_t offset[FWM_MAX_TENSORS];  /* element offset in the flat buffer */
+    size_t size[FWM_MAX_TENSORS];    /* rows * cols */
     size_t total;                    /* elements in the flat buffer, gaps included */
     size_t parameter_count;          /* sum of size[] */
 } fwm__param_layout;
@@ -63,7 +65,8 @@ uint32_t fwm__spec_pad_id(const fwm__model_spec *spec);
 uint32_t fwm__spec_eos_id(const fwm__model_spec *spec);
 
 /* The most tensors any architecture has. */
-#define FWM__MAX_TENSORS_2_ (FWM_LSTM_MAX_TENSORS > FWM_TENSOR_COUNT ? FWM_LSTM_MAX_TENSORS : FWM_TENSOR_COUNT)
+#define FWM__MAX_TENSORS_2_ \
+    (FWM_LSTM_MAX_TENSORS > FWM_MAX_TENSORS ? FWM_LSTM_MAX_TENSORS : FWM_MAX_TENSORS)
 #define FWM__MAX_TENSORS_3_ (FWM_MNM_MAX_TENSORS > FWM__MAX_TENSORS_2_ ? FWM_MNM_MAX_TENSORS : FWM__MAX_TENSORS_2_)
 #define FWM__MAX_TENSORS_4_ (FWM_GFW_MAX_TENSORS > FWM__MAX_TENSORS_3_ ? FWM_GFW_MAX_TENSORS : FWM__MAX_TENSORS_3_)
 #define FWM__MAX_TENSORS (FWM_STM_MAX_TENSORS > FWM__MAX_TENSORS_4_ ? FWM_STM_MAX_TENSORS : FWM__MAX_TENSORS_4_)

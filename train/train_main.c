@@ -93,7 +93,9 @@ static void usage(FILE *out)
             "                        stm %u)\n"
             "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u); gfw: the\n"
             "                        fast net's h_F and inner layer, m >= 2 (default %u)\n"
-            "  --layers L            lstm: stacked LSTM layers (default %u)\n"
+            "  --layers L            lstm: stacked LSTM layers (default %u); fwm: the stacked\n"
+            "                        FWM, L - 1 LSTM layers below the FWM's own (1 to 8,\n"
+            "                        default 1)\n"
             "  --memory-s S          fast-weight key 1 size (default %u)\n"
             "  --memory-r R          fast-weight key 2 size (default %u)\n"
             "  --memory-t T          fast-weight value size (default %u)\n"
@@ -136,6 +138,8 @@ static void usage(FILE *out)
             "  --dropout-embedding P drop embedding elements (one mask per lane per window)\n"
             "  --dropout-recurrent P DropConnect on every layer's W_hh (one mask per window)\n"
             "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
+            "  --tie-embeddings      lstm, fwm: the output matrix is the embedding matrix (needs\n"
+            "                        --hidden equal to --embedding; the file stores both)\n"
             "run:\n"
             "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
             "                        --arch lstm: runs/lstm-<mode>; mnm, gfw, stm:\n"
@@ -291,6 +295,10 @@ static int train_main(int argc, char **argv)
             force = 1;
         } else if (strcmp(a, "--no-test") == 0) {
             run_test = 0;
+        } else if (strcmp(a, "--tie-embeddings") == 0) {
+            o.tie_embeddings = 1;
+            if (mnm || gfw || stm)
+                wrong_flag = a;
         } else if (strcmp(a, "--residual") == 0) {
             hp->residual = 1;
             lh->residual = 1;
@@ -308,7 +316,13 @@ static int train_main(int argc, char **argv)
             /* read above */
         } else if (OPT("--layers")) {
             lh->layer_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_LSTM_MAX_LAYERS);
-            if (!lstm)
+            if (!lstm && lh->layer_count > FWM_MAX_BLOCKS) {
+                NOTE("error: --layers: at most %u for --arch fwm (the stacked FWM)\n",
+                     FWM_MAX_BLOCKS);
+                return 2;
+            }
+            hp->block_count = (uint16_t)(lstm ? 1 : lh->layer_count);
+            if (mnm || gfw || stm)
                 wrong_flag = "--layers";
         } else if (OPT("--heads")) {
             mh->head_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MNM_MAX_HEADS);
@@ -506,8 +520,18 @@ static int train_main(int argc, char **argv)
         NOTE("error: %s does not apply to --arch %s\n", wrong_flag, arch_name);
         return 2;
     }
-    if (dropout_given && !lstm) {
-        NOTE("error: the --dropout-* options are for --arch lstm (the FWM, the MNM, gfw and the STM "
+    if (o.tie_embeddings) {
+        uint32_t E = lstm ? lh->embedding_length : hp->embedding_length;
+        uint32_t H = lstm ? lh->hidden_size : hp->hidden_size;
+        if (E != H) {
+            NOTE("error: --tie-embeddings needs --hidden (%u) equal to --embedding (%u): the "
+                 "output matrix, [V, H], is the embedding matrix, [V, E]\n",
+                 H, E);
+            return 2;
+        }
+    }
+    if (dropout_given && (mnm || gfw || stm)) {
+        NOTE("error: the --dropout-* options are for --arch lstm and fwm (the MNM, gfw and the STM "
              "have none)\n");
         return 2;
     }
@@ -766,10 +790,13 @@ static int train_main(int argc, char **argv)
         }
     } else {
         spec.fwm = *hp;
-        NOTE("vocabulary %u words; model E=%u H=%u S=%u R=%u T=%u N_r=%u; mode %s; B=%d W=%d; "
-             "%d thread(s)\n",
-             hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->memory_s, hp->memory_r,
-             hp->memory_t, hp->read_count, mode_name, o.lanes, o.window, o.threads);
+        NOTE("vocabulary %u words; model E=%u H=%u L=%u S=%u R=%u T=%u N_r=%u; dropout token %g "
+             "embedding %g recurrent %g layer %g; mode %s; B=%d W=%d; %d thread(s)\n",
+             hp->vocab_size, hp->embedding_length, hp->hidden_size,
+             hp->block_count > 1 ? (unsigned)hp->block_count : 1u, hp->memory_s, hp->memory_r,
+             hp->memory_t, hp->read_count, (double)o.dropout.token, (double)o.dropout.embedding,
+             (double)o.dropout.recurrent, (double)o.dropout.layer, mode_name, o.lanes, o.window,
+             o.threads);
     }
 
     o.stop_requested = &stop_signal;

@@ -25,6 +25,29 @@ typedef enum fwm__loss_mode {
                            whose padding id is also a target, ar_task.h: its targets all count) */
 } fwm__loss_mode;
 
+/* Dropout probabilities, each in [0, 1); 0 = off. */
+typedef struct fwm__dropout {
+    float token;     /* --dropout-token: whole words of the input */
+    float embedding; /* --dropout-embedding: embedding elements, locked per lane */
+    float recurrent; /* --dropout-recurrent: DropConnect on W_hh */
+    float layer;     /* --dropout-layer: between layers, locked per lane */
+} fwm__dropout;
+
+/* Whether any probability is nonzero. */
+static inline int fwm__dropout_any(const fwm__dropout *d)
+{
+    return d->token > 0 || d->embedding > 0 || d->recurrent > 0 || d->layer > 0;
+}
+
+/* Random number stream of a dropout mask: (kind, layer, lane, step) packed into fwm__rng's
+ * stream number with the top bit set (the initialiser and the shuffling use small streams). */
+static inline uint64_t fwm__lstm_dropout_stream(unsigned kind, unsigned layer, uint64_t lane,
+                                                uint64_t step)
+{
+    return (1ull << 63) | ((uint64_t)(kind & 7u) << 60) | ((uint64_t)(layer & 15u) << 56) |
+           ((lane & 0xffffull) << 40) | (step & 0xffffffffffull);
+}
+
 /* Sizes fixed at creation. */
 typedef struct fwm__tm_config {
     fwm_hparams hp;     /* model; hp.read_policy decides where the memory is read */
@@ -37,6 +60,14 @@ typedef struct fwm__tm_config {
     int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
     int forward_only;       /* evaluation: no gradients, no backward buffers, no F checkpoints
                                (fwm__tm_backward must not be called) */
+    fwm__dropout dropout;   /* the LSTM baseline's AWD dropouts on every LSTM layer of the FWM
+                               (a stacked FWM's lower layers and its own): token and embedding
+                               on the embedding, DropConnect on every W_hh, layer on the input of
+                               every layer above the lowest; masks from fwm__tm_set_dropout. All 0
+                               for evaluation */
+    int tie_embeddings;     /* the output matrix W_s is Emb (needs H == E): logits = Emb y; Emb
+                               takes both gradients and output.weight none (the trainer keeps it
+                               a copy of Emb, so the file stores both) */
 } fwm__tm_config;
 
 /* Whether the target y of input x carries loss: y is not <pad> and, in QM mode, x is the loss

@@ -101,6 +101,19 @@ void fwm__trainer_set_state(fwm__trainer *tr, const float *all)
 
 void fwm__trainer_sync_params(fwm__trainer *tr)
 {
+    if (tr->opt.tie_embeddings) { /* output.weight is a copy of Emb: the file stores both */
+        const fwm__tensor_layout *lay = &tr->net->layout;
+        size_t emb = lay->count, out = lay->count;
+        for (size_t k = 0; k < lay->count; k++) {
+            if (strcmp(lay->names[k], "token_embd.weight") == 0)
+                emb = k;
+            if (strcmp(lay->names[k], "output.weight") == 0)
+                out = k;
+        }
+        if (emb < lay->count && out < lay->count && lay->size[emb] == lay->size[out])
+            memcpy(tr->net->params + lay->offset[out], tr->net->params + lay->offset[emb],
+                   lay->size[emb] * sizeof(float));
+    }
     for (int i = 1; i < tr->group_end - tr->group_begin; i++)
         memcpy(tr->group_net[i]->params, tr->net->params, tr->net->layout.total * sizeof(float));
 }
@@ -235,6 +248,7 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         config.loss_mode = options->mode;
         config.loss_token_id = options->qmark_id;
         config.dropout = options->dropout;
+        config.tie_embeddings = options->tie_embeddings;
         config.meta_weight = options->meta_weight;
         config.fix_alpha = options->stm_fix_alpha;
         config.train_output = options->stm_train_output;

@@ -44,6 +44,7 @@ typedef struct fwm__train_options {
     fwm_gfw_hparams gfw;     /* arch gfw, complete */
     fwm_stm_hparams stm;     /* arch stm, complete */
     int stm_fix_alpha;       /* arch stm: hold alpha1 and alpha3 (the authors' bAbI setting) */
+    int tie_embeddings;      /* arch lstm and fwm: --tie-embeddings (W_s = Emb, H == E) */
     int stm_train_output;    /* arch stm, sentence mode: train the output matrix Z */
     int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
                                 state goes back to before it, no update); after this many in a

@@ -86,11 +86,11 @@ static void check_same_hparams(const fwm_hparams *got, const fwm_hparams *want) 
 
 typedef struct weights {
     float *flat;
-    float *tensors[FWM_TENSOR_COUNT];
+    float *tensors[FWM_MAX_TENSORS];
 } weights;
 
 static int make_weights(const fwm_hparams *hp, uint64_t seed, weights *w) {
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(hp, offsets);
     w->flat = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
     if (!w->flat) return 0;

@@ -99,16 +99,32 @@ def parse(data):
 def shapes(kv):
     V, E, H = kv["fwm.vocab_size"], kv["fwm.embedding_length"], kv["fwm.hidden_size"]
     S, R, T, N = kv["fwm.memory.s"], kv["fwm.memory.r"], kv["fwm.memory.t"], kv["fwm.read_count"]
-    return {"token_embd.weight": (V, E), "lstm.weight_ih": (4 * H, E), "lstm.weight_hh": (4 * H, H),
-            "lstm.bias": (4 * H,), "fwm.write.weight": (S + R + T + 1, H),
-            "fwm.write.bias": (S + R + T + 1,), "fwm.read.weight": (S + N * R, H),
-            "fwm.read.bias": (S + N * R,), "fwm.out.weight": (H, T), "fwm.out.bias": (H,),
-            "output.weight": (V, H)}
+    L = kv.get("fwm.block_count", 1)
+    out = {"token_embd.weight": (V, E), "lstm.weight_ih": (4 * H, E if L == 1 else H),
+           "lstm.weight_hh": (4 * H, H),
+           "lstm.bias": (4 * H,), "fwm.write.weight": (S + R + T + 1, H),
+           "fwm.write.bias": (S + R + T + 1,), "fwm.read.weight": (S + N * R, H),
+           "fwm.read.bias": (S + N * R,), "fwm.out.weight": (H, T), "fwm.out.bias": (H,),
+           "output.weight": (V, H)}
+    for l in range(L - 1):  # the stacked FWM's lower layers (docs/FORMAT.md section 3)
+        out[f"blk.{l}.lstm.weight_ih"] = (4 * H, E if l == 0 else H)
+        out[f"blk.{l}.lstm.weight_hh"] = (4 * H, H)
+        out[f"blk.{l}.lstm.bias"] = (4 * H,)
+    return out
 
 
-def formula_parameters(V, E, H, S, R, T, N):
-    return (V * E + 4 * H * E + 4 * H * H + 4 * H + (S + R + T + 1) * (H + 1)
-            + (S + N * R) * (H + 1) + H * T + H + V * H)
+def fwm_list(L):
+    """The list order: the eleven, then the lower layers' tensors, layer 0 first."""
+    return LIST + [f"blk.{l}.lstm.{p}" for l in range(L - 1) for p in ("weight_ih", "weight_hh", "bias")]
+
+
+def formula_parameters(V, E, H, S, R, T, N, L=1):
+    """docs/MODEL.md: the FWM's count; a stacked FWM's LSTM reads H inputs, and each lower layer
+    adds 4H (E or H) + 4H H + 4H."""
+    fwm_in = E if L == 1 else H
+    lower = sum(4 * H * (E if l == 0 else H) + 4 * H * H + 4 * H for l in range(L - 1))
+    return (V * E + 4 * H * fwm_in + 4 * H * H + 4 * H + (S + R + T + 1) * (H + 1)
+            + (S + N * R) * (H + 1) + H * T + H + V * H + lower)
 
 
 def fingerprint(kv, checksum):
@@ -127,6 +143,8 @@ def fingerprint(kv, checksum):
         f32(kv[k])
     u32(kv["tokenizer.ggml.padding_token_id"])
     u32(kv["tokenizer.ggml.eos_token_id"])
+    if kv.get("fwm.block_count", 1) > 1:  # a stacked FWM only
+        u32(kv["fwm.block_count"])
     u32(kv["fwm.vocab_size"])
     for t in kv["tokenizer.ggml.tokens"]:
         e = t.encode()
@@ -151,10 +169,13 @@ def verify_file(path, sizes, what):
     check(types["fwm.checksum"] == 10 and types["fwm.fingerprint"] == 10, f"{what}: u64 hashes")
     check(kv["tokenizer.ggml.model"] == "word", f"{what}: tokenizer model")
     check(len(kv["tokenizer.ggml.tokens"]) == kv["fwm.vocab_size"], f"{what}: token count")
-    check(sorted(tensors) == sorted(LIST), f"{what}: tensor names")
+    L = kv.get("fwm.block_count", 1)
+    check(L == 1 or types["fwm.block_count"] == 4, f"{what}: fwm.block_count is u32")
+    check(kv.get("fwm.block_count", 0) != 1, f"{what}: fwm.block_count left out when it is 1")
+    check(sorted(tensors) == sorted(fwm_list(L)), f"{what}: tensor names")
     expected = shapes(kv)
     blob = bytearray()
-    for name in LIST:
+    for name in fwm_list(L):
         dims, ttype, offset = tensors[name]
         check(dims == list(reversed(expected[name])), f"{what}: {name} dims {dims}")
         check(ttype == 0 and offset % 64 == 0, f"{what}: {name} F32 at an aligned offset")
@@ -364,6 +385,25 @@ def main():
         run(FWM_INIT, "--out", b, "--seed", "8", *args)
         check(open(b, "rb").read() != data, "another seed: another file")
 
+        # ---- the stacked FWM: --layers 3 (two LSTM layers below the FWM's) ----
+        st = os.path.join(tmp, "stacked.gguf")
+        rs = run(FWM_INIT, "--out", st, "--seed", "7", "--layers", "3", *args)
+        check(rs.returncode == 0 and " L=3 " in rs.stdout, f"fwm-init --layers 3: exit 0 ({rs.stderr})")
+        kv_s, data_s = verify_file(st, list(sizes.values()) + [3], "stacked")
+        check(kv_s["fwm.block_count"] == 3, "--layers 3: fwm.block_count 3")
+        check(kv_s["fwm.fingerprint"] != kv["fwm.fingerprint"], "stacked: another fingerprint")
+        inspect_ok(st, formula_parameters(*sizes.values(), 3), 2 * 3 * 12 + 4 * 3 * 4, "stacked")
+        _, _, _, tensors_s, start_s = parse(data_s)
+        bound = 1 / 12 ** 0.5
+        for name in fwm_list(3)[len(LIST):]:
+            dims, _, offset = tensors_s[name]
+            n = dims[0] * (dims[1] if len(dims) > 1 else 1)
+            values = struct.unpack(f"<{n}f", data_s[start_s + offset:start_s + offset + 4 * n])
+            check(max(abs(v) for v in values) <= bound and max(abs(v) for v in values) > bound / 2,
+                  f"stacked: {name} is U(-1/sqrt(H), 1/sqrt(H)) as the LSTM baseline's")
+        run(FWM_INIT, "--out", b, "--seed", "7", "--layers", "1", *args)
+        check(open(b, "rb").read() == data, "--layers 1: the one-layer file, byte for byte")
+
         # the session start: left out by default (readers prime with <eos>), or the --prime words
         check("fwm.session.prime_tokens" not in kv, "no --prime: no prime key")
         check('session start: 1 prime token ["<eos>"] (the default' in r.stdout, "inspect: the default start")
@@ -552,6 +592,28 @@ def main():
         r = run(FWM_INSPECT, os.path.join(tmp, "missing.gguf"))
         check(r.returncode == 1 and "cannot open" in r.stderr, "missing file")
 
+        # ---- damaged stacked files (fwm.block_count 3; E = 8, H = 12) ----
+        def stacked_refused(changed, needle, what):
+            open(bad, "wb").write(changed)
+            r = run(FWM_INSPECT, bad)
+            check(r.returncode == 1 and needle in r.stderr, f"stacked, {what}: '{needle}' ({r.stderr})")
+        at = data_s.find(b"fwm.block_count") + len("fwm.block_count")
+        check(struct.unpack("<I", data_s[at:at + 4])[0] == 4, "fwm.block_count is stored as u32")
+        for value, needle in ((9, "key 'fwm.block_count': expected 1 to 8, found 9"),
+                              (0, "key 'fwm.block_count': expected 1 to 8, found 0"),
+                              (2, "unexpected tensor 'blk.1.lstm.weight_ih': not part of the fwm schema"),
+                              (1, "tensor 'lstm.weight_ih': expected shape [48, 8], found [48, 12]")):
+            changed = bytearray(data_s)
+            changed[at + 4:at + 8] = struct.pack("<I", value)
+            stacked_refused(changed, needle, f"block_count {value}")
+        changed = bytearray(data_s)
+        changed[at:at + 4] = struct.pack("<I", 5)  # an i32 key
+        stacked_refused(changed, "key 'fwm.block_count': expected type u32, found i32", "i32 key")
+        name = data_s.find(b"blk.1.lstm.bias")
+        changed = bytearray(data_s)
+        changed[name:name + len(b"blk.1.lstm.bias")] = b"blk.1.lstm.biaz"
+        stacked_refused(changed, "missing tensor 'blk.1.lstm.bias'", "a lower layer's tensor renamed")
+
         # ---- fwm-init usage errors ----
         def init_refused(args, needle):
             r = run(FWM_INIT, *args)
@@ -595,7 +657,7 @@ def main():
                      "--layer-norm-eps does not apply to --arch stm")
         init_refused(["--out", out, "--arch", "gfw", "--queries", "2"], "--queries applies to --arch stm only")
         init_refused(["--out", out, "--arch", "mnm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
-        init_refused(["--out", out, "--arch", "mnm", "--layers", "2"], "--layers applies to --arch lstm only")
+        init_refused(["--out", out, "--arch", "mnm", "--layers", "2"], "--layers applies to --arch fwm and lstm only")
         init_refused(["--out", out, "--arch", "mnm", "--residual"],
                      "--residual and --no-residual do not apply to --arch mnm")
         init_refused(["--out", out, "--heads", "2"], "--heads applies to --arch mnm only")
@@ -607,7 +669,7 @@ def main():
         init_refused(["--out", out, "--arch", "lstm", "--memory-s", "4"], "--memory-s applies to --arch fwm only")
         init_refused(["--out", out, "--arch", "lstm", "--layers", "17"], "--layers: expected an integer from 1 to 16")
         init_refused(["--out", out, "--layers", "0"], "--layers: expected an integer from 1 to 16, found '0'")
-        init_refused(["--out", out, "--layers", "2"], "--layers applies to --arch lstm only")
+        init_refused(["--out", out, "--layers", "9"], "--layers: expected 1 to 8 for --arch fwm, found 9")
         check(not os.path.exists(out), "no file written by a refused fwm-init")
         r = run(FWM_INIT, "--help")
         check(r.returncode == 0 and "usage: fwm-init" in r.stdout, "fwm-init --help")

@@ -270,6 +270,9 @@ def check_random(args):
     for attempt in range(50):
         rng = np.random.default_rng([seed, attempt])
         spec = random_spec(rng)
+        # the stacked FWM's layer count, 1 to 3, from a stream of its own (so a seed's one-layer
+        # draws are what they were before it)
+        spec["L"] = int(np.random.default_rng([seed, attempt, 1]).integers(1, 4))
         hp, vocab = make_golden.writer_hp(spec)
         gains = dict(write_gain=float(rng.uniform(1, 5)), read_gain=float(rng.uniform(1, 5)),
                      lstm_gain=float(rng.uniform(0.5, 3)))
@@ -284,7 +287,7 @@ def check_random(args):
     else:
         print("check_live random: no well-conditioned model in 50 draws")
         return 1
-    desc = {k: spec[k] for k in ("V", "E", "H", "S", "R", "T", "Nr", "residual", "policy",
+    desc = {k: spec[k] for k in ("V", "E", "H", "L", "S", "R", "T", "Nr", "residual", "policy",
                                  "order", "checksum", "gaps", "forget_bias", "beta_bias",
                                  "write_scale", "eps")}
     return (compare_random(args, "", attempt, desc, spec, tokens,

@@ -3,7 +3,8 @@
 
 What it is for: reading fwm model files (GGUF v3, architecture "fwm"; F32, F16 and BF16 tensors) with
 its own minimal GGUF reader, and computing the logits after every token of a sequence from zero state,
-in float64, exactly as docs/MODEL.md defines the model (the read policy, residual,
+in float64, exactly as docs/MODEL.md defines the model (the stacked FWM's lower LSTM layers when
+fwm.block_count > 1, the read policy, residual,
 N_r chained reads with affine-free layer norm, the delta-rule write with v_old and the Frobenius-norm
 clamp, and forget_bias, beta_bias, write_scale, layer_norm_eps taken from the file).
 
@@ -140,13 +141,24 @@ TENSOR_NAMES = [
 ]
 
 
+def block_names(L):
+    """A stacked FWM's lower layers' tensors (L - 1 layers), after TENSOR_NAMES in canonical order."""
+    return [f"blk.{l}.lstm.{part}" for l in range(L - 1) for part in ("weight_ih", "weight_hh", "bias")]
+
+
+def tensor_names(hp):
+    """Every tensor of a model, in canonical order."""
+    return TENSOR_NAMES + block_names(hp.get("block_count", 1))
+
+
 def tensor_shapes(hp):
     """name -> row-major shape: (rows, cols) for matrices, (n,) for vectors."""
     V, E, H = hp["vocab_size"], hp["embedding_length"], hp["hidden_size"]
     S, R, T, Nr = hp["s"], hp["r"], hp["t"], hp["read_count"]
-    return {
+    L = hp.get("block_count", 1)
+    shapes = {
         "token_embd.weight": (V, E),
-        "lstm.weight_ih": (4 * H, E),
+        "lstm.weight_ih": (4 * H, E if L == 1 else H),
         "lstm.weight_hh": (4 * H, H),
         "lstm.bias": (4 * H,),
         "fwm.write.weight": (S + R + T + 1, H),
@@ -157,13 +169,18 @@ def tensor_shapes(hp):
         "fwm.out.bias": (H,),
         "output.weight": (V, H),
     }
+    for l in range(L - 1):
+        shapes[f"blk.{l}.lstm.weight_ih"] = (4 * H, E if l == 0 else H)
+        shapes[f"blk.{l}.lstm.weight_hh"] = (4 * H, H)
+        shapes[f"blk.{l}.lstm.bias"] = (4 * H,)
+    return shapes
 
 
-def checksum_of(tensors):
+def checksum_of(tensors, hp=None):
     """XXH64 (seed 0) of the stored tensor bytes, concatenated in canonical order."""
     import xxhash  # Debian: python3-xxhash
     h = xxhash.xxh64(seed=0)
-    for name in TENSOR_NAMES:
+    for name in tensor_names(hp or {}):
         h.update(tensors[name][2])
     return h.intdigest()
 
@@ -174,8 +191,10 @@ class Model:
     def __init__(self, path, verify_checksum=True):
         meta, tensors = read_gguf(path)
 
-        def get(key, want_type):
+        def get(key, want_type, default=None):
             if key not in meta:
+                if default is not None:
+                    return default
                 raise FormatError(f"missing key {key}")
             vtype, value = meta[key]
             if vtype != want_type:
@@ -190,6 +209,7 @@ class Model:
             "vocab_size": get("fwm.vocab_size", U32),
             "embedding_length": get("fwm.embedding_length", U32),
             "hidden_size": get("fwm.hidden_size", U32),
+            "block_count": get("fwm.block_count", U32, default=1),  # optional: absent is 1
             "s": get("fwm.memory.s", U32),
             "r": get("fwm.memory.r", U32),
             "t": get("fwm.memory.t", U32),
@@ -202,6 +222,8 @@ class Model:
             "write_scale": get("fwm.write_scale", F32),
             "layer_norm_eps": get("fwm.layer_norm_eps", F32),
         }
+        if not 1 <= hp["block_count"] <= 8:
+            raise FormatError(f"fwm.block_count {hp['block_count']} outside 1 .. 8")
         if hp["read_policy"] not in ("always", "token"):
             raise FormatError(f"fwm.read_policy {hp['read_policy']!r}")
         if hp["read_count"] > 1 and hp["s"] != hp["t"]:
@@ -212,7 +234,7 @@ class Model:
         self.has_checksum = "fwm.checksum" in meta
         if self.has_checksum and verify_checksum:
             stored = get("fwm.checksum", 10)
-            computed = checksum_of(tensors)
+            computed = checksum_of(tensors, hp)
             if stored != computed:
                 raise FormatError(f"checksum mismatch: stored {stored:#x}, computed {computed:#x}")
         self.hp = hp
@@ -254,6 +276,9 @@ class Runner:
         H, S, R, T = hp["hidden_size"], hp["s"], hp["r"], hp["t"]
         self.h = np.zeros(H, dtype)
         self.c = np.zeros(H, dtype)
+        # a stacked FWM's lower LSTM layers (block_count - 1 of them), layer 0 first
+        self.lower_h = [np.zeros(H, dtype) for _ in range(hp.get("block_count", 1) - 1)]
+        self.lower_c = [np.zeros(H, dtype) for _ in range(hp.get("block_count", 1) - 1)]
         self.F = np.zeros((S * R, T), dtype)  # F[S][R][T] viewed as (S*R) x T
         self.trace = []  # per step: dict with the Frobenius norm before the clamp and read statistics
 
@@ -266,15 +291,22 @@ class Runner:
         info = {}
         # 1. embedding
         e = w["token_embd.weight"][x]
-        # 2. LSTM, gate order i, f, z, o
-        g = w["lstm.weight_ih"] @ e + w["lstm.weight_hh"] @ self.h + w["lstm.bias"]
-        gi, gf, gz, go = g[0:H], g[H:2 * H], g[2 * H:3 * H], g[3 * H:4 * H]
-        i = _sigmoid(gi)
-        f = _sigmoid(gf + dt(hp["forget_bias"]))
-        z = np.tanh(gz)
-        o = _sigmoid(go)
-        self.c = f * self.c + i * z
-        self.h = o * np.tanh(self.c)
+
+        def cell(g, c):  # gate order i, f, z, o; returns the new (h, c)
+            gi, gf, gz, go = g[0:H], g[H:2 * H], g[2 * H:3 * H], g[3 * H:4 * H]
+            c = _sigmoid(gf + dt(hp["forget_bias"])) * c + _sigmoid(gi) * np.tanh(gz)
+            return _sigmoid(go) * np.tanh(c), c
+
+        # 1b. a stacked FWM's lower LSTM layers: layer 0 reads e, layer l the new h of layer l - 1
+        inp = e
+        for l in range(len(self.lower_h)):
+            g = (w[f"blk.{l}.lstm.weight_ih"] @ inp + w[f"blk.{l}.lstm.bias"]
+                 + w[f"blk.{l}.lstm.weight_hh"] @ self.lower_h[l])
+            self.lower_h[l], self.lower_c[l] = cell(g, self.lower_c[l])
+            inp = self.lower_h[l]
+        # 2. the FWM's LSTM (reads e, or the last lower layer's h)
+        g = w["lstm.weight_ih"] @ inp + w["lstm.weight_hh"] @ self.h + w["lstm.bias"]
+        self.h, self.c = cell(g, self.c)
         h = self.h
         # 3. write
         a = w["fwm.write.weight"] @ h + w["fwm.write.bias"]
@@ -360,7 +392,7 @@ def main(argv):
         for k, v in model.hp.items():
             print(f"{k} = {v}")
         print(f"has_checksum = {model.has_checksum}")
-        for name in TENSOR_NAMES:
+        for name in tensor_names(model.hp):
             print(f"{name}: {GGML_TYPE_NAMES[model.types[name]]} {list(model.w[name].shape)}")
         return 0
     try:

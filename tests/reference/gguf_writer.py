@@ -36,12 +36,27 @@ CANONICAL_ORDER = [
 ]
 
 
+def canonical_order(hp):
+    """The list order; a stacked FWM (hp["L"] > 1) adds its lower layers' tensors after it."""
+    L = hp.get("L", 1)
+    return CANONICAL_ORDER + [f"blk.{l}.lstm.{part}" for l in range(L - 1)
+                              for part in ("weight_ih", "weight_hh", "bias")]
+
+
 def shapes(hp):
-    """Row-major shapes from the hyperparameters (dict keys as in make_golden.py)."""
+    """Row-major shapes from the hyperparameters (dict keys as in make_golden.py; L, the layer
+    count of a stacked FWM, is optional: 1)."""
     V, E, H = hp["V"], hp["E"], hp["H"]
     S, R, T, Nr = hp["S"], hp["R"], hp["T"], hp["Nr"]
-    return {
-        "token_embd.weight": (V, E), "lstm.weight_ih": (4 * H, E), "lstm.weight_hh": (4 * H, H),
+    L = hp.get("L", 1)
+    lower = {}
+    for l in range(L - 1):
+        lower[f"blk.{l}.lstm.weight_ih"] = (4 * H, E if l == 0 else H)
+        lower[f"blk.{l}.lstm.weight_hh"] = (4 * H, H)
+        lower[f"blk.{l}.lstm.bias"] = (4 * H,)
+    return lower | {
+        "token_embd.weight": (V, E), "lstm.weight_ih": (4 * H, E if L == 1 else H),
+        "lstm.weight_hh": (4 * H, H),
         "lstm.bias": (4 * H,), "fwm.write.weight": (S + R + T + 1, H),
         "fwm.write.bias": (S + R + T + 1,), "fwm.read.weight": (S + Nr * R, H),
         "fwm.read.bias": (S + Nr * R,), "fwm.out.weight": (H, T), "fwm.out.bias": (H,),
@@ -167,7 +182,8 @@ def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksu
     """Write an fwm model file.
 
     hp: dict V, E, H, S, R, T, Nr, residual (bool), policy ("always"|"token"), read_token,
-        forget_bias, beta_bias, write_scale, eps, pad, eos.
+        forget_bias, beta_bias, write_scale, eps, pad, eos; optionally L (a stacked FWM's
+        fwm.block_count, written only when it is not 1).
     vocab: list of V strings. tensors: dict name -> float array of the row-major shape.
     types: "f32"|"f16"|"bf16" for all tensors, or a dict name -> type.
     order: "reversed", "shuffled" (uses rng) or "canonical": the order tensors are written in.
@@ -179,7 +195,8 @@ def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksu
     want = shapes(hp)
     if len(vocab) != hp["V"]:
         raise ValueError("vocab size")
-    stored, type_of = _stored_tensors(CANONICAL_ORDER, want, tensors, types)
+    canonical = canonical_order(hp)
+    stored, type_of = _stored_tensors(canonical, want, tensors, types)
 
     kv = [
         ("general.architecture", GGUF_STRING, "fwm"),
@@ -203,13 +220,15 @@ def write_model(path, hp, vocab, tensors, types="f32", order="reversed", checksu
         ("tokenizer.ggml.padding_token_id", GGUF_U32, hp["pad"]),
         ("tokenizer.ggml.eos_token_id", GGUF_U32, hp["eos"]),
     ]
+    if hp.get("L", 1) != 1:
+        kv.append(("fwm.block_count", GGUF_U32, hp["L"]))
     if name is not None:
         kv.append(("general.name", GGUF_STRING, name))
     if checksum:
-        kv.append(("fwm.checksum", GGUF_U64, _xxh64(stored[t] for t in CANONICAL_ORDER)))
+        kv.append(("fwm.checksum", GGUF_U64, _xxh64(stored[t] for t in canonical)))
     if extra_keys:
         kv += _extra_keys()
-    _write_file(path, kv, CANONICAL_ORDER, want, stored, type_of, order, gaps, rng)
+    _write_file(path, kv, canonical, want, stored, type_of, order, gaps, rng)
     return stored
 
 

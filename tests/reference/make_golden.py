@@ -70,6 +70,11 @@ GOLDEN = [
     dict(name="g6_token_nr1_nores", V=12, E=6, H=5, S=2, R=3, T=5, Nr=1, residual=False,
          policy="token", types="f32", order="canonical", checksum=True, gaps=False,
          forget_bias=1.5, beta_bias=0.5, write_scale=0.125, eps=1e-4, n_tokens=40, seed=606),
+    # The stacked FWM (fwm.block_count = 3): two LSTM layers below the FWM's own.
+    dict(name="g7_stacked_l3_nr2_res", V=14, E=6, H=8, S=4, R=3, T=4, Nr=2, residual=True, L=3,
+         policy="always", order="shuffled", checksum=True, gaps=True,
+         types={"blk.0.lstm.weight_ih": "f16", "blk.1.lstm.bias": "bf16", "lstm.weight_ih": "f16"},
+         forget_bias=1.0, beta_bias=1.0, write_scale=1 / 4, eps=1e-5, n_tokens=48, seed=707),
 ]
 
 
@@ -80,7 +85,7 @@ def writer_hp(spec):
                 Nr=spec["Nr"], residual=spec["residual"], policy=spec["policy"],
                 read_token=vocab.index("?"), forget_bias=spec["forget_bias"],
                 beta_bias=spec["beta_bias"], write_scale=spec["write_scale"], eps=spec["eps"],
-                pad=0, eos=1), vocab
+                pad=0, eos=1, L=spec.get("L", 1)), vocab
 
 
 def make_weights(hp, rng, write_gain=4.0, read_gain=3.0, lstm_gain=1.5):
@@ -94,9 +99,10 @@ def make_weights(hp, rng, write_gain=4.0, read_gain=3.0, lstm_gain=1.5):
 
     k = 1 / np.sqrt(H)
     a_mem = np.sqrt(6 / (H + S))
-    return {
+    L = hp.get("L", 1)
+    weights = {
         "token_embd.weight": rng.normal(0, 1, size=(V, E)),
-        "lstm.weight_ih": uni((4 * H, E), lstm_gain * k),
+        "lstm.weight_ih": uni((4 * H, E if L == 1 else H), lstm_gain * k),
         "lstm.weight_hh": uni((4 * H, H), lstm_gain * k),
         "lstm.bias": uni((4 * H,), 0.3),
         "fwm.write.weight": uni((S + R + T + 1, H), write_gain * a_mem),
@@ -107,6 +113,11 @@ def make_weights(hp, rng, write_gain=4.0, read_gain=3.0, lstm_gain=1.5):
         "fwm.out.bias": uni((H,), 1 / np.sqrt(T)),
         "output.weight": rng.normal(0, np.sqrt(2 / (V + H)), size=(V, H)),
     }
+    for l in range(L - 1):  # a stacked FWM's lower layers, drawn after the rest
+        weights[f"blk.{l}.lstm.weight_ih"] = uni((4 * H, E if l == 0 else H), lstm_gain * k)
+        weights[f"blk.{l}.lstm.weight_hh"] = uni((4 * H, H), lstm_gain * k)
+        weights[f"blk.{l}.lstm.bias"] = uni((4 * H,), 0.3)
+    return weights
 
 
 def make_tokens(hp, rng, n):
@@ -150,6 +161,12 @@ def analyse(model, tokens, rng):
             other = fwm_reference.compute_logits(model, tokens, np.float64,
                                                  hp_override={name: defaults[key]})[0]
             hp_effect[name] = _error_over_tol(other, logits)
+    # A stacked FWM: each lower layer's recurrent weights must visibly matter.
+    for l in range(hp.get("block_count", 1) - 1):
+        name = f"blk.{l}.lstm.weight_hh"
+        other = fwm_reference.compute_logits(model, tokens, np.float64,
+                                             weights=dict(model.w, **{name: 0 * model.w[name]}))[0]
+        hp_effect[name] = _error_over_tol(other, logits)
     read_steps = [t for t in trace if t["read"]]
     facts = {
         "clamp_steps": sum(1 for t in trace if t["norm"] > 1.0),

@@ -37,6 +37,7 @@ fwm_hparams rt_hparams(uint32_t V, uint32_t E, uint32_t H, uint32_t S, uint32_t 
     hp.layer_norm_eps = 1e-5f;
     hp.padding_token_id = 0;
     hp.eos_token_id = V > 1 ? 1 : 0;
+    hp.block_count = 1;
     return hp;
 }
 
@@ -51,21 +52,23 @@ struct fwm_model *rt_model_create(const fwm_hparams *hp, uint64_t seed, bool pre
     struct fwm_model *model = calloc(1, sizeof *model);
     if (!model) return NULL;
     model->hp = *hp;
-    size_t counts[FWM_TENSOR_COUNT], total = 0;
-#define RT_COUNT_(field, name, rows, cols) \
-    counts[FWM_TENSOR_##field] = (size_t)(rows) * (size_t)(cols);  \
-    total += counts[FWM_TENSOR_##field];
-    FWM_TENSOR_LIST(RT_COUNT_)
-#undef RT_COUNT_
+    size_t counts[FWM_MAX_TENSORS], total = 0;
+    const int n_tensors = fwm_tensor_count(hp);
+    for (int i = 0; i < n_tensors; i++) {
+        uint64_t rows, cols;
+        fwm__tensor_shape(hp, i, &rows, &cols, NULL);
+        counts[i] = (size_t)(rows * cols);
+        total += counts[i];
+    }
     float *block = malloc(total * sizeof(float));
     if (!block) {
         free(model);
         return NULL;
     }
     model->converted = block; /* owned by the helper: rt_model_free releases it */
-    float *t[FWM_TENSOR_COUNT];
+    float *t[FWM_MAX_TENSORS];
     float *p = block;
-    for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
+    for (int i = 0; i < n_tensors; i++) {
         t[i] = p;
         p += counts[i];
     }
@@ -88,6 +91,13 @@ struct fwm_model *rt_model_create(const fwm_hparams *hp, uint64_t seed, bool pre
 #define RT_POINT_(field, name, rows, cols) model->w.field = t[FWM_TENSOR_##field];
     FWM_TENSOR_LIST(RT_POINT_)
 #undef RT_POINT_
+    /* a stacked FWM's lower layers, drawn after the rest (so one-layer models are as they were) */
+    for (int i = FWM_TENSOR_COUNT; i < n_tensors; i++) {
+        int l = (i - FWM_TENSOR_COUNT) / (int)FWM_BLOCK_TENSORS;
+        int k = (i - FWM_TENSOR_COUNT) % (int)FWM_BLOCK_TENSORS;
+        fill_uniform(t[i], counts[i], k == FWM_BLOCK_bias ? 0.5 : 1 / sqrt(H), &rng);
+        model->w.lower[l][k] = t[i];
+    }
     model->fingerprint = 0x5eed000000000000ull ^ fwm__rng_next(&rng);
     model->parameter_count = total;
     if (prepare && fwm__model_prepare(model, NULL) != FWM_OK) {
@@ -163,14 +173,14 @@ fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_
     hp.vocab_size = V, hp.embedding_length = 6, hp.hidden_size = 8;
     hp.memory_s = hp.memory_r = hp.memory_t = 3;
     hp.write_scale = 1.0f / 3;
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(&hp, offsets);
     float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
     if (!data) {
         CHECK(data != NULL);
         return NULL;
     }
-    float *t[FWM_TENSOR_COUNT];
+    float *t[FWM_MAX_TENSORS];
     fwm_write_spec spec = {.hp = hp, .tokens = vocab};
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
     fwm__model_init_weights(&hp, seed, t);

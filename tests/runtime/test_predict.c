@@ -136,10 +136,10 @@ static void primed_start(void) {
     hp.vocab_size = V_TEST, hp.embedding_length = 6, hp.hidden_size = 8;
     hp.memory_s = 4, hp.memory_r = 3, hp.memory_t = 4, hp.read_count = 2;
     hp.write_scale = 1.0f / 4;
-    uint64_t offsets[FWM_TENSOR_COUNT + 1];
+    uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(&hp, offsets);
     float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
-    float *t[FWM_TENSOR_COUNT];
+    float *t[FWM_MAX_TENSORS];
     fwm_write_spec spec = {.hp = hp, .tokens = vocabulary};
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
     fwm__model_init_weights(&hp, 9, t);

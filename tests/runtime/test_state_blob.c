@@ -1,7 +1,8 @@
 /* test_state_blob.c - session state blobs: the documented layout, export -> import mid-stream
  * continuing bit-identically, and import refusing another model's blob, truncation, every single
  * flipped byte, a wrong version, wrong dims and non-finite values (re-checksummed so only that
- * check can catch them), each leaving the session untouched. */
+ * check can catch them), each leaving the session untouched; a stacked FWM's version-3 blob (its
+ * layout, continuation, and the refusals particular to it). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -231,6 +232,93 @@ static void test_refusals(void) {
     fwm_session_free(o);
 }
 
+/* A stacked FWM (fwm.block_count 3): version 3, L and the lower layers' h and c after F. */
+static void test_stacked(void) {
+    fwm_hparams hp = rt_hparams(13, 8, 19, 4, 5, 6, 2, true, FWM_READ_ALWAYS, 0);
+    hp.block_count = 3;
+    struct fwm_model *stacked = rt_model_create(&hp, 23, true);
+    CHECK(stacked != NULL);
+    if (!stacked) return;
+    fwm_session *s = NULL;
+    fwm_error err;
+    CHECK_STATUS(fwm_session_create(stacked, &s, &err), FWM_OK, &err);
+    uint32_t tokens[11];
+    rt_random_tokens(tokens, 11, hp.vocab_size, 5);
+    CHECK_STATUS(fwm_session_step_sequence(s, tokens, 11, NULL, &err), FWM_OK, &err);
+    size_t H = hp.hidden_size, SRT = (size_t)hp.memory_s * hp.memory_r * hp.memory_t;
+    size_t expected = 56 + 4 * (2 * 3 * H + SRT);
+    CHECK_INT(fwm__state_blob_size(stacked), expected);
+    size_t size = 0;
+    unsigned char *b = rt_export(s, &size);
+    if (!b) return;
+    CHECK_INT(size, expected);
+    CHECK_INT(rd32(b + 4), 3);
+    CHECK_INT(rd32(b + 16), H);
+    CHECK_INT(rd64(b + 32), 11);
+    CHECK_INT(rd32(b + 40), 3);
+    CHECK_INT(rd32(b + 44), 0);
+    size_t bad = 0, stride = fwm__aligned_floats(H);
+    for (size_t i = 0; i < H; i++) bad += rdf(b + 48 + 4 * i) != s->h[i];
+    for (size_t i = 0; i < H; i++) bad += rdf(b + 48 + 4 * H + 4 * i) != s->c[i];
+    const unsigned char *lower = b + 48 + 4 * (2 * H + SRT);
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; i < H; i++) {
+            bad += rdf(lower + 4 * (l * H + i)) != s->lower_h[l * stride + i];
+            bad += rdf(lower + 4 * (2 * H + l * H + i)) != s->lower_c[l * stride + i];
+        }
+    CHECK_INT(bad, 0);
+    float zero = 0;
+    size_t nonzero = 0;
+    for (size_t i = 0; i < 4 * H; i++) nonzero += memcmp(lower + 4 * i, &zero, 4) != 0;
+    CHECK(nonzero > 2 * H); /* the lower layers' state is there, not zeros */
+    fwm_session_free(s);
+
+    /* export -> import continues bit-identically (the one-layer test over the stacked model) */
+    struct fwm_model *one = model;
+    model = stacked;
+    test_continuation();
+
+    /* refusals particular to version 3 (each re-checksummed), the session untouched */
+    unsigned char *copy = malloc(size);
+    memcpy(copy, b, size);
+    wr32(copy + 40, 9), reseal(copy, size);
+    expect_refused(copy, size, FWM_ERR_STATE_CORRUPT, "layer count L=9 is outside 2 .. 8", "L=9");
+    memcpy(copy, b, size);
+    wr32(copy + 40, 2), reseal(copy, size);
+    expect_refused(copy, size, FWM_ERR_STATE_CORRUPT, "implies", "L=2 in an L=3 blob");
+    memcpy(copy, b, size);
+    wr32(copy + 4, 1), reseal(copy, size);
+    expect_refused(copy, size, FWM_ERR_STATE_CORRUPT, "implies", "version 1 on a stacked blob");
+    memcpy(copy, b, size);
+    wr32(copy + size - 8 - 4, 0x7fc00000u), reseal(copy, size);
+    expect_refused(copy, size, FWM_ERR_STATE_CORRUPT, "lower c[", "NaN in the last lower c");
+    memcpy(copy, b, size);
+    wr32(copy + 48 + 4 * (2 * H + SRT), 0x7f800000u), reseal(copy, size);
+    expect_refused(copy, size, FWM_ERR_STATE_CORRUPT, "lower h[0] is not finite", "inf in lower h");
+    /* a one-layer blob of a model with the same fingerprint: L=1 differs from the model's */
+    fwm_session *o = NULL;
+    CHECK_STATUS(fwm_session_create(one, &o, &err), FWM_OK, &err);
+    size_t one_size = 0;
+    unsigned char *one_blob = rt_export(o, &one_size);
+    uint64_t saved = stacked->fingerprint;
+    stacked->fingerprint = one->fingerprint;
+    if (one_blob)
+        expect_refused(one_blob, one_size, FWM_ERR_STATE_CORRUPT,
+                       "layer count L=1 differs from the model's L=3", "a one-layer blob");
+    stacked->fingerprint = saved;
+    free(one_blob);
+    fwm_session_free(o);
+    /* and another model's stacked blob is another model's */
+    memcpy(copy, b, size);
+    wr64(copy + 8, saved ^ 1), reseal(copy, size);
+    expect_refused(copy, size, FWM_ERR_STATE_MODEL_MISMATCH, "belongs to model",
+                   "foreign stacked blob");
+    model = one;
+    free(copy);
+    free(b);
+    rt_model_free(stacked);
+}
+
 int main(void) {
     fwm_hparams hp = rt_hparams(13, 8, 19, 4, 5, 6, 1, false, FWM_READ_ALWAYS, 0);
     model = rt_model_create(&hp, 21, true);
@@ -241,6 +329,7 @@ int main(void) {
     test_layout();
     test_continuation();
     test_refusals();
+    test_stacked();
     rt_model_free(model);
     rt_model_free(other_model);
     return check_finish("test_state_blob");

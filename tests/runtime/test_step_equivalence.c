@@ -2,7 +2,8 @@
  * bit-identical logits and states, for batches of mixed sizes (1, 3, 8, 17, 64) whose sessions sit
  * at different positions, over several model variants (N_r 1..3, residual on/off, both read
  * policies, R != S, odd sizes that exercise every kernel tail, with and without the input-gate
- * table), with some steps asking for no logits. */
+ * table), stacked FWMs (fwm.block_count 2 and 4, with and without the table, E != H), with some
+ * steps asking for no logits. */
 #include <stdlib.h>
 
 #include "fwm_rng.h"
@@ -190,8 +191,19 @@ static void run_variant(const variant *var) {
     rt_model_free(m);
 }
 
+static variant stacked(const char *name, fwm_hparams hp, unsigned layers, bool prepare) {
+    hp.block_count = (uint16_t)layers;
+    return (variant){name, hp, prepare, TOKENS_PER_SESSION};
+}
+
 int main(void) {
     const variant variants[] = {
+        stacked("stacked L=2, odd sizes, N_r=3, always", rt_hparams(29, 13, 37, 6, 9, 6, 3, false,
+                FWM_READ_ALWAYS, 0), 2, true),
+        stacked("stacked L=4, token policy, residual", rt_hparams(31, 24, 20, 8, 5, 11, 1, true,
+                FWM_READ_ON_TOKEN, 3), 4, true),
+        stacked("stacked L=3, no input-gate table", rt_hparams(17, 9, 33, 9, 12, 9, 2, true,
+                FWM_READ_ALWAYS, 0), 3, false),
         {"odd sizes, N_r=3, always, no residual",
          rt_hparams(29, 13, 37, 6, 9, 6, 3, false, FWM_READ_ALWAYS, 0), true, TOKENS_PER_SESSION},
         {"R!=S!=T, N_r=1, token policy, residual",

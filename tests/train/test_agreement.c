@@ -6,7 +6,8 @@
  * read's layer norm divides those rounding differences by std(z), which is small in a random
  * model (typical worst case seen: 1e-5). Both read policies ("always", and "token" with a residual), with weights
  * large enough that the norm clamp is active. Also checks the carried state (h, c, F) through
- * fwm_session_export. */
+ * fwm_session_export. A third case is a stacked FWM (fwm.block_count 3), whose carried state
+ * also holds the lower layers' h and c (as the version-3 blob does). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@
 
 enum { LANES = 3, WINDOW = 25, WINDOWS = 2, V = 20, QMARK = 5 };
 
-static void run_case(int token_policy)
+static void run_case(int token_policy, int layers)
 {
     fwm__tm_config config = {0};
     fwm_hparams *hp = &config.hp;
@@ -42,6 +43,7 @@ static void run_case(int token_policy)
     hp->layer_norm_eps = 1e-5f;
     hp->padding_token_id = 0;
     hp->eos_token_id = 1;
+    hp->block_count = (uint16_t)layers;
     config.lanes = LANES;
     config.window = WINDOW;
     config.loss_mode = FWM__LOSS_LM;
@@ -51,8 +53,8 @@ static void run_case(int token_policy)
     CHECK_INT(fwm__tm_create_f32(&config, NULL, &tm, &err), FWM_OK);
     if (!tm)
         return;
-    float *tensors[FWM_TENSOR_COUNT];
-    for (int k = 0; k < FWM_TENSOR_COUNT; k++)
+    float *tensors[FWM_MAX_TENSORS];
+    for (size_t k = 0; k < tm->layout.count; k++)
         tensors[k] = tm->params + tm->layout.offset[k];
     fwm__model_init_weights(hp, 42, tensors);
     /* larger writes than at initialisation, so that ||F|| reaches the clamp */
@@ -120,10 +122,10 @@ static void run_case(int token_policy)
                 compared++;
             }
     }
-    printf("%s: %d steps x %d lanes compared, norm clamp active at %d, worst relative logit "
+    printf("%s, L=%d: %d steps x %d lanes compared, norm clamp active at %d, worst relative logit "
            "difference %.3g\n",
-           token_policy ? "read on \"?\", residual" : "read always", WINDOWS * WINDOW, LANES,
-           clamps, worst);
+           token_policy ? "read on \"?\", residual" : "read always", layers, WINDOWS * WINDOW,
+           LANES, clamps, worst);
     CHECK_LE(worst, 2e-5);
     CHECK_GE(clamps, 10);
 
@@ -151,7 +153,8 @@ static void run_case(int token_policy)
                 if (e > worst_state)
                     worst_state = e;
             }
-            printf("  carried state h, c, F (%zu floats): worst difference %.3g\n", floats,
+            printf("  carried state h, c, F%s (%zu floats): worst difference %.3g\n",
+                   layers > 1 ? ", lower h, c" : "", floats,
                    worst_state);
             CHECK_LE(worst_state, 1e-5);
         }
@@ -167,7 +170,8 @@ done:
 
 int main(void)
 {
-    run_case(0);
-    run_case(1);
+    run_case(0, 1);
+    run_case(1, 1);
+    run_case(0, 3);
     return check_finish("test_agreement");
 }

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from fwm_reference import read_gguf  # noqa: E402  (a plain GGUF reader)
+
 failures = 0
 
 
@@ -120,6 +123,69 @@ def main():
     check("  all " in p.stdout and "answer perplexity" in p.stdout, "fwm-eval table")
     check(sum(1 for l in p.stdout.splitlines() if l.strip()[:2].strip().isdigit()) == 20,
           "fwm-eval: 20 task rows")
+    # the stacked FWM (--layers 3: two LSTM layers below the FWM's): trains, writes a model with
+    # fwm.block_count 3 that fwm-inspect and fwm-eval read, and resumes
+    stacked_dir = os.path.join(tmp, "run-stacked")
+    stacked = list(renamed)
+    stacked[stacked.index("--run-dir") + 1] = stacked_dir
+    p = run(stacked + ["--layers", "3", "--steps", "3"])
+    check("L=3" in p.stderr, "--layers 3: the model line names L=3 (got %r)" % p.stderr[-300:])
+    info = run([inspect, os.path.join(stacked_dir, "model.gguf")]).stdout
+    line = next((l for l in info.splitlines() if l.strip().startswith("fwm.block_count ")), "")
+    check(line.split()[-1:] == ["3"], "stacked model: fwm.block_count 3 (got %r)" % line)
+    check("blk.1.lstm.weight_hh" in info, "stacked model: the lower layers' tensors")
+    p = run(stacked + ["--layers", "3", "--steps", "5", "--resume"])
+    check("resumed from" in p.stderr and "at step 3" in p.stderr, "stacked run resumes")
+    p = run(stacked + ["--layers", "2", "--steps", "6", "--resume"], expect_rc=1)
+    check("differs" in p.stderr, "resume with another --layers refused (got %r)" % p.stderr[-300:])
+    p = run([evaluate, os.path.join(stacked_dir, "model.gguf"), "--data", data, "--set", "1k",
+             "--split", "valid", "--lanes", "2", "--threads", "1"])
+    check("  all " in p.stdout, "fwm-eval reads the stacked model")
+    # with the AWD dropouts: stopped at step 3 and resumed to 5 trains the model of a run
+    # straight to 5, byte for byte (the masks are functions of the seed, step and lane); without
+    # dropout another model
+    drop = ["--layers", "3", "--dropout-token", "0.1", "--dropout-embedding", "0.2",
+            "--dropout-recurrent", "0.3", "--dropout-layer", "0.2"]
+    straight = list(renamed)
+    straight[straight.index("--run-dir") + 1] = os.path.join(tmp, "run-dropout-straight")
+    p = run(straight + drop + ["--steps", "5"])
+    check("dropout token 0.1 embedding 0.2 recurrent 0.3 layer 0.2" in p.stderr,
+          "the model line names the dropouts (got %r)" % p.stderr[-400:])
+    pieces = list(renamed)
+    pieces[pieces.index("--run-dir") + 1] = os.path.join(tmp, "run-dropout-pieces")
+    run(pieces + drop + ["--steps", "3"])
+    p = run(pieces + drop[:4] + ["--steps", "5", "--resume"], expect_rc=1)
+    check("dropout" in p.stderr, "resume with other dropouts refused (got %r)" % p.stderr[-300:])
+    run(pieces + drop + ["--steps", "5", "--resume"])
+    with open(os.path.join(tmp, "run-dropout-straight", "model.gguf"), "rb") as fa, \
+            open(os.path.join(tmp, "run-dropout-pieces", "model.gguf"), "rb") as fb:
+        dropped = fa.read()
+        check(dropped == fb.read(), "stacked FWM with dropout: resumed run = straight run")
+    with open(os.path.join(stacked_dir, "model.gguf"), "rb") as fc:
+        check(dropped != fc.read(), "dropout changes the trained model")
+    # --tie-embeddings (E == H): the output matrix is the embedding matrix; the file stores both,
+    # equal; a resume without it is refused; E != H is refused
+    tied = list(renamed)
+    tied[tied.index("--run-dir") + 1] = os.path.join(tmp, "run-tied")
+    tied[tied.index("--embedding") + 1] = "12"
+    run(tied + ["--layers", "2", "--tie-embeddings", "--dropout-token", "0.1", "--steps", "3"])
+    _, tensors = read_gguf(os.path.join(tmp, "run-tied", "model.gguf"))
+    check(tensors["output.weight"][2] == tensors["token_embd.weight"][2],
+          "tied embeddings: output.weight stored equal to token_embd.weight")
+    p = run(tied + ["--layers", "2", "--dropout-token", "0.1", "--steps", "5", "--resume"],
+            expect_rc=1)
+    check("tied embeddings" in p.stderr, "resume without --tie-embeddings refused (got %r)"
+          % p.stderr[-300:])
+    run(tied + ["--layers", "2", "--tie-embeddings", "--dropout-token", "0.1", "--steps", "5",
+                "--resume"])
+    _, tensors = read_gguf(os.path.join(tmp, "run-tied", "model.gguf"))
+    check(tensors["output.weight"][2] == tensors["token_embd.weight"][2],
+          "tied embeddings: still equal after a resume")
+    p = run(renamed + ["--tie-embeddings", "--steps", "1", "--force"], expect_rc=2)
+    check("--tie-embeddings needs --hidden (12) equal to --embedding (8)" in p.stderr,
+          "--tie-embeddings with E != H refused (got %r)" % p.stderr[-300:])
+    p = run(stacked + ["--layers", "9", "--steps", "1", "--force"], expect_rc=2)
+    check("at most 8" in p.stderr, "--layers 9 refused for the FWM (got %r)" % p.stderr[-300:])
     # the instability watcher (train/divergence.c) as the trainer prints it: an LSTM whose learning
     # rate rises to 10 over its 600 steps (the warm-up) learns, then falls apart (on every OpenBLAS
     # kernel set tried: Zen, Haswell, Sandybridge, Prescott); at lr 3e-3 nothing

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cli import make_data  # noqa: E402  (the same tiny bAbI folder)
+from test_cli import make_data, read_gguf  # noqa: E402  (the same tiny bAbI folder)
 from test_mpi import mpi_env, mpirun_command  # noqa: E402
 
 failures = 0
@@ -50,7 +50,7 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(magic == b"FWMTRCK1" and version == 5, "checkpoint magic and version 5")
+    check(magic == b"FWMTRCK1" and version == 6, "checkpoint magic and version 6")
     (arch,) = struct.unpack_from("@I", data, 16)
     check(arch == want_arch, "checkpoint records architecture %d (%s), got %d"
           % (want_arch, arch_name, arch))
@@ -59,18 +59,35 @@ def checkpoint_without_seconds(path, want_arch=1, arch_name="lstm"):
 
 
 def as_version_3(path, gfw_block=104):
-    """Rewrite a version-5 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
+    """Rewrite a version-6 checkpoint of an FWM, LSTM or MNM run as version 3 wrote it: the model
     block without its last parts (fwm_gfw_hparams, eight 4-byte fields; fwm_stm_hparams, 60
-    bytes, and the STM's two u32 switches; 4 bytes of padding: 104 bytes, zero for these
-    architectures), the header's version and block size, and the FNV-1a hash of the bytes before
-    it."""
+    bytes, and the STM's two u32 switches; the tied-embeddings flag, where version 5 had 4 bytes
+    of padding: 104 bytes, zero for these architectures and an untied run), the header's version
+    and block size, and the FNV-1a hash of the bytes before it."""
     with open(path, "rb") as f:
         data = f.read()
     magic, version, block = struct.unpack_from("@8sII", data, 0)
-    check(version == 5 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
-          "a version-5 checkpoint with empty gfw and STM parts")
+    check(version == 6 and data[16 + block - gfw_block:16 + block] == bytes(gfw_block),
+          "a version-6 checkpoint with empty gfw and STM parts, untied")
     body = (struct.pack("@8sII", magic, 3, block - gfw_block) + data[16:16 + block - gfw_block]
             + data[16 + block:-8])
+    h = 1469598103934665603
+    for byte in body:
+        h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    with open(path, "wb") as f:
+        f.write(body + struct.pack("@Q", h))
+
+
+def as_version_5(path):
+    """Rewrite a version-6 checkpoint of an untied run as version 5 wrote it: the same model block
+    (the tied-embeddings flag sits where version 5 had zero padding), the header's version, and
+    the FNV-1a hash of the bytes before it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, block = struct.unpack_from("@8sII", data, 0)
+    check(version == 6 and data[16 + block - 4:16 + block] == bytes(4),
+          "a version-6 checkpoint of an untied run")
+    body = struct.pack("@8sII", magic, 5, block) + data[16:-8]
     h = 1469598103934665603
     for byte in body:
         h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
@@ -127,6 +144,13 @@ def main():
     p = run(command(v3, 5, "--resume"))
     with open(model, "rb") as fa, open(os.path.join(v3, "model.gguf"), "rb") as fb:
         check(fa.read() == fb.read(), "a version-3 checkpoint resumes to the same model file")
+    # a version-5 checkpoint (before --tie-embeddings) resumes as untied, to the same bits
+    v5 = os.path.join(tmp, "v5")
+    run(command(v5, 2))
+    as_version_5(os.path.join(v5, "checkpoint.bin"))
+    run(command(v5, 5, "--resume"))
+    with open(model, "rb") as fa, open(os.path.join(v5, "model.gguf"), "rb") as fb:
+        check(fa.read() == fb.read(), "a version-5 checkpoint resumes to the same model file")
     # and the dropout did something: without it the model differs
     c = os.path.join(tmp, "c")
     args = command(c, 5)
@@ -136,13 +160,26 @@ def main():
     with open(model, "rb") as fa, open(os.path.join(c, "model.gguf"), "rb") as fc:
         check(fa.read() != fc.read(), "dropout changes the trained model")
 
+    # --tie-embeddings (E == H = 12): output.weight stored equal to token_embd.weight
+    t = os.path.join(tmp, "tied")
+    tied = command(t, 2, "--tie-embeddings")
+    tied[tied.index("--embedding") + 1] = "12"
+    run(tied)
+    _, tensors = read_gguf(os.path.join(t, "model.gguf"))
+    check(tensors["output.weight"][2] == tensors["token_embd.weight"][2],
+          "lstm, tied embeddings: output.weight stored equal to token_embd.weight")
+    p = run(command(os.path.join(tmp, "tied-bad"), 1, "--tie-embeddings"), expect_rc=2)
+    check("--tie-embeddings needs --hidden (12) equal to --embedding (8)" in p.stderr,
+          "lstm: --tie-embeddings with E != H refused")
+
     # the other architecture's flags, and another architecture's checkpoint
     p = run(command(os.path.join(tmp, "d"), 1, "--memory-s", "4"), expect_rc=2)
     check("--memory-s does not apply to --arch lstm" in p.stderr, "FWM flag refused for lstm")
-    p = run([train, "--layers", "2", "--data", data], expect_rc=2)
-    check("--layers does not apply to --arch fwm" in p.stderr, "--layers refused for fwm")
-    p = run([train, "--dropout-layer", "0.2", "--data", data], expect_rc=2)
-    check("--arch lstm" in p.stderr, "dropout refused for fwm")
+    p = run([train, "--layers", "9", "--data", data], expect_rc=2)
+    check("--layers: at most 8 for --arch fwm" in p.stderr,
+          "--layers above the stacked FWM's 8 refused for fwm")
+    p = run([train, "--arch", "gfw", "--dropout-layer", "0.2", "--data", data], expect_rc=2)
+    check("--arch lstm and fwm" in p.stderr, "dropout refused for gfw")
     p = run([train, "--arch", "rnn"], expect_rc=2)
     check("--arch expects fwm, lstm, mnm, gfw or stm" in p.stderr, "unknown architecture refused")
     p = run([train, "--data", data, "--set", "1k", "--embedding", "8", "--hidden", "12",

@@ -48,13 +48,13 @@ static int zeros(const double *m, size_t n)
 }
 
 static void run_case(const char *name, unsigned layers, int residual, int qm, int dropout,
-                     int token_only)
+                     int token_only, int tie)
 {
     fwm__lstm_config config;
     memset(&config, 0, sizeof config);
     fwm_lstm_hparams *hp = &config.hp;
     hp->vocab_size = 9;
-    hp->embedding_length = 5;
+    hp->embedding_length = tie ? 6 : 5; /* tied: E == H */
     hp->hidden_size = 6;
     hp->layer_count = layers;
     hp->residual = residual;
@@ -65,6 +65,7 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
     config.window = LEN;
     config.loss_mode = qm ? FWM__LOSS_QM : FWM__LOSS_LM;
     config.loss_token_id = QMARK;
+    config.tie_embeddings = tie;
     if (dropout) {
         config.dropout.token = 0.3f;
         config.dropout.embedding = token_only ? 0 : 0.3f;
@@ -138,7 +139,10 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
     memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
     probe p = {tm, saved, x, y};
-    atu_gradcheck(name, &tm->layout, tm->params, analytic, loss_of, &p, 1e-5, 1e-5, NULL);
+    int trained[FWM__MAX_TENSORS];
+    for (size_t k = 0; k < tm->layout.count; k++) /* tied: output.weight is not used */
+        trained[k] = !(tie && strcmp(tm->layout.names[k], "output.weight") == 0);
+    atu_gradcheck(name, &tm->layout, tm->params, analytic, loss_of, &p, 1e-5, 1e-5, trained);
     free(analytic);
     free(saved);
     fwm__lstm_tm_free_f64(tm);
@@ -147,12 +151,14 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
 
 int main(void)
 {
-    run_case("L=1 LM", 1, 0, 0, 0, 0);
-    run_case("L=1 QM residual", 1, 1, 1, 0, 0); /* the residual has no effect on one layer */
-    run_case("L=3 LM", 3, 0, 0, 0, 0);
-    run_case("L=3 QM residual", 3, 1, 1, 0, 0);
-    run_case("L=3 LM residual, all dropout", 3, 1, 0, 1, 0);
-    run_case("L=3 QM, token/recurrent/layer dropout", 3, 0, 1, 1, 1);
-    run_case("L=1 LM, all dropout", 1, 0, 0, 1, 0);
+    run_case("L=1 LM", 1, 0, 0, 0, 0, 0);
+    run_case("L=1 QM residual", 1, 1, 1, 0, 0, 0); /* the residual has no effect on one layer */
+    run_case("L=3 LM", 3, 0, 0, 0, 0, 0);
+    run_case("L=3 QM residual", 3, 1, 1, 0, 0, 0);
+    run_case("L=3 LM residual, all dropout", 3, 1, 0, 1, 0, 0);
+    run_case("L=3 QM, token/recurrent/layer dropout", 3, 0, 1, 1, 1, 0);
+    run_case("L=1 LM, all dropout", 1, 0, 0, 1, 0, 0);
+    run_case("L=3 QM residual, tied embeddings, all dropout", 3, 1, 1, 1, 0, 1);
+    run_case("L=1 LM, tied embeddings", 1, 0, 0, 0, 0, 1);
     return check_finish("test_lstm_gradcheck");
 }

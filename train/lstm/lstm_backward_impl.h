@@ -78,12 +78,13 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
     TM(lstm_ce_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, TM(lstm_ce_backward_worker), &cctx);
     real *d_logits = tm->probs;
+    int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
     TM(par_gemm)(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
-                 LG(tm, LT_OUT_W(L)), H, NULL);
+                 tied ? LG(tm, LT_EMB) : LG(tm, LT_OUT_W(L)), H, NULL);
     TM(par_colsum)(pool, d_logits, n_loss, V, V, LG(tm, LT_OUT_B(L)), NULL);
     real *d_y_selected = tm->y_selected; /* no longer needed */
-    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V, LP(tm, LT_OUT_W(L)), H, 0,
-                 d_y_selected, H, NULL);
+    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
+                 tied ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L)), H, 0, d_y_selected, H, NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));

@@ -64,6 +64,10 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     if (config->lanes < 1 || config->window < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "lanes (%d) and window (%d) must be >= 1",
                           config->lanes, config->window);
+    if (config->tie_embeddings && hp->embedding_length != hp->hidden_size)
+        return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
+                          "tied embeddings need the output width H = %u to equal E = %u",
+                          hp->hidden_size, hp->embedding_length);
     const fwm__dropout *dp = &config->dropout;
     if (!TM(dropout_ok)(dp->token) || !TM(dropout_ok)(dp->embedding) ||
         !TM(dropout_ok)(dp->recurrent) || !TM(dropout_ok)(dp->layer))
@@ -353,8 +357,9 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
         for (size_t j = 0; j < H; j++)
             o[j] = in_last ? h_last[row * H + j] + in_last[row * H + j] : h_last[row * H + j];
     }
-    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, LP(tm, LT_OUT_W(L)), H, 1,
-                 tm->probs, V, LP(tm, LT_OUT_B(L)));
+    const real *W_s = tm->config.tie_embeddings ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L));
+    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 1, tm->probs, V,
+                 LP(tm, LT_OUT_B(L)));
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     TM(lstm_loss_ctx) lctx = {tm};

@@ -32,19 +32,7 @@
 #include "thread_pool.h"
 #include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
 
-/* Dropout probabilities, each in [0, 1); 0 = off. */
-typedef struct fwm__dropout {
-    float token;     /* --dropout-token: whole words of the input */
-    float embedding; /* --dropout-embedding: embedding elements, locked per lane */
-    float recurrent; /* --dropout-recurrent: DropConnect on W_hh */
-    float layer;     /* --dropout-layer: between layers, locked per lane */
-} fwm__dropout;
-
-/* Whether any probability is nonzero. */
-static inline int fwm__dropout_any(const fwm__dropout *d)
-{
-    return d->token > 0 || d->embedding > 0 || d->recurrent > 0 || d->layer > 0;
-}
+/* fwm__dropout and fwm__dropout_any: train_model.h (the stacked FWM has the same dropouts). */
 
 typedef struct fwm__lstm_config {
     fwm_lstm_hparams hp;
@@ -53,18 +41,12 @@ typedef struct fwm__lstm_config {
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
     fwm__dropout dropout;   /* all 0 for evaluation */
+    int tie_embeddings;     /* W_s is Emb (needs H == E), as fwm__tm_config's */
     int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
     int forward_only;       /* no gradients and no backward buffers */
 } fwm__lstm_config;
 
-/* Random number stream of a dropout mask: (kind, layer, lane, step) packed into fwm__rng's
- * stream number with the top bit set (the initialiser and the shuffling use small streams). */
-static inline uint64_t fwm__lstm_dropout_stream(unsigned kind, unsigned layer, uint64_t lane,
-                                                uint64_t step)
-{
-    return (1ull << 63) | ((uint64_t)(kind & 7u) << 60) | ((uint64_t)(layer & 15u) << 56) |
-           ((lane & 0xffffull) << 40) | (step & 0xffffffffffull);
-}
+/* fwm__lstm_dropout_stream: train_model.h. */
 
 #define FWM_REAL_DOUBLE 0
 #include "real_template.h"

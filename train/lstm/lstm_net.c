@@ -8,6 +8,7 @@ static fwm_status lstm_configure(const fwm__net_config *c, fwm__lstm_config *con
 {
     (void)err;
     config->dropout = c->dropout;
+    config->tie_embeddings = c->tie_embeddings;
     return FWM_OK;
 }
 
