@@ -121,6 +121,11 @@ static void fwm_configurations(void) {
     check_model("S=T=16, two reads, read policy token", &c, 3, true);
     fwm_hparams d = rt_hparams(15, 4, 7, 3, 5, 11, 1, false, FWM_READ_ON_TOKEN, 2);
     check_model("T11, read policy token, no residual", &d, 4, true);
+    fwm_hparams e = rt_hparams(21, 5, 8, 4, 3, 4, 2, true, FWM_READ_ALWAYS, 0);
+    e.block_count = 3; /* the stacked FWM: two LSTM layers below the memory's */
+    check_model("stacked, three layers", &e, 5, true);
+    e.block_count = 2;
+    check_model("stacked, two layers, no gate table", &e, 6, false);
 }
 
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
