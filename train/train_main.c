@@ -138,6 +138,8 @@ static void usage(FILE *out)
             "  --dropout-embedding P drop embedding elements (one mask per lane per window)\n"
             "  --dropout-recurrent P DropConnect on every layer's W_hh (one mask per window)\n"
             "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
+            "  --embedding-init X    lstm, fwm: draw the embedding from U(-X, X) instead of the\n"
+            "                        architecture's own initialisation (AWD-LSTM: 0.1)\n"
             "  --tie-embeddings      lstm, fwm: the output matrix is the embedding matrix (needs\n"
             "                        --hidden equal to --embedding; the file stores both)\n"
             "run:\n"
@@ -407,6 +409,10 @@ static int train_main(int argc, char **argv)
                 wrong_flag = a;
         } else if (OPT("--max-nonfinite")) {
             o.max_nonfinite = (int)fwm__parse_long(a, v, 0, 1 << 30);
+        } else if (OPT("--embedding-init")) {
+            o.embedding_init = fwm__parse_double(a, v, 1e-6, 10);
+            if (!lstm && o.arch != FWM_ARCH_FWM)
+                wrong_flag = "--embedding-init";
         } else if (OPT("--dropout-token")) {
             o.dropout.token = (float)fwm__parse_double(a, v, 0, 0.99);
             dropout_given = 1;

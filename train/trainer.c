@@ -11,6 +11,7 @@
 
 #include "babi_standard.h"
 #include "fwm_error.h"
+#include "fwm_rng.h"
 #include "progress.h"
 
 static double now_seconds(void)
@@ -293,6 +294,18 @@ fwm_status fwm__trainer_create(const fwm__train_options *options, const fwm__cat
         memcpy(tr->net->params, init_params, n * sizeof(float));
     else
         fwm__net_init_weights(tr->net, options->seed);
+    if (!init_params && options->embedding_init > 0) { /* --embedding-init X: Emb ~ U(-X, X) */
+        const fwm__tensor_layout *lay = &tr->net->layout;
+        for (size_t k = 0; k < lay->count; k++)
+            if (strcmp(lay->names[k], "token_embd.weight") == 0) {
+                fwm__rng rng;
+                fwm__rng_seed(&rng, options->seed, FWM__EMBEDDING_INIT_STREAM);
+                float *emb = tr->net->params + lay->offset[k];
+                for (size_t i = 0; i < lay->size[k]; i++)
+                    emb[i] = (float)fwm__rng_uniform(&rng, -options->embedding_init,
+                                                     options->embedding_init);
+            }
+    }
     fwm__trainer_sync_params(tr);
     for (int i = 0; i < tr->group_end - tr->group_begin; i++) /* the MNM's holds M's start */
         fwm__net_reset_state(tr->group_net[i]);

@@ -32,6 +32,9 @@
 #include "metrics.h"
 #include "net.h"
 
+/* The random stream of --embedding-init's draw. */
+#define FWM__EMBEDDING_INIT_STREAM 0x656d62u
+
 typedef struct fwm__train_options {
     fwm_arch arch;          /* FWM_ARCH_FWM (0, the default), FWM_ARCH_LSTM, FWM_ARCH_MNM,
                                FWM_ARCH_GFW or FWM_ARCH_STM */
@@ -45,6 +48,9 @@ typedef struct fwm__train_options {
     fwm_stm_hparams stm;     /* arch stm, complete */
     int stm_fix_alpha;       /* arch stm: hold alpha1 and alpha3 (the authors' bAbI setting) */
     int tie_embeddings;      /* arch lstm and fwm: --tie-embeddings (W_s = Emb, H == E) */
+    double embedding_init;   /* > 0: --embedding-init X, the embedding drawn from U(-X, X) (fwm__rng
+                                stream FWM__EMBEDDING_INIT_STREAM of the seed) instead of the
+                                architecture's own draw; 0: the architecture's */
     int stm_train_output;    /* arch stm, sentence mode: train the output matrix Z */
     int max_nonfinite;       /* a step whose loss or gradient is not finite is skipped (the lane
                                 state goes back to before it, no update); after this many in a
