@@ -14,7 +14,7 @@ on a small generated corpus:
   fwm_reference.py) over the same tokens, for an LSTM and an FWM; the temperature it picks on valid
   is the numpy grid's best (within a rounding tie), and its test figure at that temperature equals
   numpy's; the trainer's own test figure with one lane equals fwm-eval's;
-* fwm-inspect --vocab lists that vocabulary;
+* fwm-inspect --vocab lists that vocabulary; --embedding-init draws the embedding in its range;
 * the runtime reads served text as training did: words outside the vocabulary become <unk>
   (fwm-run shows them), contractions split;
 * refusals, each naming the problem: no --data, --mode with --task text, a missing split, an empty
@@ -215,6 +215,18 @@ def main():
                 check(close(trainer_test, f["test"], 1e-4),
                       "trainer's one-lane test perplexity %.4f, fwm-eval's %.4f" % (
                           trainer_test, f["test"]))
+
+        # --embedding-init X: the embedding starts in U(-X, X) (one step of Adam at lr 1e-3 moves
+        # an entry by at most about 1e-3); the FWM's own draw is N(0, 1)
+        for flags, bound in ((["--embedding-init", "0.05"], 0.0515), ([], None)):
+            d = os.path.join(tmp, "init%d" % len(flags))
+            run([fwm_train] + common + ["--arch", "fwm", "--embedding", "8", "--hidden", "8",
+                                        "--memory-s", "4", "--memory-r", "4", "--memory-t", "4",
+                                        "--steps", "1", "--run-dir", d, "--no-test"] + flags)
+            emb = fwm_reference.Model(os.path.join(d, "model.gguf")).w["token_embd.weight"]
+            biggest = float(np.abs(emb).max())
+            check(biggest <= bound if bound else biggest > 1.0,
+                  "embedding after --embedding-init %s: largest |entry| %.4f" % (flags, biggest))
 
         # served text is read as training text was: unknown words become <unk>
         p = run([fwm_run, lstm_path, "--text", "Elinor wasn't at Allenham.", "--topk", "1"])
