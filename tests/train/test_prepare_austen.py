@@ -35,14 +35,7 @@ SCRIPT = os.path.join(HERE, "..", "..", "scripts", "prepare_austen.py")
 sys.path.insert(0, os.path.dirname(SCRIPT))
 import prepare_austen as pa  # noqa: E402
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
+from cli_checks import check, finish  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------
@@ -438,11 +431,7 @@ def main():
         test_errors(tmp)
         test_paragraphs()
         test_end_to_end(tmp)
-    if failures:
-        print(f"{failures} check(s) failed")
-        return 1
-    print("ok")
-    return 0
+    return finish("ok")
 
 
 if __name__ == "__main__":

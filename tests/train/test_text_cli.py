@@ -26,37 +26,17 @@ usage: test_text_cli.py FWM_TRAIN FWM_EVAL FWM_RUN FWM_INSPECT
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+from cli_checks import check, finish, run  # noqa: E402
 import fwm_reference  # noqa: E402
 import lstm_reference  # noqa: E402
-
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
-
-
-def run(args, expect_rc=0):
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode != expect_rc:
-        print("command:", " ".join(args))
-        print("stdout:", p.stdout[-2000:])
-        print("stderr:", p.stderr[-2000:])
-    check(p.returncode == expect_rc, "exit status %d (expected %d) of %s" % (
-        p.returncode, expect_rc, " ".join(os.path.basename(a) for a in args[:6])))
-    return p
-
 
 NAMES = ["elinor", "marianne", "edward", "willoughby", "brandon", "fanny", "john", "lucy"]
 PLACES = ["norland", "barton", "london", "cleveland", "delaford"]
@@ -274,11 +254,7 @@ def main():
                     r"needs a text model \(tokenizer \"text\"\); this one's tokenizer is \"word\"")
         refused([fwm_eval, lstm_path, "--task", "text"], 2, r"--task text needs --data")
 
-    if failures:
-        print("%d check(s) failed" % failures)
-        return 1
-    print("text CLI checks passed")
-    return 0
+    return finish("text CLI checks passed")
 
 
 if __name__ == "__main__":
