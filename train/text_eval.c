@@ -90,11 +90,13 @@ fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int wi
         n = max_tokens;
     float *logits = malloc((size_t)info.vocab_size * sizeof *logits);
     fwm_session *session = NULL;
-    if (!logits || fwm_session_create(model, &session, err) != FWM_OK) {
+    st = logits ? fwm_session_create(model, &session, err)
+                : fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %u scores",
+                             info.vocab_size);
+    if (st != FWM_OK) {
         free(ids);
         free(logits);
-        return logits ? FWM_ERR_OUT_OF_MEMORY
-                      : fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory");
+        return st;
     }
     /* the primed start, and the logits it gives the first word: the prime tokens stepped from
      * the reset state (the same bits as fwm_session_prime, docs/ARCHITECTURE.md) */

@@ -803,6 +803,12 @@ static int train_main(int argc, char **argv)
              hp->memory_t, hp->read_count, (double)o.dropout.token, (double)o.dropout.embedding,
              (double)o.dropout.recurrent, (double)o.dropout.layer, mode_name, o.lanes, o.window,
              o.threads);
+        if (fwm__hparams_check(hp, FWM_ERR_INVALID_ARGUMENT, &err) != FWM_OK) {
+            fprintf(stderr, "error: %s%s\n", err.message,
+                    task_text ? " (--vocab-size sets the vocabulary of --task text)" : "");
+            fwm__catbabi_release(&data);
+            return 2;
+        }
     }
 
     o.stop_requested = &stop_signal;
@@ -840,6 +846,16 @@ static int train_main(int argc, char **argv)
                 goto fail;
             NOTE("resumed from %s at step %ld (epoch %ld)\n", checkpoint_path, tr->step,
                  tr->epoch);
+        }
+    }
+    if (dist.rank == 0 && !(resume && checkpoint_exists)) { /* a fresh start: no earlier run's best */
+        char best[4200];
+        for (int k = 0; k < 2; k++) {
+            snprintf(best, sizeof best, "%s/best/%s", run_dir, k ? "checkpoint.bin" : "best.txt");
+            if (remove(best) != 0 && errno != ENOENT) {
+                fwm__error(&err, FWM_ERR_IO, "cannot remove %s: %s", best, strerror(errno));
+                goto fail;
+            }
         }
     }
     if (dist.rank == 0 && force && checkpoint_exists) { /* starting over: the old run's log goes (data loaded fine) */

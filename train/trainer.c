@@ -518,10 +518,18 @@ static fwm_status keep_best(fwm__trainer *tr, fwm_error *err)
     fwm_status status = fwm__trainer_save_checkpoint(tr, path, err);
     if (status != FWM_OK || !fwm__trainer_is_root(tr))
         return status;
+    /* best.txt replaced whole (a temporary file renamed over it), after the checkpoint it names */
+    char tmp[4300];
     snprintf(path, sizeof path, "%s/best.txt", dir);
-    FILE *f = fopen(path, "w");
-    if (!f || fprintf(f, "%ld %.6f\n", tr->step, ppl) < 0 || fclose(f) != 0)
-        return fwm__error(err, FWM_ERR_IO, "cannot write %s", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int bad = !f || fprintf(f, "%ld %.6f\n", tr->step, ppl) < 0;
+    if (f && fclose(f) != 0)
+        bad = 1;
+    if (bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return fwm__error(err, FWM_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
     return FWM_OK;
 }
 

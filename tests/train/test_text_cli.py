@@ -8,7 +8,8 @@ on a small generated corpus:
   is written with its words and punctuation already apart, so splitting it on white space is the
   text rules' result); the model file says tokenizer "text" and <unk> = 2;
 * learning: an LSTM trained a few hundred steps predicts the corpus far better than a uniform
-  guess (valid perplexity under half the vocabulary size);
+  guess (valid perplexity under half the vocabulary size); RUN/best/best.txt names its best
+  validation, and a run started over in the same folder (--force) keeps its own best;
 * scoring: fwm-eval --task text's valid and test perplexities (one primed session, the state
   carried) equal those of the runtime-independent numpy references (lstm_reference.py,
   fwm_reference.py) over the same tokens, for an LSTM and an FWM; the temperature it picks on valid
@@ -26,6 +27,7 @@ usage: test_text_cli.py FWM_TRAIN FWM_EVAL FWM_RUN FWM_INSPECT
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -158,6 +160,21 @@ def main():
         check(lstm.meta["tokenizer.ggml.model"][1] == "text", "tokenizer.ggml.model is text")
         check(lstm.meta["tokenizer.ggml.unknown_token_id"][1] == 2, "<unk> is token 2")
         trainer_test = float(re.search(r"test perplexity ([0-9.]+)", p.stdout).group(1))
+        best_file = os.path.join(lstm_dir, "best", "best.txt")
+        best_step, best_ppl = open(best_file).read().split()
+        check(best_step in ("100", "200", "300") and float(best_ppl) < (size + 3) / 2,
+              "best.txt names the run's best validation: %s %s" % (best_step, best_ppl))
+
+        # a run started over (--force) keeps its own best, not the earlier run's
+        again = os.path.join(tmp, "again")
+        shutil.copytree(lstm_dir, again)
+        run([fwm_train] + common + ["--arch", "lstm", "--layers", "1", "--embedding", "12",
+                                    "--hidden", "16", "--steps", "100", "--lr", "0",
+                                    "--run-dir", again, "--force", "--no-test"])
+        step, ppl = open(os.path.join(again, "best", "best.txt")).read().split()
+        check(step == "100" and float(ppl) > float(best_ppl),
+              "after --force, best.txt is the new run's (%s %s), not %s %s" % (
+                  step, ppl, best_step, best_ppl))
 
         fwm_dir = os.path.join(tmp, "fwm")
         run([fwm_train] + common + ["--arch", "fwm", "--embedding", "8", "--hidden", "12",
