@@ -216,10 +216,14 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
     printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
     printf("architecture: fwm (Fast Weight Memory)\n");
     printf("parameters: %" PRIu64 "\n", fwm__parameter_count(hp));
+    char lower[64] = ""; /* a stacked FWM's lower layers */
+    if (hp->block_count > 1)
+        snprintf(lower, sizeof lower, "; lower layers' h, c: 2 x %u x %" PRIu32,
+                 (unsigned)hp->block_count - 1, hp->hidden_size);
     printf("session state: %" PRIu64 " floats, %" PRIu64
-           " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 ")\n",
+           " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
-           hp->memory_t);
+           hp->memory_t, lower);
     print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
     uint64_t checksum = fwm_schema_checksum(&schema);
     uint64_t fingerprint = fwm_schema_fingerprint(hp, (const char *const *)schema.tokens,
