@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fwm_error.h"
+#include "whole_file.h"
 
 static int grow(void **pointer, size_t *capacity, size_t needed, size_t item)
 {
@@ -207,29 +208,12 @@ fail:
 
 fwm_status fwm__babi_read_file(fwm__babi_corpus *c, const char *path, int task, fwm_error *err)
 {
-    FILE *file = fopen(path, "rb");
-    if (!file)
-        return fwm__error(err, FWM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    char *data = NULL;
-    size_t size = 0, capacity = 0;
-    for (;;) {
-        if (grow((void **)&data, &capacity, size + 65536, 1)) {
-            fclose(file);
-            free(data);
-            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        }
-        size_t got = fread(data + size, 1, capacity - size, file);
-        size += got;
-        if (got == 0)
-            break;
-    }
-    int failed = ferror(file);
-    fclose(file);
-    if (failed) {
-        free(data);
-        return fwm__error(err, FWM_ERR_IO, "cannot read %s", path);
-    }
-    fwm_status status = fwm__babi_read_buffer(c, data, size, path, task, err);
+    char *data;
+    size_t size;
+    fwm_status status = fwm__read_whole_file(path, &data, &size, err);
+    if (status != FWM_OK)
+        return status;
+    status = fwm__babi_read_buffer(c, data, size, path, task, err);
     free(data);
     return status;
 }

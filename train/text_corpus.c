@@ -1,50 +1,15 @@
 /* text_corpus.c - a folder of plain text as the trainer's splits (see text_corpus.h). */
 #include "text_corpus.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fwm_error.h"
 #include "fwm_text.h"
+#include "whole_file.h"
 
 static const char *const split_files[FWM__SPLIT_COUNT] = {"train.txt", "valid.txt", "test.txt"};
-
-fwm_status fwm__read_text_file(const char *path, char **out, size_t *length, fwm_error *err)
-{
-    *out = NULL;
-    *length = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fwm__error(err, FWM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "reading %s: out of memory", path);
-        }
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(buf);
-        return fwm__error(err, FWM_ERR_IO, "cannot read %s", path);
-    }
-    buf[n] = 0;
-    *out = buf;
-    *length = n;
-    return FWM_OK;
-}
 
 /* What the splitter's tokens become: ids of the training words by first appearance (+ 3, below
  * them the specials) while counting, or ids of the final vocabulary. */
@@ -112,7 +77,7 @@ static fwm_status read_split(const char *dir, int s, collector *c, fwm_error *er
     snprintf(path, sizeof path, "%s/%s", dir, split_files[s]);
     char *text;
     size_t length;
-    fwm_status st = fwm__read_text_file(path, &text, &length, err);
+    fwm_status st = fwm__read_whole_file(path, &text, &length, err);
     if (st != FWM_OK)
         return st;
     fwm_error split_err;

@@ -35,7 +35,4 @@ typedef struct fwm__text_stats {
 fwm_status fwm__text_load(fwm__catbabi *out, const char *dir, uint32_t vocab_size,
                           fwm__text_stats *stats, fwm_error *err);
 
-/* The whole file at `path` into a NUL-terminated buffer (free it). FWM_ERR_IO names the path. */
-fwm_status fwm__read_text_file(const char *path, char **out, size_t *length, fwm_error *err);
-
 #endif

@@ -7,7 +7,7 @@
 
 #include "fast_math.h"
 #include "fwm_error.h"
-#include "text_corpus.h"
+#include "whole_file.h"
 
 double fwm__temperature_at(int k)
 {
@@ -64,7 +64,7 @@ fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int wi
                           "the model has no prime tokens: nothing scores the first word");
     char *text;
     size_t length;
-    fwm_status st = fwm__read_text_file(path, &text, &length, err);
+    fwm_status st = fwm__read_whole_file(path, &text, &length, err);
     if (st != FWM_OK)
         return st;
     size_t n = 0, n_unknown = 0;
