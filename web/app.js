@@ -1,13 +1,14 @@
 // app.js - fwm's web page: connects to fwm-serve over WebSocket (/rpc, msgpack-RPC, the JS client's
 // browser entry), reads stories into sessions with streamed next-word predictions, answers
 // questions, forks sessions to compare them, and shows the memory (memory_view.js) from the server's
-// `trace` method. A server serving several models (any architecture) offers them in a list: each new
+// `trace` method; compare_view.js reads one passage with two models side by side (figure 6). A server serving several models (any architecture) offers them in a list: each new
 // session reads with the model chosen there, and forks keep their parent's. The memory view is the
 // FWM's (the others have no fast-weight tensor to trace); the others read, predict and answer.
 // State kept here: per FWM session, what each word it read wrote (k1, k2), for the figure-3 grid; at
 // most HISTORY_LIMIT words. Leaving the page closes the sessions it opened (pagehide).
 
 import { connect } from './client/browser.js';
+import { setupCompare } from './compare_view.js';
 import { drawReads, drawSlices, floats } from './memory_view.js';
 
 const HISTORY_LIMIT = 400;
@@ -267,6 +268,7 @@ async function start(token) {
     choice.append(option);
   }
   $('#new-session').hidden = false;
+  setupCompare(client, hello.models);
   await openPanel(model.name);
 }
 

@@ -2,7 +2,7 @@
 """assemble.py OUT_DIR [STAMP] | --install RELDIR - put together the web page's folder that fwm-serve --http serves (--http-root)
 and `meson install` installs into <datadir>/fwm/www:
 
-  OUT_DIR/                  the page: web/index.html, app.js, memory_view.js, style.css
+  OUT_DIR/                  the page: web/index.html, app.js, memory_view.js, compare_view.js, style.css
   OUT_DIR/client/           the JavaScript client (clients/js/src), loaded by its browser entry
   OUT_DIR/vendor/msgpack/   @msgpack/msgpack's ES modules from clients/js/node_modules (npm ci),
                             mapped by the page's import map; with its LICENSE
@@ -15,7 +15,7 @@ import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGE = ["index.html", "app.js", "memory_view.js", "style.css"]
+PAGE = ["index.html", "app.js", "memory_view.js", "compare_view.js", "style.css"]
 
 
 def copy_tree(src, dst, suffixes):

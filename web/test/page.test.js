@@ -150,6 +150,7 @@ test('a session of another model, chosen from the list, reads and answers; the m
   assert.match(options[0][1], /^fwm-catbabi-10k-lm: fwm, 683,745 weights, memory 32 × 32 × 32, 3 chained reads$/);
   assert.deepEqual(options[1], ['lstm-demo', `lstm-demo: lstm, ${(14 * 8 + 4 * 16 * (8 + 16) + 4 * 16 + 14 * 16 + 14).toLocaleString('en-US')} weights`]);
   assert.equal(await page.$eval('#model', (el) => el.value), 'fwm-catbabi-10k-lm', 'the default model is chosen');
+  assert.equal(await page.$eval('#compare', (el) => el.hidden), true, 'no figure 6 for models that read bAbI words only');
   assert.equal(await page.$eval('article[data-session="A"]', (el) => el.dataset.model), 'fwm-catbabi-10k-lm');
 
   // a new session with the LSTM: its panel names it, it reads with predictions and answers
