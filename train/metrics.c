@@ -57,15 +57,38 @@ void fwm__metrics_merge(fwm__qa_metrics *into, const fwm__qa_metrics *from)
     }
 }
 
+/* The index of the first largest of p[0..n) (NaNs never chosen; 0 when all are NaN), as a scan
+ * keeping the first strictly larger value finds it, in two passes the compiler vectorises: the
+ * maximum, kept in 16 independent lanes, then the first index that holds it. */
+static uint32_t first_max(const float *p, size_t n)
+{
+    enum { LANES = 16 };
+    float lane[LANES];
+    for (int k = 0; k < LANES; k++)
+        lane[k] = p[0];
+    size_t j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++)
+            lane[k] = p[j + k] > lane[k] ? p[j + k] : lane[k];
+    float top = p[0];
+    for (int k = 0; k < LANES; k++)
+        if (lane[k] > top)
+            top = lane[k];
+    for (; j < n; j++)
+        if (p[j] > top)
+            top = p[j];
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == top)
+            return (uint32_t)i;
+    return 0;
+}
+
 void fwm__seq_metrics_add(fwm__seq_metrics *m, const fwm__net *net, uint32_t blank_id)
 {
     size_t V = fwm__spec_vocab_size(&net->config.model);
     for (int i = 0; i < net->n_loss_rows; i++) {
+        uint32_t best = first_max(net->probs + (size_t)i * V, V);
         const float *p = net->probs + (size_t)i * V;
-        uint32_t best = 0;
-        for (uint32_t j = 1; j < V; j++)
-            if (p[j] > p[best])
-                best = j;
         uint32_t target = net->y[net->loss_rows[i]];
         int ok = best == target;
         double nll = -log(p[target] > 1e-30f ? (double)p[target] : 1e-30);
