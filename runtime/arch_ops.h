@@ -9,7 +9,7 @@
  * reset) and fork copies (session_internal.h).
  *
  * An architecture's table is `fwm__<prefix>_ops`, defined in runtime/<arch>/ (the FWM's in
- * fwm_ops.c over its files in runtime/), and registered by its line in FWM_ARCH_LIST. A model
+ * runtime/fwm/fwm_ops.c over its files in runtime/fwm/), and registered by its line in FWM_ARCH_LIST. A model
  * built in memory by calloc has arch 0, the FWM.
  */
 #ifndef FWM_RUNTIME_ARCH_OPS_H

@@ -1,9 +1,8 @@
-/* model.c - loading a model file into a ready-to-step fwm_model: map or read the file, find its
- * architecture (model_format/arch_list.h) and let its ops load it (arch_ops.h; the FWM's load is
- * here: validate through the schema, verify checksum and fingerprint, use aligned F32 tensors in
- * place and widen the rest once, let the kernels derive their tables), then build the vocabulary
- * index and the start state, which every architecture shares. Also the model's read-only queries
- * (info, token text and lookup). */
+/* model.c - loading a model file into a ready-to-step fwm_model, for every architecture: map or read
+ * the file, find its architecture (model_format/arch_list.h) and let its ops load it (arch_ops.h;
+ * the FWM's is runtime/fwm/fwm_model.c), with what they share here (tensors bound in place or
+ * widened once, checksum and fingerprint checks); then build the vocabulary index and the start
+ * state. Also the model's read-only queries (info, token text and lookup). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,9 +14,6 @@
 #include "arch_ops.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
-#include "fwm_ops.h"
-#include "fwm_model_shape.h"
-#include "fwm_schema.h"
 #include "model_internal.h"
 #include "schema_common.h"
 #include "session_internal.h"
@@ -110,21 +106,6 @@ fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *t
     return FWM_OK;
 }
 
-/* Point model->w at every tensor of the FWM. */
-static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
-    const float *pointers[FWM_MAX_TENSORS];
-    const int n = fwm_tensor_count(&schema->hp);
-    fwm_status status = fwm__bind_tensors(model, schema->tensors, (size_t)n, pointers, err);
-    if (status != FWM_OK) return status;
-#define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
-    FWM_TENSOR_LIST(FWM_BIND_)
-#undef FWM_BIND_
-    for (unsigned l = 0; l < fwm_lower_blocks(&schema->hp); l++)
-        for (unsigned k = 0; k < FWM_BLOCK_TENSORS; k++)
-            model->w.lower[l][k] = pointers[FWM_TENSOR_BLOCK(l, k)];
-    return FWM_OK;
-}
-
 fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint64_t stored_checksum,
                                 uint64_t checksum, int has_fingerprint, uint64_t stored_fingerprint,
                                 uint64_t computed, const fwm_model_params *params, fwm_error *err) {
@@ -144,15 +125,6 @@ fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint6
                           "' says 0x%016" PRIx64 ", the model computes to 0x%016" PRIx64,
                           stored_fingerprint, computed);
     return FWM_OK;
-}
-
-static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
-                                  const fwm_model_params *params, fwm_error *err) {
-    uint64_t checksum = fwm_schema_checksum(schema);
-    uint64_t fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)schema->tokens,
-                                                  schema->token_lengths, checksum);
-    return fwm__check_integrity(model, schema->has_checksum, schema->checksum, checksum,
-                                schema->has_fingerprint, schema->fingerprint, fingerprint, params, err);
 }
 
 /* Build a model over buf[0..size), which the caller keeps alive (mapping or copy owned by model). */
@@ -184,27 +156,6 @@ void fwm__model_take_strings(struct fwm_model *model, char ***tokens, uint32_t *
     *name = NULL;
     model->prime_count = prime_count;
     memcpy(model->prime_tokens, prime_tokens, sizeof model->prime_tokens);
-}
-
-/* The FWM's load (its ops' `load`). */
-fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
-                         const fwm_model_params *params, fwm_error *err) {
-    fwm_schema schema;
-    memset(&schema, 0, sizeof schema);
-    fwm_status status = fwm_schema_parse(buf, size, &schema, err);
-    if (status != FWM_OK) goto done;
-    model->hp = schema.hp;
-    status = check_integrity(model, &schema, params, err);
-    if (status != FWM_OK) goto done;
-    model->parameter_count = fwm__parameter_count(&model->hp);
-    status = bind_weights(model, &schema, err);
-    if (status != FWM_OK) goto done;
-    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
-                            schema.prime_count, schema.prime_tokens);
-    status = fwm__model_prepare(model, err);
-done:
-    fwm_schema_release(&schema);
-    return status;
 }
 
 /* The tokenizer keys every architecture shares (its schema has checked them). */
@@ -387,21 +338,6 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     info->tokenizer = model->text_tokenizer ? "text" : "word";
     info->unknown_token_id = model->has_unknown_token ? model->unknown_token_id : FWM_NO_TOKEN;
     ops->fill_info(model, info);
-}
-
-/* The FWM's fields of fwm_model_info (its ops' `fill_info`). */
-void fwm__fwm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
-    const fwm_hparams *hp = &model->hp;
-    info->layer_count = hp->block_count > 1 ? hp->block_count : 1;
-    info->memory_s = hp->memory_s;
-    info->memory_r = hp->memory_r;
-    info->memory_t = hp->memory_t;
-    info->read_count = hp->read_count;
-    info->read_policy = hp->read_policy == 1 ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
-    info->read_token_id = hp->read_token_id;
-    info->beta_bias = hp->beta_bias;
-    info->write_scale = hp->write_scale;
-    info->layer_norm_eps = hp->layer_norm_eps;
 }
 
 const float *fwm_model_start_logits(const fwm_model *model) {

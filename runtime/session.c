@@ -4,7 +4,7 @@
  * A session's bookkeeping and its state (for the FWM: h, c, F, the pending write) live in one
  * 64-byte-aligned allocation (session_internal.h), so a fork is one allocation and one copy and a
  * reset is one memset; the architecture's ops (arch_ops.h) say how large the state block is and
- * where its arrays are. Stepping is in step.c, state blobs in state_blob.c (for the FWM; other
+ * where its arrays are. Stepping is in fwm/fwm_step.c, state blobs in fwm/fwm_state.c (for the FWM; other
  * architectures' in runtime/<arch>/).
  */
 #include <string.h>

@@ -23,7 +23,7 @@
  * sentence mode the word buffer in `words` (runtime/stm/).
  *
  * The fast weights the model means are F with the last write applied: each step's write (a rank-1
- * update and a normalisation, see step.c) is kept pending and applied by the next step's one pass
+ * update and a normalisation, see fwm/fwm_step.c) is kept pending and applied by the next step's one pass
  * over F, and by an export (fwm__fw_apply, kernels.h), so F is read and written once per step. */
 struct fwm_session {
     const struct fwm_model *model; /* borrowed */

@@ -3,7 +3,7 @@
  * the FWM (version 2), which names the architecture so that an import can refuse another
  * architecture's blob by name (dispatch.c).
  *
- * Versions 1 and 3 are the FWM's own (state_blob.c; 3 for a stacked FWM). Version 2
+ * Versions 1 and 3 are the FWM's own (fwm/fwm_state.c; 3 for a stacked FWM). Version 2
  * (docs/FORMAT.md, "Session state blobs"):
  *
  *   offset  size     field

@@ -8,7 +8,7 @@
  * sessions at a time: a single step is a chunk of one, a sequence a run of chunks of one, a batch
  * its sessions in order. The chunk steps batch their weight products across the chunk with
  * fwm__matvec_batch, whose arithmetic per element does not depend on the batch, so the three are
- * bit-identical by construction. The FWM has its own entry points (step.c), the hot path, over the
+ * bit-identical by construction. The FWM has its own entry points (fwm/fwm_step.c), the hot path, over the
  * same checks. */
 #ifndef FWM_RUNTIME_STEP_DRIVER_H
 #define FWM_RUNTIME_STEP_DRIVER_H

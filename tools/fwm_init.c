@@ -1,5 +1,5 @@
 /* fwm_init.c - fwm-init: write a randomly initialised model file of any sizes, of the FWM (with the
- * released code's initialisation, model_format/fwm_model_init.h), with --arch lstm of the LSTM
+ * released code's initialisation, model_format/fwm/fwm_model_init.h), with --arch lstm of the LSTM
  * baseline (model_format/lstm/lstm_init.h), with --arch mnm of the Metalearned Neural Memory
  * baseline (model_format/mnm/mnm_init.h), with --arch gfw of the Gated Fast Weights model
  * (model_format/gfw/gfw_init.h) or with --arch stm of the STM (model_format/stm/stm_init.h), with a

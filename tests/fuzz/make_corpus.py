@@ -505,7 +505,7 @@ def model_load_corpus():
     return files
 
 
-# ---- the fixture of fuzz_fixture.c and its state blobs (runtime/state_blob.c) --------------------
+# ---- the fixture of fuzz_fixture.c and its state blobs (runtime/fwm/fwm_state.c) --------------------
 FIXTURE_TOKENS = ["<pad>", "<eos>", ".", "?", "mary", "john", "went", "to", "the", "kitchen",
                   "garden", "where", "is", "n,w", "s,e", "mr.", "...", "a", "a.", "?.",
                   "caf\u00e9", "x", "yes", "no"]

@@ -113,7 +113,8 @@ int main(int argc, char **argv) {
             f.write(src)
         exe = os.path.join(d, "t")
         r = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(ROOT, "include"),
-                            "-I", os.path.join(ROOT, "model_format"), os.path.join(d, "t.c"), "-o", exe],
+                            "-I", os.path.join(ROOT, "model_format"),
+                            "-I", os.path.join(ROOT, "model_format", "fwm"), os.path.join(d, "t.c"), "-o", exe],
                            capture_output=True, text=True)
         check(r.returncode == 0, "header compiles: " + r.stderr[-2000:])
         if r.returncode != 0:

@@ -1,5 +1,4 @@
-/* step.c - the FWM step: one session, a token sequence, or a batch of sessions; and the derived
- * input-gate table computed when a model is prepared.
+/* fwm_step.c - the FWM step: one session, a token sequence, or a batch of sessions.
  *
  * The entry points are the FWM's ops (fwm_ops.c; the public functions in dispatch.c call them): the
  * FWM keeps its own, the hot path, beside the other architectures' shared ones (step_driver.h).
@@ -30,9 +29,6 @@
 /* Sessions stepped together: bounds the scratch memory of a large batch; the step results do not
  * depend on it. */
 #define CHUNK_SESSIONS 32
-
-/* Input-gate tables above this size are not built (W_ih e + b is computed at step time). */
-#define INPUT_GATES_MAX_BYTES ((uint64_t)64 << 20)
 
 /* Scratch floats on the stack (32 KiB) for small models: a single session at the paper's sizes
  * needs about 6.3k floats, so the common single step allocates nothing. */
@@ -471,59 +467,4 @@ fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error
     fwm__matvec_batch(W->output_weight, d.V, d.H, 1, xs, NULL, ys);
     scratch_release(&sc);
     return FWM_OK;
-}
-
-/* ---- model preparation --------------------------------------------------------------------------- */
-
-fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const float *bias, size_t V,
-                                 size_t E, size_t H, float **out, fwm_error *err) {
-    size_t gates = 4 * H;
-    *out = NULL;
-    uint64_t bytes = (uint64_t)V * gates * sizeof(float);
-    if (bytes > INPUT_GATES_MAX_BYTES) return FWM_OK;
-    float *table = fwm__aligned_alloc(64, (size_t)bytes);
-    const float **px = fwm__calloc(CHUNK_SESSIONS, sizeof *px);
-    const float **pb = fwm__calloc(CHUNK_SESSIONS, sizeof *pb);
-    float **py = fwm__calloc(CHUNK_SESSIONS, sizeof *py);
-    if (!table || !px || !pb || !py) {
-        fwm__free(table);
-        fwm__free(px);
-        fwm__free(pb);
-        fwm__free(py);
-        return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
-                          "out of memory allocating the input-gate table (%zu bytes)", (size_t)bytes);
-    }
-    for (size_t x0 = 0; x0 < V; x0 += CHUNK_SESSIONS) {
-        size_t n = V - x0 < CHUNK_SESSIONS ? V - x0 : CHUNK_SESSIONS;
-        for (size_t j = 0; j < n; j++) {
-            px[j] = emb + (x0 + j) * E;
-            pb[j] = bias;
-            py[j] = table + (x0 + j) * gates;
-        }
-        fwm__matvec_batch(w_ih, gates, E, n, px, pb, py);
-    }
-    fwm__free(px);
-    fwm__free(pb);
-    fwm__free(py);
-    *out = table;
-    return FWM_OK;
-}
-
-/* input_gates[x] = W_ih Emb[x] + b for every token (of the lowest layer of a stacked FWM), with
- * the same kernel (and so the same bits) as the step-time path that models without the table
- * take. */
-fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
-    const fwm_hparams *hp = &model->hp;
-    /* the layer that reads the embedding: the FWM's LSTM, or a stacked FWM's lowest layer */
-    bool stacked = fwm_lower_blocks(hp) > 0;
-    const float *w_ih = stacked ? model->w.lower[0][FWM_BLOCK_weight_ih] : model->w.lstm_weight_ih;
-    const float *bias = stacked ? model->w.lower[0][FWM_BLOCK_bias] : model->w.lstm_bias;
-    return fwm__input_gate_table(model->w.token_embd, w_ih, bias, hp->vocab_size,
-                                 hp->embedding_length, hp->hidden_size, &model->input_gates, err);
-}
-
-void fwm__model_unprepare(struct fwm_model *model) {
-    if (!model) return;
-    fwm__free(model->input_gates);
-    model->input_gates = NULL;
 }

@@ -1,5 +1,5 @@
 /* fwm_ops.h - the FWM's runtime functions behind its ops table (fwm_ops.c): they live in the FWM's
- * files (model.c, session.c, step.c, state_blob.c) and keep their behaviour. Internal to libfwm. */
+ * files (fwm_model.c, fwm_step.c, fwm_state.c, fwm_trace.c here, and runtime/session.c) and keep their behaviour. Internal to libfwm. */
 #ifndef FWM_RUNTIME_FWM_OPS_H
 #define FWM_RUNTIME_FWM_OPS_H
 

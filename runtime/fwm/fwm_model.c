@@ -1,0 +1,92 @@
+/* fwm_model.c - the FWM's load (its ops' `load`: validate the file through the FWM's schema, check
+ * checksum and fingerprint, bind its tensors, take its vocabulary and prime tokens, build the input-gate
+ * table) and its fields of fwm_model_info (its ops' `fill_info`). The loading every architecture
+ * shares is runtime/model.c. */
+#include <string.h>
+
+#include "fwm_alloc.h"
+#include "fwm_error.h"
+#include "fwm_model_shape.h"
+#include "fwm_ops.h"
+#include "fwm_schema.h"
+#include "model_internal.h"
+
+/* Point model->w at every tensor of the FWM. */
+static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
+    const float *pointers[FWM_MAX_TENSORS];
+    const int n = fwm_tensor_count(&schema->hp);
+    fwm_status status = fwm__bind_tensors(model, schema->tensors, (size_t)n, pointers, err);
+    if (status != FWM_OK) return status;
+#define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
+    FWM_TENSOR_LIST(FWM_BIND_)
+#undef FWM_BIND_
+    for (unsigned l = 0; l < fwm_lower_blocks(&schema->hp); l++)
+        for (unsigned k = 0; k < FWM_BLOCK_TENSORS; k++)
+            model->w.lower[l][k] = pointers[FWM_TENSOR_BLOCK(l, k)];
+    return FWM_OK;
+}
+
+static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
+                                  const fwm_model_params *params, fwm_error *err) {
+    uint64_t checksum = fwm_schema_checksum(schema);
+    uint64_t fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)schema->tokens,
+                                                  schema->token_lengths, checksum);
+    return fwm__check_integrity(model, schema->has_checksum, schema->checksum, checksum,
+                                schema->has_fingerprint, schema->fingerprint, fingerprint, params, err);
+}
+
+/* input_gates[x] = W_ih Emb[x] + b for every token (of the lowest layer of a stacked FWM), with
+ * the same kernel (and so the same bits) as the step-time path that models without the table
+ * take. */
+fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
+    const fwm_hparams *hp = &model->hp;
+    /* the layer that reads the embedding: the FWM's LSTM, or a stacked FWM's lowest layer */
+    bool stacked = fwm_lower_blocks(hp) > 0;
+    const float *w_ih = stacked ? model->w.lower[0][FWM_BLOCK_weight_ih] : model->w.lstm_weight_ih;
+    const float *bias = stacked ? model->w.lower[0][FWM_BLOCK_bias] : model->w.lstm_bias;
+    return fwm__input_gate_table(model->w.token_embd, w_ih, bias, hp->vocab_size,
+                                 hp->embedding_length, hp->hidden_size, &model->input_gates, err);
+}
+
+void fwm__model_unprepare(struct fwm_model *model) {
+    if (!model) return;
+    fwm__free(model->input_gates);
+    model->input_gates = NULL;
+}
+
+/* The FWM's load (its ops' `load`). */
+fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
+                         const fwm_model_params *params, fwm_error *err) {
+    fwm_schema schema;
+    memset(&schema, 0, sizeof schema);
+    fwm_status status = fwm_schema_parse(buf, size, &schema, err);
+    if (status != FWM_OK) goto done;
+    model->hp = schema.hp;
+    status = check_integrity(model, &schema, params, err);
+    if (status != FWM_OK) goto done;
+    model->parameter_count = fwm__parameter_count(&model->hp);
+    status = bind_weights(model, &schema, err);
+    if (status != FWM_OK) goto done;
+    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
+                            schema.prime_count, schema.prime_tokens);
+    status = fwm__model_prepare(model, err);
+done:
+    fwm_schema_release(&schema);
+    return status;
+}
+
+/* The FWM's fields of fwm_model_info (its ops' `fill_info`). */
+void fwm__fwm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
+    const fwm_hparams *hp = &model->hp;
+    info->layer_count = hp->block_count > 1 ? hp->block_count : 1;
+    info->memory_s = hp->memory_s;
+    info->memory_r = hp->memory_r;
+    info->memory_t = hp->memory_t;
+    info->read_count = hp->read_count;
+    info->read_policy = hp->read_policy == 1 ? FWM_READ_ON_TOKEN : FWM_READ_ALWAYS;
+    info->read_token_id = hp->read_token_id;
+    info->beta_bias = hp->beta_bias;
+    info->write_scale = hp->write_scale;
+    info->layer_norm_eps = hp->layer_norm_eps;
+}
+
