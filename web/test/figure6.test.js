@@ -14,11 +14,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import puppeteer from 'puppeteer-core';
+import { launchBrowser, until } from './harness.js';
 import { connect, unknownWords } from '../../clients/js/src/index.js';
 import { startServer } from '../../clients/js/test/harness.js';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PASSAGE = 'Lady Russell loved them all; but Anne walked with Zyxwvut to the hall.\n'
   + 'Anne smiled, and Lady Russell said nothing.\n';
 let server;
@@ -56,18 +55,12 @@ before(async () => {
     '--memory-t', '4']);
   const lstm = train(root, 'lstm', ['--layers', '1', '--embedding', '8', '--hidden', '12']);
   server = await startServer({ models: [fwm, lstm], flags: ['--http', 'tcp://127.0.0.1:0', '--http-root', process.env.FWM_WWW] });
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
+  browser = await launchBrowser();
 });
 after(async () => {
   if (browser) await browser.close();
   if (server) assert.equal((await server.stop()).code, 0, server.stderr());
 });
-
-const until = (page, fn, ...args) => page.waitForFunction(fn, { timeout: 30000, polling: 50 }, ...args);
 
 /** Fresh sessions of `model` through the Node client: the passage's words and log-probabilities. */
 async function reference(client, model) {

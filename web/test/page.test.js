@@ -14,11 +14,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import puppeteer from 'puppeteer-core';
+import { launchBrowser, until } from './harness.js';
 import { connect } from '../../clients/js/src/index.js';
 import { babiFile, readStories, startServer } from '../../clients/js/test/harness.js';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const WWW = process.env.FWM_WWW;
 const SCREENSHOT = process.env.FWM_SCREENSHOT;
 const LSTM_WORDS = ['<pad>', '<eos>', '.', '?', 'mary', 'moved', 'to', 'the', 'bathroom', 'john', 'went',
@@ -41,19 +40,12 @@ before(async () => {
     models: [process.env.FWM_MODEL, writeLstm()],
     flags: ['--http', 'tcp://127.0.0.1:0', '--http-root', WWW],
   });
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
+  browser = await launchBrowser();
 });
 after(async () => {
   if (browser) await browser.close();
   if (server) assert.equal((await server.stop()).code, 0, server.stderr());
 });
-
-/** Wait until `fn` (run in the page) returns a truthy value; bounded. */
-const until = (page, fn, ...args) => page.waitForFunction(fn, { timeout: 30000, polling: 50 }, ...args);
 
 /** The answer text shown in session panel `name` once it is `want`-shaped. */
 async function ask(page, name, question) {
