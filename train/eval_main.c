@@ -66,7 +66,8 @@ static int eval_text(const char *model_path, const char *data_dir, int split, si
     fwm__text_score valid, test;
     snprintf(path, sizeof path, "%s/valid.txt", data_dir);
     int code = 1;
-    if (fwm__text_score_file(model, path, 1, max_tokens, &valid, &err) != FWM_OK)
+    if (fwm__text_score_file(model, path, 0, FWM__TEMPERATURE_COUNT, max_tokens, &valid, &err) !=
+        FWM_OK)
         goto fail;
     int best = 0;
     for (int k = 1; k < FWM__TEMPERATURE_COUNT; k++)
@@ -79,7 +80,8 @@ static int eval_text(const char *model_path, const char *data_dir, int split, si
            fwm__temperature_at(best), fwm__text_perplexity(valid.nll_at[best], valid.tokens));
     if (split == FWM__SPLIT_TEST) {
         snprintf(path, sizeof path, "%s/test.txt", data_dir);
-        if (fwm__text_score_file(model, path, 1, max_tokens, &test, &err) != FWM_OK)
+        /* test at temperature 1 and at the one chosen on valid only */
+        if (fwm__text_score_file(model, path, best, best + 1, max_tokens, &test, &err) != FWM_OK)
             goto fail;
         printf("test perplexity %.6f (%zu tokens, %.2f%% <unk>)\n",
                fwm__text_perplexity(test.nll, test.tokens), test.tokens,

@@ -19,15 +19,15 @@ double fwm__text_perplexity(double nll, size_t tokens)
     return tokens ? exp(nll / (double)tokens) : 0.0;
 }
 
-/* -log p(id) at every temperature of the grid: logsumexp of logits / T, with the exponentials
- * vectorised (fast_math.h, within 2 ulp) and summed in double per block of 8. */
-static void grid_nll(const float *logits, size_t V, uint32_t id, double *nll_at)
+/* -log p(id) at the grid's temperatures k in [from, to): logsumexp of logits / T, with the
+ * exponentials vectorised (fast_math.h, within 2 ulp) and summed in double per block of 8. */
+static void grid_nll(const float *logits, size_t V, uint32_t id, int from, int to, double *nll_at)
 {
     float max = logits[0];
     for (size_t j = 1; j < V; j++)
         if (logits[j] > max)
             max = logits[j];
-    for (int k = 0; k < FWM__TEMPERATURE_COUNT; k++) {
+    for (int k = from; k < to; k++) {
         float inv = (float)(1.0 / fwm__temperature_at(k));
         double sum = 0;
         size_t j = 0;
@@ -48,8 +48,8 @@ static void grid_nll(const float *logits, size_t V, uint32_t id, double *nll_at)
     }
 }
 
-fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int with_grid,
-                                size_t max_tokens, fwm__text_score *out, fwm_error *err)
+fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int grid_from,
+                                int grid_to, size_t max_tokens, fwm__text_score *out, fwm_error *err)
 {
     memset(out, 0, sizeof *out);
     fwm_model_info info;
@@ -109,8 +109,8 @@ fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int wi
     for (size_t i = 0; i < n && st == FWM_OK; i++) {
         double lp = fwm_logprob(logits, info.vocab_size, ids[i], 1.0);
         out->nll -= lp;
-        if (with_grid)
-            grid_nll(logits, info.vocab_size, ids[i], out->nll_at);
+        if (grid_from < grid_to)
+            grid_nll(logits, info.vocab_size, ids[i], grid_from, grid_to, out->nll_at);
         if (i + 1 < n)
             st = fwm_session_step(session, ids[i], logits, err);
     }

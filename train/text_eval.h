@@ -25,15 +25,17 @@ typedef struct fwm__text_score {
     size_t tokens;   /* scored: every token of the file */
     size_t unknown;  /* of them, words read as <unk> */
     double nll;      /* sum of -log p at temperature 1 (fwm_logprob) */
-    double nll_at[FWM__TEMPERATURE_COUNT]; /* the same at each temperature of the grid (when asked) */
+    double nll_at[FWM__TEMPERATURE_COUNT]; /* the same at the grid's temperatures asked for */
 } fwm__text_score;
 
-/* Score the file at `path`. with_grid: also fill nll_at. max_tokens: stop after this many (0: the
+/* Score the file at `path`; also fill nll_at[k] for the grid's temperatures k in [grid_from,
+ * grid_to) (each computed alone, so a range of one gives the bits of the whole grid's entry; an
+ * empty range computes none). max_tokens: stop after this many (0: the
  * whole file). FWM_ERR_IO (names the file), FWM_ERR_INVALID_ARGUMENT (a model whose tokenizer is
  * not "text", invalid UTF-8, a file without words), FWM_ERR_UNKNOWN_WORD (a model without <unk>),
  * FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int with_grid,
-                                size_t max_tokens, fwm__text_score *out, fwm_error *err);
+fwm_status fwm__text_score_file(const fwm_model *model, const char *path, int grid_from,
+                                int grid_to, size_t max_tokens, fwm__text_score *out, fwm_error *err);
 
 /* exp(nll / tokens), or 0 for no tokens. */
 double fwm__text_perplexity(double nll, size_t tokens);
