@@ -104,7 +104,7 @@ static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     AW_PUBLIC(_schema) schema;
     fwm_status st = AW_PUBLIC(_schema_parse)(file, size, &schema, err);
     if (st) return st;
-    st = schema.has_checksum && AW_PUBLIC(_schema_checksum)(&schema) == schema.checksum
+    st = schema.head.has_checksum && AW_PUBLIC(_schema_checksum)(&schema) == schema.head.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
     AW_PUBLIC(_schema_release)(&schema);

@@ -221,41 +221,45 @@ fwm_status fwm__schema_read_tokenizer(const fwm_gguf_file *f, uint32_t vocab_siz
 }
 
 fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
-                                   const char *size_key, const fwm_schema_common *out,
-                                   fwm_error *err) {
+                                   const char *size_key, fwm__schema_head *out, fwm_error *err) {
     fwm_status st;
     if ((st = fwm__schema_read_tokenizer(f, vocab_size, NULL, NULL, err)) ||
-        (st = fwm__schema_read_vocabulary(f, vocab_size, size_key, out->tokens, out->token_lengths, err)) ||
-        (st = fwm__schema_read_prime_tokens(f, vocab_size, eos, out->has_prime_tokens, out->prime_count,
-                                            out->prime_tokens, err)) ||
-        (st = fwm__schema_read_name(f, out->name, err)) ||
-        (st = fwm__schema_get_optional_u64(f, FWM_KEY_CHECKSUM, out->has_checksum, out->checksum, err)))
+        (st = fwm__schema_read_vocabulary(f, vocab_size, size_key, &out->tokens, &out->token_lengths,
+                                          err)) ||
+        (st = fwm__schema_read_prime_tokens(f, vocab_size, eos, &out->has_prime_tokens,
+                                            &out->prime_count, out->prime_tokens, err)) ||
+        (st = fwm__schema_read_name(f, &out->name, err)) ||
+        (st = fwm__schema_get_optional_u64(f, FWM_KEY_CHECKSUM, &out->has_checksum, &out->checksum,
+                                           err)))
         return st;
-    return fwm__schema_get_optional_u64(f, FWM_KEY_FINGERPRINT, out->has_fingerprint, out->fingerprint,
-                                        err);
+    return fwm__schema_get_optional_u64(f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
+                                        &out->fingerprint, err);
 }
 
 fwm_status fwm__schema_parse_kind(const void *buf, size_t size, const fwm_schema_kind *kind,
-                                  void *schema, const fwm_schema_common *common, fwm_error *err) {
+                                  void *schema, fwm__schema_head *head, fwm_error *err) {
     fwm_gguf_file f;
     fwm_status st = fwm__gguf_parse(buf, size, &f, err);
     if (st) return st;
     uint32_t vocab_size = 0, eos = 0;
     if (!(st = fwm__schema_expect_string(&f, "general.architecture", kind->arch, err)) &&
         !(st = kind->read_hparams(&f, schema, &vocab_size, &eos, err)) &&
-        !(st = fwm__schema_read_common(&f, vocab_size, eos, kind->size_key, common, err)))
+        !(st = fwm__schema_read_common(&f, vocab_size, eos, kind->size_key, head, err)))
         st = kind->read_tensors(&f, schema, err);
     fwm__gguf_release(&f);
     if (!st) fwm__error_clear(err);
     return st;
 }
 
-void fwm__schema_release_common(const fwm_schema_common *common, uint32_t vocab_size) {
-    if (*common->tokens)
-        for (uint32_t i = 0; i < vocab_size; i++) fwm__free((*common->tokens)[i]);
-    fwm__free(*common->tokens);
-    fwm__free(*common->token_lengths);
-    fwm__free(*common->name);
+void fwm__schema_release_head(fwm__schema_head *head, uint32_t vocab_size) {
+    if (head->tokens)
+        for (uint32_t i = 0; i < vocab_size; i++) fwm__free(head->tokens[i]);
+    fwm__free(head->tokens);
+    fwm__free(head->token_lengths);
+    fwm__free(head->name);
+    head->tokens = NULL;
+    head->token_lengths = NULL;
+    head->name = NULL;
 }
 
 /* "[1024, 256]" (row-major) for the expected shape. */

@@ -68,32 +68,11 @@ fwm_status fwm__schema_read_prime_tokens(const fwm_gguf_file *f, uint32_t vocab_
 /* general.name (optional, no NUL byte) as an owned string, "" when absent. */
 fwm_status fwm__schema_read_name(const fwm_gguf_file *f, char **name, fwm_error *err);
 
-/* Where the keys every architecture shares go: pointers into a schema struct (fwm_schema,
- * fwm_lstm_schema, ... all name these fields alike; FWM_SCHEMA_COMMON_OF builds it). */
-typedef struct fwm_schema_common {
-    char **name;
-    char ***tokens;
-    uint32_t **token_lengths;
-    int *has_prime_tokens;
-    uint32_t *prime_count;
-    uint32_t *prime_tokens;
-    int *has_checksum;
-    uint64_t *checksum;
-    int *has_fingerprint;
-    uint64_t *fingerprint;
-} fwm_schema_common;
-
-#define FWM_SCHEMA_COMMON_OF(s)                                                                  \
-    ((fwm_schema_common){&(s)->name, &(s)->tokens, &(s)->token_lengths, &(s)->has_prime_tokens, \
-                         &(s)->prime_count, (s)->prime_tokens, &(s)->has_checksum, &(s)->checksum, \
-                         &(s)->has_fingerprint, &(s)->fingerprint})
-
-/* The shared keys after an architecture's hyperparameters, in this order: tokenizer.ggml.model
- * "word", the vocabulary (V tokens; `size_key` names the key holding V), the prime tokens (default
- * `eos`), general.name, fwm.checksum and fwm.fingerprint. */
+/* The shared keys after an architecture's hyperparameters, into the schema's head, in this order:
+ * tokenizer.ggml.model "word", the vocabulary (V tokens; `size_key` names the key holding V), the
+ * prime tokens (default `eos`), general.name, fwm.checksum and fwm.fingerprint. */
 fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
-                                   const char *size_key, const fwm_schema_common *out,
-                                   fwm_error *err);
+                                   const char *size_key, fwm__schema_head *out, fwm_error *err);
 
 /* What an architecture's schema adds to the shared parse (fwm__schema_parse_kind). */
 typedef struct fwm_schema_kind {
@@ -111,10 +90,10 @@ typedef struct fwm_schema_kind {
  * the hyperparameters, the shared keys (fwm__schema_read_common), the tensors. On failure the
  * caller releases what `schema` holds. */
 fwm_status fwm__schema_parse_kind(const void *buf, size_t size, const fwm_schema_kind *kind,
-                                  void *schema, const fwm_schema_common *common, fwm_error *err);
+                                  void *schema, fwm__schema_head *head, fwm_error *err);
 
-/* Free the vocabulary and the name a schema holds (V tokens). */
-void fwm__schema_release_common(const fwm_schema_common *common, uint32_t vocab_size);
+/* Free the vocabulary and the name a schema's head holds (V tokens). */
+void fwm__schema_release_head(fwm__schema_head *head, uint32_t vocab_size);
 
 /* The tensor `name` must exist with the row-major shape [rows, cols] (one GGUF dim when not
  * is_matrix) and type F32, F16 or BF16; *out points into the file's buffer. */

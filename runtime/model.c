@@ -106,24 +106,24 @@ fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *t
     return FWM_OK;
 }
 
-fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint64_t stored_checksum,
-                                uint64_t checksum, int has_fingerprint, uint64_t stored_fingerprint,
-                                uint64_t computed, const fwm_model_params *params, fwm_error *err) {
-    model->has_checksum = has_checksum;
-    if (has_checksum && params->verify_checksum) {
-        if (checksum != stored_checksum)
+fwm_status fwm__check_integrity(struct fwm_model *model, const fwm__schema_head *head,
+                                uint64_t checksum, uint64_t computed,
+                                const fwm_model_params *params, fwm_error *err) {
+    model->has_checksum = head->has_checksum;
+    if (head->has_checksum && params->verify_checksum) {
+        if (checksum != head->checksum)
             return fwm__error(err, FWM_ERR_CHECKSUM,
                               "tensor data checksum mismatch: key '" FWM_KEY_CHECKSUM
                               "' says 0x%016" PRIx64 ", the data hashes to 0x%016" PRIx64,
-                              stored_checksum, checksum);
+                              head->checksum, checksum);
         model->checksum_verified = true;
     }
     model->fingerprint = computed;
-    if (has_fingerprint && params->verify_checksum && stored_fingerprint != computed)
+    if (head->has_fingerprint && params->verify_checksum && head->fingerprint != computed)
         return fwm__error(err, FWM_ERR_CHECKSUM,
                           "model fingerprint mismatch: key '" FWM_KEY_FINGERPRINT
                           "' says 0x%016" PRIx64 ", the model computes to 0x%016" PRIx64,
-                          stored_fingerprint, computed);
+                          head->fingerprint, computed);
     return FWM_OK;
 }
 
@@ -146,16 +146,15 @@ fwm_status fwm__model_build_start(struct fwm_model *model, fwm_error *err) {
     return fwm_session_step(model->start, model->prime_tokens[n - 1], model->start_logits, err);
 }
 
-void fwm__model_take_strings(struct fwm_model *model, char ***tokens, uint32_t **token_lengths,
-                             char **name, uint32_t prime_count, const uint32_t *prime_tokens) {
-    model->tokens = *tokens;
-    model->token_lengths = *token_lengths;
-    model->name = *name;
-    *tokens = NULL;
-    *token_lengths = NULL;
-    *name = NULL;
-    model->prime_count = prime_count;
-    memcpy(model->prime_tokens, prime_tokens, sizeof model->prime_tokens);
+void fwm__model_take_strings(struct fwm_model *model, fwm__schema_head *head) {
+    model->tokens = head->tokens;
+    model->token_lengths = head->token_lengths;
+    model->name = head->name;
+    head->tokens = NULL;
+    head->token_lengths = NULL;
+    head->name = NULL;
+    model->prime_count = head->prime_count;
+    memcpy(model->prime_tokens, head->prime_tokens, sizeof model->prime_tokens);
 }
 
 /* The tokenizer keys every architecture shares (its schema has checked them). */

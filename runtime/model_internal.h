@@ -9,7 +9,8 @@
 #include "arch_list.h"
 #include "fwm/fwm.h"
 #include "fwm_hparams.h"
-#include "fwm_schema.h" /* FWM_MAX_PRIME_TOKENS */
+#include "fwm_schema.h"
+#include "schema_head.h" /* FWM_MAX_PRIME_TOKENS */
 
 struct fwm_model {
     /* The architecture (arch_ops.h dispatches on it); 0, the FWM, for a model built by calloc. */
@@ -77,16 +78,15 @@ fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *t
                              const float **pointers, fwm_error *err);
 
 /* Set has_checksum, checksum_verified and the fingerprint (`computed`) from a parsed file's
- * stored keys and the checksum of its data: FWM_ERR_CHECKSUM on a mismatch when params ask to
- * verify. */
-fwm_status fwm__check_integrity(struct fwm_model *model, int has_checksum, uint64_t stored_checksum,
-                                uint64_t checksum, int has_fingerprint, uint64_t stored_fingerprint,
-                                uint64_t computed, const fwm_model_params *params, fwm_error *err);
+ * stored keys (its schema's head) and the checksum of its data: FWM_ERR_CHECKSUM on a mismatch
+ * when params ask to verify. */
+fwm_status fwm__check_integrity(struct fwm_model *model, const fwm__schema_head *head,
+                                uint64_t checksum, uint64_t computed,
+                                const fwm_model_params *params, fwm_error *err);
 
-/* Take a parsed schema's strings (tokens, their lengths, the name: the pointers are cleared) and
- * its prime tokens into the model. */
-void fwm__model_take_strings(struct fwm_model *model, char ***tokens, uint32_t **token_lengths,
-                             char **name, uint32_t prime_count, const uint32_t *prime_tokens);
+/* Take a parsed schema head's strings (tokens, their lengths, the name: the head's pointers are
+ * cleared) and its prime tokens into the model. */
+void fwm__model_take_strings(struct fwm_model *model, fwm__schema_head *head);
 
 /* input gates [V, 4H]: table[x] = W_ih Emb[x] + b for every token x with the step's kernel, or
  * NULL (FWM_OK) when larger than the step's table limit. FWM_ERR_OUT_OF_MEMORY. */

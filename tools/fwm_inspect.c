@@ -163,15 +163,21 @@ static void print_tensors(const fwm_gguf_file *f) {
 }
 
 /* The start words: the prime tokens, or the default. */
-static void print_start(uint32_t count, const uint32_t *prime, char *const *tokens, int has) {
+static void print_start(const fwm__schema_head *head) {
+    uint32_t count = head->prime_count;
     printf("session start: %" PRIu32 " prime token%s [", count, count == 1 ? "" : "s");
-    for (uint32_t i = 0; i < count; i++) printf("%s\"%s\"", i ? ", " : "", tokens[prime[i]]);
-    printf("]%s\n", has ? "" : " (the default: the file has no " FWM_KEY_PRIME_TOKENS " key)");
+    for (uint32_t i = 0; i < count; i++)
+        printf("%s\"%s\"", i ? ", " : "", head->tokens[head->prime_tokens[i]]);
+    printf("]%s\n", head->has_prime_tokens
+                        ? ""
+                        : " (the default: the file has no " FWM_KEY_PRIME_TOKENS " key)");
 }
 
 /* The checksum and fingerprint lines; returns the exit status. */
-static int verify(const char *path, int has_checksum, uint64_t stored_checksum, uint64_t checksum,
-                  int has_fingerprint, uint64_t stored_fingerprint, uint64_t fingerprint) {
+static int verify(const char *path, const fwm__schema_head *head, uint64_t checksum,
+                  uint64_t fingerprint) {
+    int has_checksum = head->has_checksum, has_fingerprint = head->has_fingerprint;
+    uint64_t stored_checksum = head->checksum, stored_fingerprint = head->fingerprint;
     int status = 0;
     if (!has_checksum)
         printf("checksum: absent (the file has no %s key; data hashes to 0x%016" PRIx64 ")\n",
@@ -213,7 +219,7 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
     }
     const fwm_hparams *hp = &schema.hp;
     uint64_t state_floats = fwm__session_state_floats(hp);
-    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: fwm (Fast Weight Memory)\n");
     printf("parameters: %" PRIu64 "\n", fwm__parameter_count(hp));
     char lower[64] = ""; /* a stacked FWM's lower layers */
@@ -224,12 +230,11 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
            " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
            hp->memory_t, lower);
-    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    print_start(&schema.head);
     uint64_t checksum = fwm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_schema_fingerprint(hp, (const char *const *)schema.tokens,
-                                                  schema.token_lengths, checksum);
-    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
-                        schema.fingerprint, fingerprint);
+    uint64_t fingerprint = fwm_schema_fingerprint(hp, (const char *const *)schema.head.tokens,
+                                                  schema.head.token_lengths, checksum);
+    int status = verify(path, &schema.head, checksum, fingerprint);
     fwm_schema_release(&schema);
     return status;
 }
@@ -249,7 +254,7 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
     for (size_t i = 0; i < schema.tensor_count; i++)
         parameters += schema.tensors[i].rows * schema.tensors[i].cols;
     uint64_t state_floats = 2 * (uint64_t)hp->layer_count * hp->hidden_size;
-    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: lstm (LSTM baseline: %" PRIu32 " layer%s of %" PRIu32 ", embedding %" PRIu32
            ", residual %s, forget bias %g, vocabulary %" PRIu32 ")\n",
            hp->layer_count, hp->layer_count == 1 ? "" : "s", hp->hidden_size, hp->embedding_length,
@@ -258,12 +263,11 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h, c: 2 x %" PRIu32
            " layers x %" PRIu32 ")\n",
            state_floats, state_floats * 4, hp->layer_count, hp->hidden_size);
-    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    print_start(&schema.head);
     uint64_t checksum = fwm_lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_lstm_fingerprint(hp, (const char *const *)schema.tokens,
-                                                schema.token_lengths, checksum);
-    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
-                        schema.fingerprint, fingerprint);
+    uint64_t fingerprint = fwm_lstm_fingerprint(hp, (const char *const *)schema.head.tokens,
+                                                schema.head.token_lengths, checksum);
+    int status = verify(path, &schema.head, checksum, fingerprint);
     fwm_lstm_schema_release(&schema);
     return status;
 }
@@ -282,7 +286,7 @@ static int print_stm(const char *path, const uint8_t *data, size_t size) {
     uint64_t parameters = 0;
     for (size_t i = 0; i < schema.tensor_count; i++) parameters += schema.tensors[i].rows * schema.tensors[i].cols;
     bool sentence = hp->input_mode == FWM_STM_INPUT_SENTENCE;
-    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: stm (self-attentive associative memory: %s mode, embedding %" PRIu32
            ", memory %" PRIu32 ", %" PRIu32 " queries, ",
            sentence ? "sentence" : "word", hp->embedding_length, hp->memory_size, hp->query_count);
@@ -292,7 +296,7 @@ static int print_stm(const char *path, const uint8_t *data, size_t size) {
     else
         printf("relation length %" PRIu32, hp->relation_length);
     printf(", end words '%s' and '%s', reset on eos %s, vocabulary %" PRIu32 ")\n",
-           schema.tokens[hp->statement_end_token_id], schema.tokens[hp->question_end_token_id],
+           schema.head.tokens[hp->statement_end_token_id], schema.head.tokens[hp->question_end_token_id],
            hp->reset_on_eos ? "on" : "off", hp->vocab_size);
     printf("parameters: %" PRIu64 "\n", parameters);
     printf("initial memories: %" PRIu64 " of them (stm.item.init, stm.relation.init)\n",
@@ -301,12 +305,11 @@ static int print_stm(const char *path, const uint8_t *data, size_t size) {
            "; Mr: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
            fwm_stm_state_floats(hp), fwm_stm_state_bytes(hp), hp->memory_size, hp->memory_size,
            hp->query_count, hp->memory_size, hp->memory_size, sentence ? "; the sentence buffer" : "");
-    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    print_start(&schema.head);
     uint64_t checksum = fwm_stm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_stm_fingerprint(hp, (const char *const *)schema.tokens,
-                                               schema.token_lengths, checksum);
-    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
-                        schema.fingerprint, fingerprint);
+    uint64_t fingerprint = fwm_stm_fingerprint(hp, (const char *const *)schema.head.tokens,
+                                               schema.head.token_lengths, checksum);
+    int status = verify(path, &schema.head, checksum, fingerprint);
     fwm_stm_schema_release(&schema);
     return status;
 }
@@ -329,7 +332,7 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
         if (fwm_mnm_tensor_trained(hp, i)) trained += n;
     }
     uint64_t memory = fwm_mnm_memory_elements(hp), state_floats = fwm_mnm_state_floats(hp);
-    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: mnm (Metalearned Neural Memory baseline: controller %" PRIu32
            ", embedding %" PRIu32 ", %" PRIu32 " head%s, keys %" PRIu32 ", values %" PRIu32
            ", memory %" PRIu32 " layer%s of %" PRIu32 ", output %" PRIu32 ", forget bias %g, vocabulary %" PRIu32
@@ -343,12 +346,11 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h, c: 2 x %" PRIu32
            "; r: %" PRIu32 "; memory: %" PRIu64 ")\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->value_length, memory);
-    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    print_start(&schema.head);
     uint64_t checksum = fwm_mnm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_mnm_fingerprint(hp, (const char *const *)schema.tokens,
-                                               schema.token_lengths, checksum);
-    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
-                        schema.fingerprint, fingerprint);
+    uint64_t fingerprint = fwm_mnm_fingerprint(hp, (const char *const *)schema.head.tokens,
+                                               schema.head.token_lengths, checksum);
+    int status = verify(path, &schema.head, checksum, fingerprint);
     fwm_mnm_schema_release(&schema);
     return status;
 }
@@ -365,7 +367,7 @@ static int print_gfw(const char *path, const uint8_t *data, size_t size) {
     }
     const fwm_gfw_hparams *hp = &schema.hp;
     uint64_t state_floats = fwm_gfw_state_floats(hp), m = hp->fast_hidden;
-    printf("\nmodel: %s\n", schema.name[0] ? schema.name : "(unnamed)");
+    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: gfw (Gated Fast Weights: fast net %" PRIu32 ", slow net %" PRIu32
            " with transition layer %" PRIu32 ", embedding %" PRIu32 ", layer norm eps %g, vocabulary %" PRIu32
            ")\n",
@@ -376,12 +378,11 @@ static int print_gfw(const char *path, const uint8_t *data, size_t size) {
            "; F1: %" PRIu64 " x %" PRIu64 "; F2: %" PRIu64 " x %" PRIu64 ")\n",
            state_floats, state_floats * 4, hp->fast_hidden, hp->slow_hidden, m, fwm_gfw_f1_cols(hp), m,
            fwm_gfw_f2_cols(hp));
-    print_start(schema.prime_count, schema.prime_tokens, schema.tokens, schema.has_prime_tokens);
+    print_start(&schema.head);
     uint64_t checksum = fwm_gfw_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_gfw_fingerprint(hp, (const char *const *)schema.tokens,
-                                               schema.token_lengths, checksum);
-    int status = verify(path, schema.has_checksum, schema.checksum, checksum, schema.has_fingerprint,
-                        schema.fingerprint, fingerprint);
+    uint64_t fingerprint = fwm_gfw_fingerprint(hp, (const char *const *)schema.head.tokens,
+                                               schema.head.token_lengths, checksum);
+    int status = verify(path, &schema.head, checksum, fingerprint);
     fwm_gfw_schema_release(&schema);
     return status;
 }

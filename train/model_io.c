@@ -169,7 +169,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
             goto done;                                                                             \
         out->spec.arch = FWM_ARCH_##id;                                                            \
         out->spec.prefix = schema_##prefix.hp;                                                     \
-        tokens = schema_##prefix.tokens;                                                           \
+        tokens = schema_##prefix.head.tokens;                                                      \
         tensors = schema_##prefix.tensors;                                                         \
         break;
         FWM_ARCH_LIST(FWM_SCHEMA_PARSE_)

@@ -97,7 +97,7 @@ static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     fwm_schema schema;
     fwm_status st = fwm_schema_parse(file, size, &schema, err);
     if (st) return st;
-    st = schema.has_checksum && fwm_schema_checksum(&schema) == schema.checksum
+    st = schema.head.has_checksum && fwm_schema_checksum(&schema) == schema.head.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
     fwm_schema_release(&schema);

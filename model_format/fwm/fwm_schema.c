@@ -85,16 +85,14 @@ static const fwm_schema_kind kind = {"fwm", "fwm.vocab_size", read_hparams, read
 fwm_status fwm_schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err) {
     if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_schema_parse: out is NULL");
     memset(out, 0, sizeof *out);
-    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(out);
-    fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &common, err);
+    fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &out->head, err);
     if (st) fwm_schema_release(out);
     return st;
 }
 
 void fwm_schema_release(fwm_schema *schema) {
     if (!schema) return;
-    const fwm_schema_common common = FWM_SCHEMA_COMMON_OF(schema);
-    fwm__schema_release_common(&common, schema->hp.vocab_size);
+    fwm__schema_release_head(&schema->head, schema->hp.vocab_size);
     memset(schema, 0, sizeof *schema);
 }
 

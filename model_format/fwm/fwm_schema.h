@@ -16,6 +16,7 @@
 
 #include "fwm/fwm.h"
 #include "fwm_hparams.h"
+#include "schema_head.h"
 
 /* GGUF tensor types the schema accepts (values are GGML's). */
 #define FWM_GGML_TYPE_F32 0u
@@ -34,7 +35,6 @@
  * each below V, at most FWM_MAX_PRIME_TOKENS of them, possibly none. A file without the key gets
  * the default: one token, tokenizer.ggml.eos_token_id, as every catbAbI story begins. */
 #define FWM_KEY_PRIME_TOKENS "fwm.session.prime_tokens"
-#define FWM_MAX_PRIME_TOKENS 64u
 
 typedef struct fwm_schema_tensor {
     const void *data;    /* into the parsed buffer */
@@ -46,17 +46,8 @@ typedef struct fwm_schema_tensor {
 
 typedef struct fwm_schema {
     fwm_hparams hp;
-    char *name;               /* owned; general.name or "" */
-    char **tokens;            /* owned; V NUL-terminated token strings */
-    uint32_t *token_lengths;  /* owned; V byte lengths */
+    fwm__schema_head head;    /* name, vocabulary, prime tokens, checksum and fingerprint keys */
     fwm_schema_tensor tensors[FWM_MAX_TENSORS]; /* FWM_TENSOR_LIST order, then the lower layers' */
-    int has_checksum;         /* FWM_KEY_CHECKSUM present */
-    uint64_t checksum;        /* its stored value */
-    int has_fingerprint;      /* FWM_KEY_FINGERPRINT present */
-    uint64_t fingerprint;     /* its stored value */
-    int has_prime_tokens;     /* FWM_KEY_PRIME_TOKENS present (else the default filled in below) */
-    uint32_t prime_count;     /* tokens a new session reads first, 0..FWM_MAX_PRIME_TOKENS */
-    uint32_t prime_tokens[FWM_MAX_PRIME_TOKENS];
 } fwm_schema;
 
 /* Parse and validate the model file in buf[0..size). On success *out holds owned copies of the

@@ -15,18 +15,9 @@
 
 typedef struct fwm_mnm_schema {
     fwm_mnm_hparams hp;
-    char *name;              /* owned; general.name or "" */
-    char **tokens;           /* owned; V NUL-terminated token strings */
-    uint32_t *token_lengths; /* owned; V byte lengths */
+    fwm__schema_head head; /* name, vocabulary, prime tokens, checksum and fingerprint keys */
     size_t tensor_count;     /* fwm_mnm_tensor_count(&hp) */
     fwm_schema_tensor tensors[FWM_MNM_MAX_TENSORS]; /* in fwm_mnm_tensor_at order */
-    int has_checksum;
-    uint64_t checksum;
-    int has_fingerprint;
-    uint64_t fingerprint;
-    int has_prime_tokens;
-    uint32_t prime_count;
-    uint32_t prime_tokens[FWM_MAX_PRIME_TOKENS];
 } fwm_mnm_schema;
 
 /* As fwm_schema_parse, for `general.architecture = "mnm"`. */

@@ -29,10 +29,10 @@ static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema
 static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
                                   const fwm_model_params *params, fwm_error *err) {
     uint64_t checksum = fwm_schema_checksum(schema);
-    uint64_t fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)schema->tokens,
-                                                  schema->token_lengths, checksum);
-    return fwm__check_integrity(model, schema->has_checksum, schema->checksum, checksum,
-                                schema->has_fingerprint, schema->fingerprint, fingerprint, params, err);
+    const fwm__schema_head *head = &schema->head;
+    uint64_t fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)head->tokens,
+                                                  head->token_lengths, checksum);
+    return fwm__check_integrity(model, head, checksum, fingerprint, params, err);
 }
 
 /* input_gates[x] = W_ih Emb[x] + b for every token (of the lowest layer of a stacked FWM), with
@@ -67,8 +67,7 @@ fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
     model->parameter_count = fwm__parameter_count(&model->hp);
     status = bind_weights(model, &schema, err);
     if (status != FWM_OK) goto done;
-    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
-                            schema.prime_count, schema.prime_tokens);
+    fwm__model_take_strings(model, &schema.head);
     status = fwm__model_prepare(model, err);
 done:
     fwm_schema_release(&schema);

@@ -27,10 +27,9 @@ fwm_status fwm__gfw_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
     uint64_t checksum = fwm_gfw_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_gfw_fingerprint(&schema.hp, (const char *const *)schema.tokens,
-                                               schema.token_lengths, checksum);
-    status = fwm__check_integrity(model, schema.has_checksum, schema.checksum, checksum,
-                                  schema.has_fingerprint, schema.fingerprint, fingerprint, params, err);
+    uint64_t fingerprint = fwm_gfw_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+                                               schema.head.token_lengths, checksum);
+    status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
     model->parameter_count = fwm_gfw_parameter_count(&schema.hp);
     const float *pointers[FWM_GFW_MAX_TENSORS];
@@ -43,8 +42,7 @@ fwm_status fwm__gfw_load(struct fwm_model *model, const void *buf, size_t size,
     gm->slow1_bias = pointers[4];
     gm->output_weight = pointers[5];
     gm->output_bias = pointers[6];
-    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
-                            schema.prime_count, schema.prime_tokens);
+    fwm__model_take_strings(model, &schema.head);
 done:
     fwm_gfw_schema_release(&schema);
     return status;

@@ -41,10 +41,9 @@ fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
     uint64_t checksum = fwm_lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_lstm_fingerprint(&schema.hp, (const char *const *)schema.tokens,
-                                                schema.token_lengths, checksum);
-    status = fwm__check_integrity(model, schema.has_checksum, schema.checksum, checksum,
-                                  schema.has_fingerprint, schema.fingerprint, fingerprint, params, err);
+    uint64_t fingerprint = fwm_lstm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+                                                schema.head.token_lengths, checksum);
+    status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
     model->parameter_count = 0;
     for (size_t i = 0; i < schema.tensor_count; i++)
@@ -53,8 +52,7 @@ fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
     status = fwm__bind_tensors(model, schema.tensors, schema.tensor_count, pointers, err);
     if (status != FWM_OK) goto done;
     bind(lm, pointers);
-    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
-                            schema.prime_count, schema.prime_tokens);
+    fwm__model_take_strings(model, &schema.head);
     status = fwm__input_gate_table(lm->token_embd, lm->weight_ih[0], lm->bias[0], lm->hp.vocab_size,
                                    lm->hp.embedding_length, lm->hp.hidden_size, &lm->input_gates, err);
 done:

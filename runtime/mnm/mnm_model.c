@@ -71,10 +71,9 @@ fwm_status fwm__mnm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
     uint64_t checksum = fwm_mnm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_mnm_fingerprint(&schema.hp, (const char *const *)schema.tokens,
-                                               schema.token_lengths, checksum);
-    status = fwm__check_integrity(model, schema.has_checksum, schema.checksum, checksum,
-                                  schema.has_fingerprint, schema.fingerprint, fingerprint, params, err);
+    uint64_t fingerprint = fwm_mnm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+                                               schema.head.token_lengths, checksum);
+    status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
     model->parameter_count = 0;
     for (size_t i = 0; i < schema.tensor_count; i++)
@@ -85,8 +84,7 @@ fwm_status fwm__mnm_load(struct fwm_model *model, const void *buf, size_t size,
     bind(mm, pointers);
     status = split_input_weight(mm, pointers[1], err);
     if (status != FWM_OK) goto done;
-    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
-                            schema.prime_count, schema.prime_tokens);
+    fwm__model_take_strings(model, &schema.head);
     status = fwm__input_gate_table(mm->token_embd, mm->weight_ie, mm->bias, mm->hp.vocab_size,
                                    mm->hp.embedding_length, mm->hp.hidden_size, &mm->input_gates, err);
 done:

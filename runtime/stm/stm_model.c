@@ -57,10 +57,9 @@ fwm_status fwm__stm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
     uint64_t checksum = fwm_stm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_stm_fingerprint(&schema.hp, (const char *const *)schema.tokens,
-                                               schema.token_lengths, checksum);
-    status = fwm__check_integrity(model, schema.has_checksum, schema.checksum, checksum,
-                                  schema.has_fingerprint, schema.fingerprint, fingerprint, params, err);
+    uint64_t fingerprint = fwm_stm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+                                               schema.head.token_lengths, checksum);
+    status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
     model->parameter_count = 0;
     for (size_t i = 0; i < schema.tensor_count; i++)
@@ -69,8 +68,7 @@ fwm_status fwm__stm_load(struct fwm_model *model, const void *buf, size_t size,
     status = fwm__bind_tensors(model, schema.tensors, schema.tensor_count, pointers, err);
     if (status != FWM_OK) goto done;
     bind(sm, pointers);
-    fwm__model_take_strings(model, &schema.tokens, &schema.token_lengths, &schema.name,
-                            schema.prime_count, schema.prime_tokens);
+    fwm__model_take_strings(model, &schema.head);
 done:
     fwm_stm_schema_release(&schema);
     return status;

@@ -67,10 +67,10 @@ static void round_trip(void) {
     fwm_gfw_schema s;
     CHECK_OK(fwm_gfw_schema_parse(file, size, &s, &err), err);
     CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
-    CHECK_STR(s.name, "tiny gfw");
-    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
-    CHECK_INT(s.prime_count, 2);
-    CHECK_INT(s.prime_tokens[0], 6);
+    CHECK_STR(s.head.name, "tiny gfw");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.head.tokens[i], vocabulary[i]);
+    CHECK_INT(s.head.prime_count, 2);
+    CHECK_INT(s.head.prime_tokens[0], 6);
     CHECK_INT(s.tensor_count, 7);
     check_stored_tensors(s.tensors, s.tensor_count, &hp, tensor_at, spec.tensors);
     /* W_1 reads [h_S; e] (N + E = 6), W_2 writes z, the F1 update (2 (4 + 8)) and the F2 update
@@ -85,19 +85,19 @@ static void round_trip(void) {
     CHECK_U64(fwm_gfw_f2_cols(&hp), 5);
     CHECK_U64(fwm_gfw_state_floats(&hp), 4 + 3 + 4 * 8 + 4 * 5);
     CHECK_U64(fwm_gfw_parameter_count(&hp), 21 + 30 + 5 + 225 + 45 + 28 + 7);
-    CHECK(s.has_checksum && s.checksum == fwm_gfw_schema_checksum(&s));
-    CHECK(s.has_fingerprint);
-    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
-    CHECK_U64(fwm_gfw_fingerprint(&hp, (const char *const *)s.tokens, s.token_lengths, s.checksum),
-              s.fingerprint);
+    CHECK(s.head.has_checksum && s.head.checksum == fwm_gfw_schema_checksum(&s));
+    CHECK(s.head.has_fingerprint);
+    CHECK_U64(s.head.fingerprint, expected_fingerprint(&hp, s.head.checksum));
+    CHECK_U64(fwm_gfw_fingerprint(&hp, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum),
+              s.head.fingerprint);
     /* a changed hyperparameter changes the fingerprint, the epsilon's bits included */
     fwm_gfw_hparams other = hp;
     other.slow_inner = 6;
-    CHECK(fwm_gfw_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
-          s.fingerprint);
+    CHECK(fwm_gfw_fingerprint(&other, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum) !=
+          s.head.fingerprint);
     other = hp, other.layer_norm_epsilon = 1e-5f;
-    CHECK(fwm_gfw_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
-          s.fingerprint);
+    CHECK(fwm_gfw_fingerprint(&other, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum) !=
+          s.head.fingerprint);
     /* the FWM's schema refuses it by its architecture, as before */
     check_fwm_schema_refuses(file, size, "gfw");
     fwm_gfw_schema_release(&s);

@@ -65,13 +65,13 @@ static void valid_file_parses(void) {
         CHECK_U64(s.hp.read_token_id, 3);
         CHECK(s.hp.write_scale == 0.5f);
         CHECK(s.hp.layer_norm_eps == 1e-5f);
-        CHECK_STR(s.name, "tiny");
-        CHECK_STR(s.tokens[4], "mary");
-        CHECK_U64(s.token_lengths[5], 7);
-        CHECK(s.has_checksum);
-        CHECK_U64(s.checksum, fx->checksum);
+        CHECK_STR(s.head.name, "tiny");
+        CHECK_STR(s.head.tokens[4], "mary");
+        CHECK_U64(s.head.token_lengths[5], 7);
+        CHECK(s.head.has_checksum);
+        CHECK_U64(s.head.checksum, fx->checksum);
         CHECK_U64(fwm_schema_checksum(&s), fx->checksum);
-        CHECK(s.has_fingerprint);
+        CHECK(s.head.has_fingerprint);
         for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
             CHECK_U64(s.tensors[i].type, FWM_GGML_TYPE_F32);
             CHECK_U64(s.tensors[i].n_bytes, fx->elements[i] * 4);
@@ -105,8 +105,8 @@ static void other_writer_layouts_load(void) {
             fwm_error e = {0};
             CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
             if (!e.status) {
-                CHECK(s.has_checksum == (variant != 1));
-                CHECK(!s.has_fingerprint);
+                CHECK(s.head.has_checksum == (variant != 1));
+                CHECK(!s.head.has_fingerprint);
                 CHECK_U64(fwm_schema_checksum(&s), fx->checksum);
                 for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
                     CHECK_U64(s.tensors[i].file_offset % 32, 0);
@@ -841,9 +841,9 @@ static void prime_tokens_key(void) {
         fwm_schema s;
         fwm_error e = {0};
         CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
-        CHECK(!s.has_prime_tokens);
-        CHECK_U64(s.prime_count, 1);
-        CHECK_U64(s.prime_tokens[0], o.hp.eos_token_id);
+        CHECK(!s.head.has_prime_tokens);
+        CHECK_U64(s.head.prime_count, 1);
+        CHECK_U64(s.head.prime_tokens[0], o.hp.eos_token_id);
         fwm_schema_release(&s);
     });
     o.with_prime = 1;
@@ -855,11 +855,11 @@ static void prime_tokens_key(void) {
         fwm_schema s;
         fwm_error e = {0};
         CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
-        CHECK(s.has_prime_tokens);
-        CHECK_U64(s.prime_count, 3);
-        CHECK_U64(s.prime_tokens[0], 5);
-        CHECK_U64(s.prime_tokens[1], 0);
-        CHECK_U64(s.prime_tokens[2], 2);
+        CHECK(s.head.has_prime_tokens);
+        CHECK_U64(s.head.prime_count, 3);
+        CHECK_U64(s.head.prime_tokens[0], 5);
+        CHECK_U64(s.head.prime_tokens[1], 0);
+        CHECK_U64(s.head.prime_tokens[2], 2);
         fwm_schema_release(&s);
     });
     o.prime_count = 0;
@@ -867,8 +867,8 @@ static void prime_tokens_key(void) {
         fwm_schema s;
         fwm_error e = {0};
         CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
-        CHECK(s.has_prime_tokens);
-        CHECK_U64(s.prime_count, 0);
+        CHECK(s.head.has_prime_tokens);
+        CHECK_U64(s.head.prime_count, 0);
         fwm_schema_release(&s);
     });
     o.prime_count = 2;
@@ -898,9 +898,9 @@ static void wrong_checksum_is_reported_not_refused(void) {
         fwm_schema s;
         fwm_error e = {0};
         CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
-        CHECK(s.has_checksum);
-        CHECK(s.checksum != fwm_schema_checksum(&s));
-        CHECK_U64(s.checksum, fx->checksum + 1);
+        CHECK(s.head.has_checksum);
+        CHECK(s.head.checksum != fwm_schema_checksum(&s));
+        CHECK_U64(s.head.checksum, fx->checksum + 1);
         fwm_schema_release(&s);
     });
     o = base(); /* tensor data changed after the checksum was taken */
@@ -909,7 +909,7 @@ static void wrong_checksum_is_reported_not_refused(void) {
         fwm_error e = {0};
         fx->data[fx->size - 1] ^= 0x40;
         CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
-        CHECK(s.checksum != fwm_schema_checksum(&s));
+        CHECK(s.head.checksum != fwm_schema_checksum(&s));
         fwm_schema_release(&s);
     });
 }

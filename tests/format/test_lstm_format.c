@@ -63,25 +63,25 @@ static void round_trip(void) {
     fwm_lstm_schema s;
     CHECK_OK(fwm_lstm_schema_parse(file, size, &s, &err), err);
     CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
-    CHECK_STR(s.name, "tiny lstm");
-    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
-    CHECK_INT(s.prime_count, 2);
-    CHECK_INT(s.prime_tokens[1], 4);
+    CHECK_STR(s.head.name, "tiny lstm");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.head.tokens[i], vocabulary[i]);
+    CHECK_INT(s.head.prime_count, 2);
+    CHECK_INT(s.head.prime_tokens[1], 4);
     CHECK_INT(s.tensor_count, 9);
     check_stored_tensors(s.tensors, s.tensor_count, &hp, tensor_at, spec.tensors);
     /* layer 1 reads H inputs, layer 0 E */
     CHECK_U64(s.tensors[1].cols, 5);
     CHECK_U64(s.tensors[4].cols, 3);
-    CHECK(s.has_checksum && s.checksum == fwm_lstm_schema_checksum(&s));
-    CHECK(s.has_fingerprint);
-    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
-    CHECK_U64(fwm_lstm_fingerprint(&hp, (const char *const *)s.tokens, s.token_lengths, s.checksum),
-              s.fingerprint);
+    CHECK(s.head.has_checksum && s.head.checksum == fwm_lstm_schema_checksum(&s));
+    CHECK(s.head.has_fingerprint);
+    CHECK_U64(s.head.fingerprint, expected_fingerprint(&hp, s.head.checksum));
+    CHECK_U64(fwm_lstm_fingerprint(&hp, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum),
+              s.head.fingerprint);
     /* a changed hyperparameter changes the fingerprint */
     fwm_lstm_hparams other = hp;
     other.residual = !hp.residual;
-    CHECK(fwm_lstm_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
-          s.fingerprint);
+    CHECK(fwm_lstm_fingerprint(&other, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum) !=
+          s.head.fingerprint);
     /* the FWM's schema refuses it by its architecture, as before */
     check_fwm_schema_refuses(file, size, "lstm");
     fwm_lstm_schema_release(&s);

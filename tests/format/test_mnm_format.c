@@ -71,10 +71,10 @@ static void round_trip(void) {
     fwm_mnm_schema s;
     CHECK_OK(fwm_mnm_schema_parse(file, size, &s, &err), err);
     CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
-    CHECK_STR(s.name, "tiny mnm");
-    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
-    CHECK_INT(s.prime_count, 2);
-    CHECK_INT(s.prime_tokens[1], 4);
+    CHECK_STR(s.head.name, "tiny mnm");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.head.tokens[i], vocabulary[i]);
+    CHECK_INT(s.head.prime_count, 2);
+    CHECK_INT(s.head.prime_tokens[1], 4);
     CHECK_INT(s.tensor_count, 16);
     check_stored_tensors(s.tensors, s.tensor_count, &hp, tensor_at, spec.tensors);
     /* W_ih reads [e; r] (E + d_v), W_u has Nh (2 d_k + d_v) + d_k rows, the targets (Lm-1) D + d_v;
@@ -89,16 +89,16 @@ static void round_trip(void) {
     CHECK(!fwm_mnm_tensor_trained(&hp, 10) && !fwm_mnm_tensor_trained(&hp, 11));
     CHECK(fwm_mnm_tensor_trained(&hp, 9) && fwm_mnm_tensor_trained(&hp, 12));
     CHECK_U64(fwm_mnm_state_floats(&hp), 2 * 3 + 2 + 24 + 12);
-    CHECK(s.has_checksum && s.checksum == fwm_mnm_schema_checksum(&s));
-    CHECK(s.has_fingerprint);
-    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
-    CHECK_U64(fwm_mnm_fingerprint(&hp, (const char *const *)s.tokens, s.token_lengths, s.checksum),
-              s.fingerprint);
+    CHECK(s.head.has_checksum && s.head.checksum == fwm_mnm_schema_checksum(&s));
+    CHECK(s.head.has_fingerprint);
+    CHECK_U64(s.head.fingerprint, expected_fingerprint(&hp, s.head.checksum));
+    CHECK_U64(fwm_mnm_fingerprint(&hp, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum),
+              s.head.fingerprint);
     /* a changed hyperparameter changes the fingerprint */
     fwm_mnm_hparams other = hp;
     other.head_count = 3;
-    CHECK(fwm_mnm_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
-          s.fingerprint);
+    CHECK(fwm_mnm_fingerprint(&other, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum) !=
+          s.head.fingerprint);
     /* the FWM's schema refuses it by its architecture, as before */
     check_fwm_schema_refuses(file, size, "mnm");
     fwm_mnm_schema_release(&s);

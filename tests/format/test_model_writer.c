@@ -135,10 +135,10 @@ static void round_trip(void) {
     CHECK_OK(fwm_schema_parse(file, size, &s, &err), err);
     if (err.status) goto done_file;
     check_same_hparams(&s.hp, &hp);
-    CHECK_STR(s.name, "round trip");
+    CHECK_STR(s.head.name, "round trip");
     for (uint32_t i = 0; i < hp.vocab_size; i++) {
-        CHECK_STR(s.tokens[i], vocabulary[i]);
-        CHECK_U64(s.token_lengths[i], strlen(vocabulary[i]));
+        CHECK_STR(s.head.tokens[i], vocabulary[i]);
+        CHECK_U64(s.head.token_lengths[i], strlen(vocabulary[i]));
     }
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
         uint64_t rows, cols;
@@ -151,11 +151,11 @@ static void round_trip(void) {
         CHECK(memcmp(s.tensors[i].data, w.tensors[i], (size_t)s.tensors[i].n_bytes) == 0);
         if (i > 0) CHECK(s.tensors[i].file_offset > s.tensors[i - 1].file_offset); /* list order */
     }
-    CHECK(s.has_checksum);
-    CHECK_U64(s.checksum, fwm_schema_checksum(&s));
-    CHECK(s.has_fingerprint);
-    CHECK_U64(s.fingerprint, fwm_schema_fingerprint(&s.hp, (const char *const *)s.tokens,
-                                                    s.token_lengths, s.checksum));
+    CHECK(s.head.has_checksum);
+    CHECK_U64(s.head.checksum, fwm_schema_checksum(&s));
+    CHECK(s.head.has_fingerprint);
+    CHECK_U64(s.head.fingerprint, fwm_schema_fingerprint(&s.hp, (const char *const *)s.head.tokens,
+                                                    s.head.token_lengths, s.head.checksum));
     fwm_schema_release(&s);
 
     /* extra keys, alignment, architecture through the container reader */

@@ -74,9 +74,9 @@ static void round_trip_mode(uint32_t mode) {
     fwm_stm_schema s;
     CHECK_OK(fwm_stm_schema_parse(file, size, &s, &err), err);
     CHECK(memcmp(&s.hp, &hp, sizeof hp) == 0);
-    CHECK_STR(s.name, "tiny stm");
-    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.tokens[i], vocabulary[i]);
-    CHECK_INT(s.prime_count, 2);
+    CHECK_STR(s.head.name, "tiny stm");
+    for (uint32_t i = 0; i < hp.vocab_size; i++) CHECK_STR(s.head.tokens[i], vocabulary[i]);
+    CHECK_INT(s.head.prime_count, 2);
     CHECK_INT(s.tensor_count, mode == FWM_STM_INPUT_SENTENCE ? 38 : 23);
     check_stored_tensors(s.tensors, s.tensor_count, &hp, tensor_at, spec.tensors);
     char name[48];
@@ -93,13 +93,13 @@ static void round_trip_mode(uint32_t mode) {
         CHECK_U64(cols, 8);
         CHECK_U64(fwm_stm_state_bytes(&hp), 4 * 27);
     }
-    CHECK(s.has_checksum && s.checksum == fwm_stm_schema_checksum(&s));
-    CHECK(s.has_fingerprint);
-    CHECK_U64(s.fingerprint, expected_fingerprint(&hp, s.checksum));
+    CHECK(s.head.has_checksum && s.head.checksum == fwm_stm_schema_checksum(&s));
+    CHECK(s.head.has_fingerprint);
+    CHECK_U64(s.head.fingerprint, expected_fingerprint(&hp, s.head.checksum));
     fwm_stm_hparams other = hp;
     other.reset_on_eos = !hp.reset_on_eos;
-    CHECK(fwm_stm_fingerprint(&other, (const char *const *)s.tokens, s.token_lengths, s.checksum) !=
-          s.fingerprint);
+    CHECK(fwm_stm_fingerprint(&other, (const char *const *)s.head.tokens, s.head.token_lengths, s.head.checksum) !=
+          s.head.fingerprint);
     fwm_schema fs;
     CHECK_STATUS(fwm_schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
     CHECK_CONTAINS(err.message, "key 'general.architecture': expected \"fwm\", found \"stm\"");
