@@ -77,23 +77,6 @@ void fwm__print_task_table(FILE *out, const char *title, const fwm__qa_metrics *
             100 * fwm__metrics_accuracy(m), fwm__metrics_perplexity(m));
 }
 
-int fwm__parse_ar_option(const char *option, const char *value, fwm__ar_config *c)
-{
-    if (strcmp(option, "--ar-seed") == 0)
-        c->seed = (uint64_t)fwm__parse_long(option, value, 0, 1L << 60);
-    else if (strcmp(option, "--ar-train") == 0)
-        c->queries[FWM__SPLIT_TRAIN] = (size_t)fwm__parse_long(option, value, 1, 100000000);
-    else if (strcmp(option, "--ar-valid") == 0)
-        c->queries[FWM__SPLIT_VALID] = (size_t)fwm__parse_long(option, value, 1, 100000000);
-    else if (strcmp(option, "--ar-test") == 0)
-        c->queries[FWM__SPLIT_TEST] = (size_t)fwm__parse_long(option, value, 1, 100000000);
-    else if (strcmp(option, "--ar-max-storages") == 0)
-        c->max_storages = (int)fwm__parse_long(option, value, c->min_storages, FWM__AR_MAX_STORAGES);
-    else
-        return 0;
-    return 1;
-}
-
 void fwm__print_seq_table(FILE *out, const char *title, const fwm__seq_metrics *m)
 {
     fwm__seq_summary s = fwm__seq_metrics_summary(m);

@@ -4,10 +4,12 @@
 #ifndef FWM_TRAIN_CLI_COMMON_H
 #define FWM_TRAIN_CLI_COMMON_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "ar_task.h"
 #include "metrics.h"
+#include "options.h"
 
 /* The bAbI folder used when --data is not given: $FWM_BABI_DIR, else ../shared/data/babi-v1.2 (beside
  * the source tree when run from its root), else ./shared/data/babi-v1.2, both from the working folder. */
@@ -27,13 +29,21 @@ int fwm__cpu_count(void);
 void fwm__print_task_table(FILE *out, const char *title, const fwm__qa_metrics *metrics);
 
 /* The associative retrieval task's options (--ar-seed S, --ar-train N, --ar-valid N, --ar-test N,
- * --ar-max-storages N): 1 when `option` is one of them (its value parsed into config, or exit 2
- * with a message), else 0. FWM__AR_OPTIONS_HELP lists them for --help. */
-int fwm__parse_ar_option(const char *option, const char *value, fwm__ar_config *config);
-#define FWM__AR_OPTIONS_HELP                                                                      \
-    "  --ar-seed S           the generator's seed (default 1)\n"                                  \
-    "  --ar-train N --ar-valid N --ar-test N   queries per split (default 100000 5000 5000)\n"   \
-    "  --ar-max-storages N   storages before a query: 1..N (default 10, the paper's)\n"
+ * --ar-max-storages N) as rows of an options table (options.h) whose settings hold an
+ * fwm__ar_config at offset `base`. --ar-max-storages counts from fwm__ar_config_default's
+ * min_storages, 1. */
+#define FWM__AR_OPTIONS(base)                                                                     \
+    {"--ar-seed", FWM__OPTION_U64, (base) + offsetof(fwm__ar_config, seed), 0, 1L << 60, "S",     \
+     "the generator's seed (default {})", NULL, 0, NULL},                                         \
+    {"--ar-train", FWM__OPTION_SIZE, (base) + offsetof(fwm__ar_config, queries[FWM__SPLIT_TRAIN]), \
+     1, 100000000, "N", "training queries (default {})", NULL, 0, NULL},                          \
+    {"--ar-valid", FWM__OPTION_SIZE, (base) + offsetof(fwm__ar_config, queries[FWM__SPLIT_VALID]), \
+     1, 100000000, "N", "validation queries (default {})", NULL, 0, NULL},                        \
+    {"--ar-test", FWM__OPTION_SIZE, (base) + offsetof(fwm__ar_config, queries[FWM__SPLIT_TEST]),   \
+     1, 100000000, "N", "test queries (default {})", NULL, 0, NULL},                              \
+    {"--ar-max-storages", FWM__OPTION_INT, (base) + offsetof(fwm__ar_config, max_storages), 1,     \
+     FWM__AR_MAX_STORAGES, "N", "storages before a query: 1..N (default {}, the paper's)", NULL,  \
+     0, NULL}
 
 /* The sequence-to-sequence metrics: total and partial accuracy and bits per character, and the
  * partial bits over all targets (docs/AR_TASK.md "Protocol and metrics"). */

@@ -8,6 +8,7 @@
  * error naming it). The split is shuffled once with the fixed evaluation seed and walked with the
  * state carried from a zero start; the paper's test protocol is one lane (the default for test).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,35 +19,103 @@
 #include "cli_common.h"
 #include "evaluate.h"
 #include "model_io.h"
+#include "options.h"
 #include "text_eval.h"
 #include "thread_pool.h"
 
+/* What the options set (the table `options` below). */
+typedef struct eval_settings {
+    const char *model_path, *data_dir, *set, *split_name, *task_name, *protocol;
+    uint8_t keep_task[FWM__TASK_COUNT + 1]; /* --tasks */
+    fwm__ar_config ar;
+    int lanes, threads;
+    long max_windows, max_tokens;
+} eval_settings;
+
+static void settings_defaults(eval_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->set = "10k";
+    s->split_name = "test";
+    s->task_name = "catbabi";
+    s->protocol = "catbabi";
+    fwm__ar_config_default(&s->ar);
+    s->threads = fwm__cpu_count();
+}
+
+static int set_model(void *settings, const char *word)
+{
+    eval_settings *s = settings;
+    if (s->model_path) {
+        fprintf(stderr, "error: more than one model given (%s, %s)\n", s->model_path, word);
+        return 2;
+    }
+    s->model_path = word;
+    return 0;
+}
+
+static int set_tasks(void *settings, const fwm__option *option, const char *name, const char *value)
+{
+    (void)option;
+    eval_settings *s = settings;
+    memset(s->keep_task, 0, sizeof s->keep_task);
+    char *copy = strdup(value), *save = NULL;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+        s->keep_task[fwm__parse_long(name, t, 1, FWM__TASK_COUNT)] = 1;
+    free(copy);
+    return 0;
+}
+
+#define S(field) offsetof(eval_settings, field)
+#define TEXT(line) {NULL, FWM__OPTION_TEXT, 0, 0, 0, NULL, line, NULL, 0, NULL}
+/* name, kind, where, min, max, value's name, help ("{}": the default), hook, -, - */
+static const fwm__option options[] = {
+    TEXT("usage: fwm-eval MODEL [options]\n"
+         "catbAbI accuracy at \"?\" (overall, per task 1-20) and answer perplexity."),
+    {"--task", FWM__OPTION_STRING, S(task_name), 0, 0, "catbabi|ar|text",
+     "catbAbI (default), the associative retrieval task (the\n"
+     "model's vocabulary must be the task's 15 symbols), or the\n"
+     "perplexity of a text model on --data DIR's valid.txt or\n"
+     "test.txt: one session, primed, its state carried through the\n"
+     "whole file; for test, also at the softmax temperature that is\n"
+     "best on valid (0.80 to 1.20 in steps of 0.01)", NULL, 0, NULL},
+    {"--max-tokens", FWM__OPTION_LONG, S(max_tokens), 1, 1L << 40, "N",
+     "--task text: score only the first N tokens of each file", NULL, 0, NULL},
+    FWM__AR_OPTIONS(S(ar)),
+    {"--protocol", FWM__OPTION_STRING, S(protocol), 0, 0, "catbabi|standard",
+     "catbabi: the stories concatenated, the state carried\n"
+     "(default); standard: a sample per question (the story's\n"
+     "statements before it, then the question), each from the\n"
+     "reset state; adds the mean error over the tasks", NULL, 0, NULL},
+    {"--tasks", FWM__OPTION_VALUE, 0, 0, 0, "LIST",
+     "evaluate only these bAbI tasks (e.g. 1,6,20; default all)", set_tasks, 0, NULL},
+    {"--data", FWM__OPTION_STRING, S(data_dir), 0, 0, "DIR", "bAbI v1.2 folder (default: {data})",
+     NULL, 0, NULL},
+    {"--set", FWM__OPTION_STRING, S(set), 0, 0, "10k|1k|FOLDER", "(default {})", NULL, 0, NULL},
+    {"--split", FWM__OPTION_STRING, S(split_name), 0, 0, "test|valid|train",
+     "(default {}; train: how well the model fits the\n"
+     "data it was trained on)", NULL, 0, NULL},
+    {"--lanes", FWM__OPTION_INT, S(lanes), 1, 1 << 16, "B",
+     "lanes (default 1 for test, as in the paper; 100 otherwise)", NULL, 0, NULL},
+    {"--max-windows", FWM__OPTION_LONG, S(max_windows), 0, 1L << 40, "N",
+     "stop after N windows of 200 steps (default {}: all)", NULL, 0, NULL},
+    {"--threads", FWM__OPTION_INT, S(threads), 1, 1024, "N", "threads (default: all CPUs)", NULL, 0,
+     NULL},
+};
+#undef S
+#undef TEXT
+#define OPTION_COUNT (sizeof options / sizeof options[0])
+
+static void help_value(const char *key, char *buffer, size_t size)
+{
+    snprintf(buffer, size, "%s", strcmp(key, "data") == 0 ? fwm__default_data_dir() : "");
+}
+
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: fwm-eval MODEL [options]\n"
-            "catbAbI accuracy at \"?\" (overall, per task 1-20) and answer perplexity.\n"
-            "  --task catbabi|ar|text   catbAbI (default), the associative retrieval task (the\n"
-            "                      model's vocabulary must be the task's 15 symbols), or the\n"
-            "                      perplexity of a text model on --data DIR's valid.txt or\n"
-            "                      test.txt: one session, primed, its state carried through the\n"
-            "                      whole file; for test, also at the softmax temperature that is\n"
-            "                      best on valid (0.80 to 1.20 in steps of 0.01)\n"
-            "  --max-tokens N      --task text: score only the first N tokens of each file\n"
-            FWM__AR_OPTIONS_HELP
-            "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
-            "                      (default); standard: a sample per question (the story's\n"
-            "                      statements before it, then the question), each from the\n"
-            "                      reset state; adds the mean error over the tasks\n"
-            "  --tasks LIST        evaluate only these bAbI tasks (e.g. 1,6,20; default all)\n"
-            "  --data DIR          bAbI v1.2 folder (default: %s)\n"
-            "  --set 10k|1k|FOLDER (default 10k)\n"
-            "  --split test|valid|train  (default test; train: how well the model fits the\n"
-            "                      data it was trained on)\n"
-            "  --lanes B           lanes (default 1 for test, as in the paper; 100 otherwise)\n"
-            "  --max-windows N     stop after N windows of 200 steps (default 0: all)\n"
-            "  --threads N         threads (default: all CPUs)\n",
-            fwm__default_data_dir());
+    eval_settings defaults;
+    settings_defaults(&defaults);
+    fwm__options_help(out, options, OPTION_COUNT, 22, &defaults, help_value);
 }
 
 /* --task text: the split's perplexity; for test, also at the temperature tuned on valid. */
@@ -101,63 +170,27 @@ done:
 int main(int argc, char **argv)
 {
     fwm__blas_choose_kernels(argv);
-    const char *model_path = NULL, *data_dir = NULL, *set = "10k", *split_name = "test";
-    const char *task_name = "catbabi", *protocol = "catbabi";
-    uint8_t keep_task[FWM__TASK_COUNT + 1]; /* --tasks */
-    int tasks_given = 0;
-    fwm__ar_config ar;
-    fwm__ar_config_default(&ar);
-    int lanes = 0, threads = fwm__cpu_count();
-    long max_windows = 0, max_tokens = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] != '-') {
-            if (model_path) {
-                fprintf(stderr, "error: more than one model given (%s, %s)\n", model_path, a);
-                return 2;
-            }
-            model_path = a;
-            continue;
-        } else if (!v) {
-            fprintf(stderr, "error: unknown option or missing value: %s (see --help)\n", a);
-            return 2;
-        } else if (strcmp(a, "--task") == 0) {
-            task_name = v;
-        } else if (strcmp(a, "--protocol") == 0) {
-            protocol = v;
-        } else if (strcmp(a, "--tasks") == 0) {
-            tasks_given = 1;
-            memset(keep_task, 0, sizeof keep_task);
-            char *copy = strdup(v), *save = NULL;
-            for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
-                 t = strtok_r(NULL, ",", &save))
-                keep_task[fwm__parse_long(a, t, 1, FWM__TASK_COUNT)] = 1;
-            free(copy);
-        } else if (fwm__parse_ar_option(a, v, &ar)) {
-            /* parsed */
-        } else if (strcmp(a, "--data") == 0) {
-            data_dir = v;
-        } else if (strcmp(a, "--set") == 0) {
-            set = v;
-        } else if (strcmp(a, "--split") == 0) {
-            split_name = v;
-        } else if (strcmp(a, "--lanes") == 0) {
-            lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
-        } else if (strcmp(a, "--max-tokens") == 0) {
-            max_tokens = fwm__parse_long(a, v, 1, 1L << 40);
-        } else if (strcmp(a, "--max-windows") == 0) {
-            max_windows = fwm__parse_long(a, v, 0, 1L << 40);
-        } else if (strcmp(a, "--threads") == 0) {
-            threads = (int)fwm__parse_long(a, v, 1, 1024);
-        } else {
-            fprintf(stderr, "error: unknown option %s (see --help)\n", a);
-            return 2;
-        }
-        i++;
+    eval_settings settings;
+    settings_defaults(&settings);
+    unsigned char given[OPTION_COUNT];
+    const fwm__options_parser parser = {options, OPTION_COUNT, &settings, 0, stderr, NULL,
+                                        set_model};
+    fwm__options_result parsed = {0, NULL, given};
+    int parse_code = fwm__options_parse(&parser, argc, argv, &parsed);
+    if (parse_code != 0)
+        return parse_code;
+    if (parsed.help) {
+        usage(stdout);
+        return 0;
     }
+    const char *model_path = settings.model_path, *data_dir = settings.data_dir;
+    const char *set = settings.set, *split_name = settings.split_name;
+    const char *task_name = settings.task_name, *protocol = settings.protocol;
+    const uint8_t *keep_task = settings.keep_task;
+    int tasks_given = fwm__options_given(&parser, &parsed, "--tasks");
+    fwm__ar_config ar = settings.ar;
+    int lanes = settings.lanes, threads = settings.threads;
+    long max_windows = settings.max_windows, max_tokens = settings.max_tokens;
     if (!model_path) {
         usage(stderr);
         return 2;

@@ -9,7 +9,7 @@
  */
 
 /* ---- stage 4 backward: the memory, lanes [b0, b1) ------------------------------------------- */
-static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads)
+static void memory_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(fwm__tm) *tm = ctx_pointer;
     const fwm_hparams *hp = &tm->hp;
@@ -38,10 +38,10 @@ static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads
             for (size_t t = t0; t < t1; t++) { /* replay the writes */
                 size_t row = t * B + b;
                 const real *wa = tm->write_act + row * wd;
-                TM(outer_key)(wa, wa + S, K, S, R);
-                TM(write_delta)(wa + S + R, tm->v_old + row * T, wa[S + R + T], ws, d, T);
-                TM(write_replay)(Fs + (t - t0 + 1) * M, Fs + (t - t0) * M, K, d, tm->norms[row],
-                                 SR, T);
+                outer_key(wa, wa + S, K, S, R);
+                write_delta(wa + S + R, tm->v_old + row * T, wa[S + R + T], ws, d, T);
+                write_replay(Fs + (t - t0 + 1) * M, Fs + (t - t0) * M, K, d, tm->norms[row],
+                             SR, T);
             }
             for (size_t t = t1; t-- > t0;) {
                 size_t row = t * B + b;
@@ -58,10 +58,10 @@ static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads
                         size_t n_in = i == 0 ? S : T;
                         memset(dq_in, 0, n_in * sizeof(real));
                         int want_dot = i == 0 && tm->norms[row] > (real)1;
-                        real dot = TM(read_backward)(F_next, q_in, ra + S + i * R, q + S + i * T,
-                                                     tm->rstds[row * Nr + i], dq_out, dq_in,
-                                                     dr + S + i * R, d_F, S, R, T, want_dot,
-                                                     wscratch);
+                        real dot = read_backward(F_next, q_in, ra + S + i * R, q + S + i * T,
+                                                 tm->rstds[row * Nr + i], dq_out, dq_in,
+                                                 dr + S + i * R, d_F, S, R, T, want_dot,
+                                                 wscratch);
                         if (want_dot)
                             next_dot = dot;
                         real *swap = dq_out;
@@ -73,10 +73,10 @@ static void TM(memory_backward_worker)(void *ctx_pointer, int index, int threads
                         dr[j] *= (real)1 - ra[j] * ra[j];
                 }
                 real *dw = tm->d_write + row * wd;
-                TM(write_backward)(F_prev, F_next, d_F, tm->write_act + row * wd,
-                                   tm->v_old + row * T, tm->norms[row], ws, next_dot, dw,
-                                   wscratch, S, R, T);
-                TM(write_act_backward)(tm->write_act + row * wd, dw, S, R, T);
+                write_backward(F_prev, F_next, d_F, tm->write_act + row * wd,
+                               tm->v_old + row * T, tm->norms[row], ws, next_dot, dw,
+                               wscratch, S, R, T);
+                write_act_backward(tm->write_act + row * wd, dw, S, R, T);
             }
         }
     }
@@ -88,7 +88,7 @@ typedef struct TM(lstm_back_ctx) {
     TM(layer_ref) layer; /* its d_h: the gradient of its h_t from above */
 } TM(lstm_back_ctx);
 
-static void TM(lstm_backward_worker)(void *ctx_pointer, int index, int threads)
+static void lstm_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(lstm_back_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
@@ -112,8 +112,8 @@ static void TM(lstm_backward_worker)(void *ctx_pointer, int index, int threads)
             const real *dh_out = ly->d_h + row * H, *carry = dh_carry + (b - b0) * H;
             for (size_t j = 0; j < H; j++)
                 dh[j] = dh_out[j] + carry[j];
-            TM(lstm_cell_backward)(ly->gates + row * G4, ly->cs + row * H, ly->tanh_cs + row * H,
-                                   dh, dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
+            lstm_cell_backward(ly->gates + row * G4, ly->cs + row * H, ly->tanh_cs + row * H,
+                               dh, dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
         }
         if (t > 0) /* gradient of h_{t-1} through W_hh */
             R_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)H, (int)G4, (real)1,
@@ -127,14 +127,14 @@ typedef struct TM(ce_back_ctx) {
     real scale;
 } TM(ce_back_ctx);
 
-static void TM(ce_backward_worker)(void *ctx_pointer, int index, int threads)
+static void ce_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(ce_back_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        TM(softmax_ce_backward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
@@ -153,15 +153,15 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     /* 5. logits = W_s y on the loss rows */
     double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
     TM(ce_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
-    fwm__pool_run(pool, TM(ce_backward_worker), &cctx);
+    fwm__pool_run(pool, ce_backward_worker, &cctx);
     real *d_logits = tm->probs;
     int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
-    TM(par_gemm)(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
-                 tied ? TM_G(tm, token_embd) : TM_G(tm, output_weight), H, NULL);
+    par_gemm(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
+             tied ? TM_G(tm, token_embd) : TM_G(tm, output_weight), H, NULL);
     real *d_y_selected = tm->y_selected; /* y_selected is no longer needed */
-    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
-                 tied ? TM_P(tm, token_embd) : TM_P(tm, output_weight), H, 0, d_y_selected, H,
-                 NULL);
+    par_gemm(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
+             tied ? TM_P(tm, token_embd) : TM_P(tm, output_weight), H, 0, d_y_selected, H,
+             NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
@@ -172,57 +172,57 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
         if (!tm->read_mask[row])
             memset(tm->d_y + row * H, 0, H * sizeof(real));
     real *d_m = tm->d_y;
-    TM(par_colsum)(pool, d_m, rows, H, H, TM_G(tm, out_bias), NULL);
-    TM(par_gemm)(pool, 1, 0, H, T, rows, 1, d_m, H, tm->qs + S + (Nr - 1) * T, qd, 1,
-                 TM_G(tm, out_weight), T, NULL);
-    TM(par_gemm)(pool, 0, 0, rows, T, H, 1, d_m, H, TM_P(tm, out_weight), T, 0, tm->d_q, T, NULL);
+    par_colsum(pool, d_m, rows, H, H, TM_G(tm, out_bias), NULL);
+    par_gemm(pool, 1, 0, H, T, rows, 1, d_m, H, tm->qs + S + (Nr - 1) * T, qd, 1,
+             TM_G(tm, out_weight), T, NULL);
+    par_gemm(pool, 0, 0, rows, T, H, 1, d_m, H, TM_P(tm, out_weight), T, 0, tm->d_q, T, NULL);
 
     /* 4. memory -> gradients of the write and read pre-activations */
-    fwm__pool_run(pool, TM(memory_backward_worker), tm);
+    fwm__pool_run(pool, memory_backward_worker, tm);
 
     /* 3. projections */
-    TM(par_colsum)(pool, tm->d_write, rows, wd, wd, TM_G(tm, write_bias), NULL);
-    TM(par_gemm)(pool, 1, 0, wd, H, rows, 1, tm->d_write, wd, h_seq, H, 1, TM_G(tm, write_weight),
-                 H, NULL);
-    TM(par_colsum)(pool, tm->d_read, rows, rd, rd, TM_G(tm, read_bias), NULL);
-    TM(par_gemm)(pool, 1, 0, rd, H, rows, 1, tm->d_read, rd, h_seq, H, 1, TM_G(tm, read_weight), H,
-                 NULL);
-    TM(par_gemm)(pool, 0, 0, rows, H, wd, 1, tm->d_write, wd, TM_P(tm, write_weight), H,
-                 hp->residual ? 1 : 0, tm->d_h, H, NULL);
-    TM(par_gemm)(pool, 0, 0, rows, H, rd, 1, tm->d_read, rd, TM_P(tm, read_weight), H, 1, tm->d_h,
-                 H, NULL);
+    par_colsum(pool, tm->d_write, rows, wd, wd, TM_G(tm, write_bias), NULL);
+    par_gemm(pool, 1, 0, wd, H, rows, 1, tm->d_write, wd, h_seq, H, 1, TM_G(tm, write_weight),
+             H, NULL);
+    par_colsum(pool, tm->d_read, rows, rd, rd, TM_G(tm, read_bias), NULL);
+    par_gemm(pool, 1, 0, rd, H, rows, 1, tm->d_read, rd, h_seq, H, 1, TM_G(tm, read_weight), H,
+             NULL);
+    par_gemm(pool, 0, 0, rows, H, wd, 1, tm->d_write, wd, TM_P(tm, write_weight), H,
+             hp->residual ? 1 : 0, tm->d_h, H, NULL);
+    par_gemm(pool, 0, 0, rows, H, rd, 1, tm->d_read, rd, TM_P(tm, read_weight), H, 1, tm->d_h,
+             H, NULL);
 
     /* 2. LSTM; then, top down, a stacked FWM's lower layers: each layer's input product
      * W_ih in_t + b gives its W_ih and b their gradients and the layer below its d_h (through
      * the layer mask when there is one) */
-    TM(lstm_back_ctx) lctx = {tm, TM(layer_of)(tm, tm->lower)};
+    TM(lstm_back_ctx) lctx = {tm, layer_of(tm, tm->lower)};
     size_t W = (size_t)tm->config.window, rows_all = W * B;
     for (size_t l = tm->lower + 1; l-- > 0;) {
-        lctx.layer = TM(layer_of)(tm, l);
-        fwm__pool_run(pool, TM(lstm_backward_worker), &lctx);
+        lctx.layer = layer_of(tm, l);
+        fwm__pool_run(pool, lstm_backward_worker, &lctx);
         int own = l == tm->lower;
         real *g_hh = own ? TM_G(tm, lstm_weight_hh) : TM_GL(tm, l, FWM_BLOCK_weight_hh);
         if (tm->mask_hh) { /* DropConnect: the gradient of W_hh is that of W_hh (x) mask, masked */
-            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 0,
-                         tm->d_w, H, NULL);
+            par_gemm(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 0,
+                     tm->d_w, H, NULL);
             const real *m = tm->mask_hh + l * G4 * H;
             for (size_t i = 0; i < G4 * H; i++)
                 g_hh[i] += tm->d_w[i] * m[i];
         } else {
-            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 1, g_hh, H,
-                         NULL);
+            par_gemm(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, lctx.layer.hs, H, 1, g_hh, H,
+                     NULL);
         }
         if (l == 0)
             break; /* the layer that reads the embedding: stage 1 below */
         const real *in = tm->mask_layer ? tm->ins + (l - 1) * rows_all * H
-                                        : TM(layer_of)(tm, l - 1).hs + B * H; /* its input rows */
-        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4,
-                       own ? TM_G(tm, lstm_bias) : TM_GL(tm, l, FWM_BLOCK_bias), NULL);
-        TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, in, H, 1,
-                     own ? TM_G(tm, lstm_weight_ih) : TM_GL(tm, l, FWM_BLOCK_weight_ih), H, NULL);
-        TM(par_gemm)(pool, 0, 0, rows, H, G4, 1, tm->d_gates, G4,
-                     own ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l, FWM_BLOCK_weight_ih), H, 0,
-                     tm->d_lower, H, NULL);
+                                        : layer_of(tm, l - 1).hs + B * H; /* its input rows */
+        par_colsum(pool, tm->d_gates, rows, G4, G4,
+                   own ? TM_G(tm, lstm_bias) : TM_GL(tm, l, FWM_BLOCK_bias), NULL);
+        par_gemm(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, in, H, 1,
+                 own ? TM_G(tm, lstm_weight_ih) : TM_GL(tm, l, FWM_BLOCK_weight_ih), H, NULL);
+        par_gemm(pool, 0, 0, rows, H, G4, 1, tm->d_gates, G4,
+                 own ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l, FWM_BLOCK_weight_ih), H, 0,
+                 tm->d_lower, H, NULL);
         if (tm->mask_layer) {
             const real *mask = tm->mask_layer + (l - 1) * B * H;
             for (size_t row = 0; row < rows; row++)
@@ -240,23 +240,23 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     if (tm->use_table) {
         const real *emb = tm->emb_dropped ? tm->emb_dropped : TM_P(tm, token_embd);
         memset(tm->d_input_table, 0, V * G4 * sizeof(real));
-        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
-        TM(par_colsum)(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
-        TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, emb, E, 1, g_w_in, E, NULL);
+        par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
+        par_colsum(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
+        par_gemm(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, emb, E, 1, g_w_in, E, NULL);
         if (!tm->mask_token) {
-            TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 1, g_emb, E,
-                         NULL);
+            par_gemm(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 1, g_emb, E,
+                     NULL);
         } else {
-            TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 0, tm->d_emb, E,
-                         NULL);
+            par_gemm(pool, 0, 0, V, E, G4, 1, tm->d_input_table, G4, w_in, E, 0, tm->d_emb, E,
+                     NULL);
             for (size_t v = 0; v < V; v++)
                 for (size_t j = 0; j < E; j++)
                     g_emb[v * E + j] += tm->d_emb[v * E + j] * tm->mask_token[v];
         }
     } else {
-        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, g_b_in, NULL);
-        TM(par_gemm)(pool, 1, 0, G4, E, rows, 1, tm->d_gates, G4, tm->in0, E, 1, g_w_in, E, NULL);
-        TM(par_gemm)(pool, 0, 0, rows, E, G4, 1, tm->d_gates, G4, w_in, E, 0, tm->d_emb, E, NULL);
+        par_colsum(pool, tm->d_gates, rows, G4, G4, g_b_in, NULL);
+        par_gemm(pool, 1, 0, G4, E, rows, 1, tm->d_gates, G4, tm->in0, E, 1, g_w_in, E, NULL);
+        par_gemm(pool, 0, 0, rows, E, G4, 1, tm->d_gates, G4, w_in, E, 0, tm->d_emb, E, NULL);
         for (size_t row = 0; row < rows; row++) { /* in row order: the same sums every run */
             size_t v = tm->x[row];
             const real *m = tm->mask_embedding + (row % B) * E;

@@ -110,71 +110,71 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
 
     int failed = 0;
     int backward = !config->forward_only;
-    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->params = alloc_reals(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
-    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
-    tm->input_table = TM(alloc_reals)(V * 4 * H, &failed);
-    tm->gates = TM(alloc_reals)(rows * 4 * H, &failed);
+        tm->grads = alloc_reals(tm->layout.total, &failed);
+    tm->state = alloc_reals(B * tm->state_size, &failed);
+    tm->input_table = alloc_reals(V * 4 * H, &failed);
+    tm->gates = alloc_reals(rows * 4 * H, &failed);
     size_t E = hp->embedding_length, L = tm->lower + 1, G4 = 4 * H;
     tm->use_table = !(dp->embedding > 0);
     if (!tm->use_table)
-        tm->in0 = TM(alloc_reals)(rows * E, &failed);
+        tm->in0 = alloc_reals(rows * E, &failed);
     if (dp->token > 0) {
-        tm->emb_dropped = TM(alloc_reals)(V * E, &failed);
-        tm->mask_token = TM(alloc_reals)(V, &failed);
+        tm->emb_dropped = alloc_reals(V * E, &failed);
+        tm->mask_token = alloc_reals(V, &failed);
     }
     if (dp->embedding > 0)
-        tm->mask_embedding = TM(alloc_reals)(B * E, &failed);
+        tm->mask_embedding = alloc_reals(B * E, &failed);
     if (dp->layer > 0 && L > 1) {
-        tm->mask_layer = TM(alloc_reals)((L - 1) * B * H, &failed);
-        tm->ins = TM(alloc_reals)((L - 1) * rows * H, &failed);
+        tm->mask_layer = alloc_reals((L - 1) * B * H, &failed);
+        tm->ins = alloc_reals((L - 1) * rows * H, &failed);
     }
     if (dp->recurrent > 0) {
-        tm->mask_hh = TM(alloc_reals)(L * G4 * H, &failed);
-        tm->w_hh_dropped = TM(alloc_reals)(L * G4 * H, &failed);
+        tm->mask_hh = alloc_reals(L * G4 * H, &failed);
+        tm->w_hh_dropped = alloc_reals(L * G4 * H, &failed);
         if (backward)
-            tm->d_w = TM(alloc_reals)(G4 * H, &failed);
+            tm->d_w = alloc_reals(G4 * H, &failed);
     }
     if (backward && (dp->token > 0 || dp->embedding > 0))
-        tm->d_emb = TM(alloc_reals)((rows > V ? rows : V) * E, &failed);
+        tm->d_emb = alloc_reals((rows > V ? rows : V) * E, &failed);
     if (tm->lower) {
         size_t L1 = tm->lower;
-        tm->lower_gates = TM(alloc_reals)(L1 * rows * 4 * H, &failed);
-        tm->lower_hs = TM(alloc_reals)(L1 * (W + 1) * B * H, &failed);
-        tm->lower_cs = TM(alloc_reals)(L1 * (W + 1) * B * H, &failed);
-        tm->lower_tanh_cs = TM(alloc_reals)(L1 * rows * H, &failed);
+        tm->lower_gates = alloc_reals(L1 * rows * 4 * H, &failed);
+        tm->lower_hs = alloc_reals(L1 * (W + 1) * B * H, &failed);
+        tm->lower_cs = alloc_reals(L1 * (W + 1) * B * H, &failed);
+        tm->lower_tanh_cs = alloc_reals(L1 * rows * H, &failed);
         if (backward)
-            tm->d_lower = TM(alloc_reals)(rows * H, &failed);
+            tm->d_lower = alloc_reals(rows * H, &failed);
     }
-    tm->hs = TM(alloc_reals)((W + 1) * B * H, &failed);
-    tm->cs = TM(alloc_reals)((W + 1) * B * H, &failed);
-    tm->tanh_cs = TM(alloc_reals)(rows * H, &failed);
-    tm->write_act = TM(alloc_reals)(rows * wd, &failed);
-    tm->read_act = TM(alloc_reals)(rows * rd, &failed);
-    tm->v_old = TM(alloc_reals)(rows * T, &failed);
-    tm->norms = TM(alloc_reals)(rows, &failed);
-    tm->qs = TM(alloc_reals)(rows * qd, &failed);
-    tm->rstds = TM(alloc_reals)(rows * Nr, &failed);
-    tm->ys = TM(alloc_reals)(rows * H, &failed);
+    tm->hs = alloc_reals((W + 1) * B * H, &failed);
+    tm->cs = alloc_reals((W + 1) * B * H, &failed);
+    tm->tanh_cs = alloc_reals(rows * H, &failed);
+    tm->write_act = alloc_reals(rows * wd, &failed);
+    tm->read_act = alloc_reals(rows * rd, &failed);
+    tm->v_old = alloc_reals(rows * T, &failed);
+    tm->norms = alloc_reals(rows, &failed);
+    tm->qs = alloc_reals(rows * qd, &failed);
+    tm->rstds = alloc_reals(rows * Nr, &failed);
+    tm->ys = alloc_reals(rows * H, &failed);
     if (backward)
         tm->f_checkpoints =
-            TM(alloc_reals)(B * (size_t)tm->n_segments * tm->memory_size, &failed);
-    tm->y_selected = TM(alloc_reals)(rows * H, &failed);
-    tm->probs = TM(alloc_reals)(rows * V, &failed);
+            alloc_reals(B * (size_t)tm->n_segments * tm->memory_size, &failed);
+    tm->y_selected = alloc_reals(rows * H, &failed);
+    tm->probs = alloc_reals(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(alloc_reals)(rows * V, &failed);
+        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
-        tm->d_y = TM(alloc_reals)(rows * H, &failed);
-        tm->d_q = TM(alloc_reals)(rows * T, &failed);
-        tm->d_write = TM(alloc_reals)(rows * wd, &failed);
-        tm->d_read = TM(alloc_reals)(rows * rd, &failed);
-        tm->d_h = TM(alloc_reals)(rows * H, &failed);
-        tm->d_gates = TM(alloc_reals)(rows * 4 * H, &failed);
-        tm->d_input_table = TM(alloc_reals)(V * 4 * H, &failed);
+        tm->d_y = alloc_reals(rows * H, &failed);
+        tm->d_q = alloc_reals(rows * T, &failed);
+        tm->d_write = alloc_reals(rows * wd, &failed);
+        tm->d_read = alloc_reals(rows * rd, &failed);
+        tm->d_h = alloc_reals(rows * H, &failed);
+        tm->d_gates = alloc_reals(rows * 4 * H, &failed);
+        tm->d_input_table = alloc_reals(V * 4 * H, &failed);
     }
     tm->thread_scratch =
-        TM(alloc_reals)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
+        alloc_reals((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->read_mask = calloc(rows, 1);
@@ -191,7 +191,7 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
 }
 
 /* n mask values from stream `stream` of `seed`: 1/(1-p) where kept (probability 1-p), else 0. */
-static void TM(fwm_draw_mask)(real *mask, size_t n, double p, uint64_t seed, uint64_t stream)
+static void fwm_draw_mask(real *mask, size_t n, double p, uint64_t seed, uint64_t stream)
 {
     fwm__rng rng;
     fwm__rng_seed(&rng, seed, stream);
@@ -207,22 +207,22 @@ void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int 
     size_t V = tm->hp.vocab_size, E = tm->hp.embedding_length, H = tm->hp.hidden_size,
            L = tm->lower + 1, B = (size_t)tm->config.lanes;
     if (tm->mask_token)
-        TM(fwm_draw_mask)(tm->mask_token, V, dp->token, seed,
-                          fwm__lstm_dropout_stream(1, 0, 0, step));
+        fwm_draw_mask(tm->mask_token, V, dp->token, seed,
+                      fwm__lstm_dropout_stream(1, 0, 0, step));
     if (tm->mask_embedding)
         for (size_t b = 0; b < B; b++)
-            TM(fwm_draw_mask)(tm->mask_embedding + b * E, E, dp->embedding, seed,
-                              fwm__lstm_dropout_stream(2, 0, (uint64_t)lane_offset + b, step));
+            fwm_draw_mask(tm->mask_embedding + b * E, E, dp->embedding, seed,
+                          fwm__lstm_dropout_stream(2, 0, (uint64_t)lane_offset + b, step));
     if (tm->mask_layer)
         for (size_t l = 1; l < L; l++)
             for (size_t b = 0; b < B; b++)
-                TM(fwm_draw_mask)(tm->mask_layer + ((l - 1) * B + b) * H, H, dp->layer, seed,
-                                  fwm__lstm_dropout_stream(3, (unsigned)l,
-                                                           (uint64_t)lane_offset + b, step));
+                fwm_draw_mask(tm->mask_layer + ((l - 1) * B + b) * H, H, dp->layer, seed,
+                              fwm__lstm_dropout_stream(3, (unsigned)l,
+                                                       (uint64_t)lane_offset + b, step));
     if (tm->mask_hh)
         for (size_t l = 0; l < L; l++)
-            TM(fwm_draw_mask)(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
-                              fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
+            fwm_draw_mask(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
+                          fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
 }
 
 void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm)
@@ -239,7 +239,7 @@ void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm)
 /* ---- stage 2: an LSTM layer over time, lanes [b0, b1) ---------------------------------------- */
 
 /* One LSTM layer's buffers and place in the lane state: the FWM's own, or a stacked FWM's lower
- * layer l (TM(layer_of)). */
+ * layer l (layer_of). */
 typedef struct TM(layer_ref) {
     const real *W_hh;
     real *gates, *hs, *cs, *tanh_cs; /* as fwm__tm's gates, hs, cs, tanh_cs */
@@ -250,7 +250,7 @@ typedef struct TM(layer_ref) {
 } TM(layer_ref);
 
 /* lower < tm->lower: that lower layer; tm->lower: the FWM's own LSTM. */
-static TM(layer_ref) TM(layer_of)(TM(fwm__tm) *tm, size_t lower)
+static TM(layer_ref) layer_of(TM(fwm__tm) *tm, size_t lower)
 {
     size_t B = (size_t)tm->config.lanes, H = tm->hp.hidden_size, W = (size_t)tm->config.window;
     size_t rows = W * B;
@@ -283,7 +283,7 @@ typedef struct TM(forward_ctx) {
     TM(layer_ref) layer; /* stage 2's */
 } TM(forward_ctx);
 
-static void TM(lstm_forward_worker)(void *ctx_pointer, int index, int threads)
+static void lstm_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(forward_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
@@ -309,9 +309,9 @@ static void TM(lstm_forward_worker)(void *ctx_pointer, int index, int threads)
                ly->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, ly->gates + r0 * G4, (int)G4);
         for (size_t b = b0; b < b1; b++) {
             size_t row = (size_t)t * B + b, next = row + B;
-            TM(lstm_cell_forward)(ly->gates + row * G4, ly->cs + row * H, ly->cs + next * H,
-                                  ly->tanh_cs + row * H, ly->hs + next * H, H,
-                                  (real)tm->hp.forget_bias);
+            lstm_cell_forward(ly->gates + row * G4, ly->cs + row * H, ly->cs + next * H,
+                              ly->tanh_cs + row * H, ly->hs + next * H, H,
+                              (real)tm->hp.forget_bias);
         }
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
@@ -322,7 +322,7 @@ static void TM(lstm_forward_worker)(void *ctx_pointer, int index, int threads)
 }
 
 /* ---- stage 4: the memory over time, lanes [b0, b1) ------------------------------------------ */
-static void TM(memory_forward_worker)(void *ctx_pointer, int index, int threads)
+static void memory_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(forward_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
@@ -344,24 +344,24 @@ static void TM(memory_forward_worker)(void *ctx_pointer, int index, int threads)
         for (size_t t = 0; t < (size_t)ctx->len; t++) {
             size_t row = t * B + b;
             real *wa = tm->write_act + row * wd;
-            TM(write_act_forward)(wa, S, R, T, (real)hp->beta_bias);
-            TM(outer_key)(wa, wa + S, K, S, R);
+            write_act_forward(wa, S, R, T, (real)hp->beta_bias);
+            outer_key(wa, wa + S, K, S, R);
             real *v_old = tm->v_old + row * T;
-            TM(write_read_old)(F, K, v_old, SR, T);
-            TM(write_delta)(wa + S + R, v_old, wa[S + R + T], ws, d, T);
-            tm->norms[row] = TM(write_forward_apply)(F, K, d, SR, T);
+            write_read_old(F, K, v_old, SR, T);
+            write_delta(wa + S + R, v_old, wa[S + R + T], ws, d, T);
+            tm->norms[row] = write_forward_apply(F, K, d, SR, T);
             if (ck && (t + 1) % seg == 0 && t + 1 < (size_t)ctx->len)
                 memcpy(ck + (t + 1) / seg * tm->memory_size, F, tm->memory_size * sizeof(real));
             if (!tm->read_mask[row])
                 continue;
             real *ra = tm->read_act + row * rd, *q = tm->qs + row * qd;
-            TM(tanh_array)(ra + S, ra + S, rd - S);
+            tanh_array(ra + S, ra + S, rd - S);
             memcpy(q, ra, S * sizeof(real));
             const real *q_in = q;
             for (size_t i = 0; i < Nr; i++) {
                 real *q_out = q + S + i * T;
                 tm->rstds[row * Nr + i] =
-                    TM(read_forward)(F, q_in, ra + S + i * R, q_out, S, R, T, eps, K);
+                    read_forward(F, q_in, ra + S + i * R, q_out, S, R, T, eps, K);
                 q_in = q_out;
             }
         }
@@ -374,7 +374,7 @@ typedef struct TM(loss_ctx) {
     double *row_loss;
 } TM(loss_ctx);
 
-static void TM(loss_worker)(void *ctx_pointer, int index, int threads)
+static void loss_worker(void *ctx_pointer, int index, int threads)
 {
     TM(loss_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
@@ -382,7 +382,7 @@ static void TM(loss_worker)(void *ctx_pointer, int index, int threads)
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
         ctx->row_loss[i] =
-            TM(softmax_ce_forward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+            softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
 }
 
 double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y, int len)
@@ -434,7 +434,7 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
     const real *b_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_bias) : TM_P(tm, lstm_bias);
     if (tm->use_table) {
-        TM(par_gemm)(tm->pool, 0, 1, V, G4, E, 1, emb, E, w_in, E, 1, tm->input_table, G4, b_in);
+        par_gemm(tm->pool, 0, 1, V, G4, E, 1, emb, E, w_in, E, 1, tm->input_table, G4, b_in);
     } else {
         for (size_t row = 0; row < rows; row++) {
             const real *e = emb + (size_t)tm->x[row] * E, *m = tm->mask_embedding + (row % B) * E;
@@ -442,16 +442,16 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
             for (size_t j = 0; j < E; j++)
                 o[j] = e[j] * m[j];
         }
-        TM(par_gemm)(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, w_in, E, 1,
-                     TM(layer_of)(tm, 0).gates, G4, b_in);
+        par_gemm(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, w_in, E, 1,
+                 layer_of(tm, 0).gates, G4, b_in);
     }
-    TM(forward_ctx) ctx = {tm, len, TM(layer_of)(tm, 0)};
+    TM(forward_ctx) ctx = {tm, len, layer_of(tm, 0)};
     /* 1b. a stacked FWM's lower layers; the input products of the layers above them (the input
      * with the layer mask, kept in `ins`) */
     for (size_t l = 0; l < tm->lower; l++) {
-        ctx.layer = TM(layer_of)(tm, l);
-        fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
-        TM(layer_ref) above = TM(layer_of)(tm, l + 1);
+        ctx.layer = layer_of(tm, l);
+        fwm__pool_run(tm->pool, lstm_forward_worker, &ctx);
+        TM(layer_ref) above = layer_of(tm, l + 1);
         int top = l + 1 == tm->lower;
         const real *in = ctx.layer.hs + B * H;
         if (tm->mask_layer) {
@@ -462,24 +462,24 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
                     masked[row * H + j] = in[row * H + j] * mask[(row % B) * H + j];
             in = masked;
         }
-        TM(par_gemm)(tm->pool, 0, 1, rows, G4, H, 1, in, H,
-                     top ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l + 1, FWM_BLOCK_weight_ih), H, 1,
-                     above.gates, G4, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
+        par_gemm(tm->pool, 0, 1, rows, G4, H, 1, in, H,
+                 top ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l + 1, FWM_BLOCK_weight_ih), H, 1,
+                 above.gates, G4, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
     }
     /* 2. LSTM */
-    ctx.layer = TM(layer_of)(tm, tm->lower);
-    fwm__pool_run(tm->pool, TM(lstm_forward_worker), &ctx);
+    ctx.layer = layer_of(tm, tm->lower);
+    fwm__pool_run(tm->pool, lstm_forward_worker, &ctx);
     /* 3. projections of h_1..h_len */
     const real *h_seq = tm->hs + B * H;
-    TM(par_gemm)(tm->pool, 0, 1, rows, wd, H, 1, h_seq, H, TM_P(tm, write_weight), H, 1,
-                 tm->write_act, wd, TM_P(tm, write_bias));
-    TM(par_gemm)(tm->pool, 0, 1, rows, rd, H, 1, h_seq, H, TM_P(tm, read_weight), H, 1,
-                 tm->read_act, rd, TM_P(tm, read_bias));
+    par_gemm(tm->pool, 0, 1, rows, wd, H, 1, h_seq, H, TM_P(tm, write_weight), H, 1,
+             tm->write_act, wd, TM_P(tm, write_bias));
+    par_gemm(tm->pool, 0, 1, rows, rd, H, 1, h_seq, H, TM_P(tm, read_weight), H, 1,
+             tm->read_act, rd, TM_P(tm, read_bias));
     /* 4. memory */
-    fwm__pool_run(tm->pool, TM(memory_forward_worker), &ctx);
+    fwm__pool_run(tm->pool, memory_forward_worker, &ctx);
     /* 5. m = W_o q_Nr + b_o on read rows (0 elsewhere), y = m (+ h) */
-    TM(par_gemm)(tm->pool, 0, 1, rows, H, T, 1, tm->qs + S + (Nr - 1) * T, qd, TM_P(tm, out_weight),
-                 T, 1, tm->ys, H, TM_P(tm, out_bias));
+    par_gemm(tm->pool, 0, 1, rows, H, T, 1, tm->qs + S + (Nr - 1) * T, qd, TM_P(tm, out_weight),
+             T, 1, tm->ys, H, TM_P(tm, out_bias));
     for (size_t row = 0; row < rows; row++) {
         real *yr = tm->ys + row * H;
         if (!tm->read_mask[row])
@@ -496,12 +496,12 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->y_selected + i * H, tm->ys + (size_t)tm->loss_rows[i] * H, H * sizeof(real));
     const real *W_s = tm->config.tie_embeddings ? TM_P(tm, token_embd) : TM_P(tm, output_weight);
-    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 0, tm->probs, V, NULL);
+    par_gemm(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 0, tm->probs, V, NULL);
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     double *row_loss = tm->row_loss;
     TM(loss_ctx) lctx = {tm, row_loss};
-    fwm__pool_run(tm->pool, TM(loss_worker), &lctx);
+    fwm__pool_run(tm->pool, loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
         sum += row_loss[i];

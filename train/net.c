@@ -1,5 +1,6 @@
 /* net.c - the architecture-independent model handle (see net.h), the `fwm` architecture's
- * operations (from net_adapter.h's template) and the registry of architectures (FWM_ARCH_LIST). */
+ * operations (its table over net_adapter.h's functions) and the registry of architectures
+ * (FWM_ARCH_LIST). */
 #include "net.h"
 
 #include <stdlib.h>
@@ -25,9 +26,25 @@ static void fwm_set_dropout(void *impl, uint64_t seed, uint64_t step, int lane_o
     fwm__tm_set_dropout_f32(impl, seed, step, lane_offset);
 }
 
-FWM__NET_ADAPTER(fwm, FWM_ARCH_FWM, fwm__tm_config, fwm__tm_, fwm__model_init_weights,
-                 fwm_set_dropout, /* segment */ tm->config.segment, /* view */ {},
-                 /* backward */ {}, /* meta term */ 0, /* loss position */ NULL);
+static int fwm_segment(const fwm__net *net)
+{
+    return ((const fwm__tm_f32 *)net->impl)->config.segment;
+}
+
+FWM__NET_TYPED_MODEL(fwm, fwm__tm_config, fwm__tm_, fwm__model_init_weights)
+
+const fwm__net_ops fwm__net_ops_fwm = {
+    .arch = FWM_ARCH_FWM,
+    .create = fwm_create,
+    .destroy = fwm_destroy,
+    .forward = fwm_forward,
+    .backward = fwm_backward,
+    .zero_grads = fwm_zero_grads,
+    .reset_state = fwm_reset_state,
+    .set_dropout = fwm_set_dropout,
+    .init_weights = fwm_init_weights,
+    .segment = fwm_segment,
+};
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 

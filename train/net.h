@@ -1,13 +1,15 @@
 /* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
  * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`,
  * gfw/gfw_model.h for `gfw`, stm/stm_model.h for `stm`), in float, and the small table of
- * operations that differ between architectures (fwm__net_ops, one per architecture, from the
- * template of net_adapter.h; net.c's registry lists them by FWM_ARCH_LIST). The trainer,
+ * operations that differ between architectures (fwm__net_ops, one per architecture, a table of
+ * designated initializers over net_adapter.h's functions and its own; net.c's registry lists them
+ * by FWM_ARCH_LIST). The trainer,
  * evaluation, checkpoints and model files work through this handle only, so they are written once
  * for every architecture.
  *
  * Adding an architecture: its model in train/<arch>/ (both precisions, like the FWM's), its
- * <arch>_net.c beside it (a configure function and one FWM__NET_ADAPTER line) and a case in
+ * <arch>_net.c beside it (a configure function, FWM__NET_TYPED_MODEL and its fwm__net_ops
+ * table) and a case in
  * fwm__tensor_layout_init (param_layout.c); model_io.c's writer and reader follow FWM_ARCH_LIST.
  */
 #ifndef FWM_TRAIN_NET_H
@@ -55,6 +57,14 @@ typedef struct fwm__net_ops {
     void (*set_dropout)(void *impl, uint64_t seed, uint64_t step, int lane_offset);
     /* The initial weights into tensors (layout order). */
     void (*init_weights)(const fwm__model_spec *spec, uint64_t seed, float *const *tensors);
+    /* The checkpoint interval in use (net->segment) of a model just created (NULL: 0). */
+    int (*segment)(const fwm__net *net);
+    /* After each forward: what more of the typed model the handle shows (the MNM's meta sum and
+     * positions); NULL: nothing more. */
+    void (*view_more)(fwm__net *net);
+    /* Before each backward: the meta term's denominator into the typed model (the MNM); NULL:
+     * none. */
+    void (*set_meta_denominator)(void *impl, long meta_denominator);
     /* 1: training takes a meta term at every position whose input is not padding (the MNM). */
     int meta_term;
     /* Where the model predicts and the loss is taken (NULL: the loss mode's rule,

@@ -1,35 +1,29 @@
-/* net_adapter.h - the template of an architecture's operations table for the trainer's model
- * handle (net.h's fwm__net_ops).
+/* net_adapter.h - the functions every architecture's operations table (net.h's fwm__net_ops)
+ * takes from its typed model, written once.
  *
  * Every architecture's typed model (fwm__<x>_tm_f32) has the same functions (create, free,
  * forward, backward, zero_grads, reset_state) and the same buffer members (params, grads, state,
- * x, y, loss_rows, probs, logits, the loss), so the adapter from it to the handle is written once
- * here and instantiated once per architecture:
+ * x, y, loss_rows, probs, logits, the loss), so the functions from it to the handle are written
+ * once here:
  *
- *   FWM__NET_ADAPTER(name, ARCH, CONFIG, PREFIX, INIT, SET_DROPOUT, SEGMENT, VIEW_MORE,
- *                    BACKWARD_MORE, META_TERM, LOSS_POSITION)
+ *   FWM__NET_TYPED_MODEL(name, CONFIG, PREFIX, INIT)
  *
- * defines `const fwm__net_ops fwm__net_ops_<name>` (the registry in net.c lists it by the
- * architecture's prefix in FWM_ARCH_LIST). Its arguments are what is the architecture's own:
- *   name           its prefix; model spec member (spec->name) and hyperparameters of its config
- *   ARCH           its fwm_arch value
- *   CONFIG         its typed model's config type (fwm__<x>_config)
- *   PREFIX         its typed model's function prefix: PREFIX##create_f32, PREFIX##f32 the type
- *   INIT           its initialiser, INIT(&spec->name, seed, tensors)
- *   SET_DROPOUT    fwm__net_ops.set_dropout, or NULL
- *   SEGMENT        an expression over `c` (the net config) and `tm` (the typed model): the
- *                  checkpoint interval in use, net->segment
- *   VIEW_MORE      statements run after each forward over `net` and `tm` (copying what more the
- *                  handle shows), {} for none
- *   BACKWARD_MORE  statements run before the backward pass over `tm` and `meta_denominator`, {}
- *                  for none
- *   META_TERM      fwm__net_ops.meta_term: 1 when training takes a meta term (the MNM), else 0
- *   LOSS_POSITION  fwm__net_ops.is_loss_position, or NULL for the loss mode's rule
+ * defines name_create, name_destroy, name_forward, name_backward, name_zero_grads,
+ * name_reset_state and name_init_weights (static), where
+ *   name    the architecture's prefix: model spec member (spec->name) and hyperparameters of its
+ *           config
+ *   CONFIG  its typed model's config type (fwm__<x>_config)
+ *   PREFIX  its typed model's function prefix: PREFIX##create_f32, PREFIX##f32 the type
+ *   INIT    its initialiser, INIT(&spec->name, seed, tensors)
  * and the including file defines before it
  *   static fwm_status name_configure(const fwm__net_config *c, CONFIG *config, fwm_error *err);
  * which fills the config's fields beyond those every architecture has (hp, lanes, window,
  * loss_mode, loss_token_id, keep_logits, forward_only: the template's) and refuses what the
- * architecture does not take (fwm__net_refuse_dropout).
+ * architecture does not take (fwm__net_refuse_dropout). After it, the file defines its table,
+ * `const fwm__net_ops fwm__net_ops_<name>` (the registry in net.c lists it by the architecture's
+ * prefix in FWM_ARCH_LIST), with designated initializers: these functions, and what is the
+ * architecture's own (set_dropout, segment, view_more, set_meta_denominator, meta_term,
+ * is_loss_position; net.h), which the functions here call through the table.
  */
 #ifndef FWM_TRAIN_NET_ADAPTER_H
 #define FWM_TRAIN_NET_ADAPTER_H
@@ -50,8 +44,7 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
     return FWM_OK;
 }
 
-#define FWM__NET_ADAPTER(name, ARCH, CONFIG, PREFIX, INIT, SET_DROPOUT, SEGMENT, VIEW_MORE,       \
-                         BACKWARD_MORE, META_TERM, LOSS_POSITION)                                  \
+#define FWM__NET_TYPED_MODEL(name, CONFIG, PREFIX, INIT)                                         \
     static void name##_view(fwm__net *net)                                                         \
     {                                                                                              \
         const PREFIX##f32 *tm = net->impl;                                                         \
@@ -59,7 +52,8 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
         net->n_loss_rows = tm->n_loss_rows;                                                        \
         net->loss_sum = tm->loss_sum;                                                              \
         net->loss = tm->loss;                                                                      \
-        VIEW_MORE                                                                                  \
+        if (net->ops->view_more)                                                                   \
+            net->ops->view_more(net);                                                              \
     }                                                                                              \
                                                                                                    \
     static fwm_status name##_create(fwm__net *net, fwm__pool *pool, fwm_error *err)                \
@@ -86,7 +80,7 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
         net->grads = tm->grads;                                                                    \
         net->state = tm->state;                                                                    \
         net->state_size = tm->state_size;                                                          \
-        net->segment = (SEGMENT);                                                                  \
+        net->segment = net->ops->segment ? net->ops->segment(net) : 0;                             \
         net->x = tm->x;                                                                            \
         net->y = tm->y;                                                                            \
         net->loss_rows = tm->loss_rows;                                                            \
@@ -110,10 +104,10 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
                                                                                                    \
     static void name##_backward(fwm__net *net, long loss_denominator, long meta_denominator)       \
     {                                                                                              \
-        (void)meta_denominator;                                                                    \
         PREFIX##f32 *tm = net->impl;                                                               \
         tm->loss_denominator = loss_denominator;                                                   \
-        BACKWARD_MORE                                                                              \
+        if (net->ops->set_meta_denominator)                                                        \
+            net->ops->set_meta_denominator(tm, meta_denominator);                                  \
         PREFIX##backward_f32(tm);                                                                  \
     }                                                                                              \
                                                                                                    \
@@ -131,12 +125,6 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
                                     float *const *tensors)                                         \
     {                                                                                              \
         INIT(&spec->name, seed, tensors);                                                          \
-    }                                                                                              \
-                                                                                                   \
-    const fwm__net_ops fwm__net_ops_##name = {                                                     \
-        ARCH,              name##_create,      name##_destroy, name##_forward,                     \
-        name##_backward,   name##_zero_grads,  name##_reset_state, SET_DROPOUT,                    \
-        name##_init_weights, META_TERM,        LOSS_POSITION,                                      \
     }
 
 #endif

@@ -4,7 +4,10 @@
  * (with single-precision BLAS) for training and evaluation, double for the gradient check. A file
  * that instantiates the template defines FWM_REAL_DOUBLE to 0 or 1 and includes this header; it
  * may be included again with the other value (it undefines what it defined).
- * TM(name) appends the precision suffix: TM(fwm__tm) is fwm__tm_f32 or fwm__tm_f64.
+ * TM(name) appends the precision suffix: TM(fwm__tm) is fwm__tm_f32 or fwm__tm_f64. It names only
+ * what both precisions' declarations share in one translation unit (the *_model_decl.h types and
+ * the functions with external linkage) and the types built on those; a static function lives in
+ * one precision's file (model_f32.c, lstm/lstm_f64.c, ...) and keeps its plain name.
  */
 #undef real
 #undef TM

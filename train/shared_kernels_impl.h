@@ -12,7 +12,7 @@
 
 /* count zeroed reals, 64-byte aligned (at least one); sets *failed and returns NULL when out of
  * memory, so a model's create can allocate everything and check once */
-static real *TM(alloc_reals)(size_t count, int *failed)
+static real *alloc_reals(size_t count, int *failed)
 {
     size_t bytes = (count ? count : 1) * sizeof(real);
     bytes = (bytes + 63) / 64 * 64;
@@ -39,7 +39,7 @@ typedef struct TM(gemm_job) {
     const real *bias; /* optional [N]: every row of C is set to it first (then beta must be 1) */
 } TM(gemm_job);
 
-static void TM(gemm_worker)(void *ctx, int index, int threads)
+static void gemm_worker(void *ctx, int index, int threads)
 {
     const TM(gemm_job) *job = ctx;
     size_t m0, m1;
@@ -63,16 +63,16 @@ static void TM(gemm_worker)(void *ctx, int index, int threads)
            job->alpha, A, (int)job->lda, job->B, (int)job->ldb, job->beta, C, (int)job->ldc);
 }
 
-static __attribute__((unused)) void TM(par_gemm)(fwm__pool *pool, int trans_a, int trans_b,
-                                                 size_t M, size_t N, size_t K, real alpha,
-                                                 const real *A, size_t lda, const real *B,
-                                                 size_t ldb, real beta, real *C, size_t ldc,
-                                                 const real *bias)
+static __attribute__((unused)) void par_gemm(fwm__pool *pool, int trans_a, int trans_b,
+                                             size_t M, size_t N, size_t K, real alpha,
+                                             const real *A, size_t lda, const real *B,
+                                             size_t ldb, real beta, real *C, size_t ldc,
+                                             const real *bias)
 {
     if (M == 0 || N == 0)
         return;
     TM(gemm_job) job = {trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias};
-    fwm__pool_run(pool, TM(gemm_worker), &job);
+    fwm__pool_run(pool, gemm_worker, &job);
 }
 
 /* ---- column sums: out[j] += sum over rows i of A[i, j], columns split across threads -------- */
@@ -83,7 +83,7 @@ typedef struct TM(colsum_job) {
     const uint32_t *scatter; /* optional: out is [*, cols] and row i goes to out[scatter[i]] */
 } TM(colsum_job);
 
-static void TM(colsum_worker)(void *ctx, int index, int threads)
+static void colsum_worker(void *ctx, int index, int threads)
 {
     const TM(colsum_job) *job = ctx;
     size_t j0, j1;
@@ -96,24 +96,24 @@ static void TM(colsum_worker)(void *ctx, int index, int threads)
     }
 }
 
-static void TM(par_colsum)(fwm__pool *pool, const real *A, size_t rows, size_t cols, size_t lda,
-                           real *out, const uint32_t *scatter)
+static void par_colsum(fwm__pool *pool, const real *A, size_t rows, size_t cols, size_t lda,
+                       real *out, const uint32_t *scatter)
 {
     TM(colsum_job) job = {A, rows, cols, lda, out, scatter};
-    fwm__pool_run(pool, TM(colsum_worker), &job);
+    fwm__pool_run(pool, colsum_worker, &job);
 }
 
-static inline real TM(sigmoid)(real x)
+static inline real sigmoid(real x)
 {
     return (real)1 / ((real)1 + R_EXP(-x));
 }
 
 /* a[i] = sigmoid(a[i]) over n numbers (the vector kernel in single precision) */
-static inline __attribute__((unused)) void TM(sigmoid_array)(real *a, size_t n)
+static inline __attribute__((unused)) void sigmoid_array(real *a, size_t n)
 {
 #if FWM_REAL_DOUBLE
     for (size_t i = 0; i < n; i++)
-        a[i] = TM(sigmoid)(a[i]);
+        a[i] = sigmoid(a[i]);
 #else
     fwm__sigmoid_array(a, n, 0);
 #endif
@@ -121,7 +121,7 @@ static inline __attribute__((unused)) void TM(sigmoid_array)(real *a, size_t n)
 
 /* out = tanh(in) over n numbers (in place when out == in): the vector kernel's tanh in single
  * precision (a small absolute error), the library's in double */
-static inline __attribute__((unused)) void TM(tanh_array)(real *out, const real *in, size_t n)
+static inline __attribute__((unused)) void tanh_array(real *out, const real *in, size_t n)
 {
 #if FWM_REAL_DOUBLE
     for (size_t i = 0; i < n; i++)
@@ -133,8 +133,8 @@ static inline __attribute__((unused)) void TM(tanh_array)(real *out, const real 
 
 /* out = tanh(in) over n numbers to a small relative error (layer norms scale small activations up
  * to unit size, so the fast absolute-error tanh is not enough there) */
-static inline __attribute__((unused)) void TM(tanh_precise_array)(real *out, const real *in,
-                                                                  size_t n)
+static inline __attribute__((unused)) void tanh_precise_array(real *out, const real *in,
+                                                              size_t n)
 {
 #if FWM_REAL_DOUBLE
     for (size_t i = 0; i < n; i++)
@@ -146,36 +146,36 @@ static inline __attribute__((unused)) void TM(tanh_precise_array)(real *out, con
 
 /* ---- LSTM cell (the FWM's step 2; every layer of the LSTM baseline) --------------------------
  * gates[4H] holds the pre-activation g = W_ih e + W_hh h + b on entry, i, f, z, o on return. */
-static __attribute__((unused)) void TM(lstm_cell_forward)(real *gates, const real *c_prev,
-                                                          real *c, real *tanh_c, real *h,
-                                                          size_t H, real forget_bias)
+static __attribute__((unused)) void lstm_cell_forward(real *gates, const real *c_prev,
+                                                      real *c, real *tanh_c, real *h,
+                                                      size_t H, real forget_bias)
 {
     real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
 #if FWM_REAL_DOUBLE
     for (size_t j = 0; j < H; j++) {
-        gi[j] = TM(sigmoid)(gi[j]);
-        gf[j] = TM(sigmoid)(gf[j] + forget_bias);
-        go[j] = TM(sigmoid)(go[j]);
+        gi[j] = sigmoid(gi[j]);
+        gf[j] = sigmoid(gf[j] + forget_bias);
+        go[j] = sigmoid(go[j]);
     }
 #else
     fwm__sigmoid_array(gi, H, 0);
     fwm__sigmoid_array(gf, H, forget_bias);
     fwm__sigmoid_array(go, H, 0);
 #endif
-    TM(tanh_array)(gz, gz, H);
+    tanh_array(gz, gz, H);
     for (size_t j = 0; j < H; j++)
         c[j] = gf[j] * c_prev[j] + gi[j] * gz[j];
-    TM(tanh_array)(tanh_c, c, H);
+    tanh_array(tanh_c, c, H);
     for (size_t j = 0; j < H; j++)
         h[j] = go[j] * tanh_c[j];
 }
 
 /* d_h: gradient of h_t (all uses); d_c: on entry gradient of c_t from step t+1, on return the
  * gradient of c_{t-1}. Writes the gate pre-activation gradients to d_gates[4H]. */
-static __attribute__((unused)) void TM(lstm_cell_backward)(const real *gates,
-                                                           const real *c_prev,
-                                                           const real *tanh_c, const real *d_h,
-                                                           real *d_c, real *d_gates, size_t H)
+static __attribute__((unused)) void lstm_cell_backward(const real *gates,
+                                                       const real *c_prev,
+                                                       const real *tanh_c, const real *d_h,
+                                                       real *d_c, real *d_gates, size_t H)
 {
     const real *gi = gates, *gf = gates + H, *gz = gates + 2 * H, *go = gates + 3 * H;
     for (size_t j = 0; j < H; j++) {
@@ -192,7 +192,7 @@ static __attribute__((unused)) void TM(lstm_cell_backward)(const real *gates,
 
 /* ---- softmax cross entropy over one row of V logits (step 5) --------------------------------
  * logits in, probabilities out (in place); returns -log p[target]. */
-static double TM(softmax_ce_forward)(real *row, size_t V, uint32_t target)
+static double softmax_ce_forward(real *row, size_t V, uint32_t target)
 {
     real max = row[0];
     for (size_t j = 1; j < V; j++)
@@ -212,7 +212,7 @@ static double TM(softmax_ce_forward)(real *row, size_t V, uint32_t target)
 }
 
 /* probabilities in, gradient of scale * (-log p[target]) with respect to the logits out. */
-static void TM(softmax_ce_backward)(real *row, size_t V, uint32_t target, real scale)
+static void softmax_ce_backward(real *row, size_t V, uint32_t target, real scale)
 {
     row[target] -= (real)1;
     for (size_t j = 0; j < V; j++)

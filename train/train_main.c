@@ -5,7 +5,8 @@
  * Reads bAbI v1.2 (--data, --set), builds the vocabulary and the streams (catbabi_stream.h),
  * trains with truncated BPTT and Adam (trainer.h), evaluates on valid during training and on test
  * with one lane at the end, and writes the model with its provenance keys. --resume continues
- * from <run-dir>/checkpoint.bin. Run with --help for the options.
+ * from <run-dir>/checkpoint.bin. Run with --help for the options: they are one table (`options`
+ * below, options.h) from which both the parsing and --help come.
  *
  * Under mpirun (a build with MPI, distributed.h) every process runs this program: they read the
  * same options and data, train their share of the lane groups (trainer.h), and rank 0 alone prints
@@ -14,6 +15,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,157 +28,11 @@
 #include "fwm_error.h"
 #include "fwm_model_shape.h"
 #include "model_io.h"
+#include "options.h"
 #include "progress.h"
 #include "text_corpus.h"
 #include "trainer.h"
 
-static void usage(FILE *out)
-{
-    fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
-    fwm__hparams_defaults(&d);
-    fwm_lstm_hparams ld; /* and FWM_LSTM_HPARAM_LIST's */
-    fwm_lstm_hparams_defaults(&ld);
-    fwm_mnm_hparams md; /* and FWM_MNM_HPARAM_LIST's */
-    fwm_mnm_hparams_defaults(&md);
-    fwm_gfw_hparams gd; /* and FWM_GFW_HPARAM_LIST's */
-    fwm_gfw_hparams_defaults(&gd);
-    fwm_stm_hparams sd; /* and FWM_STM_HPARAM_LIST's */
-    fwm_stm_hparams_defaults(&sd);
-    fprintf(out,
-            "usage: fwm-train [options]\n"
-            "Train a Fast Weight Memory model (or the LSTM or MNM baseline, the Gated Fast\n"
-            "Weights model or the STM) on catbAbI (or the standard bAbI protocol, or the associative\n"
-            "retrieval task) and write a model file.\n\n"
-            "data:\n"
-            "  --task catbabi|ar|text  catbAbI (default), the associative retrieval task of the\n"
-            "                        Gated Fast Weights paper (docs/AR_TASK.md: generated; loss\n"
-            "                        at every target; no --mode), or language modelling on plain\n"
-            "                        text: --data DIR holds train.txt, valid.txt and test.txt,\n"
-            "                        split into words by docs/TEXT.md's rules (loss at every\n"
-            "                        word; perplexity; no --mode)\n"
-            "  --vocab-size N        --task text: keep the N most frequent training words (plus\n"
-            "                        <pad>, <eos> and <unk>); default: every training word\n"
-            "  --data DIR            bAbI v1.2 folder (default: %s)\n"
-            "  --set 10k|1k|FOLDER   catbAbI-10k (en-valid-10k, default) or 1k (en-valid)\n"
-            "  --protocol catbabi|standard   catbabi: the stories concatenated, the state carried\n"
-            "                        (default); standard: a sample per question (the story's\n"
-            "                        statements before it, then the question), each from the\n"
-            "                        reset state at a window boundary of its lane\n"
-            "associative retrieval (--task ar):\n" FWM__AR_OPTIONS_HELP
-            "training:\n"
-            "  --mode lm|qm          lm: loss on every token, read every step (default);\n"
-            "                        qm: loss and read only at \"?\"\n"
-            "  --steps N             total steps (windows) to train (default 30000)\n"
-            "  --lanes B             batch: independent lanes (default 32)\n"
-            "  --window W            truncated-BPTT window (default 200)\n"
-            "  --lr X --beta1 X --beta2 X --eps X   Adam (defaults 1e-3 0.9 0.999 1e-8)\n"
-            "  --clip X              clip the gradient norm to X (default 0: off)\n"
-            "  --warmup N            linear learning-rate warm-up steps (default 0)\n"
-            "  --decay-from N        from step N to the last step (--steps) the lr falls along a\n"
-            "                        cosine to --lr-final (default 0: constant lr, the paper's)\n"
-            "  --lr-final X          the lr reached at the last step (default 1e-4)\n"
-            "  --seed N              initialisation and shuffling seed (default 1)\n"
-            "  --threads N           threads per process (default: all CPUs, shared among the\n"
-            "                        processes of a run on one machine); results depend on N\n"
-            "  --lane-groups G       train the lanes as G groups whose gradients are added in\n"
-            "                        group order (default: 1, or one per process under mpirun);\n"
-            "                        results depend on G, not on the number of processes\n"
-            "architecture:\n"
-            "  --arch fwm|lstm|mnm|gfw|stm  fwm: the Fast Weight Memory (default); lstm: the\n"
-            "                        paper's LSTM baseline (stacked layers, no memory); mnm: the\n"
-            "                        Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md);\n"
-            "                        gfw: Gated Fast Weights (Schlag & Schmidhuber, docs/MODEL.md);\n"
-            "                        stm: the self-attentive associative memory (Le et al. 2020,\n"
-            "                        docs/MODEL.md)\n"
-            "model (the paper's sizes by default, as fwm-init's):\n"
-            "  --embedding E         token embedding size (default %u; lstm %u; mnm %u; gfw %u;\n"
-            "                        stm %u)\n"
-            "  --hidden H            LSTM hidden size (default %u; lstm %u; mnm %u); gfw: the\n"
-            "                        fast net's h_F and inner layer, m >= 2 (default %u)\n"
-            "  --layers L            lstm: stacked LSTM layers (default %u); fwm: the stacked\n"
-            "                        FWM, L - 1 LSTM layers below the FWM's own (1 to 8,\n"
-            "                        default 1)\n"
-            "  --memory-s S          fast-weight key 1 size (default %u)\n"
-            "  --memory-r R          fast-weight key 2 size (default %u)\n"
-            "  --memory-t T          fast-weight value size (default %u)\n"
-            "  --reads N             chained reads per step; N > 1 needs S == T (default %u)\n"
-            "  --residual            fwm: add h to the read-out%s;\n"
-            "                        lstm: layers >= 1 add their input to their output%s\n"
-            "  --no-residual         no residual%s\n"
-            "  --embed, --mem-s, --mem-r, --mem-t   deprecated aliases of --embedding, --memory-s,\n"
-            "                        --memory-r, --memory-t (still accepted)\n"
-            "  mnm (fwm-init's names; no --residual):\n"
-            "  --heads N             read and write heads (default %u)\n"
-            "  --key-length K        keys and the rate vector (default %u)\n"
-            "  --value-length V      values and the read-out (default %u)\n"
-            "  --memory-hidden D     the memory net's hidden layers (default %u)\n"
-            "  --memory-layers L     the memory net's weight matrices (default %u)\n"
-            "  --output-length O     the controller's output y (default %u)\n"
-            "  --meta-weight X       the meta-objective's coefficient in the loss (default %g)\n"
-            "  gfw (fwm-init's names; --embedding, --hidden as above):\n"
-            "  --slow-hidden N       the slow net's state h_S (default %u)\n"
-            "  --slow-inner P        the slow net's transition layer (default %u)\n"
-            "  stm (fwm-init's names; --embedding as above; the bAbI sizes by default):\n"
-            "  --input sentence|word sentence: a step per sentence, answers at \"?\" (the paper's\n"
-            "                        bAbI model; the loss only at question ends, so --mode qm,\n"
-            "                        its default; --mode lm is refused); word: a step and a\n"
-            "                        prediction at every word (default sentence)\n"
-            "  --sentence-length P   words of a sentence encoded (default %u)\n"
-            "  --memory-size d       item memory d x d, relational n_q x d x d (default %u)\n"
-            "  --queries N           n_q (default %u)\n"
-            "  --relation-length N   n_r, the word-mode output per query (default %u)\n"
-            "  --answer-hidden N     the answer module's MLPs, sentence mode (default %u)\n"
-            "  --reset-on-eos on|off <eos> restores the reset state (default on)\n"
-            "  --fix-alpha on|off    hold alpha1 and alpha3 at their values (the authors' bAbI\n"
-            "                        setting: 1 and 0, no relational transfer); default off: all\n"
-            "                        three train\n"
-            "  --train-output on|off sentence mode: train the output matrix Z; default off: Z\n"
-            "                        keeps its initial draw, as in the authors' code\n"
-            "regularisation (lstm only; AWD-LSTM style, all 0 = off by default, never at\n"
-            "evaluation; masks drawn from --seed, the step and the lane):\n"
-            "  --dropout-token P     drop whole words of the input (every occurrence in a window)\n"
-            "  --dropout-embedding P drop embedding elements (one mask per lane per window)\n"
-            "  --dropout-recurrent P DropConnect on every layer's W_hh (one mask per window)\n"
-            "  --dropout-layer P     between layers (one mask per lane per layer per window)\n"
-            "  --embedding-init X    lstm, fwm: draw the embedding from U(-X, X) instead of the\n"
-            "                        architecture's own initialisation (AWD-LSTM: 0.1)\n"
-            "  --tie-embeddings      lstm, fwm: the output matrix is the embedding matrix (needs\n"
-            "                        --hidden equal to --embedding; the file stores both)\n"
-            "run:\n"
-            "  --run-dir DIR         checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
-            "                        --arch lstm: runs/lstm-<mode>; mnm, gfw, stm:\n"
-            "                        runs/ARCH-<mode>)\n"
-            "  --max-nonfinite N     a window whose loss or gradient is not finite is skipped (no\n"
-            "                        update, the lanes' state as before it); after N such windows\n"
-            "                        in a row the run stops (default 10; 0: at the first)\n"
-            "  --resume              continue from <run-dir>/checkpoint.bin\n"
-            "  --force               start over even though <run-dir>/checkpoint.bin exists\n"
-            "                        (it is overwritten, log.csv restarts); without --resume or\n"
-            "                        --force an existing checkpoint is refused\n"
-            "  --checkpoint-every N  steps between checkpoints (default 500)\n"
-            "  --eval-every N        steps between validation runs (default 1000; 0 = never)\n"
-            "  --eval-lanes B        lanes of the validation run (default 100)\n"
-            "  --eval-windows N      validate on the first N windows only (default 0: all)\n"
-            "  --test-lanes B        lanes of the final test run (default 1, the paper's)\n"
-            "  --no-test             skip the final test run\n"
-            "  --out FILE            model file to write (default <run-dir>/model.gguf)\n"
-            "  --progress SECONDS    progress line interval (default 10; 0 = quiet)\n"
-            "SIGINT or SIGTERM: stop at the next step boundary, write the checkpoint and exit 0\n"
-            "(continue with --resume); a second signal stops at once. Under mpirun, signal any\n"
-            "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
-            "mpirun -np N fwm-train ...: N processes share the lanes (this build: %s).\n",
-            fwm__default_data_dir(), d.embedding_length, ld.embedding_length,
-            md.embedding_length, gd.embedding_length, sd.embedding_length, d.hidden_size, ld.hidden_size,
-            md.hidden_size, gd.fast_hidden, ld.layer_count,
-            d.memory_s, d.memory_r, d.memory_t, d.read_count,
-            d.residual ? " (default)" : " (off on catbAbI: default)",
-            ld.residual ? " (default)" : "", d.residual ? "" : " (default for fwm)",
-            md.head_count, md.key_length, md.value_length, md.memory_hidden, md.memory_layers,
-            md.output_length, (double)FWM_MNM_DEFAULT_META_WEIGHT, gd.slow_hidden, gd.slow_inner,
-            sd.sentence_length, sd.memory_size, sd.query_count, sd.relation_length,
-            sd.answer_hidden,
-            fwm__dist_available() ? "with MPI" : "without MPI, one process only");
-}
 
 /* SIGINT / SIGTERM: the trainer stops at the next step boundary and writes its checkpoint. The
  * handler only records the signal; it is installed with SA_RESETHAND, so a second signal ends the
@@ -208,13 +64,6 @@ static fwm__dist dist;
             fprintf(stderr, __VA_ARGS__);                                                        \
     } while (0)
 
-/* The old flag names of fwm-train still work; each use says which name replaces it. */
-static void note_deprecated(const char *used, const char *old_name, const char *new_name)
-{
-    if (strcmp(used, old_name) == 0)
-        NOTE("note: %s is deprecated; use %s (the name fwm-init uses too)\n", old_name,
-                new_name);
-}
 
 static int make_dir(const char *path)
 {
@@ -231,297 +80,411 @@ static int make_dir(const char *path)
     return 0;
 }
 
-static int train_main(int argc, char **argv)
-{
-    const char *data_dir = NULL, *set = "10k", *run_dir = NULL, *out_path = NULL;
-    const char *mode_name = "lm", *task_name = "catbabi", *protocol = "catbabi";
-    int mode_given = 0;
-    fwm__ar_config ar; /* --task ar */
-    uint32_t vocab_size = 0; /* --task text: 0 = every training word */
-    int vocab_size_given = 0;
-    fwm__ar_config_default(&ar);
-    int resume = 0, force = 0, run_test = 1, test_lanes = 1;
+/* What the options set: the trainer's options and the run's own (the table `options` below). */
+typedef struct train_settings {
     fwm__train_options o;
-    memset(&o, 0, sizeof o);
-    o.adam = fwm__adam_default_params();
-    o.steps = 30000;
-    o.lanes = 32;
-    o.window = 200;
-    o.seed = 1;
-    o.threads = fwm__cpu_count() / dist.local_size;
-    if (o.threads < 1)
-        o.threads = 1;
-    o.dist = &dist;
-    o.eval_every = 1000;
-    o.eval.lanes = 100;
-    o.eval.window = 200;
-    o.checkpoint_every = 500;
-    o.progress_seconds = 10;
-    fwm_hparams *hp = &o.hp; /* the paper's sizes and constants (FWM_HPARAM_LIST), then the flags */
-    fwm__hparams_defaults(hp);
-    fwm_lstm_hparams *lh = &o.lstm; /* the same for --arch lstm (FWM_LSTM_HPARAM_LIST) */
-    fwm_lstm_hparams_defaults(lh);
-    fwm_mnm_hparams *mh = &o.mnm; /* and for --arch mnm (FWM_MNM_HPARAM_LIST) */
-    fwm_mnm_hparams_defaults(mh);
-    o.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
-    fwm_gfw_hparams *gh = &o.gfw; /* and for --arch gfw (FWM_GFW_HPARAM_LIST: the paper's sizes) */
-    fwm_gfw_hparams_defaults(gh);
-    fwm_stm_hparams *sh = &o.stm; /* and for --arch stm (FWM_STM_HPARAM_LIST: the bAbI sizes) */
-    fwm_stm_hparams_defaults(sh);
-    int train_output_given = 0;
-    o.max_nonfinite = 10;
-    /* --arch first, wherever it is: the size flags below set that architecture's sizes */
-    const char *arch_name = "fwm";
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--arch") == 0)
-            arch_name = argv[i + 1];
-    if (fwm__train_arch_parse(arch_name, &o.arch) != 0) {
-        NOTE("error: --arch expects fwm, lstm, mnm, gfw or stm, got '%s'\n", arch_name);
+    const char *arch_name, *task_name, *data_dir, *set, *protocol, *mode_name;
+    const char *run_dir, *out_path;
+    fwm__ar_config ar;      /* --task ar */
+    uint32_t vocab_size;    /* --task text: 0 = every training word */
+    int resume, force, run_test, test_lanes;
+} train_settings;
+
+static void settings_defaults(train_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->arch_name = "fwm";
+    s->task_name = "catbabi";
+    s->set = "10k";
+    s->protocol = "catbabi";
+    s->mode_name = "lm";
+    fwm__ar_config_default(&s->ar);
+    s->run_test = 1;
+    s->test_lanes = 1;
+    fwm__train_options *o = &s->o;
+    o->adam = fwm__adam_default_params();
+    o->steps = 30000;
+    o->lanes = 32;
+    o->window = 200;
+    o->seed = 1;
+    o->threads = fwm__cpu_count() / dist.local_size;
+    if (o->threads < 1)
+        o->threads = 1;
+    o->dist = &dist;
+    o->eval_every = 1000;
+    o->eval.lanes = 100;
+    o->eval.window = 200;
+    o->checkpoint_every = 500;
+    o->progress_seconds = 10;
+    fwm__hparams_defaults(&o->hp); /* the paper's sizes and constants (FWM_HPARAM_LIST) */
+    fwm_lstm_hparams_defaults(&o->lstm); /* the same for --arch lstm (FWM_LSTM_HPARAM_LIST) */
+    fwm_mnm_hparams_defaults(&o->mnm);   /* and for --arch mnm (FWM_MNM_HPARAM_LIST) */
+    o->meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
+    fwm_gfw_hparams_defaults(&o->gfw); /* gfw (FWM_GFW_HPARAM_LIST: the paper's sizes) */
+    fwm_stm_hparams_defaults(&o->stm); /* stm (FWM_STM_HPARAM_LIST: the bAbI sizes) */
+    o->max_nonfinite = 10;
+}
+
+/* The options' hooks: a value that goes to several architectures' sizes, or depends on --arch. */
+static int set_layers(void *settings, const fwm__option *option, const char *name,
+                      const char *value)
+{
+    (void)option, (void)name, (void)value;
+    fwm__train_options *o = &((train_settings *)settings)->o;
+    int lstm = o->arch == FWM_ARCH_LSTM;
+    if (!lstm && o->lstm.layer_count > FWM_MAX_BLOCKS) {
+        NOTE("error: --layers: at most %u for --arch fwm (the stacked FWM)\n", FWM_MAX_BLOCKS);
         return 2;
     }
+    o->hp.block_count = (uint16_t)(lstm ? 1 : o->lstm.layer_count);
+    return 0;
+}
+
+static int set_embedding(void *settings, const fwm__option *option, const char *name,
+                         const char *value)
+{
+    (void)option, (void)name, (void)value;
+    fwm__train_options *o = &((train_settings *)settings)->o;
+    o->lstm.embedding_length = o->mnm.embedding_length = o->hp.embedding_length;
+    o->gfw.embedding_length = o->stm.embedding_length = o->hp.embedding_length;
+    return 0;
+}
+
+static int set_hidden(void *settings, const fwm__option *option, const char *name,
+                      const char *value)
+{
+    (void)option;
+    fwm__train_options *o = &((train_settings *)settings)->o;
+    /* gfw: m >= 2 (the layer norm of a single number is 0) */
+    o->hp.hidden_size =
+            (uint32_t)fwm__parse_long(name, value, o->arch == FWM_ARCH_GFW ? 2 : 1, FWM_MAX_DIM);
+    o->lstm.hidden_size = o->mnm.hidden_size = o->hp.hidden_size;
+    o->gfw.fast_hidden = o->hp.hidden_size;
+    return 0;
+}
+
+static int set_residual(void *settings, const fwm__option *option, const char *name,
+                        const char *value)
+{
+    (void)name, (void)value;
+    fwm__train_options *o = &((train_settings *)settings)->o;
+    o->hp.residual = o->lstm.residual = strcmp(option->name, "--residual") == 0;
+    return 0;
+}
+
+static int set_input(void *settings, const fwm__option *option, const char *name, const char *value)
+{
+    (void)option, (void)name;
+    fwm_stm_hparams *sh = &((train_settings *)settings)->o.stm;
+    if (strcmp(value, "sentence") == 0)
+        sh->input_mode = FWM_STM_INPUT_SENTENCE;
+    else if (strcmp(value, "word") == 0)
+        sh->input_mode = FWM_STM_INPUT_WORD;
+    else {
+        NOTE("error: --input expects sentence or word, got '%s'\n", value);
+        return 2;
+    }
+    return 0;
+}
+
+/* The contexts of fwm__option.applies: the architectures. */
+#define A_FWM (1u << FWM_ARCH_FWM)
+#define A_LSTM (1u << FWM_ARCH_LSTM)
+#define A_MNM (1u << FWM_ARCH_MNM)
+#define A_GFW (1u << FWM_ARCH_GFW)
+#define A_STM (1u << FWM_ARCH_STM)
+
+#define S(field) offsetof(train_settings, field)
+#define O(field) offsetof(train_settings, o.field)
+#define TEXT(line) {NULL, FWM__OPTION_TEXT, 0, 0, 0, NULL, line, NULL, 0, NULL}
+#define MAX_DIM FWM_MAX_DIM
+/* name, kind, where, min, max, value's name, help ("{}": the default; {key}: help_value's),
+ * hook, architectures (0: all), deprecated alias */
+static const fwm__option options[] = {
+    TEXT("usage: fwm-train [options]\n"
+         "Train a Fast Weight Memory model (or the LSTM or MNM baseline, the Gated Fast\n"
+         "Weights model or the STM) on catbAbI (or the standard bAbI protocol, or the associative\n"
+         "retrieval task) and write a model file.\n"),
+    TEXT("data:"),
+    {"--task", FWM__OPTION_STRING, S(task_name), 0, 0, "catbabi|ar|text",
+     "catbAbI (default), the associative retrieval task of the\n"
+     "Gated Fast Weights paper (docs/AR_TASK.md: generated; loss\n"
+     "at every target; no --mode), or language modelling on plain\n"
+     "text: --data DIR holds train.txt, valid.txt and test.txt,\n"
+     "split into words by docs/TEXT.md's rules (loss at every\n"
+     "word; perplexity; no --mode)", NULL, 0, NULL},
+    {"--vocab-size", FWM__OPTION_U32, S(vocab_size), 1, 1L << 24, "N",
+     "--task text: keep the N most frequent training words (plus\n"
+     "<pad>, <eos> and <unk>); default: every training word", NULL, 0, NULL},
+    {"--data", FWM__OPTION_STRING, S(data_dir), 0, 0, "DIR", "bAbI v1.2 folder (default: {data})",
+     NULL, 0, NULL},
+    {"--set", FWM__OPTION_STRING, S(set), 0, 0, "10k|1k|FOLDER",
+     "catbAbI-10k (en-valid-10k, default) or 1k (en-valid)", NULL, 0, NULL},
+    {"--protocol", FWM__OPTION_STRING, S(protocol), 0, 0, "catbabi|standard",
+     "catbabi: the stories concatenated, the state carried\n"
+     "(default); standard: a sample per question (the story's\n"
+     "statements before it, then the question), each from the\n"
+     "reset state at a window boundary of its lane", NULL, 0, NULL},
+    TEXT("associative retrieval (--task ar):"),
+    FWM__AR_OPTIONS(S(ar)),
+    TEXT("training:"),
+    {"--mode", FWM__OPTION_STRING, S(mode_name), 0, 0, "lm|qm",
+     "lm: loss on every token, read every step (default);\n"
+     "qm: loss and read only at \"?\"", NULL, 0, NULL},
+    {"--steps", FWM__OPTION_LONG, O(steps), 1, 1L << 40, "N",
+     "total steps (windows) to train (default {})", NULL, 0, NULL},
+    {"--lanes", FWM__OPTION_INT, O(lanes), 1, 1 << 16, "B", "batch: independent lanes (default {})",
+     NULL, 0, NULL},
+    {"--window", FWM__OPTION_INT, O(window), 1, 1 << 16, "W", "truncated-BPTT window (default {})",
+     NULL, 0, NULL},
+    {"--lr", FWM__OPTION_DOUBLE, O(adam.lr), 0, 10, "X", "Adam's learning rate (default {})", NULL,
+     0, NULL},
+    {"--beta1", FWM__OPTION_DOUBLE, O(adam.beta1), 0, 0.999999, "X", "Adam's beta1 (default {})",
+     NULL, 0, NULL},
+    {"--beta2", FWM__OPTION_DOUBLE, O(adam.beta2), 0, 0.99999999, "X", "Adam's beta2 (default {})",
+     NULL, 0, NULL},
+    {"--eps", FWM__OPTION_DOUBLE, O(adam.eps), 0, 1, "X", "Adam's epsilon (default {})", NULL, 0,
+     NULL},
+    {"--clip", FWM__OPTION_DOUBLE, O(adam.clip_norm), 0, 1e30, "X",
+     "clip the gradient norm to X (default {}: off)", NULL, 0, NULL},
+    {"--warmup", FWM__OPTION_LONG, O(adam.warmup_steps), 0, 1L << 40, "N",
+     "linear learning-rate warm-up steps (default {})", NULL, 0, NULL},
+    {"--decay-from", FWM__OPTION_LONG, O(adam.decay_start), 0, 1L << 40, "N",
+     "from step N to the last step (--steps) the lr falls along a\n"
+     "cosine to --lr-final (default {}: constant lr, the paper's)", NULL, 0, NULL},
+    {"--lr-final", FWM__OPTION_DOUBLE, O(adam.lr_final), 0, 10, "X",
+     "the lr reached at the last step (default {})", NULL, 0, NULL},
+    {"--seed", FWM__OPTION_U64, O(seed), 0, 1L << 62, "N",
+     "initialisation and shuffling seed (default {})", NULL, 0, NULL},
+    {"--threads", FWM__OPTION_INT, O(threads), 1, 1024, "N",
+     "threads per process (default: all CPUs, shared among the\n"
+     "processes of a run on one machine); results depend on N", NULL, 0, NULL},
+    {"--lane-groups", FWM__OPTION_INT, O(lane_groups), 1, 1 << 16, "G",
+     "train the lanes as G groups whose gradients are added in\n"
+     "group order (default: 1, or one per process under mpirun);\n"
+     "results depend on G, not on the number of processes", NULL, 0, NULL},
+    TEXT("architecture:"),
+    {"--arch", FWM__OPTION_VALUE, 0, 0, 0, "fwm|lstm|mnm|gfw|stm", /* read before the others */
+     "fwm: the Fast Weight Memory (default); lstm: the\n"
+     "paper's LSTM baseline (stacked layers, no memory); mnm: the\n"
+     "Metalearned Neural Memory baseline (MNM-p, docs/MODEL.md);\n"
+     "gfw: Gated Fast Weights (Schlag & Schmidhuber, docs/MODEL.md);\n"
+     "stm: the self-attentive associative memory (Le et al. 2020,\n"
+     "docs/MODEL.md)", NULL, 0, NULL},
+    TEXT("model (the paper's sizes by default, as fwm-init's):"),
+    {"--embedding", FWM__OPTION_U32, O(hp.embedding_length), 1, MAX_DIM, "E",
+     "token embedding size (default {}; lstm {lstm.embedding}; mnm {mnm.embedding}; "
+     "gfw {gfw.embedding};\nstm {stm.embedding})", set_embedding, 0, "--embed"},
+    {"--hidden", FWM__OPTION_VALUE, 0, 0, 0, "H",
+     "LSTM hidden size (default {fwm.hidden}; lstm {lstm.hidden}; mnm {mnm.hidden}); gfw: the\n"
+     "fast net's h_F and inner layer, m >= 2 (default {gfw.hidden})", set_hidden,
+     A_FWM | A_LSTM | A_MNM | A_GFW, NULL},
+    {"--layers", FWM__OPTION_U32, O(lstm.layer_count), 1, FWM_LSTM_MAX_LAYERS, "L",
+     "lstm: stacked LSTM layers (default {}); fwm: the stacked\n"
+     "FWM, L - 1 LSTM layers below the FWM's own (1 to 8,\n"
+     "default 1)", set_layers, A_FWM | A_LSTM, NULL},
+    {"--memory-s", FWM__OPTION_U32, O(hp.memory_s), 1, MAX_DIM, "S",
+     "fast-weight key 1 size (default {})", NULL, A_FWM, "--mem-s"},
+    {"--memory-r", FWM__OPTION_U32, O(hp.memory_r), 1, MAX_DIM, "R",
+     "fast-weight key 2 size (default {})", NULL, A_FWM, "--mem-r"},
+    {"--memory-t", FWM__OPTION_U32, O(hp.memory_t), 1, MAX_DIM, "T",
+     "fast-weight value size (default {})", NULL, A_FWM, "--mem-t"},
+    {"--reads", FWM__OPTION_U32, O(hp.read_count), 1, FWM_MAX_READ_COUNT, "N",
+     "chained reads per step; N > 1 needs S == T (default {})", NULL, A_FWM, NULL},
+    {"--residual", FWM__OPTION_HOOK, 0, 0, 0, NULL,
+     "fwm: add h to the read-out{fwm.residual};\n"
+     "lstm: layers >= 1 add their input to their output{lstm.residual}", set_residual,
+     A_FWM | A_LSTM, NULL},
+    {"--no-residual", FWM__OPTION_HOOK, 0, 0, 0, NULL, "no residual{no-residual}", set_residual,
+     A_FWM | A_LSTM, NULL},
+    TEXT("  --embed, --mem-s, --mem-r, --mem-t   deprecated aliases of --embedding, --memory-s,\n"
+         "                        --memory-r, --memory-t (still accepted)"),
+    TEXT("  mnm (fwm-init's names; no --residual):"),
+    {"--heads", FWM__OPTION_U32, O(mnm.head_count), 1, FWM_MNM_MAX_HEADS, "N",
+     "read and write heads (default {})", NULL, A_MNM, NULL},
+    {"--key-length", FWM__OPTION_U32, O(mnm.key_length), 1, MAX_DIM, "K",
+     "keys and the rate vector (default {})", NULL, A_MNM, NULL},
+    {"--value-length", FWM__OPTION_U32, O(mnm.value_length), 1, MAX_DIM, "V",
+     "values and the read-out (default {})", NULL, A_MNM, NULL},
+    {"--memory-hidden", FWM__OPTION_U32, O(mnm.memory_hidden), 1, MAX_DIM, "D",
+     "the memory net's hidden layers (default {})", NULL, A_MNM, NULL},
+    {"--memory-layers", FWM__OPTION_U32, O(mnm.memory_layers), 1, FWM_MNM_MAX_MEMORY_LAYERS, "L",
+     "the memory net's weight matrices (default {})", NULL, A_MNM, NULL},
+    {"--output-length", FWM__OPTION_U32, O(mnm.output_length), 1, MAX_DIM, "O",
+     "the controller's output y (default {})", NULL, A_MNM, NULL},
+    {"--meta-weight", FWM__OPTION_DOUBLE, O(meta_weight), 0, 1e6, "X",
+     "the meta-objective's coefficient in the loss (default {})", NULL, A_MNM, NULL},
+    TEXT("  gfw (fwm-init's names; --embedding, --hidden as above):"),
+    {"--slow-hidden", FWM__OPTION_U32, O(gfw.slow_hidden), 1, MAX_DIM, "N",
+     "the slow net's state h_S (default {})", NULL, A_GFW, NULL},
+    {"--slow-inner", FWM__OPTION_U32, O(gfw.slow_inner), 1, MAX_DIM, "P",
+     "the slow net's transition layer (default {})", NULL, A_GFW, NULL},
+    TEXT("  stm (fwm-init's names; --embedding as above; the bAbI sizes by default):"),
+    {"--input", FWM__OPTION_VALUE, 0, 0, 0, "sentence|word",
+     "sentence: a step per sentence, answers at \"?\" (the paper's\n"
+     "bAbI model; the loss only at question ends, so --mode qm,\n"
+     "its default; --mode lm is refused); word: a step and a\n"
+     "prediction at every word (default sentence)", set_input, A_STM, NULL},
+    {"--sentence-length", FWM__OPTION_U32, O(stm.sentence_length), 1, FWM_STM_MAX_SENTENCE_LENGTH,
+     "P", "words of a sentence encoded (default {})", NULL, A_STM, NULL},
+    {"--memory-size", FWM__OPTION_U32, O(stm.memory_size), 1, MAX_DIM, "d",
+     "item memory d x d, relational n_q x d x d (default {})", NULL, A_STM, NULL},
+    {"--queries", FWM__OPTION_U32, O(stm.query_count), 1, FWM_STM_MAX_QUERIES, "N",
+     "n_q (default {})", NULL, A_STM, NULL},
+    {"--relation-length", FWM__OPTION_U32, O(stm.relation_length), 1, MAX_DIM, "N",
+     "n_r, the word-mode output per query (default {})", NULL, A_STM, NULL},
+    {"--answer-hidden", FWM__OPTION_U32, O(stm.answer_hidden), 1, MAX_DIM, "N",
+     "the answer module's MLPs, sentence mode (default {})", NULL, A_STM, NULL},
+    {"--reset-on-eos", FWM__OPTION_ON_OFF_BOOL, O(stm.reset_on_eos), 0, 0, "on|off",
+     "<eos> restores the reset state (default {})", NULL, A_STM, NULL},
+    {"--fix-alpha", FWM__OPTION_ON_OFF, O(stm_fix_alpha), 0, 0, "on|off",
+     "hold alpha1 and alpha3 at their values (the authors' bAbI\n"
+     "setting: 1 and 0, no relational transfer); default off: all\n"
+     "three train", NULL, A_STM, NULL},
+    {"--train-output", FWM__OPTION_ON_OFF, O(stm_train_output), 0, 0, "on|off",
+     "sentence mode: train the output matrix Z; default off: Z\n"
+     "keeps its initial draw, as in the authors' code", NULL, A_STM, NULL},
+    TEXT("regularisation (lstm only; AWD-LSTM style, all 0 = off by default, never at\n"
+         "evaluation; masks drawn from --seed, the step and the lane):"),
+    {"--dropout-token", FWM__OPTION_FLOAT, O(dropout.token), 0, 0.99, "P",
+     "drop whole words of the input (every occurrence in a window)", NULL, 0, NULL},
+    {"--dropout-embedding", FWM__OPTION_FLOAT, O(dropout.embedding), 0, 0.99, "P",
+     "drop embedding elements (one mask per lane per window)", NULL, 0, NULL},
+    {"--dropout-recurrent", FWM__OPTION_FLOAT, O(dropout.recurrent), 0, 0.99, "P",
+     "DropConnect on every layer's W_hh (one mask per window)", NULL, 0, NULL},
+    {"--dropout-layer", FWM__OPTION_FLOAT, O(dropout.layer), 0, 0.99, "P",
+     "between layers (one mask per lane per layer per window)", NULL, 0, NULL},
+    {"--embedding-init", FWM__OPTION_DOUBLE, O(embedding_init), 1e-6, 10, "X",
+     "lstm, fwm: draw the embedding from U(-X, X) instead of the\n"
+     "architecture's own initialisation (AWD-LSTM: 0.1)", NULL, A_FWM | A_LSTM, NULL},
+    {"--tie-embeddings", FWM__OPTION_SET, O(tie_embeddings), 0, 0, NULL,
+     "lstm, fwm: the output matrix is the embedding matrix (needs\n"
+     "--hidden equal to --embedding; the file stores both)", NULL, A_FWM | A_LSTM, NULL},
+    TEXT("run:"),
+    {"--run-dir", FWM__OPTION_STRING, S(run_dir), 0, 0, "DIR",
+     "checkpoints, log.csv, curve.gp/png (default runs/<mode>;\n"
+     "--arch lstm: runs/lstm-<mode>; mnm, gfw, stm:\n"
+     "runs/ARCH-<mode>)", NULL, 0, NULL},
+    {"--max-nonfinite", FWM__OPTION_INT, O(max_nonfinite), 0, 1 << 30, "N",
+     "a window whose loss or gradient is not finite is skipped (no\n"
+     "update, the lanes' state as before it); after N such windows\n"
+     "in a row the run stops (default {}; 0: at the first)", NULL, 0, NULL},
+    {"--resume", FWM__OPTION_SET, S(resume), 0, 0, NULL, "continue from <run-dir>/checkpoint.bin",
+     NULL, 0, NULL},
+    {"--force", FWM__OPTION_SET, S(force), 0, 0, NULL,
+     "start over even though <run-dir>/checkpoint.bin exists\n"
+     "(it is overwritten, log.csv restarts); without --resume or\n"
+     "--force an existing checkpoint is refused", NULL, 0, NULL},
+    {"--checkpoint-every", FWM__OPTION_LONG, O(checkpoint_every), 0, 1L << 40, "N",
+     "steps between checkpoints (default {})", NULL, 0, NULL},
+    {"--eval-every", FWM__OPTION_LONG, O(eval_every), 0, 1L << 40, "N",
+     "steps between validation runs (default {}; 0 = never)", NULL, 0, NULL},
+    {"--eval-lanes", FWM__OPTION_INT, O(eval.lanes), 1, 1 << 16, "B",
+     "lanes of the validation run (default {})", NULL, 0, NULL},
+    {"--eval-windows", FWM__OPTION_LONG, O(eval.max_windows), 0, 1L << 40, "N",
+     "validate on the first N windows only (default {}: all)", NULL, 0, NULL},
+    {"--test-lanes", FWM__OPTION_INT, S(test_lanes), 1, 1 << 16, "B",
+     "lanes of the final test run (default {}, the paper's)", NULL, 0, NULL},
+    {"--no-test", FWM__OPTION_CLEAR, S(run_test), 0, 0, NULL, "skip the final test run", NULL, 0,
+     NULL},
+    {"--out", FWM__OPTION_STRING, S(out_path), 0, 0, "FILE",
+     "model file to write (default <run-dir>/model.gguf)", NULL, 0, NULL},
+    {"--progress", FWM__OPTION_DOUBLE, O(progress_seconds), 0, 1e9, "SECONDS",
+     "progress line interval (default {}; 0 = quiet)", NULL, 0, NULL},
+    TEXT("SIGINT or SIGTERM: stop at the next step boundary, write the checkpoint and exit 0\n"
+         "(continue with --resume); a second signal stops at once. Under mpirun, signal any\n"
+         "one rank (mpirun itself kills its processes soon after SIGTERM).\n"
+         "mpirun -np N fwm-train ...: N processes share the lanes (this build: {mpi})."),
+};
+#undef S
+#undef O
+#undef TEXT
+#undef MAX_DIM
+#define OPTION_COUNT (sizeof options / sizeof options[0])
+
+/* What --help's {key} markers stand for: the data folder, the defaults of other architectures. */
+static void help_value(const char *key, char *buffer, size_t size)
+{
+    train_settings d;
+    settings_defaults(&d);
+    const fwm__train_options *o = &d.o;
+    static const struct {
+        const char *key;
+        size_t offset; /* a uint32_t of fwm__train_options */
+    } sizes[] = {
+        {"lstm.embedding", offsetof(fwm__train_options, lstm.embedding_length)},
+        {"mnm.embedding", offsetof(fwm__train_options, mnm.embedding_length)},
+        {"gfw.embedding", offsetof(fwm__train_options, gfw.embedding_length)},
+        {"stm.embedding", offsetof(fwm__train_options, stm.embedding_length)},
+        {"fwm.hidden", offsetof(fwm__train_options, hp.hidden_size)},
+        {"lstm.hidden", offsetof(fwm__train_options, lstm.hidden_size)},
+        {"mnm.hidden", offsetof(fwm__train_options, mnm.hidden_size)},
+        {"gfw.hidden", offsetof(fwm__train_options, gfw.fast_hidden)},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (strcmp(key, sizes[i].key) == 0) {
+            snprintf(buffer, size, "%u", *(const uint32_t *)((const char *)o + sizes[i].offset));
+            return;
+        }
+    const char *text = strcmp(key, "data") == 0 ? fwm__default_data_dir()
+                     : strcmp(key, "fwm.residual") == 0
+                             ? (o->hp.residual ? " (default)" : " (off on catbAbI: default)")
+                     : strcmp(key, "lstm.residual") == 0 ? (o->lstm.residual ? " (default)" : "")
+                     : strcmp(key, "no-residual") == 0   ? (o->hp.residual ? "" : " (default for fwm)")
+                     : strcmp(key, "mpi") == 0
+                             ? (fwm__dist_available() ? "with MPI" : "without MPI, one process only")
+                             : "";
+    snprintf(buffer, size, "%s", text);
+}
+
+static int train_main(int argc, char **argv)
+{
+    train_settings s;
+    settings_defaults(&s);
+    /* --arch first, wherever it is: the size flags below set that architecture's sizes */
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--arch") == 0)
+            s.arch_name = argv[i + 1];
+    if (fwm__train_arch_parse(s.arch_name, &s.o.arch) != 0) {
+        NOTE("error: --arch expects fwm, lstm, mnm, gfw or stm, got '%s'\n", s.arch_name);
+        return 2;
+    }
+    unsigned char given[OPTION_COUNT];
+    const fwm__options_parser parser = {options, OPTION_COUNT, &s, 1u << s.o.arch,
+                                        dist.rank == 0 ? stderr : NULL,
+                                        " (the name fwm-init uses too)", NULL};
+    fwm__options_result parsed = {0, NULL, given};
+    int parse_code = fwm__options_parse(&parser, argc, argv, &parsed);
+    if (parse_code != 0)
+        return parse_code;
+    if (parsed.help) {
+        train_settings defaults;
+        settings_defaults(&defaults);
+        fwm__options_help(stdout, options, OPTION_COUNT, 24, &defaults, help_value);
+        return 0;
+    }
+    fwm__train_options o = s.o;
+    fwm_hparams *hp = &o.hp;
+    fwm_lstm_hparams *lh = &o.lstm;
+    fwm_mnm_hparams *mh = &o.mnm;
+    fwm_gfw_hparams *gh = &o.gfw;
+    fwm_stm_hparams *sh = &o.stm;
+    const char *arch_name = s.arch_name, *task_name = s.task_name, *protocol = s.protocol;
+    const char *data_dir = s.data_dir, *set = s.set, *mode_name = s.mode_name;
+    const char *run_dir = s.run_dir, *out_path = s.out_path;
+    fwm__ar_config ar = s.ar;
+    uint32_t vocab_size = s.vocab_size;
+    int resume = s.resume, force = s.force, run_test = s.run_test, test_lanes = s.test_lanes;
+    int mode_given = fwm__options_given(&parser, &parsed, "--mode");
+    int vocab_size_given = fwm__options_given(&parser, &parsed, "--vocab-size");
+    int train_output_given = fwm__options_given(&parser, &parsed, "--train-output");
+    int dropout_given = fwm__options_given(&parser, &parsed, "--dropout-token") ||
+                        fwm__options_given(&parser, &parsed, "--dropout-embedding") ||
+                        fwm__options_given(&parser, &parsed, "--dropout-recurrent") ||
+                        fwm__options_given(&parser, &parsed, "--dropout-layer");
+    const char *wrong_flag = parsed.misplaced; /* a size flag of another architecture */
     int lstm = o.arch == FWM_ARCH_LSTM, mnm = o.arch == FWM_ARCH_MNM, gfw = o.arch == FWM_ARCH_GFW;
     int stm = o.arch == FWM_ARCH_STM;
-    const char *wrong_flag = NULL; /* a size flag of the other architecture */
-    int dropout_given = 0;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define OPT(name) (strcmp(a, name) == 0 && (i++, 1))
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--resume") == 0) {
-            resume = 1;
-        } else if (strcmp(a, "--force") == 0) {
-            force = 1;
-        } else if (strcmp(a, "--no-test") == 0) {
-            run_test = 0;
-        } else if (strcmp(a, "--tie-embeddings") == 0) {
-            o.tie_embeddings = 1;
-            if (mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (strcmp(a, "--residual") == 0) {
-            hp->residual = 1;
-            lh->residual = 1;
-            if (mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (strcmp(a, "--no-residual") == 0) {
-            hp->residual = 0;
-            lh->residual = 0;
-            if (mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (!v) {
-            NOTE("error: unknown option or missing value: %s (see --help)\n", a);
-            return 2;
-        } else if (OPT("--arch")) {
-            /* read above */
-        } else if (OPT("--layers")) {
-            lh->layer_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_LSTM_MAX_LAYERS);
-            if (!lstm && lh->layer_count > FWM_MAX_BLOCKS) {
-                NOTE("error: --layers: at most %u for --arch fwm (the stacked FWM)\n",
-                     FWM_MAX_BLOCKS);
-                return 2;
-            }
-            hp->block_count = (uint16_t)(lstm ? 1 : lh->layer_count);
-            if (mnm || gfw || stm)
-                wrong_flag = "--layers";
-        } else if (OPT("--heads")) {
-            mh->head_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MNM_MAX_HEADS);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--key-length")) {
-            mh->key_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--value-length")) {
-            mh->value_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--memory-hidden")) {
-            mh->memory_hidden = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--memory-layers")) {
-            mh->memory_layers = (uint32_t)fwm__parse_long(a, v, 1, FWM_MNM_MAX_MEMORY_LAYERS);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--output-length")) {
-            mh->output_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--meta-weight")) {
-            o.meta_weight = fwm__parse_double(a, v, 0, 1e6);
-            if (!mnm)
-                wrong_flag = a;
-        } else if (OPT("--slow-hidden")) {
-            gh->slow_hidden = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!gfw)
-                wrong_flag = a;
-        } else if (OPT("--slow-inner")) {
-            gh->slow_inner = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!gfw)
-                wrong_flag = a;
-        } else if (OPT("--input")) {
-            if (strcmp(v, "sentence") == 0)
-                sh->input_mode = FWM_STM_INPUT_SENTENCE;
-            else if (strcmp(v, "word") == 0)
-                sh->input_mode = FWM_STM_INPUT_WORD;
-            else {
-                NOTE("error: --input expects sentence or word, got '%s'\n", v);
-                return 2;
-            }
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--sentence-length")) {
-            sh->sentence_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_STM_MAX_SENTENCE_LENGTH);
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--memory-size")) {
-            sh->memory_size = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--queries")) {
-            sh->query_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_STM_MAX_QUERIES);
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--relation-length")) {
-            sh->relation_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--answer-hidden")) {
-            sh->answer_hidden = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--reset-on-eos") || OPT("--fix-alpha") || OPT("--train-output")) {
-            int on = strcmp(v, "on") == 0;
-            if (!on && strcmp(v, "off") != 0) {
-                NOTE("error: %s expects on or off, got '%s'\n", a, v);
-                return 2;
-            }
-            if (strcmp(a, "--reset-on-eos") == 0)
-                sh->reset_on_eos = on;
-            else if (strcmp(a, "--fix-alpha") == 0)
-                o.stm_fix_alpha = on;
-            else
-                o.stm_train_output = on, train_output_given = 1;
-            if (!stm)
-                wrong_flag = a;
-        } else if (OPT("--max-nonfinite")) {
-            o.max_nonfinite = (int)fwm__parse_long(a, v, 0, 1 << 30);
-        } else if (OPT("--embedding-init")) {
-            o.embedding_init = fwm__parse_double(a, v, 1e-6, 10);
-            if (!lstm && o.arch != FWM_ARCH_FWM)
-                wrong_flag = "--embedding-init";
-        } else if (OPT("--dropout-token")) {
-            o.dropout.token = (float)fwm__parse_double(a, v, 0, 0.99);
-            dropout_given = 1;
-        } else if (OPT("--dropout-embedding")) {
-            o.dropout.embedding = (float)fwm__parse_double(a, v, 0, 0.99);
-            dropout_given = 1;
-        } else if (OPT("--dropout-recurrent")) {
-            o.dropout.recurrent = (float)fwm__parse_double(a, v, 0, 0.99);
-            dropout_given = 1;
-        } else if (OPT("--dropout-layer")) {
-            o.dropout.layer = (float)fwm__parse_double(a, v, 0, 0.99);
-            dropout_given = 1;
-        } else if (OPT("--vocab-size")) {
-            vocab_size = (uint32_t)fwm__parse_long(a, v, 1, 1L << 24);
-            vocab_size_given = 1;
-        } else if (OPT("--data")) {
-            data_dir = v;
-        } else if (OPT("--set")) {
-            set = v;
-        } else if (OPT("--mode")) {
-            mode_name = v;
-            mode_given = 1;
-        } else if (OPT("--task")) {
-            task_name = v;
-        } else if (OPT("--protocol")) {
-            protocol = v;
-        } else if (fwm__parse_ar_option(a, v, &ar)) {
-            i++;
-        } else if (OPT("--steps")) {
-            o.steps = fwm__parse_long(a, v, 1, 1L << 40);
-        } else if (OPT("--lanes")) {
-            o.lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
-        } else if (OPT("--window")) {
-            o.window = (int)fwm__parse_long(a, v, 1, 1 << 16);
-        } else if (OPT("--lr")) {
-            o.adam.lr = fwm__parse_double(a, v, 0, 10);
-        } else if (OPT("--beta1")) {
-            o.adam.beta1 = fwm__parse_double(a, v, 0, 0.999999);
-        } else if (OPT("--beta2")) {
-            o.adam.beta2 = fwm__parse_double(a, v, 0, 0.99999999);
-        } else if (OPT("--eps")) {
-            o.adam.eps = fwm__parse_double(a, v, 0, 1);
-        } else if (OPT("--clip")) {
-            o.adam.clip_norm = fwm__parse_double(a, v, 0, 1e30);
-        } else if (OPT("--warmup")) {
-            o.adam.warmup_steps = fwm__parse_long(a, v, 0, 1L << 40);
-        } else if (OPT("--decay-from")) {
-            o.adam.decay_start = fwm__parse_long(a, v, 0, 1L << 40);
-        } else if (OPT("--lr-final")) {
-            o.adam.lr_final = fwm__parse_double(a, v, 0, 10);
-        } else if (OPT("--seed")) {
-            o.seed = (uint64_t)fwm__parse_long(a, v, 0, 1L << 62);
-        } else if (OPT("--threads")) {
-            o.threads = (int)fwm__parse_long(a, v, 1, 1024);
-        } else if (OPT("--lane-groups")) {
-            o.lane_groups = (int)fwm__parse_long(a, v, 1, 1 << 16);
-        } else if (OPT("--embedding") || OPT("--embed")) {
-            note_deprecated(a, "--embed", "--embedding");
-            hp->embedding_length = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            lh->embedding_length = mh->embedding_length = hp->embedding_length;
-            gh->embedding_length = sh->embedding_length = hp->embedding_length;
-        } else if (OPT("--hidden")) {
-            /* gfw: m >= 2 (the layer norm of a single number is 0) */
-            hp->hidden_size = (uint32_t)fwm__parse_long(a, v, gfw ? 2 : 1, FWM_MAX_DIM);
-            lh->hidden_size = mh->hidden_size = hp->hidden_size;
-            gh->fast_hidden = hp->hidden_size;
-            if (stm)
-                wrong_flag = a;
-        } else if (OPT("--memory-s") || OPT("--mem-s")) {
-            note_deprecated(a, "--mem-s", "--memory-s");
-            hp->memory_s = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (OPT("--memory-r") || OPT("--mem-r")) {
-            note_deprecated(a, "--mem-r", "--memory-r");
-            hp->memory_r = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (OPT("--memory-t") || OPT("--mem-t")) {
-            note_deprecated(a, "--mem-t", "--memory-t");
-            hp->memory_t = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_DIM);
-            if (lstm || mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (OPT("--reads")) {
-            hp->read_count = (uint32_t)fwm__parse_long(a, v, 1, FWM_MAX_READ_COUNT);
-            if (lstm || mnm || gfw || stm)
-                wrong_flag = a;
-        } else if (OPT("--run-dir")) {
-            run_dir = v;
-        } else if (OPT("--checkpoint-every")) {
-            o.checkpoint_every = fwm__parse_long(a, v, 0, 1L << 40);
-        } else if (OPT("--eval-every")) {
-            o.eval_every = fwm__parse_long(a, v, 0, 1L << 40);
-        } else if (OPT("--eval-lanes")) {
-            o.eval.lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
-        } else if (OPT("--eval-windows")) {
-            o.eval.max_windows = fwm__parse_long(a, v, 0, 1L << 40);
-        } else if (OPT("--test-lanes")) {
-            test_lanes = (int)fwm__parse_long(a, v, 1, 1 << 16);
-        } else if (OPT("--out")) {
-            out_path = v;
-        } else if (OPT("--progress")) {
-            o.progress_seconds = fwm__parse_double(a, v, 0, 1e9);
-        } else {
-            NOTE("error: unknown option %s (see --help)\n", a);
-            return 2;
-        }
-#undef OPT
-    }
     if (wrong_flag) {
         NOTE("error: %s does not apply to --arch %s\n", wrong_flag, arch_name);
         return 2;

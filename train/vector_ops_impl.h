@@ -10,26 +10,26 @@
 
 /* ---- vector helpers: 8 independent partial sums, added in a fixed order, so the compiler can
  * vectorise a reduction without reassociating (results do not depend on the vector width) ---- */
-static inline real TM(sum8)(const real *acc)
+static inline real sum8(const real *acc)
 {
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-static inline real TM(dot)(const real *a, const real *b, size_t n)
+static inline real dot(const real *a, const real *b, size_t n)
 {
     real acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
             acc[k] += a[i + k] * b[i + k];
-    real s = TM(sum8)(acc);
+    real s = sum8(acc);
     for (; i < n; i++)
         s += a[i] * b[i];
     return s;
 }
 
 /* y += a * x */
-static inline void TM(axpy)(real *y, real a, const real *x, size_t n)
+static inline void axpy(real *y, real a, const real *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         y[i] += a * x[i];
@@ -42,41 +42,41 @@ static inline void TM(axpy)(real *y, real a, const real *x, size_t n)
 typedef real TM(vec) __attribute__((vector_size(32)));
 #define TM_VL (32 / sizeof(real))
 
-static inline TM(vec) TM(vload)(const real *p)
+static inline TM(vec) vload(const real *p)
 {
     TM(vec) v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void TM(vstore)(real *p, TM(vec) v)
+static inline void vstore(real *p, TM(vec) v)
 {
     memcpy(p, &v, sizeof v);
 }
 
-static inline real TM(vsum)(TM(vec) v)
+static inline real vsum(TM(vec) v)
 {
     real l[TM_VL];
     memcpy(l, &v, sizeof v);
     if (TM_VL == 8)
-        return TM(sum8)(l);
+        return sum8(l);
     return (l[0] + l[TM_VL / 2]) + (l[1] + l[TM_VL / 2 + 1]);
 }
 
 /* ---- several dot products or axpys in one pass: every number takes the operations of the
- * single calls (TM(dot), TM(axpy)) in the same order; only independent chains are interleaved
+ * single calls (dot, axpy) in the same order; only independent chains are interleaved
  * (dot products share a's loads and hide each other's latency; the axpys into one y read and
  * write it once instead of once per term). Results can differ from the single calls' in the last
  * bit where the compiler fuses a multiply and an add into one rounding (-ffp-contract=fast) in
  * one and not the other; they are deterministic for a given build. ---------------------- */
 
-/* out[g * out_stride] = TM(dot)(a, b + g * b_stride, n) for g < nb (nb <= 4); the eight partial
+/* out[g * out_stride] = dot(a, b + g * b_stride, n) for g < nb (nb <= 4); the eight partial
  * sums of each are one vector in float, two in double */
 #define TM_NV8 (8 / TM_VL)
-static inline __attribute__((always_inline)) void TM(dot_group)(const real *a, const real *b,
-                                                                size_t b_stride, size_t nb,
-                                                                size_t n, real *out,
-                                                                size_t out_stride)
+static inline __attribute__((always_inline)) void dot_group(const real *a, const real *b,
+                                                            size_t b_stride, size_t nb,
+                                                            size_t n, real *out,
+                                                            size_t out_stride)
 {
     TM(vec) acc[4][TM_NV8];
     for (size_t g = 0; g < nb; g++)
@@ -85,39 +85,39 @@ static inline __attribute__((always_inline)) void TM(dot_group)(const real *a, c
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (size_t v = 0; v < TM_NV8; v++) {
-            TM(vec) av = TM(vload)(a + i + v * TM_VL);
+            TM(vec) av = vload(a + i + v * TM_VL);
             for (size_t g = 0; g < nb; g++)
-                acc[g][v] += av * TM(vload)(b + g * b_stride + i + v * TM_VL);
+                acc[g][v] += av * vload(b + g * b_stride + i + v * TM_VL);
         }
     for (size_t g = 0; g < nb; g++) {
         real partial[8];
         memcpy(partial, acc[g], sizeof partial);
-        real s = TM(sum8)(partial);
+        real s = sum8(partial);
         for (size_t t = i; t < n; t++)
             s += a[t] * b[g * b_stride + t];
         out[g * out_stride] = s;
     }
 }
 
-/* out[g * out_stride] = TM(dot)(a, b + g * b_stride, n) for g < count; out must not overlap the
+/* out[g * out_stride] = dot(a, b + g * b_stride, n) for g < count; out must not overlap the
  * b vectors still to be read */
-static inline void TM(dot_many)(const real *a, const real *b, size_t b_stride, size_t count,
-                                size_t n, real *out, size_t out_stride)
+static inline void dot_many(const real *a, const real *b, size_t b_stride, size_t count,
+                            size_t n, real *out, size_t out_stride)
 {
     size_t g = 0;
     for (; g + 4 <= count; g += 4)
-        TM(dot_group)(a, b + g * b_stride, b_stride, 4, n, out + g * out_stride, out_stride);
+        dot_group(a, b + g * b_stride, b_stride, 4, n, out + g * out_stride, out_stride);
     const real *bg = b + g * b_stride;
     real *og = out + g * out_stride;
     switch (count - g) { /* constant group sizes, so each is compiled with its chains unrolled */
     case 3:
-        TM(dot_group)(a, bg, b_stride, 3, n, og, out_stride);
+        dot_group(a, bg, b_stride, 3, n, og, out_stride);
         break;
     case 2:
-        TM(dot_group)(a, bg, b_stride, 2, n, og, out_stride);
+        dot_group(a, bg, b_stride, 2, n, og, out_stride);
         break;
     case 1:
-        TM(dot_group)(a, bg, b_stride, 1, n, og, out_stride);
+        dot_group(a, bg, b_stride, 1, n, og, out_stride);
         break;
     default:
         break;
@@ -125,11 +125,11 @@ static inline void TM(dot_many)(const real *a, const real *b, size_t b_stride, s
 }
 
 /* y += c[g * c_stride] x_g over g < nx (nx <= 4), x_g = x + g * x_stride, term by term in g's
- * order, as nx TM(axpy) calls in that order */
-static inline __attribute__((always_inline)) void TM(axpy_group)(real *y, const real *c,
-                                                                 size_t c_stride, const real *x,
-                                                                 size_t x_stride, size_t nx,
-                                                                 size_t n)
+ * order, as nx axpy calls in that order */
+static inline __attribute__((always_inline)) void axpy_group(real *y, const real *c,
+                                                             size_t c_stride, const real *x,
+                                                             size_t x_stride, size_t nx,
+                                                             size_t n)
 {
     real cg[4];
     TM(vec) cv[4];
@@ -139,10 +139,10 @@ static inline __attribute__((always_inline)) void TM(axpy_group)(real *y, const 
     }
     size_t k = 0;
     for (; k + TM_VL <= n; k += TM_VL) {
-        TM(vec) r = TM(vload)(y + k);
+        TM(vec) r = vload(y + k);
         for (size_t g = 0; g < nx; g++)
-            r += cv[g] * TM(vload)(x + g * x_stride + k);
-        TM(vstore)(y + k, r);
+            r += cv[g] * vload(x + g * x_stride + k);
+        vstore(y + k, r);
     }
     for (; k < n; k++) {
         real r = y[k];
@@ -153,23 +153,23 @@ static inline __attribute__((always_inline)) void TM(axpy_group)(real *y, const 
 }
 
 /* y += c[g * c_stride] x_g for g = 0, 1, ..., count - 1 (x_g = x + g * x_stride), in that order,
- * as count TM(axpy) calls; y must not overlap any x_g or c */
-static inline void TM(axpy_many)(real *y, const real *c, size_t c_stride, const real *x,
-                                 size_t x_stride, size_t count, size_t n)
+ * as count axpy calls; y must not overlap any x_g or c */
+static inline void axpy_many(real *y, const real *c, size_t c_stride, const real *x,
+                             size_t x_stride, size_t count, size_t n)
 {
     size_t g = 0;
     for (; g + 4 <= count; g += 4)
-        TM(axpy_group)(y, c + g * c_stride, c_stride, x + g * x_stride, x_stride, 4, n);
+        axpy_group(y, c + g * c_stride, c_stride, x + g * x_stride, x_stride, 4, n);
     const real *cg = c + g * c_stride, *xg = x + g * x_stride;
     switch (count - g) {
     case 3:
-        TM(axpy_group)(y, cg, c_stride, xg, x_stride, 3, n);
+        axpy_group(y, cg, c_stride, xg, x_stride, 3, n);
         break;
     case 2:
-        TM(axpy_group)(y, cg, c_stride, xg, x_stride, 2, n);
+        axpy_group(y, cg, c_stride, xg, x_stride, 2, n);
         break;
     case 1:
-        TM(axpy_group)(y, cg, c_stride, xg, x_stride, 1, n);
+        axpy_group(y, cg, c_stride, xg, x_stride, 1, n);
         break;
     default:
         break;
@@ -185,7 +185,7 @@ static inline void TM(axpy_many)(real *y, const real *c, size_t c_stride, const 
 #if !FWM_REAL_DOUBLE && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
 #undef TM_HAS_SUM8ROWS
 #define TM_HAS_SUM8ROWS 1
-static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
+static inline TM(vec) sum8rows(const TM(vec) *p)
 {
 #define EV_ 0, 8, 2, 10, 4, 12, 6, 14
 #define OD_ 1, 9, 3, 11, 5, 13, 7, 15
@@ -207,7 +207,7 @@ static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
 #else
 #undef TM_HAS_SUM8ROWS
 #define TM_HAS_SUM8ROWS 0
-static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
+static inline TM(vec) sum8rows(const TM(vec) *p)
 {
     (void)p;
     return (TM(vec)){0};
@@ -224,20 +224,20 @@ static inline TM(vec) TM(sum8rows)(const TM(vec) *p)
             TM(vec) c0 = (TM(vec)){0} + c[i], c1 = (TM(vec)){0} + c[i + 1];                      \
             const real *row0 = A + i * T, *row1 = row0 + T;                                      \
             for (int v_ = 0; v_ < NV; v_++) {                                                    \
-                acc0[v_] += c0 * TM(vload)(row0 + v_ * TM_VL);                                   \
-                acc1[v_] += c1 * TM(vload)(row1 + v_ * TM_VL);                                   \
+                acc0[v_] += c0 * vload(row0 + v_ * TM_VL);                                       \
+                acc1[v_] += c1 * vload(row1 + v_ * TM_VL);                                       \
             }                                                                                    \
         }                                                                                        \
         if (i < rows) {                                                                          \
             TM(vec) c0 = (TM(vec)){0} + c[i];                                                    \
             for (int v_ = 0; v_ < NV; v_++)                                                      \
-                acc0[v_] += c0 * TM(vload)(A + i * T + v_ * TM_VL);                              \
+                acc0[v_] += c0 * vload(A + i * T + v_ * TM_VL);                                  \
         }                                                                                        \
         for (int v_ = 0; v_ < NV; v_++)                                                          \
-            TM(vstore)(out + v_ * TM_VL, acc0[v_] + acc1[v_]);                                   \
+            vstore(out + v_ * TM_VL, acc0[v_] + acc1[v_]);                                       \
     } while (0)
 
-static __attribute__((unused)) void TM(col_accumulate)(real *out, const real *c, const real *A, size_t rows, size_t T)
+static __attribute__((unused)) void col_accumulate(real *out, const real *c, const real *A, size_t rows, size_t T)
 {
     if (T == 4 * TM_VL) {
         TM_COLACC_BODY(4);

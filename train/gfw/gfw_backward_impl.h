@@ -16,8 +16,8 @@
 
 /* y = LN(u), rstd its 1/sqrt(var + eps): d_y (the gradient of y) in, the gradient of u out (into
  * d_u, which may be d_y). */
-static inline void TM(gfw_layer_norm_backward)(real *d_u, const real *d_y, const real *y,
-                                               real rstd, size_t n)
+static inline void gfw_layer_norm_backward(real *d_u, const real *d_y, const real *y,
+                                           real rstd, size_t n)
 {
     real mean_dy = 0, mean_dyy = 0;
     for (size_t i = 0; i < n; i++) {
@@ -38,9 +38,9 @@ static inline void TM(gfw_layer_norm_backward)(real *d_u, const real *d_y, const
  *   d ta_i = sg_i sum_j g sd_j tb_j,  d sg_i = ta_i sum_j g sd_j tb_j - sum_j g sd_j F_ij,
  *   d tb_j = sd_j sum_i g sg_i ta_i,  d sd_j = tb_j sum_i g sg_i ta_i - sum_i g sg_i F_ij,
  *   dF_ij <- g (1 - T) + dp_i in_j. */
-static void TM(gfw_blend_backward)(real *dF, const real *F, const real *upd, const real *dp,
-                                   const real *in, real *d_upd, real *col, size_t rows,
-                                   size_t cols)
+static void gfw_blend_backward(real *dF, const real *F, const real *upd, const real *dp,
+                               const real *in, real *d_upd, real *col, size_t rows,
+                               size_t cols)
 {
     const real *ta = upd, *tb = upd + rows, *sg = upd + rows + cols, *sd = upd + 2 * rows + cols;
     real *d_ta = d_upd, *d_tb = d_upd + rows, *d_sg = d_upd + rows + cols,
@@ -56,15 +56,15 @@ static void TM(gfw_blend_backward)(real *dF, const real *F, const real *upd, con
         TM(vec) wv = (TM(vec)){0} + w, sv = (TM(vec)){0} + s, dv = (TM(vec)){0} + d;
         size_t j = 0;
         for (; j < vector_end; j += TM_VL) {
-            TM(vec) gv = TM(vload)(g + j), fv = TM(vload)(f + j);
-            TM(vec) gs = gv * TM(vload)(sd + j);
-            acc1 += gs * TM(vload)(tb + j);
+            TM(vec) gv = vload(g + j), fv = vload(f + j);
+            TM(vec) gs = gv * vload(sd + j);
+            acc1 += gs * vload(tb + j);
             acc2 += gs * fv;
-            TM(vstore)(c1 + j, TM(vload)(c1 + j) + gv * wv);
-            TM(vstore)(c2 + j, TM(vload)(c2 + j) + gv * fv * sv);
-            TM(vstore)(g + j, gv - gs * sv + dv * TM(vload)(in + j));
+            vstore(c1 + j, vload(c1 + j) + gv * wv);
+            vstore(c2 + j, vload(c2 + j) + gv * fv * sv);
+            vstore(g + j, gv - gs * sv + dv * vload(in + j));
         }
-        real r1 = TM(vsum)(acc1), r2 = TM(vsum)(acc2);
+        real r1 = vsum(acc1), r2 = vsum(acc2);
         for (; j < cols; j++) {
             real gj = g[j], gs = gj * sd[j];
             r1 += gs * tb[j];
@@ -91,7 +91,7 @@ static void TM(gfw_blend_backward)(real *dF, const real *F, const real *upd, con
     }
 }
 
-static void TM(gfw_fast_backward_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_fast_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
@@ -119,21 +119,21 @@ static void TM(gfw_fast_backward_worker)(void *ctx_pointer, int index, int threa
             for (size_t i = 0; i < m; i++)
                 dh[i] = d_out[i] + carry[i];
             /* h_F = LN(u2), u2 = tanh(F2 [a; 1]) */
-            TM(gfw_layer_norm_backward)(dp2, dh, hf, tm->rstd2[row], m);
+            gfw_layer_norm_backward(dp2, dh, hf, tm->rstd2[row], m);
             for (size_t i = 0; i < m; i++)
                 dp2[i] *= (real)1 - u2[i] * u2[i];
             for (size_t j = 0; j < c2; j++)
                 dx[j] = 0;
             for (size_t i = 0; i < m; i++)
-                TM(axpy)(dx, dp2[i], F2 + i * c2, c2);
+                axpy(dx, dp2[i], F2 + i * c2, c2);
             /* a = LN(u1), u1 = tanh(F1 [h_F; e; 1]) */
-            TM(gfw_layer_norm_backward)(dp1, dx, a, tm->rstd1[row], m);
+            gfw_layer_norm_backward(dp1, dx, a, tm->rstd1[row], m);
             for (size_t i = 0; i < m; i++)
                 dp1[i] *= (real)1 - u1[i] * u1[i];
             for (size_t j = 0; j < c1; j++)
                 dx[j] = 0;
             for (size_t i = 0; i < m; i++)
-                TM(axpy)(dx, dp1[i], F + i * c1, c1);
+                axpy(dx, dp1[i], F + i * c1, c1);
             memcpy(carry, dx, m * sizeof(real));
             memcpy(tm->d_e + row * E, dx + m, E * sizeof(real));
             /* the matrices: the blend that made the next step's, and this step's products */
@@ -144,15 +144,15 @@ static void TM(gfw_fast_backward_worker)(void *ctx_pointer, int index, int threa
             x2[m] = 1;
             const real *upd = tm->updates + row * U;
             real *d_upd = tm->d_updates + row * U;
-            TM(gfw_blend_backward)(dF, F, upd, dp1, x1, d_upd, col, m, c1);
-            TM(gfw_blend_backward)(dF + m * c1, F2, upd + U1, dp2, x2, d_upd + U1, col, m, c2);
+            gfw_blend_backward(dF, F, upd, dp1, x1, d_upd, col, m, c1);
+            gfw_blend_backward(dF + m * c1, F2, upd + U1, dp2, x2, d_upd + U1, col, m, c2);
         }
     }
 }
 
 /* The slow recurrence back through time, lanes [b0, b1): tm->d_ss holds the gradient of s from
  * the update vectors on entry, that of s's pre-activation on return; tm->d_z that of z. */
-static void TM(gfw_slow_backward_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_slow_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
@@ -188,14 +188,14 @@ typedef struct TM(gfw_ce_ctx) {
     real scale;
 } TM(gfw_ce_ctx);
 
-static void TM(gfw_ce_backward_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_ce_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_ce_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        TM(softmax_ce_backward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm)
@@ -211,40 +211,40 @@ void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm)
     /* 1. logits = W_o h_F + b_o on the loss rows */
     double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
     TM(gfw_ce_ctx) cctx = {tm, (real)(1.0 / denominator)};
-    fwm__pool_run(pool, TM(gfw_ce_backward_worker), &cctx);
+    fwm__pool_run(pool, gfw_ce_backward_worker, &cctx);
     real *d_logits = tm->probs;
-    TM(par_gemm)(pool, 1, 0, V, m, n_loss, 1, d_logits, V, tm->h_selected, m, 1, GG(tm, GT_WO),
-                 m, NULL);
-    TM(par_colsum)(pool, d_logits, n_loss, V, V, GG(tm, GT_BO), NULL);
+    par_gemm(pool, 1, 0, V, m, n_loss, 1, d_logits, V, tm->h_selected, m, 1, GG(tm, GT_WO),
+             m, NULL);
+    par_colsum(pool, d_logits, n_loss, V, V, GG(tm, GT_BO), NULL);
     real *d_selected = tm->h_selected; /* no longer needed */
-    TM(par_gemm)(pool, 0, 0, n_loss, m, V, 1, d_logits, V, GP(tm, GT_WO), m, 0, d_selected, m,
-                 NULL);
+    par_gemm(pool, 0, 0, n_loss, m, V, 1, d_logits, V, GP(tm, GT_WO), m, 0, d_selected, m,
+             NULL);
     memset(tm->d_hf, 0, rows * m * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->d_hf + (size_t)tm->loss_rows[i] * m, d_selected + i * m, m * sizeof(real));
 
     /* 2. the fast net and the blend, per lane */
     TM(gfw_ctx) ctx = {tm, tm->len};
-    fwm__pool_run(pool, TM(gfw_fast_backward_worker), &ctx);
-    TM(par_colsum)(pool, tm->d_e, rows, E, E, GG(tm, GT_EMB), tm->x);
+    fwm__pool_run(pool, gfw_fast_backward_worker, &ctx);
+    par_colsum(pool, tm->d_e, rows, E, E, GG(tm, GT_EMB), tm->x);
 
     /* 3. the slow net: D = W_2[N:] s + b_2[N:], then the recurrence */
     const real *W2u = GP(tm, GT_W2) + N * P;
-    TM(par_gemm)(pool, 1, 0, U, P, rows, 1, tm->d_updates, U, tm->ss, P, 1,
-                 GG(tm, GT_W2) + N * P, P, NULL);
-    TM(par_colsum)(pool, tm->d_updates, rows, U, U, GG(tm, GT_B2) + N, NULL);
-    TM(par_gemm)(pool, 0, 0, rows, P, U, 1, tm->d_updates, U, W2u, P, 0, tm->d_ss, P, NULL);
-    fwm__pool_run(pool, TM(gfw_slow_backward_worker), &ctx);
-    TM(par_gemm)(pool, 1, 0, N, P, rows, 1, tm->d_z, N, tm->ss, P, 1, GG(tm, GT_W2), P, NULL);
-    TM(par_colsum)(pool, tm->d_z, rows, N, N, GG(tm, GT_B2), NULL);
+    par_gemm(pool, 1, 0, U, P, rows, 1, tm->d_updates, U, tm->ss, P, 1,
+             GG(tm, GT_W2) + N * P, P, NULL);
+    par_colsum(pool, tm->d_updates, rows, U, U, GG(tm, GT_B2) + N, NULL);
+    par_gemm(pool, 0, 0, rows, P, U, 1, tm->d_updates, U, W2u, P, 0, tm->d_ss, P, NULL);
+    fwm__pool_run(pool, gfw_slow_backward_worker, &ctx);
+    par_gemm(pool, 1, 0, N, P, rows, 1, tm->d_z, N, tm->ss, P, 1, GG(tm, GT_W2), P, NULL);
+    par_colsum(pool, tm->d_z, rows, N, N, GG(tm, GT_B2), NULL);
     /* s = tanh(W_1[:, :N] h_S + G[x]), G = Emb W_1[:, N:]^T + b_1 */
-    TM(par_gemm)(pool, 1, 0, P, N, rows, 1, tm->d_ss, P, tm->hss, N, 1, GG(tm, GT_W1), N + E,
-                 NULL);
+    par_gemm(pool, 1, 0, P, N, rows, 1, tm->d_ss, P, tm->hss, N, 1, GG(tm, GT_W1), N + E,
+             NULL);
     memset(tm->d_table, 0, V * P * sizeof(real));
-    TM(par_colsum)(pool, tm->d_ss, rows, P, P, tm->d_table, tm->x);
-    TM(par_colsum)(pool, tm->d_table, V, P, P, GG(tm, GT_B1), NULL);
-    TM(par_gemm)(pool, 1, 0, P, E, V, 1, tm->d_table, P, GP(tm, GT_EMB), E, 1, GG(tm, GT_W1) + N,
-                 N + E, NULL);
-    TM(par_gemm)(pool, 0, 0, V, E, P, 1, tm->d_table, P, GP(tm, GT_W1) + N, N + E, 1,
-                 GG(tm, GT_EMB), E, NULL);
+    par_colsum(pool, tm->d_ss, rows, P, P, tm->d_table, tm->x);
+    par_colsum(pool, tm->d_table, V, P, P, GG(tm, GT_B1), NULL);
+    par_gemm(pool, 1, 0, P, E, V, 1, tm->d_table, P, GP(tm, GT_EMB), E, 1, GG(tm, GT_W1) + N,
+             N + E, NULL);
+    par_gemm(pool, 0, 0, V, E, P, 1, tm->d_table, P, GP(tm, GT_W1) + N, N + E, 1,
+             GG(tm, GT_EMB), E, NULL);
 }

@@ -86,36 +86,36 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     size_t slow_scratch = 2 * B * N + 64;
     tm->scratch_floats = lane_scratch > slow_scratch ? lane_scratch : slow_scratch;
     int failed = 0, backward = !config->forward_only;
-    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->params = alloc_reals(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
-    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
-    tm->slow_table = TM(alloc_reals)(V * P, &failed);
-    tm->hss = TM(alloc_reals)((W + 1) * B * N, &failed);
-    tm->ss = TM(alloc_reals)(rows * P, &failed);
-    tm->updates = TM(alloc_reals)(rows * U, &failed);
-    tm->hfs = TM(alloc_reals)((W + 1) * B * m, &failed);
-    tm->u1s = TM(alloc_reals)(rows * m, &failed);
-    tm->as = TM(alloc_reals)(rows * m, &failed);
-    tm->u2s = TM(alloc_reals)(rows * m, &failed);
-    tm->rstd1 = TM(alloc_reals)(rows, &failed);
-    tm->rstd2 = TM(alloc_reals)(rows, &failed);
+        tm->grads = alloc_reals(tm->layout.total, &failed);
+    tm->state = alloc_reals(B * tm->state_size, &failed);
+    tm->slow_table = alloc_reals(V * P, &failed);
+    tm->hss = alloc_reals((W + 1) * B * N, &failed);
+    tm->ss = alloc_reals(rows * P, &failed);
+    tm->updates = alloc_reals(rows * U, &failed);
+    tm->hfs = alloc_reals((W + 1) * B * m, &failed);
+    tm->u1s = alloc_reals(rows * m, &failed);
+    tm->as = alloc_reals(rows * m, &failed);
+    tm->u2s = alloc_reals(rows * m, &failed);
+    tm->rstd1 = alloc_reals(rows, &failed);
+    tm->rstd2 = alloc_reals(rows, &failed);
     if (backward)
-        tm->fasts = TM(alloc_reals)(rows * tm->fast_size, &failed);
-    tm->h_selected = TM(alloc_reals)(rows * m, &failed);
-    tm->probs = TM(alloc_reals)(rows * V, &failed);
+        tm->fasts = alloc_reals(rows * tm->fast_size, &failed);
+    tm->h_selected = alloc_reals(rows * m, &failed);
+    tm->probs = alloc_reals(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(alloc_reals)(rows * V, &failed);
+        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
-        tm->d_hf = TM(alloc_reals)(rows * m, &failed);
-        tm->d_updates = TM(alloc_reals)(rows * U, &failed);
-        tm->d_e = TM(alloc_reals)(rows * E, &failed);
-        tm->d_z = TM(alloc_reals)(rows * N, &failed);
-        tm->d_ss = TM(alloc_reals)(rows * P, &failed);
-        tm->d_table = TM(alloc_reals)(V * P, &failed);
+        tm->d_hf = alloc_reals(rows * m, &failed);
+        tm->d_updates = alloc_reals(rows * U, &failed);
+        tm->d_e = alloc_reals(rows * E, &failed);
+        tm->d_z = alloc_reals(rows * N, &failed);
+        tm->d_ss = alloc_reals(rows * P, &failed);
+        tm->d_table = alloc_reals(V * P, &failed);
     }
     tm->thread_scratch =
-        TM(alloc_reals)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
+        alloc_reals((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
@@ -145,7 +145,7 @@ void TM(fwm__gfw_tm_zero_grads)(TM(fwm__gfw_tm) *tm)
 /* ---- kernels ---------------------------------------------------------------------------------- */
 
 /* y = LN(u) over n numbers (no gain or bias); returns 1/sqrt(var + eps). */
-static inline real TM(gfw_layer_norm)(real *y, const real *u, size_t n, real eps)
+static inline real gfw_layer_norm(real *y, const real *u, size_t n, real eps)
 {
     real mean = 0, var = 0;
     for (size_t i = 0; i < n; i++)
@@ -163,22 +163,22 @@ static inline real TM(gfw_layer_norm)(real *y, const real *u, size_t n, real eps
 }
 
 /* out = F in: F is [rows, cols] row-major. */
-static inline void TM(gfw_matvec)(real *out, const real *F, const real *in, size_t rows,
-                                  size_t cols)
+static inline void gfw_matvec(real *out, const real *F, const real *in, size_t rows,
+                              size_t cols)
 {
     for (size_t i = 0; i < rows; i++)
-        out[i] = TM(dot)(F + i * cols, in, cols);
+        out[i] = dot(F + i * cols, in, cols);
 }
 
 /* The update's nonlinearities in place on one position's [U1 + U2] numbers: for F1 then F2,
  * tanh on alpha (rows) and beta (cols), the sigmoid on gamma (rows) and delta (cols). */
-static inline void TM(gfw_update_activate)(real *d, size_t m, size_t c1, size_t c2)
+static inline void gfw_update_activate(real *d, size_t m, size_t c1, size_t c2)
 {
     size_t cols[2] = {c1, c2};
     for (int k = 0; k < 2; k++) {
         size_t c = cols[k];
-        TM(tanh_precise_array)(d, d, m + c);
-        TM(sigmoid_array)(d + m + c, m + c);
+        tanh_precise_array(d, d, m + c);
+        sigmoid_array(d + m + c, m + c);
         d += 2 * (m + c);
     }
 }
@@ -186,8 +186,8 @@ static inline void TM(gfw_update_activate)(real *d, size_t m, size_t c1, size_t 
 /* F_out = T*H + (1 - T)*F_in = F_in + T*(H - F_in) for one [rows, cols] matrix, H = ta tb^T,
  * T = sg sd^T; upd = [ta (rows); tb (cols); sg (rows); sd (cols)] (after their nonlinearities).
  * F_out may be F_in. */
-static inline void TM(gfw_blend)(real *F_out, const real *F_in, const real *upd, size_t rows,
-                                 size_t cols)
+static inline void gfw_blend(real *F_out, const real *F_in, const real *upd, size_t rows,
+                             size_t cols)
 {
     const real *ta = upd, *tb = upd + rows, *sg = upd + rows + cols, *sd = upd + 2 * rows + cols;
     for (size_t i = 0; i < rows; i++) {
@@ -207,7 +207,7 @@ typedef struct TM(gfw_ctx) {
     int len;
 } TM(gfw_ctx);
 
-static void TM(gfw_slow_forward_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_slow_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
@@ -230,12 +230,12 @@ static void TM(gfw_slow_forward_worker)(void *ctx_pointer, int index, int thread
                    tm->slow_table + (size_t)tm->x[(size_t)t * B + b] * P, P * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)P, (int)N, (real)1,
                tm->hss + r0 * N, (int)N, W1, (int)(N + E), (real)1, s, (int)P);
-        TM(tanh_precise_array)(s, s, nb * P);
+        tanh_precise_array(s, s, nb * P);
         for (size_t b = 0; b < nb; b++)
             memcpy(z + b * N, b2, N * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)N, (int)P, (real)1, s,
                (int)P, W2, (int)P, (real)1, z, (int)N);
-        TM(tanh_precise_array)(tm->hss + (r0 + B) * N, z, nb * N);
+        tanh_precise_array(tm->hss + (r0 + B) * N, z, nb * N);
     }
     for (size_t b = b0; b < b1; b++)
         memcpy(tm->state + b * tm->state_size + m, tm->hss + ((size_t)ctx->len * B + b) * N,
@@ -243,7 +243,7 @@ static void TM(gfw_slow_forward_worker)(void *ctx_pointer, int index, int thread
 }
 
 /* ---- stage 4: the fast net and the blend, lanes [b0, b1) --------------------------------------- */
-static void TM(gfw_fast_forward_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_fast_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
@@ -273,22 +273,22 @@ static void TM(gfw_fast_forward_worker)(void *ctx_pointer, int index, int thread
             memcpy(x1, tm->hfs + row * m, m * sizeof(real));
             memcpy(x1 + m, emb + (size_t)tm->x[row] * E, E * sizeof(real));
             x1[m + E] = 1;
-            TM(gfw_matvec)(p, F, x1, m, c1);
+            gfw_matvec(p, F, x1, m, c1);
             real *u1 = tm->u1s + row * m, *a = tm->as + row * m, *u2 = tm->u2s + row * m;
-            TM(tanh_precise_array)(u1, p, m);
-            tm->rstd1[row] = TM(gfw_layer_norm)(a, u1, m, eps);
+            tanh_precise_array(u1, p, m);
+            tm->rstd1[row] = gfw_layer_norm(a, u1, m, eps);
             memcpy(x2, a, m * sizeof(real));
             x2[m] = 1;
-            TM(gfw_matvec)(p, F + m * c1, x2, m, c2);
-            TM(tanh_precise_array)(u2, p, m);
-            tm->rstd2[row] = TM(gfw_layer_norm)(tm->hfs + (row + B) * m, u2, m, eps);
+            gfw_matvec(p, F + m * c1, x2, m, c2);
+            tanh_precise_array(u2, p, m);
+            tm->rstd2[row] = gfw_layer_norm(tm->hfs + (row + B) * m, u2, m, eps);
             /* the next step's matrices */
             real *next = F_state;
             if (tm->fasts && t + 1 < ctx->len)
                 next = tm->fasts + (row + B) * FS;
             const real *upd = tm->updates + row * U;
-            TM(gfw_blend)(next, F, upd, m, c1);
-            TM(gfw_blend)(next + m * c1, F + m * c1, upd + U1, m, c2);
+            gfw_blend(next, F, upd, m, c1);
+            gfw_blend(next + m * c1, F + m * c1, upd + U1, m, c2);
         }
         memcpy(lane, tm->hfs + ((size_t)ctx->len * B + b) * m, m * sizeof(real));
     }
@@ -298,14 +298,14 @@ typedef struct TM(gfw_loss_ctx) {
     TM(fwm__gfw_tm) *tm;
 } TM(gfw_loss_ctx);
 
-static void TM(gfw_loss_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_loss_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_loss_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = TM(softmax_ce_forward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
 }
 
 typedef struct TM(gfw_activate_ctx) {
@@ -313,15 +313,15 @@ typedef struct TM(gfw_activate_ctx) {
     size_t rows;
 } TM(gfw_activate_ctx);
 
-static void TM(gfw_activate_worker)(void *ctx_pointer, int index, int threads)
+static void gfw_activate_worker(void *ctx_pointer, int index, int threads)
 {
     TM(gfw_activate_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
     size_t r0, r1;
     fwm__pool_range(ctx->rows, index, threads, &r0, &r1);
     for (size_t r = r0; r < r1; r++)
-        TM(gfw_update_activate)(tm->updates + r * tm->update_size, tm->hp.fast_hidden, tm->c1,
-                                tm->c2);
+        gfw_update_activate(tm->updates + r * tm->update_size, tm->hp.fast_hidden, tm->c1,
+                            tm->c2);
 }
 
 double TM(fwm__gfw_tm_forward)(TM(fwm__gfw_tm) *tm, const uint32_t *x, const uint32_t *y,
@@ -346,17 +346,17 @@ double TM(fwm__gfw_tm_forward)(TM(fwm__gfw_tm) *tm, const uint32_t *x, const uin
         }
 
     /* 1. the slow net's input table; 2. its recurrence */
-    TM(par_gemm)(tm->pool, 0, 1, V, P, E, 1, GP(tm, GT_EMB), E, GP(tm, GT_W1) + N, N + E, 1,
-                 tm->slow_table, P, GP(tm, GT_B1));
+    par_gemm(tm->pool, 0, 1, V, P, E, 1, GP(tm, GT_EMB), E, GP(tm, GT_W1) + N, N + E, 1,
+             tm->slow_table, P, GP(tm, GT_B1));
     TM(gfw_ctx) ctx = {tm, len};
-    fwm__pool_run(tm->pool, TM(gfw_slow_forward_worker), &ctx);
+    fwm__pool_run(tm->pool, gfw_slow_forward_worker, &ctx);
     /* 3. the update vectors of every position */
-    TM(par_gemm)(tm->pool, 0, 1, rows, U, P, 1, tm->ss, P, GP(tm, GT_W2) + N * P, P, 1,
-                 tm->updates, U, GP(tm, GT_B2) + N);
+    par_gemm(tm->pool, 0, 1, rows, U, P, 1, tm->ss, P, GP(tm, GT_W2) + N * P, P, 1,
+             tm->updates, U, GP(tm, GT_B2) + N);
     TM(gfw_activate_ctx) actx = {tm, rows};
-    fwm__pool_run(tm->pool, TM(gfw_activate_worker), &actx);
+    fwm__pool_run(tm->pool, gfw_activate_worker, &actx);
     /* 4. the fast net and the gated update */
-    fwm__pool_run(tm->pool, TM(gfw_fast_forward_worker), &ctx);
+    fwm__pool_run(tm->pool, gfw_fast_forward_worker, &ctx);
 
     tm->loss = 0;
     tm->loss_sum = 0;
@@ -366,12 +366,12 @@ double TM(fwm__gfw_tm_forward)(TM(fwm__gfw_tm) *tm, const uint32_t *x, const uin
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->h_selected + i * m, tm->hfs + ((size_t)tm->loss_rows[i] + B) * m,
                m * sizeof(real));
-    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, m, 1, tm->h_selected, m, GP(tm, GT_WO), m, 1,
-                 tm->probs, V, GP(tm, GT_BO));
+    par_gemm(tm->pool, 0, 1, n_loss, V, m, 1, tm->h_selected, m, GP(tm, GT_WO), m, 1,
+             tm->probs, V, GP(tm, GT_BO));
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     TM(gfw_loss_ctx) lctx = {tm};
-    fwm__pool_run(tm->pool, TM(gfw_loss_worker), &lctx);
+    fwm__pool_run(tm->pool, gfw_loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
         sum += tm->row_loss[i];

@@ -1,5 +1,6 @@
 /* gfw_net.c - the `gfw` architecture's operations for the trainer's model handle (net.h), from
- * the shared template (net_adapter.h). */
+ * the functions of net_adapter.h (no dropout, no checkpoint interval: every step's fast matrices
+ * are kept). */
 #include "gfw/gfw_init.h"
 #include "net_adapter.h"
 
@@ -9,7 +10,15 @@ static fwm_status gfw_configure(const fwm__net_config *c, fwm__gfw_config *confi
     return fwm__net_refuse_dropout(c, "the gfw model", err);
 }
 
-/* segment 0: every step's fast matrices are kept, no checkpoint interval */
-FWM__NET_ADAPTER(gfw, FWM_ARCH_GFW, fwm__gfw_config, fwm__gfw_tm_, fwm__gfw_init_weights,
-                 /* set_dropout */ NULL, /* segment */ 0, /* view */ {}, /* backward */ {},
-                 /* meta term */ 0, /* loss position */ NULL);
+FWM__NET_TYPED_MODEL(gfw, fwm__gfw_config, fwm__gfw_tm_, fwm__gfw_init_weights)
+
+const fwm__net_ops fwm__net_ops_gfw = {
+    .arch = FWM_ARCH_GFW,
+    .create = gfw_create,
+    .destroy = gfw_destroy,
+    .forward = gfw_forward,
+    .backward = gfw_backward,
+    .zero_grads = gfw_zero_grads,
+    .reset_state = gfw_reset_state,
+    .init_weights = gfw_init_weights,
+};

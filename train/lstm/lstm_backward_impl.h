@@ -11,7 +11,7 @@
  * masks are those of the forward pass.
  */
 
-static void TM(lstm_layer_backward_worker)(void *ctx_pointer, int index, int threads)
+static void lstm_layer_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(lstm_layer_ctx) *ctx = ctx_pointer;
     TM(fwm__lstm_tm) *tm = ctx->tm;
@@ -26,7 +26,7 @@ static void TM(lstm_layer_backward_worker)(void *ctx_pointer, int index, int thr
     real *dh_carry = scratch;         /* [nb, H]: gradient of h_t through step t+1 */
     real *dc_carry = scratch + B * H; /* [nb, H] */
     real *dh = dc_carry + B * H;      /* [H] */
-    const real *W_hh = TM(lstm_w_hh)(tm, l);
+    const real *W_hh = lstm_w_hh(tm, l);
     const real *gates = tm->gates + l * rows_all * G4;
     const real *cs = tm->cs + l * (W + 1) * B * H, *tanh_cs = tm->tanh_cs + l * rows_all * H;
     memset(dh_carry, 0, nb * H * sizeof(real));
@@ -37,8 +37,8 @@ static void TM(lstm_layer_backward_worker)(void *ctx_pointer, int index, int thr
             const real *dh_out = tm->d_y + row * H, *carry = dh_carry + (b - b0) * H;
             for (size_t j = 0; j < H; j++)
                 dh[j] = dh_out[j] + carry[j];
-            TM(lstm_cell_backward)(gates + row * G4, cs + row * H, tanh_cs + row * H, dh,
-                                   dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
+            lstm_cell_backward(gates + row * G4, cs + row * H, tanh_cs + row * H, dh,
+                               dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
         }
         if (t > 0) /* gradient of h_{t-1} through W_hh */
             R_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)H, (int)G4, (real)1,
@@ -52,14 +52,14 @@ typedef struct TM(lstm_ce_ctx) {
     real scale;
 } TM(lstm_ce_ctx);
 
-static void TM(lstm_ce_backward_worker)(void *ctx_pointer, int index, int threads)
+static void lstm_ce_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(lstm_ce_ctx) *ctx = ctx_pointer;
     TM(fwm__lstm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        TM(softmax_ce_backward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
@@ -76,15 +76,15 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
     /* logits = W_s y + b_s on the loss rows */
     double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
     TM(lstm_ce_ctx) cctx = {tm, (real)(1.0 / denominator)};
-    fwm__pool_run(pool, TM(lstm_ce_backward_worker), &cctx);
+    fwm__pool_run(pool, lstm_ce_backward_worker, &cctx);
     real *d_logits = tm->probs;
     int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
-    TM(par_gemm)(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
-                 tied ? LG(tm, LT_EMB) : LG(tm, LT_OUT_W(L)), H, NULL);
-    TM(par_colsum)(pool, d_logits, n_loss, V, V, LG(tm, LT_OUT_B(L)), NULL);
+    par_gemm(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
+             tied ? LG(tm, LT_EMB) : LG(tm, LT_OUT_W(L)), H, NULL);
+    par_colsum(pool, d_logits, n_loss, V, V, LG(tm, LT_OUT_B(L)), NULL);
     real *d_y_selected = tm->y_selected; /* no longer needed */
-    TM(par_gemm)(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
-                 tied ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L)), H, 0, d_y_selected, H, NULL);
+    par_gemm(pool, 0, 0, n_loss, H, V, 1, d_logits, V,
+             tied ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L)), H, 0, d_y_selected, H, NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
         memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
@@ -92,46 +92,46 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
     for (size_t l = L; l-- > 0;) {
         /* tm->d_y: gradient of y_l, which is h_l's (and, with the residual, in_l's too) */
         TM(lstm_layer_ctx) ctx = {tm, l, tm->len};
-        fwm__pool_run(pool, TM(lstm_layer_backward_worker), &ctx);
+        fwm__pool_run(pool, lstm_layer_backward_worker, &ctx);
         const real *h_prev = tm->hs + l * (W + 1) * B * H; /* h_{t-1} of rows t*B + b */
         if (tm->d_w) {
-            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, h_prev, H, 0, tm->d_w, H,
-                         NULL);
+            par_gemm(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, h_prev, H, 0, tm->d_w, H,
+                     NULL);
             const real *m = tm->mask_hh + l * G4 * H;
             real *g = LG(tm, LT_W_HH(l));
             for (size_t i = 0; i < G4 * H; i++)
                 g[i] += tm->d_w[i] * m[i];
         } else {
-            TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, h_prev, H, 1,
-                         LG(tm, LT_W_HH(l)), H, NULL);
+            par_gemm(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, h_prev, H, 1,
+                     LG(tm, LT_W_HH(l)), H, NULL);
         }
         if (l == 0 && tm->use_table) {
             const real *emb = tm->emb_dropped ? tm->emb_dropped : LP(tm, LT_EMB);
             memset(tm->d_table, 0, V * G4 * sizeof(real));
-            TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->x);
-            TM(par_colsum)(pool, tm->d_table, V, G4, G4, LG(tm, LT_BIAS(0)), NULL);
-            TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_table, G4, emb, E, 1,
-                         LG(tm, LT_W_IH(0)), E, NULL);
+            par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->x);
+            par_colsum(pool, tm->d_table, V, G4, G4, LG(tm, LT_BIAS(0)), NULL);
+            par_gemm(pool, 1, 0, G4, E, V, 1, tm->d_table, G4, emb, E, 1,
+                     LG(tm, LT_W_IH(0)), E, NULL);
             if (tm->mask_token) {
-                TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_table, G4, LP(tm, LT_W_IH(0)), E, 0,
-                             tm->d_in, E, NULL);
+                par_gemm(pool, 0, 0, V, E, G4, 1, tm->d_table, G4, LP(tm, LT_W_IH(0)), E, 0,
+                         tm->d_in, E, NULL);
                 real *g = LG(tm, LT_EMB);
                 for (size_t v = 0; v < V; v++)
                     for (size_t j = 0; j < E; j++)
                         g[v * E + j] += tm->mask_token[v] * tm->d_in[v * E + j];
             } else {
-                TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_table, G4, LP(tm, LT_W_IH(0)), E, 1,
-                             LG(tm, LT_EMB), E, NULL);
+                par_gemm(pool, 0, 0, V, E, G4, 1, tm->d_table, G4, LP(tm, LT_W_IH(0)), E, 1,
+                         LG(tm, LT_EMB), E, NULL);
             }
             break;
         }
         size_t in_dim = l == 0 ? E : H;
         const real *in = l == 0 ? tm->in0 : tm->ins + (l - 1) * rows_all * H;
-        TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, LG(tm, LT_BIAS(l)), NULL);
-        TM(par_gemm)(pool, 1, 0, G4, in_dim, rows, 1, tm->d_gates, G4, in, in_dim, 1,
-                     LG(tm, LT_W_IH(l)), in_dim, NULL);
-        TM(par_gemm)(pool, 0, 0, rows, in_dim, G4, 1, tm->d_gates, G4, LP(tm, LT_W_IH(l)), in_dim,
-                     0, tm->d_in, in_dim, NULL);
+        par_colsum(pool, tm->d_gates, rows, G4, G4, LG(tm, LT_BIAS(l)), NULL);
+        par_gemm(pool, 1, 0, G4, in_dim, rows, 1, tm->d_gates, G4, in, in_dim, 1,
+                 LG(tm, LT_W_IH(l)), in_dim, NULL);
+        par_gemm(pool, 0, 0, rows, in_dim, G4, 1, tm->d_gates, G4, LP(tm, LT_W_IH(l)), in_dim,
+                 0, tm->d_in, in_dim, NULL);
         if (l == 0) { /* in0 = Emb[x] * token mask[x] * embedding mask[lane] */
             for (size_t row = 0; row < rows; row++) {
                 real *d = tm->d_in + row * E;
@@ -140,7 +140,7 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
                 for (size_t j = 0; j < E; j++)
                     d[j] *= m[j] * mt;
             }
-            TM(par_colsum)(pool, tm->d_in, rows, E, E, LG(tm, LT_EMB), tm->x);
+            par_colsum(pool, tm->d_in, rows, E, E, LG(tm, LT_EMB), tm->x);
             break;
         }
         /* in_l = mask (x) y_{l-1}; y_l = h_l + in_l with the residual */

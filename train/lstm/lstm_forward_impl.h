@@ -44,7 +44,7 @@ void TM(fwm__lstm_tm_free)(TM(fwm__lstm_tm) *tm)
     free(tm);
 }
 
-static int TM(dropout_ok)(float p)
+static int dropout_ok(float p)
 {
     return p >= 0 && p < 1; /* also false for NaN */
 }
@@ -69,8 +69,8 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
                           "tied embeddings need the output width H = %u to equal E = %u",
                           hp->hidden_size, hp->embedding_length);
     const fwm__dropout *dp = &config->dropout;
-    if (!TM(dropout_ok)(dp->token) || !TM(dropout_ok)(dp->embedding) ||
-        !TM(dropout_ok)(dp->recurrent) || !TM(dropout_ok)(dp->layer))
+    if (!dropout_ok(dp->token) || !dropout_ok(dp->embedding) ||
+        !dropout_ok(dp->recurrent) || !dropout_ok(dp->layer))
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
                           "dropout probabilities must be in [0, 1) (token %g, embedding %g, "
                           "recurrent %g, layer %g)",
@@ -95,46 +95,46 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     tm->use_table = !(dp->embedding > 0);
     tm->scratch_floats = 2 * B * H + H + 64;
     int failed = 0, backward = !config->forward_only;
-    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->params = alloc_reals(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
-    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
+        tm->grads = alloc_reals(tm->layout.total, &failed);
+    tm->state = alloc_reals(B * tm->state_size, &failed);
     if (tm->use_table)
-        tm->input_table = TM(alloc_reals)(V * G4, &failed);
+        tm->input_table = alloc_reals(V * G4, &failed);
     else
-        tm->in0 = TM(alloc_reals)(rows * E, &failed);
+        tm->in0 = alloc_reals(rows * E, &failed);
     if (dp->token > 0) {
-        tm->emb_dropped = TM(alloc_reals)(V * E, &failed);
-        tm->mask_token = TM(alloc_reals)(V, &failed);
+        tm->emb_dropped = alloc_reals(V * E, &failed);
+        tm->mask_token = alloc_reals(V, &failed);
     }
     if (dp->embedding > 0)
-        tm->mask_embedding = TM(alloc_reals)(B * E, &failed);
+        tm->mask_embedding = alloc_reals(B * E, &failed);
     if (dp->layer > 0 && L > 1)
-        tm->mask_layer = TM(alloc_reals)((L - 1) * B * H, &failed);
+        tm->mask_layer = alloc_reals((L - 1) * B * H, &failed);
     if (dp->recurrent > 0) {
-        tm->mask_hh = TM(alloc_reals)(L * G4 * H, &failed);
-        tm->w_hh_dropped = TM(alloc_reals)(L * G4 * H, &failed);
+        tm->mask_hh = alloc_reals(L * G4 * H, &failed);
+        tm->w_hh_dropped = alloc_reals(L * G4 * H, &failed);
     }
     if (L > 1)
-        tm->ins = TM(alloc_reals)((L - 1) * rows * H, &failed);
-    tm->gates = TM(alloc_reals)(L * rows * G4, &failed);
-    tm->hs = TM(alloc_reals)(L * (W + 1) * B * H, &failed);
-    tm->cs = TM(alloc_reals)(L * (W + 1) * B * H, &failed);
-    tm->tanh_cs = TM(alloc_reals)(L * rows * H, &failed);
-    tm->y_selected = TM(alloc_reals)(rows * H, &failed);
-    tm->probs = TM(alloc_reals)(rows * V, &failed);
+        tm->ins = alloc_reals((L - 1) * rows * H, &failed);
+    tm->gates = alloc_reals(L * rows * G4, &failed);
+    tm->hs = alloc_reals(L * (W + 1) * B * H, &failed);
+    tm->cs = alloc_reals(L * (W + 1) * B * H, &failed);
+    tm->tanh_cs = alloc_reals(L * rows * H, &failed);
+    tm->y_selected = alloc_reals(rows * H, &failed);
+    tm->probs = alloc_reals(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(alloc_reals)(rows * V, &failed);
+        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
-        tm->d_gates = TM(alloc_reals)(rows * G4, &failed);
-        tm->d_y = TM(alloc_reals)(rows * H, &failed);
-        tm->d_in = TM(alloc_reals)((rows > V ? rows : V) * wide, &failed);
-        tm->d_table = TM(alloc_reals)(V * G4, &failed);
+        tm->d_gates = alloc_reals(rows * G4, &failed);
+        tm->d_y = alloc_reals(rows * H, &failed);
+        tm->d_in = alloc_reals((rows > V ? rows : V) * wide, &failed);
+        tm->d_table = alloc_reals(V * G4, &failed);
         if (dp->recurrent > 0)
-            tm->d_w = TM(alloc_reals)(G4 * H, &failed);
+            tm->d_w = alloc_reals(G4 * H, &failed);
     }
     tm->thread_scratch =
-        TM(alloc_reals)((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
+        alloc_reals((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
@@ -163,7 +163,7 @@ void TM(fwm__lstm_tm_zero_grads)(TM(fwm__lstm_tm) *tm)
 }
 
 /* n mask values from stream `stream` of `seed`: 1/(1-p) where kept (probability 1-p), else 0. */
-static void TM(draw_mask)(real *mask, size_t n, double p, uint64_t seed, uint64_t stream)
+static void draw_mask(real *mask, size_t n, double p, uint64_t seed, uint64_t stream)
 {
     fwm__rng rng;
     fwm__rng_seed(&rng, seed, stream);
@@ -179,25 +179,25 @@ void TM(fwm__lstm_tm_set_dropout)(TM(fwm__lstm_tm) *tm, uint64_t seed, uint64_t 
     size_t V = tm->hp.vocab_size, E = tm->hp.embedding_length, H = tm->hp.hidden_size,
            L = tm->hp.layer_count, B = (size_t)tm->config.lanes;
     if (tm->mask_token)
-        TM(draw_mask)(tm->mask_token, V, dp->token, seed, fwm__lstm_dropout_stream(1, 0, 0, step));
+        draw_mask(tm->mask_token, V, dp->token, seed, fwm__lstm_dropout_stream(1, 0, 0, step));
     if (tm->mask_embedding)
         for (size_t b = 0; b < B; b++)
-            TM(draw_mask)(tm->mask_embedding + b * E, E, dp->embedding, seed,
-                          fwm__lstm_dropout_stream(2, 0, (uint64_t)lane_offset + b, step));
+            draw_mask(tm->mask_embedding + b * E, E, dp->embedding, seed,
+                      fwm__lstm_dropout_stream(2, 0, (uint64_t)lane_offset + b, step));
     if (tm->mask_layer)
         for (size_t l = 1; l < L; l++)
             for (size_t b = 0; b < B; b++)
-                TM(draw_mask)(tm->mask_layer + ((l - 1) * B + b) * H, H, dp->layer, seed,
-                              fwm__lstm_dropout_stream(3, (unsigned)l, (uint64_t)lane_offset + b,
-                                                       step));
+                draw_mask(tm->mask_layer + ((l - 1) * B + b) * H, H, dp->layer, seed,
+                          fwm__lstm_dropout_stream(3, (unsigned)l, (uint64_t)lane_offset + b,
+                                                   step));
     if (tm->mask_hh)
         for (size_t l = 0; l < L; l++)
-            TM(draw_mask)(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
-                          fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
+            draw_mask(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
+                      fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
 }
 
 /* W_hh of layer l as the forward and backward passes use it (with its DropConnect mask). */
-static const real *TM(lstm_w_hh)(const TM(fwm__lstm_tm) *tm, size_t l)
+static const real *lstm_w_hh(const TM(fwm__lstm_tm) *tm, size_t l)
 {
     size_t n = 4 * (size_t)tm->hp.hidden_size * tm->hp.hidden_size;
     return tm->w_hh_dropped ? tm->w_hh_dropped + l * n : LP(tm, LT_W_HH(l));
@@ -210,7 +210,7 @@ typedef struct TM(lstm_layer_ctx) {
     int len;
 } TM(lstm_layer_ctx);
 
-static void TM(lstm_layer_forward_worker)(void *ctx_pointer, int index, int threads)
+static void lstm_layer_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(lstm_layer_ctx) *ctx = ctx_pointer;
     TM(fwm__lstm_tm) *tm = ctx->tm;
@@ -221,7 +221,7 @@ static void TM(lstm_layer_forward_worker)(void *ctx_pointer, int index, int thre
     if (b1 <= b0)
         return;
     size_t nb = b1 - b0;
-    const real *W_hh = TM(lstm_w_hh)(tm, l);
+    const real *W_hh = lstm_w_hh(tm, l);
     real *gates = tm->gates + l * rows_all * G4;
     real *hs = tm->hs + l * (W + 1) * B * H, *cs = tm->cs + l * (W + 1) * B * H;
     real *tanh_cs = tm->tanh_cs + l * rows_all * H;
@@ -242,8 +242,8 @@ static void TM(lstm_layer_forward_worker)(void *ctx_pointer, int index, int thre
                hs + r0 * H, (int)H, W_hh, (int)H, (real)1, gates + r0 * G4, (int)G4);
         for (size_t b = b0; b < b1; b++) {
             size_t row = (size_t)t * B + b, next = row + B;
-            TM(lstm_cell_forward)(gates + row * G4, cs + row * H, cs + next * H,
-                                  tanh_cs + row * H, hs + next * H, H, (real)tm->hp.forget_bias);
+            lstm_cell_forward(gates + row * G4, cs + row * H, cs + next * H,
+                              tanh_cs + row * H, hs + next * H, H, (real)tm->hp.forget_bias);
         }
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
@@ -258,14 +258,14 @@ typedef struct TM(lstm_loss_ctx) {
     TM(fwm__lstm_tm) *tm;
 } TM(lstm_loss_ctx);
 
-static void TM(lstm_loss_worker)(void *ctx_pointer, int index, int threads)
+static void lstm_loss_worker(void *ctx_pointer, int index, int threads)
 {
     TM(lstm_loss_ctx) *ctx = ctx_pointer;
     TM(fwm__lstm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = TM(softmax_ce_forward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
 }
 
 double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const uint32_t *y,
@@ -307,8 +307,8 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
 
     /* layer 0's input: the table, or the rows with their masks */
     if (tm->use_table) {
-        TM(par_gemm)(tm->pool, 0, 1, V, G4, E, 1, emb, E, LP(tm, LT_W_IH(0)), E, 1,
-                     tm->input_table, G4, LP(tm, LT_BIAS(0)));
+        par_gemm(tm->pool, 0, 1, V, G4, E, 1, emb, E, LP(tm, LT_W_IH(0)), E, 1,
+                 tm->input_table, G4, LP(tm, LT_BIAS(0)));
     } else {
         for (size_t row = 0; row < rows; row++) {
             const real *e = emb + (size_t)tm->x[row] * E,
@@ -317,16 +317,16 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
             for (size_t j = 0; j < E; j++)
                 o[j] = e[j] * m[j];
         }
-        TM(par_gemm)(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, LP(tm, LT_W_IH(0)), E, 1,
-                     tm->gates, G4, LP(tm, LT_BIAS(0)));
+        par_gemm(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, LP(tm, LT_W_IH(0)), E, 1,
+                 tm->gates, G4, LP(tm, LT_BIAS(0)));
     }
     for (size_t l = 0; l < L; l++) {
         real *in = l > 0 ? tm->ins + (l - 1) * rows_all * H : NULL;
         if (l > 0)
-            TM(par_gemm)(tm->pool, 0, 1, rows, G4, H, 1, in, H, LP(tm, LT_W_IH(l)), H, 1,
-                         tm->gates + l * rows_all * G4, G4, LP(tm, LT_BIAS(l)));
+            par_gemm(tm->pool, 0, 1, rows, G4, H, 1, in, H, LP(tm, LT_W_IH(l)), H, 1,
+                     tm->gates + l * rows_all * G4, G4, LP(tm, LT_BIAS(l)));
         TM(lstm_layer_ctx) ctx = {tm, l, len};
-        fwm__pool_run(tm->pool, TM(lstm_layer_forward_worker), &ctx);
+        fwm__pool_run(tm->pool, lstm_layer_forward_worker, &ctx);
         if (l + 1 < L) { /* the next layer's input: y_l = h_l (+ in_l), times the layer mask */
             const real *h = tm->hs + l * (W + 1) * B * H + B * H;
             real *next = tm->ins + l * rows_all * H;
@@ -358,12 +358,12 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
             o[j] = in_last ? h_last[row * H + j] + in_last[row * H + j] : h_last[row * H + j];
     }
     const real *W_s = tm->config.tie_embeddings ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L));
-    TM(par_gemm)(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 1, tm->probs, V,
-                 LP(tm, LT_OUT_B(L)));
+    par_gemm(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 1, tm->probs, V,
+             LP(tm, LT_OUT_B(L)));
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     TM(lstm_loss_ctx) lctx = {tm};
-    fwm__pool_run(tm->pool, TM(lstm_loss_worker), &lctx);
+    fwm__pool_run(tm->pool, lstm_loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
         sum += tm->row_loss[i];

@@ -21,16 +21,16 @@
  * d_out + i * out_stride [d_v] at the memory net's output: adds the gradient of M to dM (key by
  * key for every entry, each row of M read once for all keys) and of key i to d_key + i * d_k.
  * cur, next: scratch of n times the widest layer. */
-static void TM(mnm_mem_backward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, const real *acts,
-                                      const real *d_out, size_t out_stride, size_t n, real *dM,
-                                      real *d_key, real *cur, real *next, size_t wide)
+static void mnm_mem_backward_keys(const TM(fwm__mnm_tm) *tm, const real *M, const real *acts,
+                                  const real *d_out, size_t out_stride, size_t n, real *dM,
+                                  real *d_key, real *cur, real *next, size_t wide)
 {
     size_t Lm = tm->hp.memory_layers, A = tm->act_size, dk = tm->hp.key_length;
     for (size_t i = 0; i < n; i++)
         memcpy(cur + i * wide, d_out + i * out_stride, tm->hp.value_length * sizeof(real));
     for (size_t l = Lm; l-- > 0;) {
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
-        size_t out_at = TM(mnm_act_at)(tm, l + 1), in_at = TM(mnm_act_at)(tm, l);
+        size_t out_at = mnm_act_at(tm, l + 1), in_at = mnm_act_at(tm, l);
         const real *Ml = M + tm->mem_offset[l];
         real *dMl = dM + tm->mem_offset[l];
         for (size_t i = 0; i < n; i++) {
@@ -44,9 +44,9 @@ static void TM(mnm_mem_backward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, 
         /* dM's row j takes every key's term in key order; key i's input gradient every row's
          * term in row order: the order of the single axpys, each destination written once */
         for (size_t j = 0; j < rows; j++)
-            TM(axpy_many)(dMl + j * cols, cur + j, wide, acts + in_at, A, n, cols);
+            axpy_many(dMl + j * cols, cur + j, wide, acts + in_at, A, n, cols);
         for (size_t i = 0; i < n; i++)
-            TM(axpy_many)(next + i * wide, cur + i * wide, 1, Ml, cols, rows, cols);
+            axpy_many(next + i * wide, cur + i * wide, 1, Ml, cols, rows, cols);
         real *swap = cur;
         cur = next;
         next = swap;
@@ -59,19 +59,19 @@ static void TM(mnm_mem_backward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, 
 /* The write's backward pass for one lane and step: dM holds the gradient of M_new on entry and of
  * M_old on return; adds to du (the gradient of u, before tanh'), returns the gradient of beta and
  * writes the targets' gradient to dT [Nh][target_size]. */
-static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old, real *dM,
-                                   const real *u, const real *targets, real beta, real *du,
-                                   real *dT, real *zs, real *dzs)
+static real mnm_write_backward(const TM(fwm__mnm_tm) *tm, const real *M_old, real *dM,
+                               const real *u, const real *targets, real beta, real *du,
+                               real *dT, real *zs, real *dzs)
 {
     size_t Nh = tm->hp.head_count, dk = tm->hp.key_length, A = tm->act_size,
            TS = tm->target_size, Lm = tm->hp.memory_layers;
-    TM(mnm_mem_forward_keys)(tm, M_old, u + Nh * dk, dk, Nh, zs);
+    mnm_mem_forward_keys(tm, M_old, u + Nh * dk, dk, Nh, zs);
     memset(dzs, 0, Nh * A * sizeof(real));
     real d_beta = 0;
     size_t t_at = 0;
     for (size_t l = 0; l < Lm; l++) { /* the outer products, with the gradient of M_new */
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
-        size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
+        size_t in_at = mnm_act_at(tm, l), out_at = mnm_act_at(tm, l + 1);
         real c = (real)(2.0 / ((double)Nh * (double)rows));
         const real *dMl = dM + tm->mem_offset[l];
         /* rows in blocks of 4: the dot products of a row with every head (the row read once),
@@ -80,7 +80,7 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
         for (size_t j0 = 0; j0 < rows; j0 += 4) {
             size_t block = rows - j0 < 4 ? rows - j0 : 4;
             for (size_t j = j0; j < j0 + block; j++) {
-                TM(dot_many)(dMl + j * cols, zs + in_at, A, Nh, cols, v, 1);
+                dot_many(dMl + j * cols, zs + in_at, A, Nh, cols, v, 1);
                 for (size_t i = 0; i < Nh; i++) {
                     const real *z = zs + i * A, *tg = targets + i * TS + t_at;
                     real *dz = dzs + i * A, *dt = dT + i * TS + t_at;
@@ -93,14 +93,14 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
                 }
             }
             for (size_t i = 0; i < Nh; i++)
-                TM(axpy_many)(dzs + i * A + in_at, coef[i], 1, dMl + j0 * cols, cols, block,
-                              cols);
+                axpy_many(dzs + i * A + in_at, coef[i], 1, dMl + j0 * cols, cols, block,
+                          cols);
         }
         t_at += rows;
     }
     for (size_t l = Lm; l-- > 0;) { /* the activations through M_old, layer by layer */
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
-        size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
+        size_t in_at = mnm_act_at(tm, l), out_at = mnm_act_at(tm, l + 1);
         const real *Ml = M_old + tm->mem_offset[l];
         real *dMl = dM + tm->mem_offset[l];
         if (l + 1 < Lm)
@@ -111,12 +111,12 @@ static real TM(mnm_write_backward)(const TM(fwm__mnm_tm) *tm, const real *M_old,
                     g[j] *= (real)1 - z[out_at + j] * z[out_at + j];
             }
         for (size_t j = 0; j < rows; j++) /* as in mnm_mem_backward_keys */
-            TM(axpy_many)(dMl + j * cols, dzs + out_at + j, A, zs + in_at, A, Nh, cols);
+            axpy_many(dMl + j * cols, dzs + out_at + j, A, zs + in_at, A, Nh, cols);
         for (size_t i = 0; i < Nh; i++)
-            TM(axpy_many)(dzs + i * A + in_at, dzs + i * A + out_at, 1, Ml, cols, rows, cols);
+            axpy_many(dzs + i * A + in_at, dzs + i * A + out_at, 1, Ml, cols, rows, cols);
     }
     for (size_t i = 0; i < Nh; i++)
-        TM(axpy)(du + Nh * dk + i * dk, 1, dzs + i * A, dk);
+        axpy(du + Nh * dk + i * dk, 1, dzs + i * A, dk);
     return d_beta;
 }
 
@@ -126,7 +126,7 @@ typedef struct TM(mnm_back_ctx) {
     real scale; /* the recurrence: d objective / d m_t; the cross entropy: 1 / its denominator */
 } TM(mnm_back_ctx);
 
-static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
+static void mnm_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(mnm_back_ctx) *ctx = ctx_pointer;
     TM(fwm__mnm_tm) *tm = ctx->tm;
@@ -168,8 +168,8 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
                 size_t row = t * B + b;
                 real *Mt = Mb + (t - t0 + 1) * Mn;
                 memcpy(Mt, Mt - Mn, Mn * sizeof(real));
-                TM(mnm_write)(tm, Mt, tm->us + row * U, tm->targets + row * Nh * TS,
-                              tm->betas[row], zs);
+                mnm_write(tm, Mt, tm->us + row * U, tm->targets + row * Nh * TS,
+                          tm->betas[row], zs);
             }
         }
         for (size_t t = t1; t-- > t0;) {
@@ -188,11 +188,11 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
                 /* the read: r = (1/Nh) sum_i f_M_new(kr_i) */
                 for (size_t j = 0; j < dv; j++)
                     dvec[j] = drb[j] / (real)Nh;
-                TM(mnm_mem_forward_keys)(tm, M_new, u, dk, Nh, zs);
-                TM(mnm_mem_backward_keys)(tm, M_new, zs, dvec, 0, Nh, dMb, du, cur, next, wide);
+                mnm_mem_forward_keys(tm, M_new, u, dk, Nh, zs);
+                mnm_mem_backward_keys(tm, M_new, zs, dvec, 0, Nh, dMb, du, cur, next, wide);
                 /* the meta term (1/(Nh d_v)) sum_i |f_M_new(kw_i) - vw_i|^2 */
                 if (tm->x[row] != pad && ctx->scale != 0) {
-                    TM(mnm_mem_forward_keys)(tm, M_new, u + Nh * dk, dk, Nh, zs);
+                    mnm_mem_forward_keys(tm, M_new, u + Nh * dk, dk, Nh, zs);
                     for (size_t i = 0; i < Nh; i++) {
                         const real *f = zs + i * A + A - dv;
                         real *dvw = du + 2 * Nh * dk + i * dv, *d = dvec + i * dv;
@@ -201,22 +201,22 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
                             dvw[j] -= d[j];
                         }
                     }
-                    TM(mnm_mem_backward_keys)(tm, M_new, zs, dvec, dv, Nh, dMb, du + Nh * dk, cur,
-                                              next, wide);
+                    mnm_mem_backward_keys(tm, M_new, zs, dvec, dv, Nh, dMb, du + Nh * dk, cur,
+                                          next, wide);
                 }
                 /* the write: dMb becomes the gradient of M_old */
                 const real *tg = tm->targets + row * Nh * TS;
                 real beta = tm->betas[row];
-                real d_beta = TM(mnm_write_backward)(tm, M_old, dMb, u, tg, beta, du, dT, zs, dzs);
+                real d_beta = mnm_write_backward(tm, M_old, dMb, u, tg, beta, du, dT, zs, dzs);
                 memcpy(tm->d_targets + row * Nh * TS, dT, Nh * TS * sizeof(real));
                 for (size_t i = 0; i < Nh; i++) { /* targets = W_q vw_i + b_q */
                     real *dvw = du + 2 * Nh * dk + i * dv;
                     for (size_t j = 0; j < TS; j++)
-                        TM(axpy)(dvw, dT[i * TS + j], W_q + j * dv, dv);
+                        axpy(dvw, dT[i * TS + j], W_q + j * dv, dv);
                 }
                 real d_pre = d_beta * beta * ((real)1 - beta);
                 tm->d_betas[row] = d_pre;
-                TM(axpy)(du + Nh * (2 * dk + dv), d_pre, w_beta, dk);
+                axpy(du + Nh * (2 * dk + dv), d_pre, w_beta, dk);
                 for (size_t j = 0; j < U; j++)
                     du[j] *= (real)1 - u[j] * u[j];
             }
@@ -231,9 +231,9 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
                    tm->d_u + r0 * U, (int)U, W_u, (int)H, (real)1, dh, (int)H);
             for (size_t b = b0; b < b1; b++) {
                 size_t row = t * B + b;
-                TM(lstm_cell_backward)(tm->gates + row * G4, tm->cs + row * H,
-                                       tm->tanh_cs + row * H, dh + (b - b0) * H,
-                                       dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
+                lstm_cell_backward(tm->gates + row * G4, tm->cs + row * H,
+                                   tm->tanh_cs + row * H, dh + (b - b0) * H,
+                                   dc_carry + (b - b0) * H, tm->d_gates + row * G4, H);
             }
             if (t > 0) { /* h_(t-1) through W_hh, r_(t-1) through W_ih's read-out columns */
                 R_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)H, (int)G4,
@@ -247,14 +247,14 @@ static void TM(mnm_backward_worker)(void *ctx_pointer, int index, int threads)
     }
 }
 
-static void TM(mnm_ce_backward_worker)(void *ctx_pointer, int index, int threads)
+static void mnm_ce_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(mnm_back_ctx) *ctx = ctx_pointer;
     TM(fwm__mnm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        TM(softmax_ce_backward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
@@ -281,52 +281,52 @@ void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
         double denominator =
             tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
         TM(mnm_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
-        fwm__pool_run(pool, TM(mnm_ce_backward_worker), &cctx);
+        fwm__pool_run(pool, mnm_ce_backward_worker, &cctx);
         real *d_logits = tm->probs;
-        TM(par_gemm)(pool, 1, 0, V, d_o, n_loss, 1, d_logits, V, tm->y_selected, d_o, 1,
-                     MG(tm, MT_W_S(Lm)), d_o, NULL);
-        TM(par_colsum)(pool, d_logits, n_loss, V, V, MG(tm, MT_B_S(Lm)), NULL);
+        par_gemm(pool, 1, 0, V, d_o, n_loss, 1, d_logits, V, tm->y_selected, d_o, 1,
+                 MG(tm, MT_W_S(Lm)), d_o, NULL);
+        par_colsum(pool, d_logits, n_loss, V, V, MG(tm, MT_B_S(Lm)), NULL);
         real *d_y = tm->y_selected; /* no longer needed */
-        TM(par_gemm)(pool, 0, 0, n_loss, d_o, V, 1, d_logits, V, MP(tm, MT_W_S(Lm)), d_o, 0, d_y,
-                     d_o, NULL);
-        TM(par_gemm)(pool, 1, 0, d_o, HR, n_loss, 1, d_y, d_o, tm->hr_selected, HR, 1,
-                     MG(tm, MT_W_O(Lm)), HR, NULL);
-        TM(par_colsum)(pool, d_y, n_loss, d_o, d_o, MG(tm, MT_B_O(Lm)), NULL);
+        par_gemm(pool, 0, 0, n_loss, d_o, V, 1, d_logits, V, MP(tm, MT_W_S(Lm)), d_o, 0, d_y,
+                 d_o, NULL);
+        par_gemm(pool, 1, 0, d_o, HR, n_loss, 1, d_y, d_o, tm->hr_selected, HR, 1,
+                 MG(tm, MT_W_O(Lm)), HR, NULL);
+        par_colsum(pool, d_y, n_loss, d_o, d_o, MG(tm, MT_B_O(Lm)), NULL);
         real *d_hr_sel = tm->hr_selected;
-        TM(par_gemm)(pool, 0, 0, n_loss, HR, d_o, 1, d_y, d_o, MP(tm, MT_W_O(Lm)), HR, 0,
-                     d_hr_sel, HR, NULL);
+        par_gemm(pool, 0, 0, n_loss, HR, d_o, 1, d_y, d_o, MP(tm, MT_W_O(Lm)), HR, 0,
+                 d_hr_sel, HR, NULL);
         for (size_t i = 0; i < n_loss; i++)
             memcpy(tm->d_hr + (size_t)tm->loss_rows[i] * HR, d_hr_sel + i * HR, HR * sizeof(real));
     }
 
     /* the recurrence */
     TM(mnm_back_ctx) ctx = {tm, meta_scale};
-    fwm__pool_run(pool, TM(mnm_backward_worker), &ctx);
+    fwm__pool_run(pool, mnm_backward_worker, &ctx);
 
     /* targets = W_q vw_i + b_q, head by head */
     for (size_t i = 0; i < Nh; i++) {
-        TM(par_gemm)(pool, 1, 0, TS, dv, rows, 1, tm->d_targets + i * TS, Nh * TS,
-                     tm->us + 2 * Nh * dk + i * dv, U, 1, MG(tm, MT_W_Q), dv, NULL);
-        TM(par_colsum)(pool, tm->d_targets + i * TS, rows, TS, Nh * TS, MG(tm, MT_B_Q), NULL);
+        par_gemm(pool, 1, 0, TS, dv, rows, 1, tm->d_targets + i * TS, Nh * TS,
+                 tm->us + 2 * Nh * dk + i * dv, U, 1, MG(tm, MT_W_Q), dv, NULL);
+        par_colsum(pool, tm->d_targets + i * TS, rows, TS, Nh * TS, MG(tm, MT_B_Q), NULL);
     }
     /* beta = sigmoid(w_beta . b' + b_beta) */
-    TM(par_gemm)(pool, 1, 0, 1, dk, rows, 1, tm->d_betas, 1, tm->us + Nh * (2 * dk + dv), U, 1,
-                 MG(tm, MT_W_BETA), dk, NULL);
-    TM(par_colsum)(pool, tm->d_betas, rows, 1, 1, MG(tm, MT_B_BETA), NULL);
+    par_gemm(pool, 1, 0, 1, dk, rows, 1, tm->d_betas, 1, tm->us + Nh * (2 * dk + dv), U, 1,
+             MG(tm, MT_W_BETA), dk, NULL);
+    par_colsum(pool, tm->d_betas, rows, 1, 1, MG(tm, MT_B_BETA), NULL);
     /* u = tanh(W_u h + b_u) */
-    TM(par_gemm)(pool, 1, 0, U, H, rows, 1, tm->d_u, U, tm->hs + B * H, H, 1, MG(tm, MT_W_U), H,
-                 NULL);
-    TM(par_colsum)(pool, tm->d_u, rows, U, U, MG(tm, MT_B_U), NULL);
+    par_gemm(pool, 1, 0, U, H, rows, 1, tm->d_u, U, tm->hs + B * H, H, 1, MG(tm, MT_W_U), H,
+             NULL);
+    par_colsum(pool, tm->d_u, rows, U, U, MG(tm, MT_B_U), NULL);
     /* g = G[x] + W_ih[:, E:] r_(t-1) + W_hh h_(t-1) */
-    TM(par_gemm)(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, tm->hs, H, 1, MG(tm, MT_W_HH), H,
-                 NULL);
-    TM(par_gemm)(pool, 1, 0, G4, dv, rows, 1, tm->d_gates, G4, tm->rs, dv, 1,
-                 MG(tm, MT_W_IH) + E, E + dv, NULL);
+    par_gemm(pool, 1, 0, G4, H, rows, 1, tm->d_gates, G4, tm->hs, H, 1, MG(tm, MT_W_HH), H,
+             NULL);
+    par_gemm(pool, 1, 0, G4, dv, rows, 1, tm->d_gates, G4, tm->rs, dv, 1,
+             MG(tm, MT_W_IH) + E, E + dv, NULL);
     memset(tm->d_table, 0, V * G4 * sizeof(real));
-    TM(par_colsum)(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->x);
-    TM(par_colsum)(pool, tm->d_table, V, G4, G4, MG(tm, MT_BIAS), NULL);
-    TM(par_gemm)(pool, 1, 0, G4, E, V, 1, tm->d_table, G4, MP(tm, MT_EMB), E, 1, MG(tm, MT_W_IH),
-                 E + dv, NULL);
-    TM(par_gemm)(pool, 0, 0, V, E, G4, 1, tm->d_table, G4, MP(tm, MT_W_IH), E + dv, 1,
-                 MG(tm, MT_EMB), E, NULL);
+    par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->x);
+    par_colsum(pool, tm->d_table, V, G4, G4, MG(tm, MT_BIAS), NULL);
+    par_gemm(pool, 1, 0, G4, E, V, 1, tm->d_table, G4, MP(tm, MT_EMB), E, 1, MG(tm, MT_W_IH),
+             E + dv, NULL);
+    par_gemm(pool, 0, 0, V, E, G4, 1, tm->d_table, G4, MP(tm, MT_W_IH), E + dv, 1,
+             MG(tm, MT_EMB), E, NULL);
 }

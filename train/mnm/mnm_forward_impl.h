@@ -118,35 +118,35 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     if (!config->forward_only)
         tm->scratch_floats += nb * ((seg + 2) * tm->memory_size + 4 * H + 2 * dv);
     int failed = 0, backward = !config->forward_only;
-    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
+    tm->params = alloc_reals(tm->layout.total, &failed);
     if (backward)
-        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
-    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
-    tm->input_table = TM(alloc_reals)(V * G4, &failed);
-    tm->gates = TM(alloc_reals)(rows * G4, &failed);
-    tm->hs = TM(alloc_reals)((W + 1) * B * H, &failed);
-    tm->cs = TM(alloc_reals)((W + 1) * B * H, &failed);
-    tm->rs = TM(alloc_reals)((W + 1) * B * dv, &failed);
-    tm->tanh_cs = TM(alloc_reals)(rows * H, &failed);
-    tm->us = TM(alloc_reals)(rows * tm->u_size, &failed);
-    tm->betas = TM(alloc_reals)(rows, &failed);
-    tm->targets = TM(alloc_reals)(rows * Nh * tm->target_size, &failed);
-    tm->metas = TM(alloc_reals)(rows, &failed);
-    tm->hr_selected = TM(alloc_reals)(rows * (H + dv), &failed);
-    tm->y_selected = TM(alloc_reals)(rows * d_o, &failed);
-    tm->probs = TM(alloc_reals)(rows * V, &failed);
+        tm->grads = alloc_reals(tm->layout.total, &failed);
+    tm->state = alloc_reals(B * tm->state_size, &failed);
+    tm->input_table = alloc_reals(V * G4, &failed);
+    tm->gates = alloc_reals(rows * G4, &failed);
+    tm->hs = alloc_reals((W + 1) * B * H, &failed);
+    tm->cs = alloc_reals((W + 1) * B * H, &failed);
+    tm->rs = alloc_reals((W + 1) * B * dv, &failed);
+    tm->tanh_cs = alloc_reals(rows * H, &failed);
+    tm->us = alloc_reals(rows * tm->u_size, &failed);
+    tm->betas = alloc_reals(rows, &failed);
+    tm->targets = alloc_reals(rows * Nh * tm->target_size, &failed);
+    tm->metas = alloc_reals(rows, &failed);
+    tm->hr_selected = alloc_reals(rows * (H + dv), &failed);
+    tm->y_selected = alloc_reals(rows * d_o, &failed);
+    tm->probs = alloc_reals(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(alloc_reals)(rows * V, &failed);
+        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
-        tm->m_checkpoints = TM(alloc_reals)(B * (size_t)tm->n_segments * tm->memory_size, &failed);
-        tm->d_hr = TM(alloc_reals)(rows * (H + dv), &failed);
-        tm->d_u = TM(alloc_reals)(rows * tm->u_size, &failed);
-        tm->d_betas = TM(alloc_reals)(rows, &failed);
-        tm->d_targets = TM(alloc_reals)(rows * Nh * tm->target_size, &failed);
-        tm->d_gates = TM(alloc_reals)(rows * G4, &failed);
-        tm->d_table = TM(alloc_reals)(V * G4, &failed);
+        tm->m_checkpoints = alloc_reals(B * (size_t)tm->n_segments * tm->memory_size, &failed);
+        tm->d_hr = alloc_reals(rows * (H + dv), &failed);
+        tm->d_u = alloc_reals(rows * tm->u_size, &failed);
+        tm->d_betas = alloc_reals(rows, &failed);
+        tm->d_targets = alloc_reals(rows * Nh * tm->target_size, &failed);
+        tm->d_gates = alloc_reals(rows * G4, &failed);
+        tm->d_table = alloc_reals(V * G4, &failed);
     }
-    tm->thread_scratch = TM(alloc_reals)((size_t)threads * tm->scratch_floats, &failed);
+    tm->thread_scratch = alloc_reals((size_t)threads * tm->scratch_floats, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
@@ -184,8 +184,8 @@ void TM(fwm__mnm_tm_zero_grads)(TM(fwm__mnm_tm) *tm)
  * acts[act_size] = [z^0 = key (d_k) | z^1 | ... | z^Lm (d_v)]: z^l = tanh(M^l z^(l-1)) for l < Lm,
  * the last layer linear. mnm_mem_forward_keys does n keys (keys + i * key_stride) into
  * acts + i * act_size, each row of M read once for all of them (the same sums as one at a time). */
-static void TM(mnm_mem_forward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, const real *keys,
-                                     size_t key_stride, size_t n, real *acts)
+static void mnm_mem_forward_keys(const TM(fwm__mnm_tm) *tm, const real *M, const real *keys,
+                                 size_t key_stride, size_t n, real *acts)
 {
     size_t Lm = tm->hp.memory_layers, A = tm->act_size, at = 0;
     for (size_t i = 0; i < n; i++)
@@ -194,17 +194,17 @@ static void TM(mnm_mem_forward_keys)(const TM(fwm__mnm_tm) *tm, const real *M, c
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
         const real *Ml = M + tm->mem_offset[l];
         for (size_t j = 0; j < rows; j++) /* each row of M read once for all keys */
-            TM(dot_many)(Ml + j * cols, acts + at, A, n, cols, acts + at + cols + j, A);
+            dot_many(Ml + j * cols, acts + at, A, n, cols, acts + at + cols + j, A);
         if (l + 1 < Lm)
             for (size_t i = 0; i < n; i++)
-                TM(tanh_array)(acts + i * A + at + cols, acts + i * A + at + cols, rows);
+                tanh_array(acts + i * A + at + cols, acts + i * A + at + cols, rows);
         at += cols;
     }
 }
 
 
 /* Offset of z^l (l = 0..Lm) within a key's activations. */
-static size_t TM(mnm_act_at)(const TM(fwm__mnm_tm) *tm, size_t l)
+static size_t mnm_act_at(const TM(fwm__mnm_tm) *tm, size_t l)
 {
     return l == 0 ? 0 : tm->mem_cols[0] + (l - 1) * tm->hp.memory_hidden;
 }
@@ -214,31 +214,31 @@ static size_t TM(mnm_act_at)(const TM(fwm__mnm_tm) *tm, size_t l)
  * activations.
  * u: the step's interaction vectors; targets: [Nh][target_size]. Forward and replay both call
  * this function, so the replayed memory has the forward pass's bits. */
-static __attribute__((noinline)) void TM(mnm_write)(const TM(fwm__mnm_tm) *tm, real *M,
-                                                    const real *u, const real *targets, real beta,
-                                                    real *zs)
+static __attribute__((noinline)) void mnm_write(const TM(fwm__mnm_tm) *tm, real *M,
+                                                const real *u, const real *targets, real beta,
+                                                real *zs)
 {
     size_t Nh = tm->hp.head_count, dk = tm->hp.key_length, A = tm->act_size,
            TS = tm->target_size, Lm = tm->hp.memory_layers;
-    TM(mnm_mem_forward_keys)(tm, M, u + Nh * dk, dk, Nh, zs);
+    mnm_mem_forward_keys(tm, M, u + Nh * dk, dk, Nh, zs);
     size_t t_at = 0;
     for (size_t l = 0; l < Lm; l++) {
         size_t rows = tm->mem_rows[l], cols = tm->mem_cols[l];
-        size_t in_at = TM(mnm_act_at)(tm, l), out_at = TM(mnm_act_at)(tm, l + 1);
+        size_t in_at = mnm_act_at(tm, l), out_at = mnm_act_at(tm, l + 1);
         real scale = beta * (real)(2.0 / ((double)Nh * (double)rows));
         real *Ml = M + tm->mem_offset[l];
         real coef[FWM_MNM_MAX_HEADS];
         for (size_t j = 0; j < rows; j++) { /* row j takes every head's term, in head order */
             for (size_t i = 0; i < Nh; i++)
                 coef[i] = -scale * (zs[i * A + out_at + j] - targets[i * TS + t_at + j]);
-            TM(axpy_many)(Ml + j * cols, coef, 1, zs + in_at, A, Nh, cols);
+            axpy_many(Ml + j * cols, coef, 1, zs + in_at, A, Nh, cols);
         }
         t_at += rows;
     }
 }
 
 /* ---- stage 2: the recurrence, lanes [b0, b1) ------------------------------------------------ */
-static void TM(mnm_forward_worker)(void *ctx_pointer, int index, int threads)
+static void mnm_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(fwm__mnm_tm) *tm = ctx_pointer;
     const fwm_mnm_hparams *hp = &tm->hp;
@@ -276,39 +276,39 @@ static void TM(mnm_forward_worker)(void *ctx_pointer, int index, int threads)
                tm->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, g, (int)G4);
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
-            TM(lstm_cell_forward)(tm->gates + row * G4, tm->cs + row * H, tm->cs + (row + B) * H,
-                                  tm->tanh_cs + row * H, tm->hs + (row + B) * H, H, forget_bias);
+            lstm_cell_forward(tm->gates + row * G4, tm->cs + row * H, tm->cs + (row + B) * H,
+                              tm->tanh_cs + row * H, tm->hs + (row + B) * H, H, forget_bias);
         }
         real *u = tm->us + r0 * U;
         for (size_t b = 0; b < nb; b++)
             memcpy(u + b * U, b_u, U * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)U, (int)H, (real)1,
                tm->hs + (r0 + B) * H, (int)H, W_u, (int)H, (real)1, u, (int)U);
-        TM(tanh_array)(u, u, nb * U);
+        tanh_array(u, u, nb * U);
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
             const real *ur = tm->us + row * U, *vw = ur + 2 * Nh * dk, *bp = vw + Nh * dv;
-            real beta = TM(sigmoid)(TM(dot)(w_beta, bp, dk) + b_beta);
+            real beta = sigmoid(dot(w_beta, bp, dk) + b_beta);
             tm->betas[row] = beta;
             real *tg = tm->targets + row * Nh * TS;
             for (size_t i = 0; i < Nh; i++) {
                 real *o = tg + i * TS;
                 for (size_t j = 0; j < TS; j++)
-                    o[j] = TM(dot)(W_q + j * dv, vw + i * dv, dv) + b_q[j];
+                    o[j] = dot(W_q + j * dv, vw + i * dv, dv) + b_q[j];
             }
             real *M = tm->state + b * tm->state_size + 2 * H + dv;
             if (training && t % seg == 0)
                 memcpy(tm->m_checkpoints + (b * nseg + t / seg) * Mn, M, Mn * sizeof(real));
-            TM(mnm_write)(tm, M, ur, tg, beta, zs);
+            mnm_write(tm, M, ur, tg, beta, zs);
             real *r = tm->rs + (row + B) * dv;
             memset(r, 0, dv * sizeof(real));
-            TM(mnm_mem_forward_keys)(tm, M, ur, dk, Nh, zs); /* the read keys */
+            mnm_mem_forward_keys(tm, M, ur, dk, Nh, zs); /* the read keys */
             for (size_t i = 0; i < Nh; i++)
-                TM(axpy)(r, (real)1 / (real)Nh, zs + i * A + A - dv, dv);
+                axpy(r, (real)1 / (real)Nh, zs + i * A + A - dv, dv);
             tm->metas[row] = 0;
             if (training && tm->x[row] != pad) {
                 double m = 0;
-                TM(mnm_mem_forward_keys)(tm, M, ur + Nh * dk, dk, Nh, zs); /* the write keys */
+                mnm_mem_forward_keys(tm, M, ur + Nh * dk, dk, Nh, zs); /* the write keys */
                 for (size_t i = 0; i < Nh; i++) {
                     const real *f = zs + i * A + A - dv, *v = vw + i * dv;
                     for (size_t j = 0; j < dv; j++) {
@@ -329,13 +329,13 @@ static void TM(mnm_forward_worker)(void *ctx_pointer, int index, int threads)
     }
 }
 
-static void TM(mnm_loss_worker)(void *ctx_pointer, int index, int threads)
+static void mnm_loss_worker(void *ctx_pointer, int index, int threads)
 {
     TM(fwm__mnm_tm) *tm = ctx_pointer;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = TM(softmax_ce_forward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
 }
 
 double TM(fwm__mnm_tm_forward)(TM(fwm__mnm_tm) *tm, const uint32_t *x, const uint32_t *y, int len)
@@ -360,9 +360,9 @@ double TM(fwm__mnm_tm_forward)(TM(fwm__mnm_tm) *tm, const uint32_t *x, const uin
                 tm->n_meta_rows++;
         }
 
-    TM(par_gemm)(tm->pool, 0, 1, V, G4, E, 1, MP(tm, MT_EMB), E, MP(tm, MT_W_IH), E + dv, 1,
-                 tm->input_table, G4, MP(tm, MT_BIAS));
-    fwm__pool_run(tm->pool, TM(mnm_forward_worker), tm);
+    par_gemm(tm->pool, 0, 1, V, G4, E, 1, MP(tm, MT_EMB), E, MP(tm, MT_W_IH), E + dv, 1,
+             tm->input_table, G4, MP(tm, MT_BIAS));
+    fwm__pool_run(tm->pool, mnm_forward_worker, tm);
 
     double meta = 0;
     for (size_t row = 0; row < (size_t)len * B; row++)
@@ -379,13 +379,13 @@ double TM(fwm__mnm_tm_forward)(TM(fwm__mnm_tm) *tm, const uint32_t *x, const uin
             memcpy(tm->hr_selected + i * HR, tm->hs + (row + B) * H, H * sizeof(real));
             memcpy(tm->hr_selected + i * HR + H, tm->rs + (row + B) * dv, dv * sizeof(real));
         }
-        TM(par_gemm)(tm->pool, 0, 1, n_loss, d_o, HR, 1, tm->hr_selected, HR, MP(tm, MT_W_O(Lm)),
-                     HR, 1, tm->y_selected, d_o, MP(tm, MT_B_O(Lm)));
-        TM(par_gemm)(tm->pool, 0, 1, n_loss, V, d_o, 1, tm->y_selected, d_o, MP(tm, MT_W_S(Lm)),
-                     d_o, 1, tm->probs, V, MP(tm, MT_B_S(Lm)));
+        par_gemm(tm->pool, 0, 1, n_loss, d_o, HR, 1, tm->hr_selected, HR, MP(tm, MT_W_O(Lm)),
+                 HR, 1, tm->y_selected, d_o, MP(tm, MT_B_O(Lm)));
+        par_gemm(tm->pool, 0, 1, n_loss, V, d_o, 1, tm->y_selected, d_o, MP(tm, MT_W_S(Lm)),
+                 d_o, 1, tm->probs, V, MP(tm, MT_B_S(Lm)));
         if (tm->logits)
             memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
-        fwm__pool_run(tm->pool, TM(mnm_loss_worker), tm);
+        fwm__pool_run(tm->pool, mnm_loss_worker, tm);
         double sum = 0;
         for (size_t i = 0; i < n_loss; i++)
             sum += tm->row_loss[i];

@@ -15,25 +15,25 @@
 #define SG(g, tm, k) ((g) + (tm)->layout.offset[k])
 
 /* dW += d ⊗ x (W [rows, cols]) */
-static inline void TM(stm_outer_add)(real *W, const real *d, const real *x, size_t rows,
-                                     size_t cols)
+static inline void stm_outer_add(real *W, const real *d, const real *x, size_t rows,
+                                 size_t cols)
 {
     for (size_t i = 0; i < rows; i++)
         if (d[i] != 0)
-            TM(axpy)(W + i * cols, d[i], x, cols);
+            axpy(W + i * cols, d[i], x, cols);
 }
 
 /* out += W^T d (W [rows, cols]) */
-static inline void TM(stm_matvec_t_add)(real *out, const real *W, const real *d, size_t rows,
-                                        size_t cols)
+static inline void stm_matvec_t_add(real *out, const real *W, const real *d, size_t rows,
+                                    size_t cols)
 {
     for (size_t i = 0; i < rows; i++)
         if (d[i] != 0)
-            TM(axpy)(out, d[i], W + i * cols, cols);
+            axpy(out, d[i], W + i * cols, cols);
 }
 
 /* The gradient of a step's input x (or a question vector) to the embeddings (and positions). */
-static void TM(stm_input_backward)(const TM(fwm__stm_tm) *tm, size_t row, const real *dx, real *g)
+static void stm_input_backward(const TM(fwm__stm_tm) *tm, size_t row, const real *dx, real *g)
 {
     size_t E = tm->hp.embedding_length, P = tm->hp.sentence_length;
     real *demb = SG(g, tm, ST_EMB);
@@ -57,8 +57,8 @@ static void TM(stm_input_backward)(const TM(fwm__stm_tm) *tm, size_t row, const 
 
 /* The backward of one core step (record rec): dMi, dMr hold the gradients of the memories after it
  * on entry, before it on return; the step's input gradient goes to the embeddings. */
-static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, size_t row, real *dMi,
-                                  real *dMr, real *sc, real *g, int transfer)
+static void stm_core_backward(const TM(fwm__stm_tm) *tm, const real *rec, size_t row, real *dMi,
+                              real *dMr, real *sc, real *g, int transfer)
 {
     const fwm__stm_offsets *o = &tm->off;
     size_t E = tm->hp.embedding_length, d = tm->hp.memory_size, nq = tm->hp.query_count;
@@ -84,12 +84,12 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
     if (transfer && alpha[2] != 0) {
         for (size_t n = 0; n < dd; n++)
             dT[n] = alpha[2] * dMi[n];
-        TM(stm_gemm)(1, 1, d, qd, d, 1, dT, d, S, d, 1, SG(g, tm, ST_G1(tm)), qd);
+        stm_gemm(1, 1, d, qd, d, 1, dT, d, S, d, 1, SG(g, tm, ST_G1(tm)), qd);
         real *dg1 = SG(g, tm, ST_G1B(tm));
         for (size_t b = 0; b < d; b++)
             for (size_t cc = 0; cc < d; cc++)
                 dg1[cc] += dT[b * d + cc];
-        TM(stm_gemm)(1, 1, qd, d, d, 1, SP(tm, ST_G1(tm)), qd, dT, d, 0, dS, d);
+        stm_gemm(1, 1, qd, d, d, 1, SP(tm, ST_G1(tm)), qd, dT, d, 0, dS, d);
     } else {
         memset(dS, 0, qd * d * sizeof(real));
     }
@@ -103,8 +103,8 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
     dalpha[0] += s1;
     /* 5. attention S = tanh(q k) v */
     const real *q = Y, *k = Y + qd, *v = Y + 2 * qd;
-    TM(stm_gemm)(0, 1, qd, nq, d, 1, dS, d, v, d, 0, dWt, nq);
-    TM(stm_gemm)(1, 0, nq, d, qd, 1, Wt, nq, dS, d, 0, dY + 2 * qd, d);
+    stm_gemm(0, 1, qd, nq, d, 1, dS, d, v, d, 0, dWt, nq);
+    stm_gemm(1, 0, nq, d, qd, 1, Wt, nq, dS, d, 0, dY + 2 * qd, d);
     for (size_t n = 0; n < qd * nq; n++)
         dWt[n] *= 1 - Wt[n] * Wt[n];
     real *dq = dY, *dk = dY + qd;
@@ -135,7 +135,7 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
     for (size_t n = 0; n < n_all; n++)
         dY[n] = rstd * (dY[n] - m1 - nn[n] * m2); /* now dPm [3 n_q, d] */
     /* Pm[j, e] = Wqkv[j] . A[e] + bqkv[j] */
-    TM(stm_gemm)(0, 0, pq, d, d, 1, dY, d, A, d, 1, SG(g, tm, ST_WQKV(tm)), d);
+    stm_gemm(0, 0, pq, d, d, 1, dY, d, A, d, 1, SG(g, tm, ST_WQKV(tm)), d);
     real *dbqkv = SG(g, tm, ST_BQKV(tm));
     for (size_t j = 0; j < pq; j++) {
         real acc = 0;
@@ -143,7 +143,7 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
             acc += dY[j * d + e];
         dbqkv[j] += acc;
     }
-    TM(stm_gemm)(1, 0, d, d, pq, 1, dY, d, SP(tm, ST_WQKV(tm)), d, 0, dA, d);
+    stm_gemm(1, 0, d, d, pq, 1, dY, d, SP(tm, ST_WQKV(tm)), d, 0, dA, d);
     /* A = Mi' + alpha2 vr c^T: dMi' = dMi + dA */
     real s2 = 0;
     for (size_t i = 0; i < d; i++) {
@@ -170,8 +170,8 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
         for (size_t e = 0; e < d; e++) {
             size_t n = s * d + e;
             real wn = z[s] * c[e];
-            TM(axpy)(dMr + n * d, wn, dvr, d);
-            dw[n] = TM(dot)(Mr + n * d, dvr, d);
+            axpy(dMr + n * d, wn, dvr, d);
+            dw[n] = dot(Mr + n * d, dvr, d);
             dz[s] += dw[n] * c[e];
             dc[e] += dw[n] * z[s];
         }
@@ -192,21 +192,21 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
             da[col] += dpre * a[r];
         }
     }
-    TM(stm_gemm)(1, 0, 2 * d, d, d, 1, dG, 2 * d, tmi, d, 1, SG(g, tm, ST_UG(tm)), d);
+    stm_gemm(1, 0, 2 * d, d, d, 1, dG, 2 * d, tmi, d, 1, SG(g, tm, ST_UG(tm)), d);
     for (size_t j = 0; j < 2 * d; j++)
         du[j] = 0;
     for (size_t r = 0; r < d; r++)
         for (size_t j = 0; j < 2 * d; j++)
             du[j] += dG[r * 2 * d + j];
-    TM(stm_gemm)(0, 0, d, d, 2 * d, 1, dG, 2 * d, SP(tm, ST_UG(tm)), d, 0, dTM, d);
+    stm_gemm(0, 0, d, d, 2 * d, 1, dG, 2 * d, SP(tm, ST_UG(tm)), d, 0, dTM, d);
     for (size_t n = 0; n < dd; n++)
         dMi[n] += dTM[n] * (1 - tmi[n] * tmi[n]);
     /* u = Wg a + bg */
-    TM(stm_outer_add)(SG(g, tm, ST_WG(tm)), du, a, 2 * d, d);
+    stm_outer_add(SG(g, tm, ST_WG(tm)), du, a, 2 * d, d);
     real *dbg = SG(g, tm, ST_BG(tm));
     for (size_t j = 0; j < 2 * d; j++)
         dbg[j] += du[j];
-    TM(stm_matvec_t_add)(da, SP(tm, ST_WG(tm)), du, 2 * d, d);
+    stm_matvec_t_add(da, SP(tm, ST_WG(tm)), du, 2 * d, d);
     /* 1. the input maps and the softmax */
     real zdz = 0;
     for (size_t s = 0; s < nq; s++)
@@ -215,9 +215,9 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
         dz[s] = z[s] * (dz[s] - zdz);
     for (size_t i = 0; i < E; i++)
         dx[i] = 0;
-    TM(stm_outer_add)(SG(g, tm, ST_W1(tm)), da, x, d, E);
-    TM(stm_outer_add)(SG(g, tm, ST_W2(tm)), dc, x, d, E);
-    TM(stm_outer_add)(SG(g, tm, ST_W3(tm)), dz, x, nq, E);
+    stm_outer_add(SG(g, tm, ST_W1(tm)), da, x, d, E);
+    stm_outer_add(SG(g, tm, ST_W2(tm)), dc, x, d, E);
+    stm_outer_add(SG(g, tm, ST_W3(tm)), dz, x, nq, E);
     real *db1 = SG(g, tm, ST_B1(tm)), *db2 = SG(g, tm, ST_B2(tm)), *db3 = SG(g, tm, ST_B3(tm));
     for (size_t i = 0; i < d; i++) {
         db1[i] += da[i];
@@ -225,61 +225,61 @@ static void TM(stm_core_backward)(const TM(fwm__stm_tm) *tm, const real *rec, si
     }
     for (size_t s = 0; s < nq; s++)
         db3[s] += dz[s];
-    TM(stm_matvec_t_add)(dx, SP(tm, ST_W1(tm)), da, d, E);
-    TM(stm_matvec_t_add)(dx, SP(tm, ST_W2(tm)), dc, d, E);
-    TM(stm_matvec_t_add)(dx, SP(tm, ST_W3(tm)), dz, nq, E);
-    TM(stm_input_backward)(tm, row, dx, g);
+    stm_matvec_t_add(dx, SP(tm, ST_W1(tm)), da, d, E);
+    stm_matvec_t_add(dx, SP(tm, ST_W2(tm)), dc, d, E);
+    stm_matvec_t_add(dx, SP(tm, ST_W3(tm)), dz, nq, E);
+    stm_input_backward(tm, row, dx, g);
 }
 
 /* Word mode's head: dlog (V) is the gradient of the row's logits; Mr the memory it read. */
-static void TM(stm_word_head_backward)(const TM(fwm__stm_tm) *tm, const real *head,
-                                       const real *dlog, const real *Mr, real *dMr, real *sc,
-                                       real *g)
+static void stm_word_head_backward(const TM(fwm__stm_tm) *tm, const real *head,
+                                   const real *dlog, const real *Mr, real *dMr, real *sc,
+                                   real *g)
 {
     size_t d = tm->hp.memory_size, nq = tm->hp.query_count, nr = tm->hp.relation_length;
     size_t dd = d * d, V = tm->hp.vocab_size, n = nq * nr;
     real *dr = sc + tm->off.dr;
-    TM(stm_outer_add)(SG(g, tm, ST_G3(tm)), dlog, head, V, n);
+    stm_outer_add(SG(g, tm, ST_G3(tm)), dlog, head, V, n);
     real *dg3 = SG(g, tm, ST_G3B(tm)), *dg2 = SG(g, tm, ST_G2B(tm));
     for (size_t v = 0; v < V; v++)
         dg3[v] += dlog[v];
     for (size_t i = 0; i < n; i++)
         dr[i] = 0;
-    TM(stm_matvec_t_add)(dr, SP(tm, ST_G3(tm)), dlog, V, n);
-    TM(stm_gemm)(1, 0, nr, dd, nq, 1, dr, nr, Mr, dd, 1, SG(g, tm, ST_G2(tm)), dd);
+    stm_matvec_t_add(dr, SP(tm, ST_G3(tm)), dlog, V, n);
+    stm_gemm(1, 0, nr, dd, nq, 1, dr, nr, Mr, dd, 1, SG(g, tm, ST_G2(tm)), dd);
     for (size_t s = 0; s < nq; s++)
         for (size_t j = 0; j < nr; j++)
             dg2[j] += dr[s * nr + j];
-    TM(stm_gemm)(0, 0, nq, dd, nr, 1, dr, nr, SP(tm, ST_G2(tm)), dd, 1, dMr, dd);
+    stm_gemm(0, 0, nq, dd, nr, 1, dr, nr, SP(tm, ST_G2(tm)), dd, 1, dMr, dd);
 }
 
 /* The backward of answer MLP m: dout is the gradient of its output; dq gets the input's. */
-static void TM(stm_mlp_backward)(const TM(fwm__stm_tm) *tm, int m, const real *q, const real *hid,
-                                 const real *out, const real *dout, real *dq, real *sc, real *g)
+static void stm_mlp_backward(const TM(fwm__stm_tm) *tm, int m, const real *q, const real *hid,
+                             const real *out, const real *dout, real *dq, real *sc, real *g)
 {
     size_t E = tm->hp.embedding_length, Ha = tm->hp.answer_hidden;
     size_t rows = m == 0 ? tm->hp.memory_size : tm->hp.query_count;
     real *dpre = sc + tm->off.dpre, *dhid = sc + tm->off.dhid;
     for (size_t i = 0; i < rows; i++)
         dpre[i] = dout[i] * (1 - out[i] * out[i]);
-    TM(stm_outer_add)(SG(g, tm, ST_MLP(tm, m, 2)), dpre, hid, rows, Ha);
+    stm_outer_add(SG(g, tm, ST_MLP(tm, m, 2)), dpre, hid, rows, Ha);
     real *db2 = SG(g, tm, ST_MLP(tm, m, 3)), *db1 = SG(g, tm, ST_MLP(tm, m, 1));
     for (size_t i = 0; i < rows; i++)
         db2[i] += dpre[i];
     for (size_t i = 0; i < Ha; i++)
         dhid[i] = 0;
-    TM(stm_matvec_t_add)(dhid, SP(tm, ST_MLP(tm, m, 2)), dpre, rows, Ha);
+    stm_matvec_t_add(dhid, SP(tm, ST_MLP(tm, m, 2)), dpre, rows, Ha);
     for (size_t i = 0; i < Ha; i++)
         dhid[i] *= 1 - hid[i] * hid[i];
-    TM(stm_outer_add)(SG(g, tm, ST_MLP(tm, m, 0)), dhid, q, Ha, E);
+    stm_outer_add(SG(g, tm, ST_MLP(tm, m, 0)), dhid, q, Ha, E);
     for (size_t i = 0; i < Ha; i++)
         db1[i] += dhid[i];
-    TM(stm_matvec_t_add)(dq, SP(tm, ST_MLP(tm, m, 0)), dhid, Ha, E);
+    stm_matvec_t_add(dq, SP(tm, ST_MLP(tm, m, 0)), dhid, Ha, E);
 }
 
 /* Sentence mode's answer module at `row`. */
-static void TM(stm_answer_backward)(const TM(fwm__stm_tm) *tm, size_t row, const real *head,
-                                    const real *dlog, const real *Mr, real *dMr, real *sc, real *g)
+static void stm_answer_backward(const TM(fwm__stm_tm) *tm, size_t row, const real *head,
+                                const real *dlog, const real *Mr, real *dMr, real *sc, real *g)
 {
     const fwm__stm_offsets *o = &tm->off;
     size_t d = tm->hp.memory_size, nq = tm->hp.query_count, Ha = tm->hp.answer_hidden;
@@ -287,10 +287,10 @@ static void TM(stm_answer_backward)(const TM(fwm__stm_tm) *tm, size_t row, const
     real *dsum = sc + o->dsum, *dout = sc + o->dout, *dn = sc + o->dn, *draw = sc + o->draw;
     real *dprev = sc + o->dprev, *drk = sc + o->drk, *dq = sc + o->dq;
     const real *sum = head + o->hsum, *e1 = head + o->he, *q = head + o->hq;
-    TM(stm_outer_add)(SG(g, tm, ST_Z(tm)), dlog, sum, V, d);
+    stm_outer_add(SG(g, tm, ST_Z(tm)), dlog, sum, V, d);
     for (size_t j = 0; j < d; j++)
         dsum[j] = 0;
-    TM(stm_matvec_t_add)(dsum, SP(tm, ST_Z(tm)), dlog, V, d);
+    stm_matvec_t_add(dsum, SP(tm, ST_Z(tm)), dlog, V, d);
     const real *norm = SP(tm, ST_NORM(tm));
     real *dnorm = SG(g, tm, ST_NORM(tm));
     memcpy(dout, dsum, d * sizeof(real));
@@ -319,8 +319,8 @@ static void TM(stm_answer_backward)(const TM(fwm__stm_tm) *tm, size_t row, const
             real acc = 0;
             for (size_t e = 0; e < d; e++) {
                 size_t n = s * d + e;
-                TM(axpy)(dMr + n * d, rk[s] * prev[e], draw, d);
-                real dwn = TM(dot)(Mr + n * d, draw, d);
+                axpy(dMr + n * d, rk[s] * prev[e], draw, d);
+                real dwn = dot(Mr + n * d, draw, d);
                 acc += dwn * prev[e];
                 dprev[e] += dwn * rk[s];
             }
@@ -332,14 +332,14 @@ static void TM(stm_answer_backward)(const TM(fwm__stm_tm) *tm, size_t row, const
     }
     for (size_t i = 0; i < E; i++)
         dq[i] = 0;
-    TM(stm_mlp_backward)(tm, 0, q, head + o->hhid, e1, dprev, dq, sc, g);
+    stm_mlp_backward(tm, 0, q, head + o->hhid, e1, dprev, dq, sc, g);
     for (int k = 0; k < 3; k++)
-        TM(stm_mlp_backward)(tm, k + 1, q, head + o->hhid + (size_t)(k + 1) * Ha,
-                             head + o->hr + (size_t)k * nq, drk + (size_t)k * nq, dq, sc, g);
-    TM(stm_input_backward)(tm, row, dq, g);
+        stm_mlp_backward(tm, k + 1, q, head + o->hhid + (size_t)(k + 1) * Ha,
+                         head + o->hr + (size_t)k * nq, drk + (size_t)k * nq, dq, sc, g);
+    stm_input_backward(tm, row, dq, g);
 }
 
-static void TM(stm_backward_worker)(void *ctx_pointer, int index, int threads)
+static void stm_backward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(stm_ctx) *ctx = ctx_pointer;
     TM(fwm__stm_tm) *tm = ctx->tm;
@@ -347,7 +347,7 @@ static void TM(stm_backward_worker)(void *ctx_pointer, int index, int threads)
     size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size;
     size_t dd = (size_t)fwm_stm_item_floats(&tm->hp);
     size_t mem = tm->mem_floats, rel = mem - dd, K = (size_t)tm->segment;
-    int transfer = TM(stm_transfer_needed)(tm, 1);
+    int transfer = stm_transfer_needed(tm, 1);
     const real *alpha = SP(tm, ST_ALPHA(tm));
     real *recs = tm->thread_acts + (size_t)index * K * o->act_total;
     real *sc = tm->thread_scratch + (size_t)index * o->scratch_total;
@@ -379,8 +379,8 @@ static void TM(stm_backward_worker)(void *ctx_pointer, int index, int threads)
                 }
                 if (act & FWM__STM_ACT_CORE) {
                     real *rec = recs + (size_t)j * o->act_total;
-                    TM(stm_step_input)(tm, row, rec + o->x);
-                    TM(stm_core_forward)(tm, rec, wMi, wMr, sc, 1, transfer);
+                    stm_step_input(tm, row, rec + o->x);
+                    stm_core_forward(tm, rec, wMi, wMr, sc, 1, transfer);
                     last = j++;
                 }
                 source[t - t0] = last;
@@ -405,14 +405,14 @@ static void TM(stm_backward_worker)(void *ctx_pointer, int index, int threads)
                     const real *head = tm->heads + (size_t)li * o->head_total;
                     const real *dlog = tm->probs + (size_t)li * V;
                     if (tm->sentence)
-                        TM(stm_answer_backward)(tm, row, head, dlog, Mr, dMr, sc, g);
+                        stm_answer_backward(tm, row, head, dlog, Mr, dMr, sc, g);
                     else
-                        TM(stm_word_head_backward)(tm, head, dlog, Mr, dMr, sc, g);
+                        stm_word_head_backward(tm, head, dlog, Mr, dMr, sc, g);
                 }
                 if (act & FWM__STM_ACT_CORE) {
                     j--;
-                    TM(stm_core_backward)(tm, recs + (size_t)j * o->act_total, row, dMi, dMr, sc,
-                                          g, transfer);
+                    stm_core_backward(tm, recs + (size_t)j * o->act_total, row, dMi, dMr, sc,
+                                      g, transfer);
                 }
                 if (act & FWM__STM_ACT_RESET) {
                     real *g0 = SG(g, tm, ST_MI0(tm)), *g1 = SG(g, tm, ST_MR0(tm));
@@ -436,11 +436,11 @@ void TM(fwm__stm_tm_backward)(TM(fwm__stm_tm) *tm)
     long denominator = tm->loss_denominator > 0 ? tm->loss_denominator : tm->n_loss_rows;
     real scale = (real)(1.0 / (double)denominator);
     for (int i = 0; i < tm->n_loss_rows; i++)
-        TM(softmax_ce_backward)(tm->probs + (size_t)i * V, V, tm->y[tm->loss_rows[i]], scale);
+        softmax_ce_backward(tm->probs + (size_t)i * V, V, tm->y[tm->loss_rows[i]], scale);
     int threads = fwm__pool_size(tm->pool);
     memset(tm->thread_grads, 0, (size_t)threads * tm->layout.total * sizeof(real));
     TM(stm_ctx) ctx = {tm, tm->len};
-    fwm__pool_run(tm->pool, TM(stm_backward_worker), &ctx);
+    fwm__pool_run(tm->pool, stm_backward_worker, &ctx);
     for (int k = 0; k < threads; k++) { /* the held tensors */
         real *g = tm->thread_grads + (size_t)k * tm->layout.total;
         if (tm->config.fix_alpha) {
@@ -451,6 +451,6 @@ void TM(fwm__stm_tm_backward)(TM(fwm__stm_tm) *tm)
             memset(SG(g, tm, ST_Z(tm)), 0, tm->layout.size[ST_Z(tm)] * sizeof(real));
     }
     /* tm->grads += the threads' buffers, added in thread order */
-    TM(par_colsum)(tm->pool, tm->thread_grads, (size_t)threads, tm->layout.total, tm->layout.total,
-                   tm->grads, NULL);
+    par_colsum(tm->pool, tm->thread_grads, (size_t)threads, tm->layout.total, tm->layout.total,
+               tm->grads, NULL);
 }

@@ -113,19 +113,19 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
     tm->max_segments = (int)((W + K - 1) / K);
     size_t threads = (size_t)fwm__pool_size(pool);
     int failed = 0;
-    tm->params = TM(alloc_reals)(tm->layout.total, &failed);
-    tm->state = TM(alloc_reals)(B * tm->state_size, &failed);
-    tm->heads = TM(alloc_reals)(rows * tm->off.head_total, &failed);
-    tm->probs = TM(alloc_reals)(rows * V, &failed);
+    tm->params = alloc_reals(tm->layout.total, &failed);
+    tm->state = alloc_reals(B * tm->state_size, &failed);
+    tm->heads = alloc_reals(rows * tm->off.head_total, &failed);
+    tm->probs = alloc_reals(rows * V, &failed);
     if (config->keep_logits)
-        tm->logits = TM(alloc_reals)(rows * V, &failed);
+        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
-        tm->grads = TM(alloc_reals)(tm->layout.total, &failed);
-        tm->snapshots = TM(alloc_reals)(B * (size_t)tm->max_segments * tm->mem_floats, &failed);
-        tm->thread_grads = TM(alloc_reals)(threads * tm->layout.total, &failed);
+        tm->grads = alloc_reals(tm->layout.total, &failed);
+        tm->snapshots = alloc_reals(B * (size_t)tm->max_segments * tm->mem_floats, &failed);
+        tm->thread_grads = alloc_reals(threads * tm->layout.total, &failed);
     }
-    tm->thread_acts = TM(alloc_reals)(threads * K * tm->off.act_total, &failed);
-    tm->thread_scratch = TM(alloc_reals)(threads * tm->off.scratch_total, &failed);
+    tm->thread_acts = alloc_reals(threads * K * tm->off.act_total, &failed);
+    tm->thread_scratch = alloc_reals(threads * tm->off.scratch_total, &failed);
     tm->x = calloc(rows, sizeof *tm->x);
     tm->y = calloc(rows, sizeof *tm->y);
     tm->act = calloc(rows, 1);
@@ -171,25 +171,25 @@ void TM(fwm__stm_tm_zero_grads)(TM(fwm__stm_tm) *tm)
 /* ---- kernels --------------------------------------------------------------------------------- */
 
 /* C = alpha op(A) op(B) + beta C, one thread (row-major). */
-static inline void TM(stm_gemm)(int ta, int tb, size_t M, size_t N, size_t K, real alpha,
-                                const real *A, size_t lda, const real *B, size_t ldb, real beta,
-                                real *C, size_t ldc)
+static inline void stm_gemm(int ta, int tb, size_t M, size_t N, size_t K, real alpha,
+                            const real *A, size_t lda, const real *B, size_t ldb, real beta,
+                            real *C, size_t ldc)
 {
     R_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
            (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
 /* y = W x + b (W [rows, cols]; b may be NULL). */
-static inline void TM(stm_matvec)(real *y, const real *W, const real *x, const real *b,
-                                  size_t rows, size_t cols)
+static inline void stm_matvec(real *y, const real *W, const real *x, const real *b,
+                              size_t rows, size_t cols)
 {
     for (size_t i = 0; i < rows; i++)
-        y[i] = (b ? b[i] : 0) + TM(dot)(W + i * cols, x, cols);
+        y[i] = (b ? b[i] : 0) + dot(W + i * cols, x, cols);
 }
 
 /* Layer norm of n numbers without gain: y = (u - mean) / sqrt(var + eps); returns the last
  * factor. */
-static inline real TM(stm_norm)(real *y, const real *u, size_t n, real eps)
+static inline real stm_norm(real *y, const real *u, size_t n, real eps)
 {
     real mean = 0, var = 0;
     for (size_t i = 0; i < n; i++)
@@ -207,7 +207,7 @@ static inline real TM(stm_norm)(real *y, const real *u, size_t n, real eps)
 }
 
 /* The sentence encoder: x = sum_k Emb[w_k] * Pos[k] over the row's words. */
-static void TM(stm_encode)(const TM(fwm__stm_tm) *tm, size_t row, real *x)
+static void stm_encode(const TM(fwm__stm_tm) *tm, size_t row, real *x)
 {
     size_t E = tm->hp.embedding_length, P = tm->hp.sentence_length;
     const real *emb = SP(tm, ST_EMB), *pos = SP(tm, ST_POS);
@@ -223,15 +223,15 @@ static void TM(stm_encode)(const TM(fwm__stm_tm) *tm, size_t row, real *x)
 
 /* Whether the relational transfer runs: alpha3 is not 0, or its gradient is wanted (replay of a
  * model whose alpha3 trains). */
-static inline int TM(stm_transfer_needed)(const TM(fwm__stm_tm) *tm, int replay)
+static inline int stm_transfer_needed(const TM(fwm__stm_tm) *tm, int replay)
 {
     return SP(tm, ST_ALPHA(tm))[2] != 0 || (replay && !tm->config.fix_alpha);
 }
 
 /* One core step on rec->x (already there): Mi and Mr are updated in place; rec keeps what the
  * backward pass needs (keep: the previous memories too). s = scratch (w). */
-static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi, real *Mr,
-                                 real *scratch, int keep, int transfer)
+static void stm_core_forward(const TM(fwm__stm_tm) *tm, real *rec, real *Mi, real *Mr,
+                             real *scratch, int keep, int transfer)
 {
     const fwm__stm_offsets *o = &tm->off;
     size_t E = tm->hp.embedding_length, d = tm->hp.memory_size, nq = tm->hp.query_count;
@@ -247,9 +247,9 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
         memcpy(rec + o->mr, Mr, qd * d * sizeof(real));
     }
     /* 1. input maps */
-    TM(stm_matvec)(a, SP(tm, ST_W1(tm)), x, SP(tm, ST_B1(tm)), d, E);
-    TM(stm_matvec)(c, SP(tm, ST_W2(tm)), x, SP(tm, ST_B2(tm)), d, E);
-    TM(stm_matvec)(z, SP(tm, ST_W3(tm)), x, SP(tm, ST_B3(tm)), nq, E);
+    stm_matvec(a, SP(tm, ST_W1(tm)), x, SP(tm, ST_B1(tm)), d, E);
+    stm_matvec(c, SP(tm, ST_W2(tm)), x, SP(tm, ST_B2(tm)), d, E);
+    stm_matvec(z, SP(tm, ST_W3(tm)), x, SP(tm, ST_B3(tm)), nq, E);
     real mx = z[0], sum = 0;
     for (size_t s = 1; s < nq; s++)
         mx = z[s] > mx ? z[s] : mx;
@@ -258,17 +258,17 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
     for (size_t s = 0; s < nq; s++)
         z[s] /= sum;
     /* 2. gates: G[r] = Ug tanh(Mi[r]) + Wg a + bg, all rows in one product */
-    TM(stm_matvec)(u, SP(tm, ST_WG(tm)), a, SP(tm, ST_BG(tm)), 2 * d, d);
-    TM(tanh_precise_array)(tmi, Mi, dd);
+    stm_matvec(u, SP(tm, ST_WG(tm)), a, SP(tm, ST_BG(tm)), 2 * d, d);
+    tanh_precise_array(tmi, Mi, dd);
     for (size_t r = 0; r < d; r++)
         memcpy(G + r * 2 * d, u, 2 * d * sizeof(real));
-    TM(stm_gemm)(0, 1, d, 2 * d, d, 1, tmi, d, SP(tm, ST_UG(tm)), d, 1, G, 2 * d);
-    TM(sigmoid_array)(G, 2 * dd);
+    stm_gemm(0, 1, d, 2 * d, d, 1, tmi, d, SP(tm, ST_UG(tm)), d, 1, G, 2 * d);
+    sigmoid_array(G, 2 * dd);
     /* 3. item write */
     for (size_t r = 0; r < d; r++)
         for (size_t col = 0; col < d; col++)
             H[r * d + col] = a[r] * a[col];
-    TM(tanh_precise_array)(H, H, dd);
+    tanh_precise_array(H, H, dd);
     for (size_t r = 0; r < d; r++) {
         const real *gi = G + r * 2 * d, *gf = gi + d;
         for (size_t col = 0; col < d; col++)
@@ -281,7 +281,7 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
     for (size_t f = 0; f < d; f++)
         vr[f] = 0;
     for (size_t n = 0; n < qd; n++)
-        TM(axpy)(vr, w[n], Mr + n * d, d);
+        axpy(vr, w[n], Mr + n * d, d);
     /* 5. SAM on A = Mi' + alpha2 vr c^T */
     for (size_t e = 0; e < d; e++)
         for (size_t f = 0; f < d; f++)
@@ -289,11 +289,11 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
     const real *bqkv = SP(tm, ST_BQKV(tm));
     for (size_t e = 0; e < d; e++)
         memcpy(pmt + e * pq, bqkv, pq * sizeof(real));
-    TM(stm_gemm)(0, 1, d, pq, d, 1, A, d, SP(tm, ST_WQKV(tm)), d, 1, pmt, pq);
+    stm_gemm(0, 1, d, pq, d, 1, A, d, SP(tm, ST_WQKV(tm)), d, 1, pmt, pq);
     for (size_t j = 0; j < pq; j++) /* Pm [3 n_q, d] */
         for (size_t e = 0; e < d; e++)
             Y[j * d + e] = pmt[e * pq + j];
-    rec[o->rstd] = TM(stm_norm)(nn, Y, pq * d, (real)tm->hp.sam_norm_eps);
+    rec[o->rstd] = stm_norm(nn, Y, pq * d, (real)tm->hp.sam_norm_eps);
     const real *gain = SP(tm, ST_GAIN(tm)), *shift = SP(tm, ST_SHIFT(tm));
     for (size_t n = 0; n < pq * d; n++)
         Y[n] = nn[n] * gain[n] + shift[n];
@@ -302,14 +302,14 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
         for (size_t e = 0; e < d; e++)
             for (size_t j = 0; j < nq; j++)
                 Wt[(s * d + e) * nq + j] = q[s * d + e] * k[j * d + e];
-    TM(tanh_precise_array)(Wt, Wt, qd * nq);
-    TM(stm_gemm)(0, 0, qd, d, nq, 1, Wt, nq, v, d, 0, S, d);
+    tanh_precise_array(Wt, Wt, qd * nq);
+    stm_gemm(0, 0, qd, d, nq, 1, Wt, nq, v, d, 0, S, d);
     /* 6. relational transfer T[b, c] = sum_n G1[c, n] S[n, b] + g1[c] */
     if (transfer) {
         const real *g1 = SP(tm, ST_G1B(tm));
         for (size_t b = 0; b < d; b++)
             memcpy(T + b * d, g1, d * sizeof(real));
-        TM(stm_gemm)(1, 1, d, d, qd, 1, S, d, SP(tm, ST_G1(tm)), qd, 1, T, d);
+        stm_gemm(1, 1, d, d, qd, 1, S, d, SP(tm, ST_G1(tm)), qd, 1, T, d);
     }
     if (alpha[2] != 0)
         for (size_t n = 0; n < dd; n++)
@@ -322,41 +322,41 @@ static void TM(stm_core_forward)(const TM(fwm__stm_tm) *tm, real *rec, real *Mi,
 }
 
 /* Word mode's head at a loss row: r[s] = G2 vec(Mr[s]) + g2 (kept in head), logits = G3 r + g3. */
-static void TM(stm_word_head)(const TM(fwm__stm_tm) *tm, const real *Mr, real *head, real *logits)
+static void stm_word_head(const TM(fwm__stm_tm) *tm, const real *Mr, real *head, real *logits)
 {
     size_t d = tm->hp.memory_size, nq = tm->hp.query_count, nr = tm->hp.relation_length;
     size_t dd = d * d, V = tm->hp.vocab_size;
     const real *g2 = SP(tm, ST_G2B(tm));
     for (size_t s = 0; s < nq; s++)
         memcpy(head + s * nr, g2, nr * sizeof(real));
-    TM(stm_gemm)(0, 1, nq, nr, dd, 1, Mr, dd, SP(tm, ST_G2(tm)), dd, 1, head, nr);
-    TM(stm_matvec)(logits, SP(tm, ST_G3(tm)), head, SP(tm, ST_G3B(tm)), V, nq * nr);
+    stm_gemm(0, 1, nq, nr, dd, 1, Mr, dd, SP(tm, ST_G2(tm)), dd, 1, head, nr);
+    stm_matvec(logits, SP(tm, ST_G3(tm)), head, SP(tm, ST_G3B(tm)), V, nq * nr);
 }
 
 /* out = tanh(W2 tanh(W1 q + b1) + b2) of answer MLP m; hid kept. */
-static void TM(stm_mlp)(const TM(fwm__stm_tm) *tm, int m, const real *q, real *hid, real *out)
+static void stm_mlp(const TM(fwm__stm_tm) *tm, int m, const real *q, real *hid, real *out)
 {
     size_t E = tm->hp.embedding_length, Ha = tm->hp.answer_hidden;
     size_t rows = m == 0 ? tm->hp.memory_size : tm->hp.query_count;
-    TM(stm_matvec)(hid, SP(tm, ST_MLP(tm, m, 0)), q, SP(tm, ST_MLP(tm, m, 1)), Ha, E);
-    TM(tanh_precise_array)(hid, hid, Ha);
-    TM(stm_matvec)(out, SP(tm, ST_MLP(tm, m, 2)), hid, SP(tm, ST_MLP(tm, m, 3)), rows, Ha);
-    TM(tanh_precise_array)(out, out, rows);
+    stm_matvec(hid, SP(tm, ST_MLP(tm, m, 0)), q, SP(tm, ST_MLP(tm, m, 1)), Ha, E);
+    tanh_precise_array(hid, hid, Ha);
+    stm_matvec(out, SP(tm, ST_MLP(tm, m, 2)), hid, SP(tm, ST_MLP(tm, m, 3)), rows, Ha);
+    tanh_precise_array(out, out, rows);
 }
 
 /* Sentence mode's answer module at a loss row (the question's words at `row`): kept in head. */
-static void TM(stm_answer_head)(const TM(fwm__stm_tm) *tm, size_t row, const real *Mr, real *head,
-                                real *logits, real *scratch)
+static void stm_answer_head(const TM(fwm__stm_tm) *tm, size_t row, const real *Mr, real *head,
+                            real *logits, real *scratch)
 {
     const fwm__stm_offsets *o = &tm->off;
     size_t d = tm->hp.memory_size, nq = tm->hp.query_count, Ha = tm->hp.answer_hidden;
     size_t qd = nq * d;
     real *q = head + o->hq, *e1 = head + o->he, *sum = head + o->hsum, *w = scratch + o->w;
-    TM(stm_encode)(tm, row, q);
-    TM(stm_mlp)(tm, 0, q, head + o->hhid, e1);
+    stm_encode(tm, row, q);
+    stm_mlp(tm, 0, q, head + o->hhid, e1);
     for (int k = 0; k < 3; k++)
-        TM(stm_mlp)(tm, k + 1, q, head + o->hhid + (size_t)(k + 1) * Ha,
-                    head + o->hr + (size_t)k * nq);
+        stm_mlp(tm, k + 1, q, head + o->hhid + (size_t)(k + 1) * Ha,
+                head + o->hr + (size_t)k * nq);
     const real *norm = SP(tm, ST_NORM(tm));
     const real *prev = e1;
     for (int k = 0; k < 3; k++) {
@@ -368,8 +368,8 @@ static void TM(stm_answer_head)(const TM(fwm__stm_tm) *tm, size_t row, const rea
         for (size_t f = 0; f < d; f++)
             out[f] = 0;
         for (size_t n = 0; n < qd; n++)
-            TM(axpy)(out, w[n], Mr + n * d, d);
-        head[o->hrstd + (size_t)k] = TM(stm_norm)(nrm, out, d, (real)tm->hp.answer_norm_eps);
+            axpy(out, w[n], Mr + n * d, d);
+        head[o->hrstd + (size_t)k] = stm_norm(nrm, out, d, (real)tm->hp.answer_norm_eps);
         const real *gain = norm + (size_t)(2 * k) * d, *shift = gain + d;
         for (size_t j = 0; j < d; j++)
             out[j] = nrm[j] * gain[j] + shift[j];
@@ -377,11 +377,11 @@ static void TM(stm_answer_head)(const TM(fwm__stm_tm) *tm, size_t row, const rea
             sum[j] = k == 0 ? out[j] : sum[j] + out[j];
         prev = out;
     }
-    TM(stm_matvec)(logits, SP(tm, ST_Z(tm)), sum, NULL, tm->hp.vocab_size, d);
+    stm_matvec(logits, SP(tm, ST_Z(tm)), sum, NULL, tm->hp.vocab_size, d);
 }
 
 /* ---- stage 1: the token bookkeeping of every lane ------------------------------------------- */
-static void TM(stm_classify)(TM(fwm__stm_tm) *tm, int len)
+static void stm_classify(TM(fwm__stm_tm) *tm, int len)
 {
     const fwm_stm_hparams *hp = &tm->hp;
     size_t B = (size_t)tm->config.lanes, P = hp->sentence_length;
@@ -443,16 +443,16 @@ typedef struct TM(stm_ctx) {
 } TM(stm_ctx);
 
 /* The input of a core step at `row` into x: the word's embedding or the encoded sentence. */
-static inline void TM(stm_step_input)(const TM(fwm__stm_tm) *tm, size_t row, real *x)
+static inline void stm_step_input(const TM(fwm__stm_tm) *tm, size_t row, real *x)
 {
     size_t E = tm->hp.embedding_length;
     if (tm->sentence)
-        TM(stm_encode)(tm, row, x);
+        stm_encode(tm, row, x);
     else
         memcpy(x, SP(tm, ST_EMB) + (size_t)tm->x[row] * E, E * sizeof(real));
 }
 
-static void TM(stm_forward_worker)(void *ctx_pointer, int index, int threads)
+static void stm_forward_worker(void *ctx_pointer, int index, int threads)
 {
     TM(stm_ctx) *ctx = ctx_pointer;
     TM(fwm__stm_tm) *tm = ctx->tm;
@@ -460,7 +460,7 @@ static void TM(stm_forward_worker)(void *ctx_pointer, int index, int threads)
     size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size;
     size_t dd = (size_t)fwm_stm_item_floats(&tm->hp);
     size_t mem = tm->mem_floats, K = (size_t)tm->segment;
-    int training = tm->snapshots != NULL, transfer = TM(stm_transfer_needed)(tm, 0);
+    int training = tm->snapshots != NULL, transfer = stm_transfer_needed(tm, 0);
     real *rec = tm->thread_acts + (size_t)index * K * o->act_total;
     real *scratch = tm->thread_scratch + (size_t)index * o->scratch_total;
     size_t b0, b1;
@@ -488,8 +488,8 @@ static void TM(stm_forward_worker)(void *ctx_pointer, int index, int threads)
                 memcpy(Mr, SP(tm, ST_MR0(tm)), (mem - dd) * sizeof(real));
             }
             if (act & FWM__STM_ACT_CORE) {
-                TM(stm_step_input)(tm, row, rec + o->x);
-                TM(stm_core_forward)(tm, rec, Mi, Mr, scratch, 0, transfer);
+                stm_step_input(tm, row, rec + o->x);
+                stm_core_forward(tm, rec, Mi, Mr, scratch, 0, transfer);
                 steps++;
             }
             int li = tm->loss_index[row];
@@ -497,9 +497,9 @@ static void TM(stm_forward_worker)(void *ctx_pointer, int index, int threads)
                 real *head = tm->heads + (size_t)li * o->head_total;
                 real *logits = tm->probs + (size_t)li * V;
                 if (tm->sentence)
-                    TM(stm_answer_head)(tm, row, Mr, head, logits, scratch);
+                    stm_answer_head(tm, row, Mr, head, logits, scratch);
                 else
-                    TM(stm_word_head)(tm, Mr, head, logits);
+                    stm_word_head(tm, Mr, head, logits);
             }
         }
         tm->n_segments[b] = seg + 1;
@@ -510,14 +510,14 @@ typedef struct TM(stm_loss_ctx) {
     TM(fwm__stm_tm) *tm;
 } TM(stm_loss_ctx);
 
-static void TM(stm_loss_worker)(void *ctx_pointer, int index, int threads)
+static void stm_loss_worker(void *ctx_pointer, int index, int threads)
 {
     TM(stm_loss_ctx) *ctx = ctx_pointer;
     TM(fwm__stm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
     fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = TM(softmax_ce_forward)(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
 }
 
 double TM(fwm__stm_tm_forward)(TM(fwm__stm_tm) *tm, const uint32_t *x, const uint32_t *y, int len)
@@ -532,7 +532,7 @@ double TM(fwm__stm_tm_forward)(TM(fwm__stm_tm) *tm, const uint32_t *x, const uin
             tm->y[row] = y[b * (size_t)len + t];
         }
     /* 1. the bookkeeping, then the loss rows */
-    TM(stm_classify)(tm, len);
+    stm_classify(tm, len);
     tm->n_loss_rows = 0;
     for (size_t row = 0; row < (size_t)len * B; row++) {
         int loss = tm->sentence
@@ -545,7 +545,7 @@ double TM(fwm__stm_tm_forward)(TM(fwm__stm_tm) *tm, const uint32_t *x, const uin
     }
     /* 2. the lanes */
     TM(stm_ctx) ctx = {tm, len};
-    fwm__pool_run(tm->pool, TM(stm_forward_worker), &ctx);
+    fwm__pool_run(tm->pool, stm_forward_worker, &ctx);
     /* 3. the loss */
     tm->loss = 0;
     tm->loss_sum = 0;
@@ -555,7 +555,7 @@ double TM(fwm__stm_tm_forward)(TM(fwm__stm_tm) *tm, const uint32_t *x, const uin
     if (tm->logits)
         memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
     TM(stm_loss_ctx) lctx = {tm};
-    fwm__pool_run(tm->pool, TM(stm_loss_worker), &lctx);
+    fwm__pool_run(tm->pool, stm_loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
         sum += tm->row_loss[i];

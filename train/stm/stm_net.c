@@ -1,5 +1,5 @@
 /* stm_net.c - the `stm` architecture's operations for the trainer's model handle (net.h), from
- * the shared template (net_adapter.h): what is the STM's own is its config's segment, fixed alpha
+ * the functions of net_adapter.h: what is the STM's own is its config's segment, fixed alpha
  * and output-matrix flags, a checkpoint interval only when training, and sentence mode's loss
  * positions (question ends). */
 #include "net_adapter.h"
@@ -23,7 +23,23 @@ static int stm_is_loss_position(const fwm__net_config *c, uint32_t x, uint32_t y
     return fwm__is_loss_position(c->loss_mode, c->loss_token_id, hp->padding_token_id, x, y);
 }
 
-FWM__NET_ADAPTER(stm, FWM_ARCH_STM, fwm__stm_config, fwm__stm_tm_, fwm__stm_init_weights,
-                 /* set_dropout */ NULL, /* segment */ c->forward_only ? 0 : tm->segment,
-                 /* view */ {}, /* backward */ {}, /* meta term */ 0,
-                 /* loss position */ stm_is_loss_position);
+/* a checkpoint interval only when training */
+static int stm_segment(const fwm__net *net)
+{
+    return net->config.forward_only ? 0 : ((const fwm__stm_tm_f32 *)net->impl)->segment;
+}
+
+FWM__NET_TYPED_MODEL(stm, fwm__stm_config, fwm__stm_tm_, fwm__stm_init_weights)
+
+const fwm__net_ops fwm__net_ops_stm = {
+    .arch = FWM_ARCH_STM,
+    .create = stm_create,
+    .destroy = stm_destroy,
+    .forward = stm_forward,
+    .backward = stm_backward,
+    .zero_grads = stm_zero_grads,
+    .reset_state = stm_reset_state,
+    .init_weights = stm_init_weights,
+    .segment = stm_segment,
+    .is_loss_position = stm_is_loss_position,
+};
