@@ -41,7 +41,7 @@ static const shape SHAPES[] = {
 
 /* Write a GFW model (the spec's Glorot initialisation, then every tensor nudged so that the biases
  * are not zero) to `name`; keeps the weights in *f for the reference. */
-static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, bool prime, gfw_file *f) {
+static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, gfw_file *f) {
     fwm_gfw_hparams hp;
     fwm_gfw_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = sh.E, hp.fast_hidden = sh.m;
@@ -63,8 +63,6 @@ static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, bool prim
     for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.2, 0.2);
     fwm_gfw_write_spec spec = {.hp = hp, .name = "test gfw", .tokens = vocabulary};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
-    const uint32_t prime_tokens[3] = {1, 11, 12};
-    if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
     CHECK_OK(fwm_gfw_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
@@ -154,7 +152,7 @@ static int state_is_zero(const fwm_session *s) {
 static void info_and_reference(void) {
     for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
         gfw_file f;
-        fwm_model *model = write_gfw("ref.gguf", SHAPES[k], 11 + k, false, &f);
+        fwm_model *model = write_gfw("ref.gguf", SHAPES[k], 11 + k, &f);
         if (!model) continue;
         const fwm_gfw_hparams *hp = &f.hp;
         fwm_model_info info;
@@ -234,7 +232,7 @@ static void info_and_reference(void) {
 static void step_modes_bit_identical(void) {
     for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
         gfw_file f;
-        fwm_model *model = write_gfw("eq.gguf", SHAPES[k], 20 + k, false, &f);
+        fwm_model *model = write_gfw("eq.gguf", SHAPES[k], 20 + k, &f);
         if (!model) continue;
         rt_check_step_modes_random(model, 40, 6, 1 + k); /* 40 > the 32-session chunk */
         rt_check_step_modes_random(model, 3, 25, 2 + k);
@@ -248,7 +246,7 @@ static void step_modes_bit_identical(void) {
 static void export_import(void) {
     gfw_file f;
     shape sh = {3, 4, 2, 5}; /* F1 [4, 8], F2 [4, 5] */
-    fwm_model *model = write_gfw("blob.gguf", sh, 41, false, &f);
+    fwm_model *model = write_gfw("blob.gguf", sh, 41, &f);
     if (!model) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL;
@@ -340,7 +338,7 @@ static fwm_status model_write(const char *path, const void *spec, fwm_error *err
 static void allocation_failures(void) {
     /* a batch step large enough to need heap scratch: the paper's sizes, 40 sessions */
     gfw_file big;
-    fwm_model *m = write_gfw("allocb.gguf", SHAPES[3], 52, false, &big);
+    fwm_model *m = write_gfw("allocb.gguf", SHAPES[3], 52, &big);
     free(big.data);
     uint32_t tokens[40];
     rt_random_tokens(tokens, 40, V_TEST, 8);

@@ -34,7 +34,7 @@ typedef struct shape {
 
 /* Write an MNM model (the contract's initialisation, then every tensor nudged, and the rate bias
  * raised so that writes are strong) to `name`; keeps the weights in *f for the reference. */
-static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, bool prime, mnm_file *f) {
+static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, mnm_file *f) {
     fwm_mnm_hparams hp;
     fwm_mnm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = sh.E, hp.hidden_size = sh.H;
@@ -61,8 +61,6 @@ static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, bool prim
     t[7][0] = 1.0f; /* mnm.rate.bias */
     fwm_mnm_write_spec spec = {.hp = hp, .name = "test mnm", .tokens = vocabulary};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
-    const uint32_t prime_tokens[3] = {1, 11, 12};
-    if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
     CHECK_OK(fwm_mnm_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
@@ -195,7 +193,7 @@ static int memory_is_initial(const fwm_session *s, const mnm_file *f) {
 static void info_and_reference(void) {
     for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
         mnm_file f;
-        fwm_model *model = write_mnm("ref.gguf", SHAPES[k], 11 + k, false, &f);
+        fwm_model *model = write_mnm("ref.gguf", SHAPES[k], 11 + k, &f);
         if (!model) continue;
         const fwm_mnm_hparams *hp = &f.hp;
         fwm_model_info info;
@@ -270,7 +268,7 @@ static void info_and_reference(void) {
 static void step_modes_bit_identical(void) {
     for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {
         mnm_file f;
-        fwm_model *model = write_mnm("eq.gguf", SHAPES[k], 20 + k, false, &f);
+        fwm_model *model = write_mnm("eq.gguf", SHAPES[k], 20 + k, &f);
         if (!model) continue;
         rt_check_step_modes_random(model, 40, 6, 46); /* 40 > the 32-session chunk */
         rt_check_step_modes_random(model, 3, 25, 28);
@@ -303,7 +301,7 @@ static void step_modes_bit_identical(void) {
 static void export_import(void) {
     mnm_file f;
     shape sh = {4, 5, 2, 3, 2, 4, 2, 3};
-    fwm_model *model = write_mnm("blob.gguf", sh, 41, false, &f);
+    fwm_model *model = write_mnm("blob.gguf", sh, 41, &f);
     if (!model) return;
     fwm_error err;
     fwm_session *s = NULL, *t = NULL;
@@ -378,7 +376,7 @@ static fwm_status model_write(const char *path, const void *spec, fwm_error *err
 static void allocation_failures(void) {
     mnm_file big;
     const shape wide = {8, 64, 2, 8, 8, 8, 2, 8}; /* 4H = 256 gates a session: heap scratch */
-    fwm_model *m = write_mnm("allocb.gguf", wide, 52, false, &big);
+    fwm_model *m = write_mnm("allocb.gguf", wide, 52, &big);
     free(big.data);
     uint32_t tokens[40];
     random_tokens(tokens, 40, 8);
