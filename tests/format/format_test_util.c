@@ -272,7 +272,7 @@ uint64_t read_u64_at(const fixture *f, uint64_t offset) {
     return v;
 }
 
-/* ---- shared by the per-architecture format tests --------------------------------------------- */
+/* ---- for test_arch_format, the format of the architectures other than the FWM ---------------- */
 
 static char test_dir[256];
 
@@ -402,17 +402,6 @@ void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retyp
     case FWM_GGUF_TYPE_FLOAT32: fwm__gguf_writer_add_f32(w, key, f); break;
     default: fwm__gguf_writer_add_string(w, key, s); break;
     }
-}
-
-void put_tokenizer_keys(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, uint32_t eos_id,
-                        const char *const *tokens, uint32_t count) {
-    put_damaged_key(w, omit_key, retype_key, "tokenizer.ggml.padding_token_id", FWM_GGUF_TYPE_UINT32, 0, 0,
-                    NULL);
-    put_damaged_key(w, omit_key, retype_key, "tokenizer.ggml.eos_token_id", FWM_GGUF_TYPE_UINT32, eos_id, 0,
-                    NULL);
-    put_damaged_key(w, omit_key, retype_key, "tokenizer.ggml.model", FWM_GGUF_TYPE_STRING, 0, 0, "word");
-    if (!(omit_key && strcmp(omit_key, "tokenizer.ggml.tokens") == 0))
-        fwm__gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", tokens, NULL, count);
 }
 
 uint8_t *finish_damaged_file(fwm_gguf_writer *w, const void *hp, size_t count, tensor_at_fn at,

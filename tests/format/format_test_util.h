@@ -83,7 +83,7 @@ uint64_t read_u64_at(const fixture *f, uint64_t offset);
 uint16_t float_to_f16(float x);
 uint16_t float_to_bf16(float x);
 
-/* ---- shared by the per-architecture format tests (lstm, mnm, gfw, stm) ------------------------ */
+/* ---- for test_arch_format, the format of the architectures other than the FWM ---------------- */
 
 /* The i-th tensor of an architecture's hyperparameters `hp` (its fwm_<arch>_tensor_at). */
 typedef void (*tensor_at_fn)(const void *hp, size_t i, char name[48], uint64_t *rows, uint64_t *cols);
@@ -123,11 +123,6 @@ void check_stored_tensors(const fwm_schema_tensor *stored, size_t count, const v
  * an i32 1 (a u32 1 for strings) when it is retype_key. */
 void put_damaged_key(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, const char *key,
                      uint32_t type, uint32_t u, float f, const char *s);
-
-/* The tokenizer's keys through put_damaged_key (padding id 0, end-of-sample id eos_id, model
- * "word"), then the token list unless it is omit_key. */
-void put_tokenizer_keys(fwm_gguf_writer *w, const char *omit_key, const char *retype_key, uint32_t eos_id,
-                        const char *const *tokens, uint32_t count);
 
 /* How a hand-built file's tensors differ from the schema (NULL fields: no such damage). */
 typedef struct tensor_damage {

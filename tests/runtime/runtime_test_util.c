@@ -193,36 +193,6 @@ fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_
     return model;
 }
 
-fwm_model *rt_write_lstm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed) {
-    fwm_lstm_hparams hp;
-    fwm_lstm_hparams_defaults(&hp);
-    hp.vocab_size = V, hp.embedding_length = 4, hp.hidden_size = 5, hp.layer_count = 1;
-    size_t total = 0, n = fwm_lstm_tensor_count(&hp);
-    uint64_t rows, cols;
-    char name[48];
-    for (size_t i = 0; i < n; i++) fwm_lstm_tensor_at(&hp, i, name, &rows, &cols), total += rows * cols;
-    float *data = malloc(total * sizeof(float));
-    if (!data) {
-        CHECK(data != NULL);
-        return NULL;
-    }
-    float *t[FWM_LSTM_MAX_TENSORS];
-    fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocab};
-    float *p = data;
-    for (size_t i = 0; i < n; i++) {
-        fwm_lstm_tensor_at(&hp, i, name, &rows, &cols);
-        t[i] = p, spec.tensors[i] = p, p += rows * cols;
-    }
-    fwm__lstm_init_weights(&hp, seed, t);
-    fwm_error err;
-    fwm_status st = fwm_lstm_model_write(path, &spec, &err);
-    CHECK_OK(st, err);
-    free(data);
-    fwm_model *model = NULL;
-    if (st == FWM_OK) CHECK_OK(fwm_model_load(path, NULL, &model, &err), err);
-    return model;
-}
-
 void rt_check_step_modes(const fwm_model *model, const uint32_t *tokens, size_t n_sessions,
                          size_t steps) {
     fwm_model_info info;
@@ -384,35 +354,6 @@ void rt_check_write_oom(rt_write_fn write, const void *spec, const char *path) {
     }
     CHECK(failures_seen >= 3);
     unlink(path);
-}
-
-void rt_check_cross_architecture(fwm_session *t, const unsigned char *blob, const unsigned char *damaged,
-                                 size_t size, fwm_session *fwm_s, fwm_session *lstm_s,
-                                 const char *arch) {
-    fwm_error err;
-    char own[96], holds[96];
-    snprintf(own, sizeof own, "architecture '%s'", arch);
-    snprintf(holds, sizeof holds, "state blob holds a session of architecture '%s'", arch);
-    size_t t_size = 0, w_size = 0, x_size = 0, w_before_size = 0, after_size = 0;
-    unsigned char *t_before = rt_export(t, &t_size);
-    unsigned char *w_blob = rt_export(fwm_s, &w_size), *x_blob = rt_export(lstm_s, &x_size);
-    CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, "architecture 'fwm'");
-    CHECK_CONTAINS(err.message, own);
-    CHECK_STATUS(fwm_session_import(t, x_blob, x_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
-    unsigned char *w_before = rt_export(fwm_s, &w_before_size);
-    CHECK_STATUS(fwm_session_import(fwm_s, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, holds);
-    CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
-    CHECK_STATUS(fwm_session_import(lstm_s, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, "this session's model is of architecture 'lstm'");
-    /* a damaged cross-architecture blob is damaged, not another architecture's */
-    CHECK_STATUS(fwm_session_import(fwm_s, damaged, size, &err), FWM_ERR_STATE_CORRUPT, &err);
-    unsigned char *t_after = rt_export(t, &after_size), *w_after = rt_export(fwm_s, &after_size);
-    CHECK(t_before && t_after && memcmp(t_before, t_after, t_size) == 0);
-    CHECK(w_before && w_after && memcmp(w_before, w_after, w_before_size) == 0);
-    free(t_before), free(t_after), free(w_before), free(w_after), free(w_blob), free(x_blob);
 }
 
 void rt_check_no_predict(const fwm_session *s, const char *arch, uint32_t V) {

@@ -39,14 +39,12 @@ unsigned char *rt_export(const fwm_session *session, size_t *size);
  * exported blob into malloc'd arrays h[H], c[H], F[S*R*T]; false on failure. */
 bool rt_state(const fwm_session *session, float **h, float **c, float **F);
 
-/* ---- shared by the tests of the other architectures, on model files (test_lstm_runtime,
- * test_mnm_runtime, test_gfw_runtime, test_stm_runtime) ---- */
+/* ---- shared by the tests on model files (test_arch_runtime and the per-architecture
+ * test_lstm_runtime, test_mnm_runtime, test_gfw_runtime, test_stm_runtime) ---- */
 
-/* Write a tiny model file of the FWM (E 6, H 8, S = R = T = 3) or of the LSTM (one layer, E 4, H 5)
- * with `vocab` (V tokens) and its initialisation at `seed` to `path`, and load it; NULL on failure
- * (reported as a check failure). */
+/* Write a tiny model file of the FWM (E 6, H 8, S = R = T = 3) with `vocab` (V tokens) and its
+ * initialisation at `seed` to `path`, and load it; NULL on failure (reported as a check failure). */
 fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed);
-fwm_model *rt_write_lstm_file(const char *path, const char *const *vocab, uint32_t V, uint64_t seed);
 
 /* Step `n_sessions` new sessions of `model` over `steps` tokens each (session j reads
  * tokens[j * steps .. (j + 1) * steps)) three ways: fwm_session_step token by token,
@@ -73,15 +71,6 @@ void rt_check_non_fwm_refusals(fwm_session *s, const char *arch, uint32_t V);
 /* Session `s` of architecture `arch` (one without fwm_session_predict: mnm, gfw, stm) refuses it with
  * FWM_ERR_UNSUPPORTED naming the architecture, its logits row (V floats) and position untouched. */
 void rt_check_no_predict(const fwm_session *s, const char *arch, uint32_t V);
-
-/* Blobs between architectures: session `t` of architecture `arch` (its exported `blob` of `size`
- * bytes, and `damaged`, that blob with a bit flipped) refuses the blobs of an FWM session
- * `fwm_s` and an LSTM session `lstm_s` as another architecture's, both refuse `blob`
- * the same way, `damaged` is refused by the FWM session as damaged, and neither `t` nor the FWM
- * session changes. */
-void rt_check_cross_architecture(fwm_session *t, const unsigned char *blob, const unsigned char *damaged,
-                                 size_t size, fwm_session *fwm_s, fwm_session *lstm_s,
-                                 const char *arch);
 
 /* A fresh temporary folder named after `test` (0, reported, when it cannot be made); rt_path: the
  * path of `name` in it (one of four static buffers used in turn, so four can be held at once);

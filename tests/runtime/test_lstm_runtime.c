@@ -1,10 +1,11 @@
-/* test_lstm_runtime.c - the LSTM baseline in the runtime, through the public API on files written
- * by fwm_lstm_model_write: loading and model info; the step against a double-precision evaluation
- * of docs/MODEL.md's equations written out here; single, sequence and batched steps bit-identical
- * (with and without the input-gate table, residual or not, one layer or several); reset, prime and
- * the start scores; fork; export / import round trip, damaged blobs, another model's blob and the
- * refusal of another architecture's blob both ways (the session untouched); FWM-only functions
- * refused; mixed-architecture batches refused; allocation failures while loading and stepping. */
+/* test_lstm_runtime.c - what only the LSTM baseline does in the runtime, through the public API on
+ * files written by fwm_lstm_model_write: loading and model info; the step against a
+ * double-precision evaluation of docs/MODEL.md's equations written out here; single, sequence and
+ * batched steps bit-identical (with and without the input-gate table, residual or not, one layer or
+ * several); reset; the prediction from the state; its blob's dims and values refused; allocation
+ * failures while stepping and writing. What every architecture shares (prime, fork, refusals,
+ * export / import and its refusals, allocation failures while loading) is runtime_lstm
+ * (test_arch_runtime.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,7 +17,6 @@
 #include "lstm/lstm_runtime.h"
 #include "lstm/lstm_schema.h"
 #include "runtime_test_util.h"
-#include "xxhash64.h"
 
 static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "mary", "garden",
                                          "kitchen", "went", "to", "the", "where", "is"};
@@ -199,47 +199,20 @@ static void step_modes_bit_identical(void) {
     }
 }
 
-static void prime_fork_and_refusals(void) {
+/* The prediction from the state: the start scores for a primed session, the step's bits after
+ * every step (two layers, residual), the output bias for a zero state; nothing changes. */
+static void predictions(void) {
     lstm_file f;
     fwm_model *model = write_lstm("prime.gguf", 2, 5, 6, true, 31, true, &f);
     if (!model) return;
-    fwm_model_info info;
-    fwm_model_get_info(model, &info);
-    CHECK_INT(info.prime_token_count, 3);
-    fwm_session *primed = NULL, *by_hand = NULL;
-    fwm_error err;
-    CHECK_OK(fwm_session_create(model, &primed, &err), err);
-    CHECK_OK(fwm_session_create(model, &by_hand, &err), err);
-    fwm_session_prime(primed);
-    const uint32_t prime[3] = {1, 11, 12};
-    float last[3 * V_TEST];
-    CHECK_OK(fwm_session_step_sequence(by_hand, prime, 3, last, &err), err);
-    CHECK_INT(fwm_session_position(primed), 3);
-    CHECK(memcmp(primed->h, by_hand->h, 12 * sizeof(float)) == 0);
-    CHECK(memcmp(primed->c, by_hand->c, 12 * sizeof(float)) == 0);
     const float *start = fwm_model_start_logits(model);
-    CHECK(start && memcmp(start, last + 2 * V_TEST, V_TEST * sizeof(float)) == 0);
-
-    /* fork: the child continues as the parent would; the parent is untouched by the child */
-    fwm_session *child = NULL;
-    CHECK_OK(fwm_session_fork(primed, &child, &err), err);
-    float a[V_TEST], b[V_TEST];
-    CHECK_OK(fwm_session_step(primed, 4, a, &err), err);
-    CHECK_OK(fwm_session_step(child, 4, b, &err), err);
-    CHECK(memcmp(a, b, sizeof a) == 0);
-    CHECK_OK(fwm_session_step(child, 5, b, &err), err);
-    CHECK(memcmp(primed->h, by_hand->h, 12 * sizeof(float)) != 0);
-    CHECK_INT(fwm_session_position(primed), 4);
-    CHECK_INT(fwm_session_position(child), 5);
-
-    /* the prediction from the state: the start scores for a primed session, the step's bits after
-     * every step (two layers, residual), the output bias for a zero state; nothing changes */
     float predicted[V_TEST], stepped[V_TEST];
     fwm_session *fresh = NULL;
+    fwm_error err;
     CHECK_OK(fwm_session_create(model, &fresh, &err), err);
     fwm_session_prime(fresh);
     CHECK_OK(fwm_session_predict(fresh, predicted, &err), err);
-    CHECK(memcmp(predicted, start, sizeof predicted) == 0);
+    CHECK(start && memcmp(predicted, start, sizeof predicted) == 0);
     uint32_t text[20];
     random_tokens(text, 20, 61);
     for (size_t i = 0; i < 20; i++) {
@@ -255,116 +228,45 @@ static void prime_fork_and_refusals(void) {
     CHECK_OK(fwm_session_predict(fresh, predicted, &err), err);
     for (uint32_t v = 0; v < V_TEST; v++) CHECK(predicted[v] == f.tensors[fwm_lstm_tensor_count(&f.hp) - 1][v]);
     fwm_session_free(fresh);
-
-    /* FWM-only functions and tokens out of range refused: nothing stepped */
-    uint64_t before = fwm_session_position(primed);
-    rt_check_non_fwm_refusals(primed, "lstm", V_TEST);
-    CHECK_INT(fwm_session_position(primed), before);
-
-    /* a batch mixing architectures */
-    fwm_model *fwm = rt_write_fwm_file(rt_path("fwm.gguf"), vocabulary, V_TEST, 5);
-    fwm_session *other = NULL;
-    if (fwm) CHECK_OK(fwm_session_create(fwm, &other, &err), err);
-    if (other) {
-        fwm_session *mixed[2] = {primed, other};
-        const uint32_t t2[2] = {1, 1};
-        CHECK_STATUS(fwm_batch_step(mixed, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
-        fwm_session *mixed2[2] = {other, primed};
-        CHECK_STATUS(fwm_batch_step(mixed2, t2, 2, NULL, &err), FWM_ERR_MODEL_MISMATCH, &err);
-        CHECK_INT(fwm_session_position(primed), before);
-        CHECK_INT(fwm_session_position(other), 0);
-    }
-    fwm_session_free(other);
-    fwm_model_free(fwm);
-    fwm_session_free(child);
-    fwm_session_free(primed);
-    fwm_session_free(by_hand);
     fwm_model_free(model);
     free(f.data);
 }
 
+/* The LSTM's blob: dims whose size overflows and a non-finite value, each refused by name. */
 static void export_import(void) {
-    lstm_file f, g;
+    lstm_file f;
     fwm_model *model = write_lstm("blob.gguf", 2, 4, 5, true, 41, false, &f);
-    fwm_model *sibling = write_lstm("blob2.gguf", 2, 4, 5, true, 42, false, &g);
-    fwm_model *fwm = rt_write_fwm_file(rt_path("blobfwm.gguf"), vocabulary, V_TEST, 5);
-    if (!model || !sibling || !fwm) return;
+    if (!model) return;
     fwm_error err;
-    fwm_session *s = NULL, *t = NULL, *u = NULL, *w = NULL;
+    fwm_session *s = NULL, *t = NULL;
     CHECK_OK(fwm_session_create(model, &s, &err), err);
     CHECK_OK(fwm_session_create(model, &t, &err), err);
-    CHECK_OK(fwm_session_create(sibling, &u, &err), err);
-    CHECK_OK(fwm_session_create(fwm, &w, &err), err);
-    uint32_t tokens[30];
-    random_tokens(tokens, 30, 5);
+    uint32_t tokens[17];
+    random_tokens(tokens, 17, 5);
     CHECK_OK(fwm_session_step_sequence(s, tokens, 17, NULL, &err), err);
     size_t size = 0;
     unsigned char *blob = rt_export(s, &size);
-    fwm_model_info info;
-    fwm_model_get_info(model, &info);
-    CHECK_INT(size, info.state_blob_bytes);
-    CHECK(memcmp(blob, "FWMS", 4) == 0);
-    CHECK(memcmp(blob + 16, "lstm\0\0\0\0", 8) == 0);
-    CHECK_OK(fwm_session_import(t, blob, size, &err), err);
-    CHECK_INT(fwm_session_position(t), 17);
-    float a[13 * V_TEST], b[13 * V_TEST];
-    CHECK_OK(fwm_session_step_sequence(s, tokens + 17, 13, a, &err), err);
-    CHECK_OK(fwm_session_step_sequence(t, tokens + 17, 13, b, &err), err);
-    CHECK(memcmp(a, b, sizeof a) == 0);
-
-    /* refusals leave the session as it was */
-    size_t t_size = 0;
-    unsigned char *t_before = rt_export(t, &t_size);
+    if (!blob) return;
+    CHECK_INT(size, 48 + 8 * 2 * 5);
     unsigned char *copy = malloc(size);
-    memcpy(copy, blob, size);
-    copy[60] ^= 1;
-    CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
-    CHECK_CONTAINS(err.message, "checksum mismatch");
-    CHECK_STATUS(fwm_session_import(t, blob, size - 1, &err), FWM_ERR_STATE_CORRUPT, &err);
-    CHECK_STATUS(fwm_session_import(t, blob, 10, &err), FWM_ERR_STATE_CORRUPT, &err);
-    /* another LSTM model's blob */
-    size_t u_size = 0;
-    unsigned char *u_blob = rt_export(u, &u_size);
-    CHECK_STATUS(fwm_session_import(t, u_blob, u_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, "belongs to model");
-    /* an FWM blob into an LSTM session, and the other way */
-    size_t w_size = 0;
-    unsigned char *w_blob = rt_export(w, &w_size);
-    CHECK_STATUS(fwm_session_import(t, w_blob, w_size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, "architecture 'fwm'");
-    CHECK_CONTAINS(err.message, "architecture 'lstm'");
-    size_t w_before_size = 0;
-    unsigned char *w_before = rt_export(w, &w_before_size);
-    CHECK_STATUS(fwm_session_import(w, blob, size, &err), FWM_ERR_STATE_MODEL_MISMATCH, &err);
-    CHECK_CONTAINS(err.message, "state blob holds a session of architecture 'lstm'");
-    CHECK_CONTAINS(err.message, "this session's model is of architecture 'fwm'");
-    /* a damaged cross-architecture blob is damaged, not another architecture's */
-    CHECK_STATUS(fwm_session_import(w, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
-    size_t after_size = 0;
-    unsigned char *t_after = rt_export(t, &after_size), *w_after = rt_export(w, &after_size);
-    CHECK(memcmp(t_before, t_after, t_size) == 0);
-    CHECK(memcmp(w_before, w_after, w_before_size) == 0);
     /* dims whose size overflows, with a checksum that holds */
     memcpy(copy, blob, size);
     for (int i = 32; i < 40; i++) copy[i] = 0xff;
-    uint64_t sum0 = fwm__xxh64(copy, size - 8, 0);
-    for (int i = 0; i < 8; i++) copy[size - 8 + i] = (unsigned char)(sum0 >> (8 * i));
+    rt_reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     CHECK_CONTAINS(err.message, "L=4294967295 H=4294967295");
     /* a non-finite value */
     memcpy(copy, blob, size);
     const float inf = INFINITY;
     memcpy(copy + 40 + 4 * 3, &inf, 4);
-    uint64_t sum = fwm__xxh64(copy, size - 8, 0);
-    for (int i = 0; i < 8; i++) copy[size - 8 + i] = (unsigned char)(sum >> (8 * i));
+    rt_reseal(copy, size);
     CHECK_STATUS(fwm_session_import(t, copy, size, &err), FWM_ERR_STATE_CORRUPT, &err);
     CHECK_CONTAINS(err.message, "h[0][3] is not finite");
-
-    free(t_after), free(w_after), free(w_before), free(w_blob), free(u_blob), free(t_before), free(copy);
-    free(blob);
-    fwm_session_free(s), fwm_session_free(t), fwm_session_free(u), fwm_session_free(w);
-    fwm_model_free(model), fwm_model_free(sibling), fwm_model_free(fwm);
-    free(f.data), free(g.data);
+    CHECK_INT(fwm_session_position(t), 0);
+    free(copy), free(blob);
+    fwm_session_free(s), fwm_session_free(t);
+    fwm_model_free(model);
+    free(f.data);
 }
 
 static fwm_status model_write(const char *path, const void *spec, fwm_error *err) {
@@ -372,11 +274,6 @@ static fwm_status model_write(const char *path, const void *spec, fwm_error *err
 }
 
 static void allocation_failures(void) {
-    lstm_file f;
-    fwm_model *model = write_lstm("alloc.gguf", 2, 4, 5, true, 51, true, &f);
-    fwm_model_free(model);
-    free(f.data);
-    rt_check_load_and_session_oom(rt_path("alloc.gguf"));
     lstm_file big;
     fwm_model *m = write_lstm("allocb.gguf", 1, 4, 32, false, 52, false, &big); /* H = 32: heap scratch */
     free(big.data);
@@ -399,13 +296,12 @@ int main(void) {
     static const check_case cases[] = {
         {"info_and_reference", info_and_reference},
         {"step_modes_bit_identical", step_modes_bit_identical},
-        {"prime_fork_and_refusals", prime_fork_and_refusals},
+        {"predictions", predictions},
         {"export_import", export_import},
         {"allocation_failures", allocation_failures},
     };
     int status = check_run_cases("test_lstm_runtime", cases, sizeof cases / sizeof cases[0]);
-    static const char *const files[] = {"ref.gguf", "eq.gguf", "prime.gguf", "fwm.gguf", "blob.gguf",
-                                        "blob2.gguf", "blobfwm.gguf", "alloc.gguf", "allocb.gguf"};
+    static const char *const files[] = {"ref.gguf", "eq.gguf", "prime.gguf", "blob.gguf", "allocb.gguf"};
     rt_dir_remove(files, sizeof files / sizeof files[0]);
     return status;
 }
