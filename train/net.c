@@ -1,54 +1,16 @@
-/* net.c - the architecture-independent model handle (see net.h), the `fwm` architecture's
- * operations (its table over net_adapter.h's functions) and the registry of architectures
- * (FWM_ARCH_LIST). */
+/* net.c - the architecture-independent model handle (see net.h) and the registry of
+ * architectures (FWM_ARCH_LIST): each one's operations are in <arch>/<arch>_net.c. */
 #include "net.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "fwm_error.h"
-#include "fwm_model_init.h"
 #include "net_adapter.h"
-
-/* ---- fwm ------------------------------------------------------------------------------------ */
-
-static fwm_status fwm_configure(const fwm__net_config *c, fwm__tm_config *config, fwm_error *err)
-{
-    (void)err;
-    config->segment = c->segment;
-    config->dropout = c->dropout; /* the LSTM baseline's, on every LSTM layer */
-    config->tie_embeddings = c->tie_embeddings;
-    return FWM_OK;
-}
-
-static void fwm_set_dropout(void *impl, uint64_t seed, uint64_t step, int lane_offset)
-{
-    fwm__tm_set_dropout_f32(impl, seed, step, lane_offset);
-}
-
-static int fwm_segment(const fwm__net *net)
-{
-    return ((const fwm__tm_f32 *)net->impl)->config.segment;
-}
-
-FWM__NET_TYPED_MODEL(fwm, fwm__tm_config, fwm__tm_, fwm__model_init_weights)
-
-const fwm__net_ops fwm__net_ops_fwm = {
-    .arch = FWM_ARCH_FWM,
-    .create = fwm_create,
-    .destroy = fwm_destroy,
-    .forward = fwm_forward,
-    .backward = fwm_backward,
-    .zero_grads = fwm_zero_grads,
-    .reset_state = fwm_reset_state,
-    .set_dropout = fwm_set_dropout,
-    .init_weights = fwm_init_weights,
-    .segment = fwm_segment,
-};
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 
-/* fwm__net_ops_<prefix>, in <arch>/<arch>_net.c (the FWM's above), for every architecture of
+/* fwm__net_ops_<prefix>, in <arch>/<arch>_net.c, for every architecture of
  * FWM_ARCH_LIST (model_format/arch_list.h). */
 #define FWM_NET_OPS_DECLARE_(id, str, prefix) extern const fwm__net_ops fwm__net_ops_##prefix;
 FWM_ARCH_LIST(FWM_NET_OPS_DECLARE_)

@@ -1,5 +1,5 @@
 /* net.h - the trainer's model whichever its architecture: one handle over an architecture's own
- * model (train_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`,
+ * model (fwm/fwm_model.h for `fwm`, lstm/lstm_model.h for `lstm`, mnm/mnm_model.h for `mnm`,
  * gfw/gfw_model.h for `gfw`, stm/stm_model.h for `stm`), in float, and the small table of
  * operations that differ between architectures (fwm__net_ops, one per architecture, a table of
  * designated initializers over net_adapter.h's functions and its own; net.c's registry lists them
@@ -23,7 +23,7 @@
 #include "mnm_model.h"
 #include "param_layout.h"
 #include "stm_model.h"
-#include "train_model.h"
+#include "fwm_model.h"
 
 typedef struct fwm__net_config {
     fwm__model_spec model;  /* architecture and its hyperparameters */
@@ -103,7 +103,7 @@ fwm_status fwm__net_create(const fwm__net_config *config, fwm__pool *pool, fwm__
                            fwm_error *err);
 void fwm__net_free(fwm__net *net);
 
-/* As fwm__tm_forward / fwm__tm_backward (train_model.h) for any architecture; backward takes the
+/* As fwm__tm_forward / fwm__tm_backward (fwm/fwm_model.h) for any architecture; backward takes the
  * gradient of loss_sum / loss_denominator (0: n_loss_rows). */
 double fwm__net_forward(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
 /* Whether every id of a window x, y [lanes][len] (lane-major, as fwm__net_forward takes them; all

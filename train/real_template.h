@@ -7,7 +7,7 @@
  * TM(name) appends the precision suffix: TM(fwm__tm) is fwm__tm_f32 or fwm__tm_f64. It names only
  * what both precisions' declarations share in one translation unit (the *_model_decl.h types and
  * the functions with external linkage) and the types built on those; a static function lives in
- * one precision's file (model_f32.c, lstm/lstm_f64.c, ...) and keeps its plain name.
+ * one precision's file (fwm/fwm_f32.c, lstm/lstm_f64.c, ...) and keeps its plain name.
  */
 #undef real
 #undef TM

@@ -1,6 +1,6 @@
 /* shared_kernels_impl.h - the pieces of a training step that every architecture's template uses,
- * template over `real` (see real_template.h); included by the model_*.c files of each architecture
- * (train/model_f32.c, train/lstm/lstm_f32.c, ...) before their own kernels:
+ * template over `real` (see real_template.h); included by the <arch>_f32.c / <arch>_f64.c files of each architecture
+ * (train/fwm/fwm_f32.c, train/lstm/lstm_f32.c, ...) before their own kernels:
  *   - the parallel matrix product and column sums (rows or columns split over the pool's threads,
  *     fixed order of additions, so results do not depend on timing);
  *   - the LSTM cell (gate order i, f, z, o; the same nonlinearities as the runtime's);

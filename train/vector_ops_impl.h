@@ -1,5 +1,5 @@
 /* vector_ops_impl.h - the vector building blocks of the memory kernels, template over `real`
- * (see real_template.h); included by the model_f32.c / model_f64.c of the FWM, the MNM, the GFW
+ * (see real_template.h); included by the <arch>_f32.c / <arch>_f64.c of the FWM, the MNM, the GFW
  * and the STM before their own kernels.
  *
  * Dot products and axpy with a fixed order of additions (also several at once, in the same

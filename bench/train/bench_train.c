@@ -20,7 +20,7 @@
 #include "cli_common.h"
 #include "fwm_model_shape.h"
 #include "net.h"
-#include "train_model.h"
+#include "fwm_model.h"
 
 static double now(void)
 {

@@ -15,7 +15,7 @@
 #include "fwm/fwm.h"
 #include "fwm_model_init.h"
 #include "model_io.h"
-#include "train_model.h"
+#include "fwm_model.h"
 #include <math.h>
 
 #include "check.h"

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "train_model.h"
+#include "fwm_model.h"
 #include <math.h>
 
 #include "fwm_model_shape.h" /* fwm__tensor_name */

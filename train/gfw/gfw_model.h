@@ -30,7 +30,7 @@
 #include "gfw/gfw_hparams.h"
 #include "param_layout.h"
 #include "thread_pool.h"
-#include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
+#include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 typedef struct fwm__gfw_config {
     fwm_gfw_hparams hp;

@@ -6,7 +6,7 @@
  * L stacked LSTM layers (gate order i, f, z, o, forget_bias on f); y_l = h_l, plus the layer's
  * input when residual and l >= 1; logits = W_s y_{L-1} + b_s. Declared in two precisions from one
  * template (lstm_model_decl.h): fwm__lstm_tm_f32 (training, evaluation) and fwm__lstm_tm_f64 (the
- * gradient check). Losses and loss positions as the FWM's (train_model.h).
+ * gradient check). Losses and loss positions as every architecture's (model_common.h).
  *
  * Dropout (training only; evaluation creates its model without it), after AWD-LSTM (Merity et al.
  * 2018) as the FWM paper's appendix F.4 uses it, every mask scaled by 1/(1-p) where it keeps:
@@ -30,9 +30,9 @@
 #include "lstm/lstm_init.h" /* fwm__lstm_init_weights: the initial weights */
 #include "param_layout.h"
 #include "thread_pool.h"
-#include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
+#include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
-/* fwm__dropout and fwm__dropout_any: train_model.h (the stacked FWM has the same dropouts). */
+/* fwm__dropout and fwm__dropout_any: model_common.h (the stacked FWM has the same dropouts). */
 
 typedef struct fwm__lstm_config {
     fwm_lstm_hparams hp;
@@ -46,7 +46,7 @@ typedef struct fwm__lstm_config {
     int forward_only;       /* no gradients and no backward buffers */
 } fwm__lstm_config;
 
-/* fwm__lstm_dropout_stream: train_model.h. */
+/* fwm__lstm_dropout_stream: model_common.h. */
 
 #define FWM_REAL_DOUBLE 0
 #include "real_template.h"

@@ -32,7 +32,7 @@
 #include "mnm/mnm_hparams.h"
 #include "param_layout.h"
 #include "thread_pool.h"
-#include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
+#include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 typedef struct fwm__mnm_config {
     fwm_mnm_hparams hp;

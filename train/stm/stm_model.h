@@ -39,7 +39,7 @@
 #include "param_layout.h"
 #include "stm/stm_hparams.h"
 #include "thread_pool.h"
-#include "train_model.h" /* fwm__loss_mode, fwm__is_loss_position */
+#include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 typedef struct fwm__stm_config {
     fwm_stm_hparams hp;

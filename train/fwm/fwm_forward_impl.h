@@ -1,5 +1,5 @@
-/* model_forward_impl.h - creation of the trainer's model and its forward pass over one window,
- * template over `real` (see real_template.h); included by model_f32.c and model_f64.c only.
+/* fwm_forward_impl.h - creation of the trainer's model and its forward pass over one window,
+ * template over `real` (see real_template.h); included by fwm_f32.c and fwm_f64.c only.
  *
  * The LSTM does not depend on the memory, so a window is computed in stages, each either one
  * batched matrix product over all B*len rows (split by rows across the pool's threads) or a

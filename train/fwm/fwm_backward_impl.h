@@ -1,7 +1,7 @@
-/* model_backward_impl.h - the backward pass over the window of the last forward call, template
- * over `real` (see real_template.h); included by model_f32.c and model_f64.c only.
+/* fwm_backward_impl.h - the backward pass over the window of the last forward call, template
+ * over `real` (see real_template.h); included by fwm_f32.c and fwm_f64.c only.
  *
- * Stages in reverse order of model_forward_impl.h. The memory's backward pass needs F before and
+ * Stages in reverse order of fwm_forward_impl.h. The memory's backward pass needs F before and
  * after every step: the forward pass kept F every `segment` steps, and each segment is replayed
  * (write_apply with the stored v_old and norm, bit-identical to the forward pass) into per-thread
  * scratch before it is walked backwards. Parameter gradients come only from batched matrix

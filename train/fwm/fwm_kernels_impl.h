@@ -1,8 +1,8 @@
-/* model_kernels_impl.h - the paired forward/backward kernels of one FWM step, template over
- * `real` (see real_template.h); included by model_f32.c and model_f64.c only.
+/* fwm_kernels_impl.h - the paired forward/backward kernels of one FWM step, template over
+ * `real` (see real_template.h); included by fwm_f32.c and fwm_f64.c only.
  *
  * Every kernel works on one lane at one step (or one row of a batched matrix); the batched matrix
- * products around them are in model_forward_impl.h / model_backward_impl.h. Backward kernels
+ * products around them are in fwm_forward_impl.h / fwm_backward_impl.h. Backward kernels
  * accumulate (+=) into gradients that the caller zeroed. The write and read follow
  * docs/MODEL.md step 3 and 4; F is [S*R rows][T], T fastest, K = vec(k1 (x) k2) with
  * index s*R + r.

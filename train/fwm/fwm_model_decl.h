@@ -1,4 +1,4 @@
-/* train_model_decl.h - template body of train_model.h, included once per precision (see
+/* fwm_model_decl.h - template body of fwm_model.h, included once per precision (see
  * real_template.h). No include guard on purpose. */
 
 typedef struct TM(fwm__tm) {

@@ -1,5 +1,5 @@
-/* model_f32.c - the trainer's model in float with single-precision BLAS (training, evaluation). */
-#include "train_model.h"
+/* fwm_f32.c - the trainer's model in float with single-precision BLAS (training, evaluation). */
+#include "fwm_model.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -14,6 +14,6 @@
 #include "real_template.h"
 #include "vector_ops_impl.h"
 #include "shared_kernels_impl.h"
-#include "model_kernels_impl.h"
-#include "model_forward_impl.h"
-#include "model_backward_impl.h"
+#include "fwm_kernels_impl.h"
+#include "fwm_forward_impl.h"
+#include "fwm_backward_impl.h"
