@@ -37,12 +37,12 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
     fwm_status st = AW_INTERNAL(_hparams_check)(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
     if (st) return st;
     if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
-    size_t n = AW_PUBLIC(_tensor_count)(&spec->hp);
+    size_t n = AW_INTERNAL(_tensor_count)(&spec->hp);
     for (size_t i = 0; i < n; i++) {
         if (!spec->tensors[i]) {
             char name[48];
             uint64_t rows, cols;
-            AW_PUBLIC(_tensor_at)(&spec->hp, i, name, &rows, &cols);
+            AW_INTERNAL(_tensor_at)(&spec->hp, i, name, &rows, &cols);
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data", name);
         }
     }
@@ -51,14 +51,14 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
         return st;
     return fwm__writer_check_extra(spec->extra, spec->extra_count, written_keys,
                                    sizeof written_keys / sizeof written_keys[0],
-                                   "fwm_" AW_NAME "_model_write", err);
+                                   "fwm__" AW_NAME "_model_write", err);
 }
 
 static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_error *err) {
     const AW_PUBLIC(_write_spec) *spec = raw;
     const AW_PUBLIC(_hparams) *hp = &spec->hp;
     uint32_t v = hp->vocab_size;
-    size_t n = AW_PUBLIC(_tensor_count)(hp);
+    size_t n = AW_INTERNAL(_tensor_count)(hp);
     uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
     if (!lengths) return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %" PRIu32 " tokens", v);
 
@@ -68,12 +68,12 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;
-        AW_PUBLIC(_tensor_at)(hp, i, name, &rows, &cols);
+        AW_INTERNAL(_tensor_at)(hp, i, name, &rows, &cols);
         n_bytes[i] = rows * cols * sizeof(float);
         fwm__xxh64_update(&state, spec->tensors[i], (size_t)n_bytes[i]);
     }
     uint64_t checksum = fwm__xxh64_digest(&state);
-    uint64_t fingerprint = AW_PUBLIC(_fingerprint)(hp, spec->tokens, lengths, checksum);
+    uint64_t fingerprint = AW_INTERNAL(_fingerprint)(hp, spec->tokens, lengths, checksum);
     fwm__free(lengths);
 
     fwm_gguf_writer w;
@@ -88,7 +88,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;
-        AW_PUBLIC(_tensor_at)(hp, i, name, &rows, &cols);
+        AW_INTERNAL(_tensor_at)(hp, i, name, &rows, &cols);
         int is_matrix = AW_INTERNAL(_tensor_is_matrix)(hp, i);
         uint64_t dims[2] = {is_matrix ? cols : rows, rows};
         fwm__gguf_writer_add_tensor(&w, name, is_matrix ? 2 : 1, dims, FWM_GGML_TYPE_F32,
@@ -102,17 +102,17 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
 /* The self-check: parse the assembled file back and verify its checksum. */
 static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     AW_PUBLIC(_schema) schema;
-    fwm_status st = AW_PUBLIC(_schema_parse)(file, size, &schema, err);
+    fwm_status st = AW_INTERNAL(_schema_parse)(file, size, &schema, err);
     if (st) return st;
-    st = schema.head.has_checksum && AW_PUBLIC(_schema_checksum)(&schema) == schema.head.checksum
+    st = schema.head.has_checksum && AW_INTERNAL(_schema_checksum)(&schema) == schema.head.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
-    AW_PUBLIC(_schema_release)(&schema);
+    AW_INTERNAL(_schema_release)(&schema);
     return st;
 }
 
-static const fwm_writer_kind kind = {"fwm_" AW_NAME "_model_write", check_spec, build_file, reread};
+static const fwm_writer_kind kind = {"fwm__" AW_NAME "_model_write", check_spec, build_file, reread};
 
-fwm_status AW_PUBLIC(_model_write)(const char *path, const AW_PUBLIC(_write_spec) *spec, fwm_error *err) {
+fwm_status AW_INTERNAL(_model_write)(const char *path, const AW_PUBLIC(_write_spec) *spec, fwm_error *err) {
     return fwm__writer_write(path, spec, &kind, err);
 }

@@ -63,7 +63,7 @@ typedef fwm_status (*fwm__writer_reread_fn)(const uint8_t *file, size_t size, fw
 
 /* What an architecture's writer adds to the shared steps (fwm__writer_write). */
 typedef struct fwm_writer_kind {
-    const char *who; /* the public function, for messages: "fwm_lstm_model_write" */
+    const char *who; /* the public function, for messages: "fwm__lstm_model_write" */
     /* Check the spec with the reader's rules (FWM_ERR_INVALID_ARGUMENT). */
     fwm_status (*check)(const void *spec, fwm_error *err);
     /* Assemble the whole file in memory (*file owned by the caller, fwm__free). */

@@ -32,16 +32,16 @@ struct fwm_blob_v2_layout;
  * workspace struct (at most FWM_STEP_WORKSPACE_BYTES, at `workspace`) over them, and calls `chunk`
  * on up to `capacity` (at most chunk_sessions) checked sessions at a time, one token each, logits
  * [n][V] or NULL. */
-typedef struct fwm_step_kernel {
+typedef struct fwm__step_kernel {
     size_t chunk_sessions;
     size_t stack_floats;
     size_t (*scratch_floats)(const struct fwm_model *model, size_t capacity);
     void (*lay_out)(void *workspace, const struct fwm_model *model, float *scratch, size_t capacity);
     void (*chunk)(void *workspace, const struct fwm_model *model, struct fwm_session *const *sessions,
                   const uint32_t *tokens, size_t n, float *logits);
-} fwm_step_kernel;
+} fwm__step_kernel;
 
-typedef struct fwm_arch_ops {
+typedef struct fwm__arch_ops_table {
     const char *name; /* general.architecture */
     /* Build `model` (arch already set) from the whole file buf[0..size): parse and check the
      * schema, checksum and fingerprint, bind the weights, take the vocabulary, name and prime
@@ -84,20 +84,20 @@ typedef struct fwm_arch_ops {
     /* The architecture's fields of fwm_model_info (the common ones are filled already). */
     void (*fill_info)(const struct fwm_model *model, fwm_model_info *info);
     /* The step maths behind the shared entry points; NULL where the step has its own (the FWM). */
-    const fwm_step_kernel *kernel;
+    const fwm__step_kernel *kernel;
     /* The version-2 state blob's dims and body behind the shared blob_size, export_state and
      * import_state (state_blob_v2.h); NULL where the blob is the architecture's own (the FWM). */
     const struct fwm_blob_v2_layout *blob_v2;
-} fwm_arch_ops;
+} fwm__arch_ops_table;
 
-#define FWM_ARCH_OPS_DECLARE_(id, name, prefix) extern const fwm_arch_ops fwm__##prefix##_ops;
+#define FWM_ARCH_OPS_DECLARE_(id, name, prefix) extern const fwm__arch_ops_table fwm__##prefix##_ops;
 FWM_ARCH_LIST(FWM_ARCH_OPS_DECLARE_)
 #undef FWM_ARCH_OPS_DECLARE_
 
 /* The tables in FWM_ARCH_LIST order (dispatch.c). */
-extern const fwm_arch_ops *const fwm__arch_table[FWM_ARCH_COUNT];
+extern const fwm__arch_ops_table *const fwm__arch_table[FWM_ARCH_COUNT];
 
 /* The table of `arch` (a registered one). */
-static inline const fwm_arch_ops *fwm__arch_ops(fwm_arch arch) { return fwm__arch_table[arch]; }
+static inline const fwm__arch_ops_table *fwm__arch_ops(fwm_arch arch) { return fwm__arch_table[arch]; }
 
 #endif

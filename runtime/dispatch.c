@@ -15,13 +15,13 @@
 #include "state_blob_common.h"
 #include "xxhash64.h"
 
-const fwm_arch_ops *const fwm__arch_table[FWM_ARCH_COUNT] = {
+const fwm__arch_ops_table *const fwm__arch_table[FWM_ARCH_COUNT] = {
 #define FWM_ARCH_TABLE_(id, name, prefix) &fwm__##prefix##_ops,
     FWM_ARCH_LIST(FWM_ARCH_TABLE_)
 #undef FWM_ARCH_TABLE_
 };
 
-static const fwm_arch_ops *ops_of(const fwm_session *session) {
+static const fwm__arch_ops_table *ops_of(const fwm_session *session) {
     return session ? fwm__arch_ops(session->model->arch) : &fwm__fwm_ops;
 }
 
@@ -45,7 +45,7 @@ fwm_status fwm_session_predict(const fwm_session *session, float *logits, fwm_er
     if (!session || !logits)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_session_predict: %s is NULL",
                           !session ? "session" : "logits");
-    const fwm_arch_ops *ops = ops_of(session);
+    const fwm__arch_ops_table *ops = ops_of(session);
     if (!ops->predict)
         return fwm__error(err, FWM_ERR_UNSUPPORTED,
                           "fwm_session_predict: the model's architecture is '%s', whose next-token scores "
@@ -57,13 +57,13 @@ fwm_status fwm_session_predict(const fwm_session *session, float *logits, fwm_er
 
 bool fwm_session_has_prediction(const fwm_session *session) {
     if (!session) return false;
-    const fwm_arch_ops *ops = ops_of(session);
+    const fwm__arch_ops_table *ops = ops_of(session);
     return ops->has_prediction ? ops->has_prediction(session) : true;
 }
 
 bool fwm_session_skip_answer(fwm_session *session) {
     if (!session) return false;
-    const fwm_arch_ops *ops = ops_of(session);
+    const fwm__arch_ops_table *ops = ops_of(session);
     return ops->skip_answer ? ops->skip_answer(session) : false;
 }
 
@@ -77,7 +77,7 @@ fwm_status fwm_session_export(const fwm_session *session, void *buffer, size_t c
 }
 
 fwm_status fwm_session_import(fwm_session *session, const void *blob, size_t size, fwm_error *err) {
-    const fwm_arch_ops *ops = ops_of(session);
+    const fwm__arch_ops_table *ops = ops_of(session);
     char arch[FWM_BLOB_ARCH_BYTES + 1];
     uint64_t fingerprint;
     if (session && blob && fwm__blob_architecture(blob, size, arch, &fingerprint) &&

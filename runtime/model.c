@@ -313,7 +313,7 @@ void fwm_model_get_info(const fwm_model *model, fwm_model_info *info) {
     if (!info) return;
     memset(info, 0, sizeof *info);
     if (!model) return;
-    const fwm_arch_ops *ops = fwm__arch_ops(model->arch);
+    const fwm__arch_ops_table *ops = fwm__arch_ops(model->arch);
     const fwm_hparams *hp = &model->hp;
     info->architecture = ops->name;
     info->vocab_size = hp->vocab_size;

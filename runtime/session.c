@@ -26,7 +26,7 @@ static size_t header_bytes(void) {
  * overflow a 64-bit size_t. */
 size_t fwm__fwm_block_floats(const struct fwm_model *model) {
     const fwm_hparams *hp = &model->hp;
-    return 2 * aligned_floats(hp->hidden_size) * (1 + (size_t)fwm_lower_blocks(hp)) +
+    return 2 * aligned_floats(hp->hidden_size) * (1 + (size_t)fwm__lower_blocks(hp)) +
            aligned_floats((size_t)hp->memory_s * hp->memory_r * hp->memory_t) +
            aligned_floats(hp->memory_s) + aligned_floats(hp->memory_r) + aligned_floats(hp->memory_t);
 }
@@ -46,7 +46,7 @@ void fwm__fwm_lay_out(struct fwm_session *session, float *base) {
         session->F + aligned_floats((size_t)model->hp.memory_s * model->hp.memory_r * model->hp.memory_t);
     session->pending_k2 = session->pending_k1 + aligned_floats(model->hp.memory_s);
     session->pending_d = session->pending_k2 + aligned_floats(model->hp.memory_r);
-    size_t lower = fwm_lower_blocks(&model->hp);
+    size_t lower = fwm__lower_blocks(&model->hp);
     if (lower) {
         session->lower_h = session->pending_d + aligned_floats(model->hp.memory_t);
         session->lower_c = session->lower_h + lower * aligned_floats(model->hp.hidden_size);
@@ -56,7 +56,7 @@ void fwm__fwm_lay_out(struct fwm_session *session, float *base) {
 /* Point the state arrays into the block that starts at `session`. */
 static void lay_out(struct fwm_session *session, const struct fwm_model *model) {
     float *base = (float *)((unsigned char *)session + header_bytes());
-    const fwm_arch_ops *ops = fwm__arch_ops(model->arch);
+    const fwm__arch_ops_table *ops = fwm__arch_ops(model->arch);
     memset(session, 0, sizeof *session);
     session->model = model;
     session->pending_s = 1.0f;
@@ -99,7 +99,7 @@ void fwm_session_reset(fwm_session *session) {
     session->last_token = FWM_NO_TOKEN;
     session->pending_s = 1.0f;
     memset(session->h, 0, session->state_bytes);
-    const fwm_arch_ops *ops = fwm__arch_ops(session->model->arch);
+    const fwm__arch_ops_table *ops = fwm__arch_ops(session->model->arch);
     if (ops->reset_state) ops->reset_state(session);
 }
 

@@ -13,7 +13,7 @@
 
 /* Runs `kernel` over count tokens: one session over a sequence (sequence true; sessions has one
  * entry), or the batch's sessions one token each, in chunks. Everything is checked. */
-static fwm_status drive(const fwm_step_kernel *kernel, const struct fwm_model *model,
+static fwm_status drive(const fwm__step_kernel *kernel, const struct fwm_model *model,
                         fwm_session *const *sessions, const uint32_t *tokens, size_t count, bool sequence,
                         float *logits, fwm_error *err) {
     size_t chunk = kernel->chunk_sessions;
@@ -43,7 +43,7 @@ static fwm_status drive(const fwm_step_kernel *kernel, const struct fwm_model *m
     return FWM_OK;
 }
 
-static const fwm_step_kernel *kernel_of(const struct fwm_model *model) {
+static const fwm__step_kernel *kernel_of(const struct fwm_model *model) {
     return fwm__arch_ops(model->arch)->kernel;
 }
 

@@ -1,5 +1,5 @@
 /* step_driver.h - the step entry points every architecture but the FWM shares: one session, a
- * token sequence, or a batch of sessions, over the architecture's chunk step (its fwm_step_kernel
+ * token sequence, or a batch of sessions, over the architecture's chunk step (its fwm__step_kernel
  * in arch_ops.h). Internal to libfwm.
  *
  * Each entry point checks everything first (step_checks.h, with the messages the FWM has always

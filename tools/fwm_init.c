@@ -26,13 +26,13 @@ static void usage(FILE *out) {
     fwm_hparams d; /* the defaults shown are the one definition's (FWM_HPARAM_LIST) */
     fwm__hparams_defaults(&d);
     fwm_lstm_hparams l;
-    fwm_lstm_hparams_defaults(&l);
+    fwm__lstm_hparams_defaults(&l);
     fwm_mnm_hparams m;
-    fwm_mnm_hparams_defaults(&m);
+    fwm__mnm_hparams_defaults(&m);
     fwm_gfw_hparams g;
-    fwm_gfw_hparams_defaults(&g);
+    fwm__gfw_hparams_defaults(&g);
     fwm_stm_hparams st;
-    fwm_stm_hparams_defaults(&st);
+    fwm__stm_hparams_defaults(&st);
     fprintf(out,
             "usage: fwm-init --out PATH [--arch fwm|lstm|mnm|gfw|stm] [options]\n"
             "Write a randomly initialised model (GGUF): the FWM with the released FWM code's init,\n"
@@ -352,12 +352,12 @@ typedef struct init_arch {
 /* The functions of init_arch for fwm_<arch>_... (arch: lstm, mnm, gfw or stm). */
 #define INIT_ARCH(arch)                                                                           \
     static fwm_status arch##_check(const void *hp, fwm_error *err) {                              \
-        return fwm_##arch##_hparams_check(hp, err);                                               \
+        return fwm__##arch##_hparams_valid(hp, err);                                               \
     }                                                                                             \
-    static size_t arch##_tensor_count(const void *hp) { return fwm_##arch##_tensor_count(hp); }   \
+    static size_t arch##_tensor_count(const void *hp) { return fwm__##arch##_tensor_count(hp); }   \
     static void arch##_tensor_at(const void *hp, size_t i, char name[48], uint64_t *rows,         \
                                  uint64_t *cols) {                                                \
-        fwm_##arch##_tensor_at(hp, i, name, rows, cols);                                          \
+        fwm__##arch##_tensor_at(hp, i, name, rows, cols);                                          \
     }                                                                                             \
     static void arch##_init_weights(const void *hp, uint64_t seed, float *const *tensors) {       \
         fwm__##arch##_init_weights(hp, seed, tensors);                                            \
@@ -372,8 +372,8 @@ typedef struct init_arch {
                                         .has_prime_tokens = file->has_prime,                      \
                                         .prime_tokens = file->prime_ids,                          \
                                         .prime_count = file->prime_count};                        \
-        for (size_t i = 0; i < fwm_##arch##_tensor_count(hp); i++) spec.tensors[i] = tensors[i];  \
-        return fwm_##arch##_model_write(out, &spec, err);                                         \
+        for (size_t i = 0; i < fwm__##arch##_tensor_count(hp); i++) spec.tensors[i] = tensors[i];  \
+        return fwm__##arch##_model_write(out, &spec, err);                                         \
     }
 
 INIT_ARCH(lstm)
@@ -396,7 +396,7 @@ static void mnm_summary(const char *out, const void *arch_hp, uint64_t parameter
            " floats (%" PRIu64 " in the fixed initial memory), seed %" PRIu64 "\n",
            out, hp->vocab_size, hp->embedding_length, hp->hidden_size, hp->head_count,
            hp->key_length, hp->value_length, hp->memory_hidden, hp->memory_layers, hp->output_length,
-           parameters, fwm_mnm_memory_elements(hp), seed);
+           parameters, fwm__mnm_memory_elements(hp), seed);
 }
 
 static void gfw_summary(const char *out, const void *arch_hp, uint64_t parameters, uint64_t seed) {
@@ -404,7 +404,7 @@ static void gfw_summary(const char *out, const void *arch_hp, uint64_t parameter
     printf("wrote %s: gfw V=%" PRIu32 " E=%" PRIu32 " m=%" PRIu32 " N=%" PRIu32 " P=%" PRIu32
            ", %" PRIu64 " parameters, %" PRIu64 " state floats, seed %" PRIu64 "\n",
            out, hp->vocab_size, hp->embedding_length, hp->fast_hidden, hp->slow_hidden,
-           hp->slow_inner, parameters, fwm_gfw_state_floats(hp), seed);
+           hp->slow_inner, parameters, fwm__gfw_hparams_state_floats(hp), seed);
 }
 
 static void stm_summary(const char *out, const void *arch_hp, uint64_t parameters, uint64_t seed) {
@@ -483,22 +483,22 @@ int main(int argc, char **argv) {
     uint64_t seed = 1;
     int lstm = 0;                  /* --arch lstm */
     fwm_lstm_hparams lhp;          /* its sizes: the defaults, then the flags that apply */
-    fwm_lstm_hparams_defaults(&lhp);
+    fwm__lstm_hparams_defaults(&lhp);
     const char *fwm_only = NULL;   /* the first flag given that only the FWM has */
     int layers_given = 0;          /* --layers, which only the LSTM has */
     int mnm = 0;                   /* --arch mnm */
     fwm_mnm_hparams mhp;           /* its sizes: the defaults, then the flags that apply */
-    fwm_mnm_hparams_defaults(&mhp);
+    fwm__mnm_hparams_defaults(&mhp);
     const char *mnm_only = NULL;   /* the first flag given that only the MNM has */
     int residual_given = 0;        /* --residual or --no-residual, which the MNM lacks */
     int gfw = 0;                   /* --arch gfw */
     fwm_gfw_hparams ghp;           /* its sizes: the defaults, then the flags that apply */
-    fwm_gfw_hparams_defaults(&ghp);
+    fwm__gfw_hparams_defaults(&ghp);
     const char *gfw_only = NULL;   /* the first flag given that only the GFW has */
     int eps_given = 0, forget_bias_given = 0;
     int stm = 0;                   /* --arch stm */
     fwm_stm_hparams shp;           /* its sizes: the defaults, then the flags that apply */
-    fwm_stm_hparams_defaults(&shp);
+    fwm__stm_hparams_defaults(&shp);
     const char *stm_only = NULL;   /* the first flag given that only the STM has */
     const char *statement_end = ".", *question_end = "?";
     int statement_end_given = 0, question_end_given = 0;
@@ -785,7 +785,7 @@ int main(int argc, char **argv) {
     }
 
     status = 1;
-    const int n_tensors = fwm_tensor_count(&hp);
+    const int n_tensors = fwm__tensor_count(&hp);
     uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(&hp, offsets);
     uint64_t parameters = offsets[n_tensors];
@@ -807,7 +807,7 @@ int main(int argc, char **argv) {
                            .prime_tokens = prime_ids,
                            .prime_count = prime_count};
     for (int i = 0; i < n_tensors; i++) spec.tensors[i] = tensors[i];
-    fwm_status st = fwm_model_write(out, &spec, &err);
+    fwm_status st = fwm__model_write(out, &spec, &err);
     if (st) {
         fprintf(stderr, "fwm-init: cannot write '%s' (%s): %s\n", out, fwm_status_str(st),
                 err.message);

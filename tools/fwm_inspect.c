@@ -211,7 +211,7 @@ static int verify(const char *path, const fwm__schema_head *head, uint64_t check
 static int print_fwm(const char *path, const uint8_t *data, size_t size) {
     fwm_schema schema;
     fwm_error err;
-    fwm_status st = fwm_schema_parse(data, size, &schema, &err);
+    fwm_status st = fwm__schema_parse(data, size, &schema, &err);
     if (st) {
         fprintf(stderr, "fwm-inspect: %s: not a valid fwm model (%s): %s\n", path,
                 fwm_status_str(st), err.message);
@@ -231,11 +231,11 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
            state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
            hp->memory_t, lower);
     print_start(&schema.head);
-    uint64_t checksum = fwm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_schema_fingerprint(hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__schema_checksum(&schema);
+    uint64_t fingerprint = fwm__schema_fingerprint(hp, (const char *const *)schema.head.tokens,
                                                   schema.head.token_lengths, checksum);
     int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm_schema_release(&schema);
+    fwm__schema_release(&schema);
     return status;
 }
 
@@ -243,7 +243,7 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
 static int print_lstm(const char *path, const uint8_t *data, size_t size) {
     fwm_lstm_schema schema;
     fwm_error err;
-    fwm_status st = fwm_lstm_schema_parse(data, size, &schema, &err);
+    fwm_status st = fwm__lstm_schema_parse(data, size, &schema, &err);
     if (st) {
         fprintf(stderr, "fwm-inspect: %s: not a valid lstm model (%s): %s\n", path,
                 fwm_status_str(st), err.message);
@@ -264,11 +264,11 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
            " layers x %" PRIu32 ")\n",
            state_floats, state_floats * 4, hp->layer_count, hp->hidden_size);
     print_start(&schema.head);
-    uint64_t checksum = fwm_lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_lstm_fingerprint(hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__lstm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__lstm_fingerprint(hp, (const char *const *)schema.head.tokens,
                                                 schema.head.token_lengths, checksum);
     int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm_lstm_schema_release(&schema);
+    fwm__lstm_schema_release(&schema);
     return status;
 }
 
@@ -276,7 +276,7 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
 static int print_stm(const char *path, const uint8_t *data, size_t size) {
     fwm_stm_schema schema;
     fwm_error err;
-    fwm_status st = fwm_stm_schema_parse(data, size, &schema, &err);
+    fwm_status st = fwm__stm_schema_parse(data, size, &schema, &err);
     if (st) {
         fprintf(stderr, "fwm-inspect: %s: not a valid stm model (%s): %s\n", path,
                 fwm_status_str(st), err.message);
@@ -300,17 +300,17 @@ static int print_stm(const char *path, const uint8_t *data, size_t size) {
            hp->reset_on_eos ? "on" : "off", hp->vocab_size);
     printf("parameters: %" PRIu64 "\n", parameters);
     printf("initial memories: %" PRIu64 " of them (stm.item.init, stm.relation.init)\n",
-           fwm_stm_state_floats(hp));
+           fwm__stm_hparams_state_floats(hp));
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (Mi: %" PRIu32 " x %" PRIu32
            "; Mr: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
-           fwm_stm_state_floats(hp), fwm_stm_state_bytes(hp), hp->memory_size, hp->memory_size,
+           fwm__stm_hparams_state_floats(hp), fwm__stm_state_bytes(hp), hp->memory_size, hp->memory_size,
            hp->query_count, hp->memory_size, hp->memory_size, sentence ? "; the sentence buffer" : "");
     print_start(&schema.head);
-    uint64_t checksum = fwm_stm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_stm_fingerprint(hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__stm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__stm_fingerprint(hp, (const char *const *)schema.head.tokens,
                                                schema.head.token_lengths, checksum);
     int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm_stm_schema_release(&schema);
+    fwm__stm_schema_release(&schema);
     return status;
 }
 
@@ -318,7 +318,7 @@ static int print_stm(const char *path, const uint8_t *data, size_t size) {
 static int print_mnm(const char *path, const uint8_t *data, size_t size) {
     fwm_mnm_schema schema;
     fwm_error err;
-    fwm_status st = fwm_mnm_schema_parse(data, size, &schema, &err);
+    fwm_status st = fwm__mnm_schema_parse(data, size, &schema, &err);
     if (st) {
         fprintf(stderr, "fwm-inspect: %s: not a valid mnm model (%s): %s\n", path,
                 fwm_status_str(st), err.message);
@@ -329,9 +329,9 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
     for (size_t i = 0; i < schema.tensor_count; i++) {
         uint64_t n = schema.tensors[i].rows * schema.tensors[i].cols;
         parameters += n;
-        if (fwm_mnm_tensor_trained(hp, i)) trained += n;
+        if (fwm__mnm_tensor_trained(hp, i)) trained += n;
     }
-    uint64_t memory = fwm_mnm_memory_elements(hp), state_floats = fwm_mnm_state_floats(hp);
+    uint64_t memory = fwm__mnm_memory_elements(hp), state_floats = fwm__mnm_hparams_state_floats(hp);
     printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: mnm (Metalearned Neural Memory baseline: controller %" PRIu32
            ", embedding %" PRIu32 ", %" PRIu32 " head%s, keys %" PRIu32 ", values %" PRIu32
@@ -347,11 +347,11 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
            "; r: %" PRIu32 "; memory: %" PRIu64 ")\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->value_length, memory);
     print_start(&schema.head);
-    uint64_t checksum = fwm_mnm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_mnm_fingerprint(hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__mnm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__mnm_fingerprint(hp, (const char *const *)schema.head.tokens,
                                                schema.head.token_lengths, checksum);
     int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm_mnm_schema_release(&schema);
+    fwm__mnm_schema_release(&schema);
     return status;
 }
 
@@ -359,31 +359,31 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
 static int print_gfw(const char *path, const uint8_t *data, size_t size) {
     fwm_gfw_schema schema;
     fwm_error err;
-    fwm_status st = fwm_gfw_schema_parse(data, size, &schema, &err);
+    fwm_status st = fwm__gfw_schema_parse(data, size, &schema, &err);
     if (st) {
         fprintf(stderr, "fwm-inspect: %s: not a valid gfw model (%s): %s\n", path,
                 fwm_status_str(st), err.message);
         return 1;
     }
     const fwm_gfw_hparams *hp = &schema.hp;
-    uint64_t state_floats = fwm_gfw_state_floats(hp), m = hp->fast_hidden;
+    uint64_t state_floats = fwm__gfw_hparams_state_floats(hp), m = hp->fast_hidden;
     printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: gfw (Gated Fast Weights: fast net %" PRIu32 ", slow net %" PRIu32
            " with transition layer %" PRIu32 ", embedding %" PRIu32 ", layer norm eps %g, vocabulary %" PRIu32
            ")\n",
            hp->fast_hidden, hp->slow_hidden, hp->slow_inner, hp->embedding_length,
            (double)hp->layer_norm_epsilon, hp->vocab_size);
-    printf("parameters: %" PRIu64 "\n", fwm_gfw_parameter_count(hp));
+    printf("parameters: %" PRIu64 "\n", fwm__gfw_parameter_count(hp));
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h_F: %" PRIu32 "; h_S: %" PRIu32
            "; F1: %" PRIu64 " x %" PRIu64 "; F2: %" PRIu64 " x %" PRIu64 ")\n",
-           state_floats, state_floats * 4, hp->fast_hidden, hp->slow_hidden, m, fwm_gfw_f1_cols(hp), m,
-           fwm_gfw_f2_cols(hp));
+           state_floats, state_floats * 4, hp->fast_hidden, hp->slow_hidden, m, fwm__gfw_f1_cols(hp), m,
+           fwm__gfw_f2_cols(hp));
     print_start(&schema.head);
-    uint64_t checksum = fwm_gfw_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_gfw_fingerprint(hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__gfw_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__gfw_fingerprint(hp, (const char *const *)schema.head.tokens,
                                                schema.head.token_lengths, checksum);
     int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm_gfw_schema_release(&schema);
+    fwm__gfw_schema_release(&schema);
     return status;
 }
 

@@ -14,14 +14,14 @@
 #include "mnm/mnm_schema.h"
 #include "stm/stm_schema.h"
 
-/* The FWM's format names carry no prefix (fwm_write_spec, fwm_model_write, fwm_schema, ...);
+/* The FWM's format names carry no prefix (fwm_write_spec, fwm__model_write, fwm_schema, ...);
  * under these the writer and reader below name every architecture of FWM_ARCH_LIST alike,
  * fwm_<prefix>_write_spec and so on. */
 #define fwm_fwm_write_spec fwm_write_spec
-#define fwm_fwm_model_write fwm_model_write
+#define fwm__fwm_model_write fwm__model_write
 #define fwm_fwm_schema fwm_schema
-#define fwm_fwm_schema_parse fwm_schema_parse
-#define fwm_fwm_schema_release fwm_schema_release
+#define fwm__fwm_schema_parse fwm__schema_parse
+#define fwm__fwm_schema_release fwm__schema_release
 
 /* The model file of `model` with params flat in `layout`: its architecture's write spec, filled
  * alike for all (the session starts with <eos>: every training story begins with it). */
@@ -45,7 +45,7 @@ static fwm_status write_model(const char *path, const fwm__model_spec *model,
         spec.has_prime_tokens = true;                                                              \
         spec.prime_tokens = &model->prefix.eos_token_id;                                           \
         spec.prime_count = 1;                                                                      \
-        return fwm_##prefix##_model_write(path, &spec, err);                                       \
+        return fwm__##prefix##_model_write(path, &spec, err);                                       \
     }
         FWM_ARCH_LIST(FWM_WRITE_CASE_)
 #undef FWM_WRITE_CASE_
@@ -164,7 +164,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
     switch (arch) {
 #define FWM_SCHEMA_PARSE_(id, str, prefix)                                                         \
     case FWM_ARCH_##id:                                                                            \
-        status = fwm_##prefix##_schema_parse(buf, (size_t)size, &schema_##prefix, err);            \
+        status = fwm__##prefix##_schema_parse(buf, (size_t)size, &schema_##prefix, err);            \
         if (status != FWM_OK)                                                                      \
             goto done;                                                                             \
         out->spec.arch = FWM_ARCH_##id;                                                            \
@@ -201,7 +201,7 @@ fwm_status fwm__model_read(const char *path, fwm__loaded_model *out, fwm_error *
 done:
     if (status != FWM_OK)
         fwm__loaded_model_release(out);
-#define FWM_SCHEMA_RELEASE_(id, str, prefix) fwm_##prefix##_schema_release(&schema_##prefix);
+#define FWM_SCHEMA_RELEASE_(id, str, prefix) fwm__##prefix##_schema_release(&schema_##prefix);
     FWM_ARCH_LIST(FWM_SCHEMA_RELEASE_)
 #undef FWM_SCHEMA_RELEASE_
     free(buf);

@@ -1,7 +1,7 @@
 /* model_io.h - between the trainer's flat parameters and model files, for every architecture of
  * FWM_ARCH_LIST (one writer case and one reader case, each written once over the list): write a
- * trained model with its vocabulary and provenance keys (fwm_model_write for `fwm`,
- * fwm_lstm_model_write for `lstm`, ...), and read a model file back into the flat layout for
+ * trained model with its vocabulary and provenance keys (fwm__model_write for `fwm`,
+ * fwm__lstm_model_write for `lstm`, ...), and read a model file back into the flat layout for
  * evaluation or further training (its architecture's schema; F32, F16 or BF16 tensors, widened to
  * F32). */
 #ifndef FWM_TRAIN_MODEL_IO_H
@@ -21,7 +21,7 @@ fwm_status fwm__model_save(const char *path, const fwm_hparams *hp, const float 
                            const fwm_write_kv *extra, size_t extra_count, fwm_error *err);
 
 /* Any architecture: params flat in fwm__tensor_layout order for `model`; otherwise as above
- * (the writer of its architecture, fwm_<prefix>_model_write: fwm_lstm_model_write for `lstm` and
+ * (the writer of its architecture, fwm_<prefix>_model_write: fwm__lstm_model_write for `lstm` and
  * so on, FWM_ARCH_LIST). A parameter that is not finite is refused (FWM_ERR_INVALID_ARGUMENT
  * naming the tensor): nothing is written. */
 fwm_status fwm__model_save_spec(const char *path, const fwm__model_spec *model,

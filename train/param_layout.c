@@ -16,7 +16,7 @@ const char *const fwm__tensor_names[FWM_TENSOR_COUNT] = {
 void fwm__param_layout_init(fwm__param_layout *layout, const fwm_hparams *hp)
 {
     size_t offset = 0, count = 0;
-    layout->count = (size_t)fwm_tensor_count(hp);
+    layout->count = (size_t)fwm__tensor_count(hp);
     for (size_t index = 0; index < layout->count; index++) { /* the format's shapes, list order */
         uint64_t r, c;
         fwm__tensor_shape(hp, (int)index, &r, &c, NULL);
@@ -94,12 +94,12 @@ static void layout_finish(fwm__tensor_layout *layout)
  * FWM_ARCH_LIST case below expands to; they are local), from the trainer's own list
  * (FWM_TENSOR_LIST). Each call computes the whole layout, some twenty tensors' shapes: the layout
  * is built once per model. */
-static size_t fwm_fwm_tensor_count(const fwm_hparams *hp)
+static size_t fwm__fwm_tensor_count(const fwm_hparams *hp)
 {
-    return (size_t)fwm_tensor_count(hp);
+    return (size_t)fwm__tensor_count(hp);
 }
 
-static void fwm_fwm_tensor_at(const fwm_hparams *hp, size_t i, char name[48], uint64_t *rows,
+static void fwm__fwm_tensor_at(const fwm_hparams *hp, size_t i, char name[48], uint64_t *rows,
                               uint64_t *cols)
 {
     fwm__param_layout fwm;
@@ -115,10 +115,10 @@ void fwm__tensor_layout_init(fwm__tensor_layout *layout, const fwm__model_spec *
     switch (spec->arch) {
 #define LAYOUT_CASE_(id, str, prefix)                                                              \
     case FWM_ARCH_##id:                                                                            \
-        layout->count = fwm_##prefix##_tensor_count(&spec->prefix);                                \
+        layout->count = fwm__##prefix##_tensor_count(&spec->prefix);                                \
         for (size_t i = 0; i < layout->count; i++) {                                               \
             uint64_t rows, cols;                                                                   \
-            fwm_##prefix##_tensor_at(&spec->prefix, i, layout->names[i], &rows, &cols);            \
+            fwm__##prefix##_tensor_at(&spec->prefix, i, layout->names[i], &rows, &cols);            \
             layout->rows[i] = (size_t)rows;                                                        \
             layout->cols[i] = (size_t)cols;                                                        \
         }                                                                                          \

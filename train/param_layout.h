@@ -22,7 +22,7 @@
 #include "stm/stm_hparams.h"
 
 typedef struct fwm__param_layout {
-    size_t count;                    /* fwm_tensor_count(hp): the list's, then a stacked FWM's
+    size_t count;                    /* fwm__tensor_count(hp): the list's, then a stacked FWM's
                                         lower layers' (FWM_TENSOR_BLOCK(l, k)) */
     size_t rows[FWM_MAX_TENSORS];    /* as FWM_TENSOR_LIST (cols = 1 for vectors) */
     size_t cols[FWM_MAX_TENSORS];

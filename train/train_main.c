@@ -117,11 +117,11 @@ static void settings_defaults(train_settings *s)
     o->checkpoint_every = 500;
     o->progress_seconds = 10;
     fwm__hparams_defaults(&o->hp); /* the paper's sizes and constants (FWM_HPARAM_LIST) */
-    fwm_lstm_hparams_defaults(&o->lstm); /* the same for --arch lstm (FWM_LSTM_HPARAM_LIST) */
-    fwm_mnm_hparams_defaults(&o->mnm);   /* and for --arch mnm (FWM_MNM_HPARAM_LIST) */
+    fwm__lstm_hparams_defaults(&o->lstm); /* the same for --arch lstm (FWM_LSTM_HPARAM_LIST) */
+    fwm__mnm_hparams_defaults(&o->mnm);   /* and for --arch mnm (FWM_MNM_HPARAM_LIST) */
     o->meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
-    fwm_gfw_hparams_defaults(&o->gfw); /* gfw (FWM_GFW_HPARAM_LIST: the paper's sizes) */
-    fwm_stm_hparams_defaults(&o->stm); /* stm (FWM_STM_HPARAM_LIST: the bAbI sizes) */
+    fwm__gfw_hparams_defaults(&o->gfw); /* gfw (FWM_GFW_HPARAM_LIST: the paper's sizes) */
+    fwm__stm_hparams_defaults(&o->stm); /* stm (FWM_STM_HPARAM_LIST: the bAbI sizes) */
     o->max_nonfinite = 10;
 }
 
@@ -710,7 +710,7 @@ static int train_main(int argc, char **argv)
              lh->residual ? " residual" : "", (double)o.dropout.token,
              (double)o.dropout.embedding, (double)o.dropout.recurrent, (double)o.dropout.layer,
              mode_name, o.lanes, o.window, o.threads);
-        if (fwm_lstm_hparams_check(lh, &err) != FWM_OK) {
+        if (fwm__lstm_hparams_valid(lh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;
@@ -722,7 +722,7 @@ static int train_main(int argc, char **argv)
              mh->vocab_size, mh->embedding_length, mh->hidden_size, mh->head_count,
              mh->key_length, mh->value_length, mh->memory_layers, mh->memory_hidden,
              mh->output_length, o.meta_weight, mode_name, o.lanes, o.window, o.threads);
-        if (fwm_mnm_hparams_check(mh, &err) != FWM_OK) {
+        if (fwm__mnm_hparams_valid(mh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;
@@ -732,17 +732,17 @@ static int train_main(int argc, char **argv)
         NOTE("vocabulary %u words; gfw E=%u fast m=%u slow N=%u P=%u (fast matrices %llu + %llu "
              "floats per lane); mode %s; B=%d W=%d; %d thread(s)\n",
              gh->vocab_size, gh->embedding_length, gh->fast_hidden, gh->slow_hidden,
-             gh->slow_inner, (unsigned long long)(gh->fast_hidden * fwm_gfw_f1_cols(gh)),
-             (unsigned long long)(gh->fast_hidden * fwm_gfw_f2_cols(gh)), mode_name, o.lanes,
+             gh->slow_inner, (unsigned long long)(gh->fast_hidden * fwm__gfw_f1_cols(gh)),
+             (unsigned long long)(gh->fast_hidden * fwm__gfw_f2_cols(gh)), mode_name, o.lanes,
              o.window, o.threads);
-        if (fwm_gfw_hparams_check(gh, &err) != FWM_OK) {
+        if (fwm__gfw_hparams_valid(gh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;
         }
     } else if (stm) {
         spec.stm = *sh;
-        uint64_t state = fwm_stm_state_floats(sh);
+        uint64_t state = fwm__stm_hparams_state_floats(sh);
         NOTE("vocabulary %u words; STM %s mode E=%u P=%u d=%u n_q=%u n_r=%u H_a=%u reset_on_eos %s "
              "(memories %llu floats per lane); alpha1, alpha3 %s; Z %s; mode %s; B=%d W=%d; %d "
              "thread(s)\n",
@@ -752,7 +752,7 @@ static int train_main(int argc, char **argv)
              o.stm_fix_alpha ? "held" : "trained",
              !stm_sentence ? "-" : o.stm_train_output ? "trained" : "held", mode_name, o.lanes,
              o.window, o.threads);
-        if (fwm_stm_hparams_check(sh, &err) != FWM_OK) {
+        if (fwm__stm_hparams_valid(sh, &err) != FWM_OK) {
             fprintf(stderr, "error: %s\n", err.message);
             fwm__catbabi_release(&data);
             return 2;

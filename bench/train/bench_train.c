@@ -46,12 +46,12 @@ static int bench_net(fwm_arch arch, int threads, int steps, int lanes, int windo
     int mnm = arch == FWM_ARCH_MNM, gfw = arch == FWM_ARCH_GFW;
     config.model.arch = arch;
     fwm_lstm_hparams *hp = &config.model.lstm;
-    fwm_lstm_hparams_defaults(hp); /* the paper's sizes */
+    fwm__lstm_hparams_defaults(hp); /* the paper's sizes */
     fwm_mnm_hparams *mp = &config.model.mnm;
-    fwm_mnm_hparams_defaults(mp); /* the FWM paper's catbAbI MNM */
+    fwm__mnm_hparams_defaults(mp); /* the FWM paper's catbAbI MNM */
     config.meta_weight = FWM_MNM_DEFAULT_META_WEIGHT;
     fwm_gfw_hparams *gp = &config.model.gfw;
-    fwm_gfw_hparams_defaults(gp); /* the paper's associative-retrieval model */
+    fwm__gfw_hparams_defaults(gp); /* the paper's associative-retrieval model */
     if (gfw && hidden > 0)
         gp->fast_hidden = (uint32_t)hidden;
     if (gfw && embedding > 0)

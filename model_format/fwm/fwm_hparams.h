@@ -133,11 +133,11 @@ enum fwm_block_tensor { FWM_BLOCK_weight_ih, FWM_BLOCK_weight_hh, FWM_BLOCK_bias
     ((int)FWM_TENSOR_COUNT + (int)FWM_BLOCK_TENSORS * (int)(l) + (int)(k))
 
 /* Lower LSTM layers (L - 1) and tensors in all (11 + 3 (L - 1)) of a checked hp. */
-static inline unsigned fwm_lower_blocks(const fwm_hparams *hp) {
+static inline unsigned fwm__lower_blocks(const fwm_hparams *hp) {
     return hp->block_count > 1 ? hp->block_count - 1u : 0u;
 }
-static inline int fwm_tensor_count(const fwm_hparams *hp) {
-    return (int)FWM_TENSOR_COUNT + (int)FWM_BLOCK_TENSORS * (int)fwm_lower_blocks(hp);
+static inline int fwm__tensor_count(const fwm_hparams *hp) {
+    return (int)FWM_TENSOR_COUNT + (int)FWM_BLOCK_TENSORS * (int)fwm__lower_blocks(hp);
 }
 
 /* One pointer per tensor, F32, row-major, in list order; then the lower layers' (NULL beyond

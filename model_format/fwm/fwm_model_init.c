@@ -14,7 +14,7 @@ void fwm__model_init_weights(const fwm_hparams *hp, uint64_t seed,
     double lstm_bound = 1.0 / sqrt(h);
     double memory_bound = sqrt(6.0 / (h + s));
     double out_bound = 1.0 / sqrt(t);
-    for (int i = 0; i < fwm_tensor_count(hp); i++) {
+    for (int i = 0; i < fwm__tensor_count(hp); i++) {
         init_kind kind = INIT_UNIFORM;
         double scale = 0; /* bound of U(-scale, scale) or standard deviation */
         if (i >= FWM_TENSOR_COUNT) /* a lower layer: the LSTM baseline's, U(+-1/sqrt(H)) */

@@ -10,7 +10,7 @@
 #include "fwm_hparams.h"
 
 /* Fill tensors[i] (F32, row-major, rows*cols floats as fwm__tensor_shape says; caller-owned) for
- * every tensor of the list (fwm_tensor_count(hp) of them):
+ * every tensor of the list (fwm__tensor_count(hp) of them):
  *   token_embd          N(0, 1)
  *   lstm.weight_ih/_hh  U(-1/sqrt(H), 1/sqrt(H));   lstm.bias 0
  *   fwm.write.weight    U(-a, a), a = sqrt(6/(H+S)); fwm.write.bias U(-1/sqrt(H), 1/sqrt(H))

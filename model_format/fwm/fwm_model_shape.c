@@ -151,7 +151,7 @@ void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_
 
 void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t *offsets) {
     uint64_t total = 0;
-    int n = fwm_tensor_count(hp);
+    int n = fwm__tensor_count(hp);
     for (int i = 0; i < n; i++) {
         uint64_t rows, cols;
         fwm__tensor_shape(hp, i, &rows, &cols, NULL);
@@ -164,11 +164,11 @@ void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t *offsets) {
 uint64_t fwm__parameter_count(const fwm_hparams *hp) {
     uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(hp, offsets);
-    return offsets[fwm_tensor_count(hp)];
+    return offsets[fwm__tensor_count(hp)];
 }
 
 uint64_t fwm__session_state_floats(const fwm_hparams *hp) {
-    return 2 * (uint64_t)hp->hidden_size * (1 + fwm_lower_blocks(hp)) +
+    return 2 * (uint64_t)hp->hidden_size * (1 + fwm__lower_blocks(hp)) +
            (uint64_t)hp->memory_s * hp->memory_r * hp->memory_t;
 }
 

@@ -40,14 +40,14 @@ void fwm__hparams_defaults(fwm_hparams *hp);
  * tensors from FWM_TENSOR_COUNT up), NULL when out of range (>= FWM_MAX_TENSORS). */
 const char *fwm__tensor_name(int index);
 
-/* Row-major shape of tensor `index` (< fwm_tensor_count(hp); cols = 1 for vectors); *is_matrix
+/* Row-major shape of tensor `index` (< fwm__tensor_count(hp); cols = 1 for vectors); *is_matrix
  * says whether it is stored with two GGUF dims (cols, rows) or one (rows). hp must have passed
  * fwm__hparams_check. */
 void fwm__tensor_shape(const fwm_hparams *hp, int index, uint64_t *rows, uint64_t *cols,
                        int *is_matrix);
 
 /* Element offsets of each tensor in one flat buffer holding all of them in list order;
- * offsets[fwm_tensor_count(hp)] is the total, which is also the parameter count (the entries
+ * offsets[fwm__tensor_count(hp)] is the total, which is also the parameter count (the entries
  * after it are left alone; FWM_MAX_TENSORS + 1 always suffice). */
 void fwm__tensor_offsets(const fwm_hparams *hp, uint64_t *offsets);
 

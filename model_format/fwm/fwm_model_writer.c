@@ -1,4 +1,4 @@
-/* fwm_model_writer.c - fwm_model_write: a complete fwm model file from hyperparameters, a
+/* fwm_model_writer.c - fwm__model_write: a complete fwm model file from hyperparameters, a
  * vocabulary and F32 tensors, written atomically. The spec is checked with the reader's own rules
  * first, the file is assembled in memory (gguf_writer.h), parsed back as a self-check, then
  * written to a temporary file in the target's folder, synced and renamed over the target. */
@@ -37,7 +37,7 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
     fwm_status st = fwm__hparams_check(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
     if (st) return st;
     if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
-    for (int i = 0; i < fwm_tensor_count(&spec->hp); i++)
+    for (int i = 0; i < fwm__tensor_count(&spec->hp); i++)
         if (!spec->tensors[i])
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data",
                               fwm__tensor_name(i));
@@ -45,7 +45,7 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
                                       spec->hp.vocab_size, err)))
         return st;
     return fwm__writer_check_extra(spec->extra, spec->extra_count, written_keys,
-                                   sizeof written_keys / sizeof written_keys[0], "fwm_model_write", err);
+                                   sizeof written_keys / sizeof written_keys[0], "fwm__model_write", err);
 }
 
 /* Assemble the whole file in memory. */
@@ -56,7 +56,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
     if (!lengths) return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %" PRIu32 " tokens", v);
 
-    const int n = fwm_tensor_count(hp);
+    const int n = fwm__tensor_count(hp);
     uint64_t n_bytes[FWM_MAX_TENSORS];
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);
@@ -67,7 +67,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
         fwm__xxh64_update(&state, spec->tensors[i], (size_t)n_bytes[i]);
     }
     uint64_t checksum = fwm__xxh64_digest(&state);
-    uint64_t fingerprint = fwm_schema_fingerprint(hp, spec->tokens, lengths, checksum);
+    uint64_t fingerprint = fwm__schema_fingerprint(hp, spec->tokens, lengths, checksum);
     fwm__free(lengths);
 
     fwm_gguf_writer w;
@@ -95,17 +95,17 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
 /* The self-check: parse the assembled file back and verify its checksum. */
 static fwm_status reread(const uint8_t *file, size_t size, fwm_error *err) {
     fwm_schema schema;
-    fwm_status st = fwm_schema_parse(file, size, &schema, err);
+    fwm_status st = fwm__schema_parse(file, size, &schema, err);
     if (st) return st;
-    st = schema.head.has_checksum && fwm_schema_checksum(&schema) == schema.head.checksum
+    st = schema.head.has_checksum && fwm__schema_checksum(&schema) == schema.head.checksum
              ? FWM_OK
              : fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "internal: written checksum does not verify");
-    fwm_schema_release(&schema);
+    fwm__schema_release(&schema);
     return st;
 }
 
-static const fwm_writer_kind kind = {"fwm_model_write", check_spec, build_file, reread};
+static const fwm_writer_kind kind = {"fwm__model_write", check_spec, build_file, reread};
 
-fwm_status fwm_model_write(const char *path, const fwm_write_spec *spec, fwm_error *err) {
+fwm_status fwm__model_write(const char *path, const fwm_write_spec *spec, fwm_error *err) {
     return fwm__writer_write(path, spec, &kind, err);
 }

@@ -68,7 +68,7 @@ static fwm_status read_hparams(const fwm_gguf_file *f, void *schema, uint32_t *v
 static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *err) {
     fwm_schema *out = schema;
     const char *names[FWM_MAX_TENSORS];
-    int n = fwm_tensor_count(&out->hp);
+    int n = fwm__tensor_count(&out->hp);
     for (int i = 0; i < n; i++) {
         names[i] = fwm__tensor_name(i);
         uint64_t rows, cols;
@@ -82,29 +82,29 @@ static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *
 
 static const fwm_schema_kind kind = {"fwm", "fwm.vocab_size", read_hparams, read_tensors};
 
-fwm_status fwm_schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err) {
-    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_schema_parse: out is NULL");
+fwm_status fwm__schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err) {
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm__schema_parse: out is NULL");
     memset(out, 0, sizeof *out);
     fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &out->head, err);
-    if (st) fwm_schema_release(out);
+    if (st) fwm__schema_release(out);
     return st;
 }
 
-void fwm_schema_release(fwm_schema *schema) {
+void fwm__schema_release(fwm_schema *schema) {
     if (!schema) return;
     fwm__schema_release_head(&schema->head, schema->hp.vocab_size);
     memset(schema, 0, sizeof *schema);
 }
 
-uint64_t fwm_schema_checksum(const fwm_schema *schema) {
+uint64_t fwm__schema_checksum(const fwm_schema *schema) {
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);
-    for (int i = 0; i < fwm_tensor_count(&schema->hp); i++)
+    for (int i = 0; i < fwm__tensor_count(&schema->hp); i++)
         fwm__xxh64_update(&state, schema->tensors[i].data, (size_t)schema->tensors[i].n_bytes);
     return fwm__xxh64_digest(&state);
 }
 
-uint64_t fwm_schema_fingerprint(const fwm_hparams *hp, const char *const *tokens,
+uint64_t fwm__schema_fingerprint(const fwm_hparams *hp, const char *const *tokens,
                                 const uint32_t *token_lengths, uint64_t checksum) {
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);

@@ -25,7 +25,7 @@
 
 /* Optional metadata keys written by fwm's writer. */
 #define FWM_KEY_CHECKSUM "fwm.checksum"       /* u64: XXH64 (seed 0) of the tensor data, see FORMAT.md */
-#define FWM_KEY_FINGERPRINT "fwm.fingerprint" /* u64: see fwm_schema_fingerprint */
+#define FWM_KEY_FINGERPRINT "fwm.fingerprint" /* u64: see fwm__schema_fingerprint */
 /* u32, optional: the id that words outside the vocabulary read as (<unk>), docs/FORMAT.md */
 #define FWM_KEY_UNKNOWN_TOKEN "tokenizer.ggml.unknown_token_id"
 /* string: "word" (the catbAbI tokenizer, the default) or "text" (docs/TEXT.md) */
@@ -52,23 +52,23 @@ typedef struct fwm_schema {
 
 /* Parse and validate the model file in buf[0..size). On success *out holds owned copies of the
  * strings and pointers into `buf` for the tensor data (buf must outlive that use). On failure
- * *out is left released (safe to call fwm_schema_release on). Returns FWM_ERR_FORMAT,
+ * *out is left released (safe to call fwm__schema_release on). Returns FWM_ERR_FORMAT,
  * FWM_ERR_UNSUPPORTED (e.g. a tensor type outside F32/F16/BF16), FWM_ERR_OUT_OF_MEMORY. The checksum
- * is not verified here (see fwm_schema_checksum). */
-fwm_status fwm_schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err);
+ * is not verified here (see fwm__schema_checksum). */
+fwm_status fwm__schema_parse(const void *buf, size_t size, fwm_schema *out, fwm_error *err);
 
-/* Release what fwm_schema_parse allocated; idempotent; NULL is a no-op. */
-void fwm_schema_release(fwm_schema *schema);
+/* Release what fwm__schema_parse allocated; idempotent; NULL is a no-op. */
+void fwm__schema_release(fwm_schema *schema);
 
 /* XXH64 (seed 0) over the tensor data bytes as stored, tensors in FWM_TENSOR_LIST order. */
-uint64_t fwm_schema_checksum(const fwm_schema *schema);
+uint64_t fwm__schema_checksum(const fwm_schema *schema);
 
 /* Model fingerprint: XXH64 over a canonical little-endian serialisation of the hyperparameters,
  * the vocabulary and the tensor-data checksum (see FORMAT.md). Ties session state blobs to a model. */
-uint64_t fwm_schema_fingerprint(const fwm_hparams *hp, const char *const *tokens,
+uint64_t fwm__schema_fingerprint(const fwm_hparams *hp, const char *const *tokens,
                                 const uint32_t *token_lengths, uint64_t checksum);
 
-/* An extra metadata key for fwm_model_write (e.g. provenance "fwm.training.steps"): a small tagged
+/* An extra metadata key for fwm__model_write (e.g. provenance "fwm.training.steps"): a small tagged
  * union. The key must not be one the writer writes itself (general.architecture,
  * general.alignment, general.name, the fwm.* schema keys, the tokenizer.ggml.* keys, fwm.checksum,
  * fwm.fingerprint); extra keys must be distinct and non-empty. */
@@ -97,7 +97,7 @@ typedef struct fwm_write_spec {
     fwm_hparams hp;
     const char *name;                     /* general.name; NULL to omit */
     const char *const *tokens;            /* V NUL-terminated token strings */
-    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm_tensor_count) */
+    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm__tensor_count) */
     const fwm_write_kv *extra;            /* optional extra keys (provenance), may be NULL */
     size_t extra_count;
     /* FWM_KEY_PRIME_TOKENS: written when has_prime_tokens (prime_count ids, possibly none, each
@@ -110,6 +110,6 @@ typedef struct fwm_write_spec {
 /* Write a complete model file (alignment 64, checksum and fingerprint keys included) to `path`,
  * atomically (temporary file + rename). Validates the spec as the reader would. Returns FWM_ERR_IO,
  * FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm_model_write(const char *path, const fwm_write_spec *spec, fwm_error *err);
+fwm_status fwm__model_write(const char *path, const fwm_write_spec *spec, fwm_error *err);
 
 #endif

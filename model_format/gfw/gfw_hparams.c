@@ -8,7 +8,7 @@
 #include "fwm_model_shape.h"
 #include "gfw/gfw_schema.h"
 
-void fwm_gfw_hparams_defaults(fwm_gfw_hparams *hp) {
+void fwm__gfw_hparams_defaults(fwm_gfw_hparams *hp) {
     memset(hp, 0, sizeof *hp);
 #define FWM_GFW_DEFAULT_(field, key, kind, def, low, high) hp->field = def;
     FWM_GFW_HPARAM_LIST(FWM_GFW_DEFAULT_)
@@ -31,13 +31,13 @@ static fwm_status check_positive(const char *key, float value, fwm_status failur
 #define GFW_CHECK_F32_POS(key, value, low, high) check_positive(key, value, failure, err)
 
 fwm_status fwm__gfw_hparams_check(const fwm_gfw_hparams *hp, fwm_status failure, fwm_error *err) {
-    if (!hp) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_gfw_hparams_check: hp is NULL");
+    if (!hp) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm__gfw_hparams_valid: hp is NULL");
     fwm_status st;
 #define FWM_GFW_CHECK_(field, key, kind, def, low, high) \
     if ((st = GFW_CHECK_##kind(key, hp->field, low, high))) return st;
     FWM_GFW_HPARAM_LIST(FWM_GFW_CHECK_)
 #undef FWM_GFW_CHECK_
-    uint64_t elements = fwm_gfw_fast_elements(hp);
+    uint64_t elements = fwm__gfw_fast_elements(hp);
     if (elements > FWM_GFW_MAX_FAST_ELEMENTS)
         return fwm__error(err, failure,
                           "key 'gfw.fast.hidden_size': the fast matrices F1 and F2 hold %" PRIu64
@@ -46,6 +46,6 @@ fwm_status fwm__gfw_hparams_check(const fwm_gfw_hparams *hp, fwm_status failure,
     return FWM_OK;
 }
 
-fwm_status fwm_gfw_hparams_check(const fwm_gfw_hparams *hp, fwm_error *err) {
+fwm_status fwm__gfw_hparams_valid(const fwm_gfw_hparams *hp, fwm_error *err) {
     return fwm__gfw_hparams_check(hp, FWM_ERR_INVALID_ARGUMENT, err);
 }

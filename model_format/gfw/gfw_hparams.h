@@ -14,7 +14,7 @@
  * A session's state is h_F (m), h_S (N), F1 [m, m+E+1] and F2 [m, m+1], all zero at reset.
  *
  * FWM_GFW_HPARAM_LIST has the same columns and kinds as FWM_HPARAM_LIST (fwm_hparams.h).
- * fwm_gfw_tensor_at is the one tensor list, in file (writer and checksum) order:
+ * fwm__gfw_tensor_at is the one tensor list, in file (writer and checksum) order:
  * token_embd.weight [V, E]; gfw.slow.0.weight [P, N+E] (columns h_S first, then e),
  * gfw.slow.0.bias [P]; gfw.slow.1.weight [N+U1+U2, P], gfw.slow.1.bias [N+U1+U2];
  * output.weight [V, m], output.bias [V]. Rows of gfw.slow.1: z (N), then alpha1 (m), beta1 (m+E+1),
@@ -64,48 +64,48 @@ typedef struct fwm_gfw_hparams {
     X(eos_token_id, "tokenizer.ggml.eos_token_id", TOKEN, 14, 0, 0)
 
 /* Columns of F1: the fast net's input [h_F; e; 1]. */
-static inline uint64_t fwm_gfw_f1_cols(const fwm_gfw_hparams *hp) {
+static inline uint64_t fwm__gfw_f1_cols(const fwm_gfw_hparams *hp) {
     return (uint64_t)hp->fast_hidden + hp->embedding_length + 1;
 }
 
 /* Columns of F2: the inner layer and the constant 1. */
-static inline uint64_t fwm_gfw_f2_cols(const fwm_gfw_hparams *hp) {
+static inline uint64_t fwm__gfw_f2_cols(const fwm_gfw_hparams *hp) {
     return (uint64_t)hp->fast_hidden + 1;
 }
 
 /* Slow-net outputs that update F1 (alpha, beta, gamma, delta) and F2: 2 (rows + cols) each. */
-static inline uint64_t fwm_gfw_update1_length(const fwm_gfw_hparams *hp) {
-    return 2 * ((uint64_t)hp->fast_hidden + fwm_gfw_f1_cols(hp));
+static inline uint64_t fwm__gfw_update1_length(const fwm_gfw_hparams *hp) {
+    return 2 * ((uint64_t)hp->fast_hidden + fwm__gfw_f1_cols(hp));
 }
-static inline uint64_t fwm_gfw_update2_length(const fwm_gfw_hparams *hp) {
-    return 2 * ((uint64_t)hp->fast_hidden + fwm_gfw_f2_cols(hp));
+static inline uint64_t fwm__gfw_update2_length(const fwm_gfw_hparams *hp) {
+    return 2 * ((uint64_t)hp->fast_hidden + fwm__gfw_f2_cols(hp));
 }
 
 /* Rows of gfw.slow.1: z, the F1 update, the F2 update. */
-static inline uint64_t fwm_gfw_slow_out_rows(const fwm_gfw_hparams *hp) {
-    return (uint64_t)hp->slow_hidden + fwm_gfw_update1_length(hp) + fwm_gfw_update2_length(hp);
+static inline uint64_t fwm__gfw_slow_out_rows(const fwm_gfw_hparams *hp) {
+    return (uint64_t)hp->slow_hidden + fwm__gfw_update1_length(hp) + fwm__gfw_update2_length(hp);
 }
 
 /* Floats of F1 and F2 together. */
-static inline uint64_t fwm_gfw_fast_elements(const fwm_gfw_hparams *hp) {
-    return (uint64_t)hp->fast_hidden * (fwm_gfw_f1_cols(hp) + fwm_gfw_f2_cols(hp));
+static inline uint64_t fwm__gfw_fast_elements(const fwm_gfw_hparams *hp) {
+    return (uint64_t)hp->fast_hidden * (fwm__gfw_f1_cols(hp) + fwm__gfw_f2_cols(hp));
 }
 
 /* Floats in one session's state, in its order: h_F, h_S, F1 (row-major), F2 (row-major). */
-static inline uint64_t fwm_gfw_state_floats(const fwm_gfw_hparams *hp) {
-    return (uint64_t)hp->fast_hidden + hp->slow_hidden + fwm_gfw_fast_elements(hp);
+static inline uint64_t fwm__gfw_hparams_state_floats(const fwm_gfw_hparams *hp) {
+    return (uint64_t)hp->fast_hidden + hp->slow_hidden + fwm__gfw_fast_elements(hp);
 }
 
 #define FWM_GFW_MAX_TENSORS 7u
 
-static inline size_t fwm_gfw_tensor_count(const fwm_gfw_hparams *hp) {
+static inline size_t fwm__gfw_tensor_count(const fwm_gfw_hparams *hp) {
     (void)hp;
     return FWM_GFW_MAX_TENSORS;
 }
 
-/* The i-th tensor in file order (i < fwm_gfw_tensor_count(hp)): its name (into name[48]) and
+/* The i-th tensor in file order (i < fwm__gfw_tensor_count(hp)): its name (into name[48]) and
  * shape (cols = 1 for vectors). Every tensor is trained. */
-static inline void fwm_gfw_tensor_at(const fwm_gfw_hparams *hp, size_t i, char name[48],
+static inline void fwm__gfw_tensor_at(const fwm_gfw_hparams *hp, size_t i, char name[48],
                                      uint64_t *rows, uint64_t *cols) {
     static const char *const names[FWM_GFW_MAX_TENSORS] = {
         "token_embd.weight", "gfw.slow.0.weight", "gfw.slow.0.bias", "gfw.slow.1.weight",
@@ -116,19 +116,19 @@ static inline void fwm_gfw_tensor_at(const fwm_gfw_hparams *hp, size_t i, char n
     case 0: *rows = hp->vocab_size; *cols = hp->embedding_length; break;
     case 1: *rows = hp->slow_inner; *cols = (uint64_t)hp->slow_hidden + hp->embedding_length; break;
     case 2: *rows = hp->slow_inner; break;
-    case 3: *rows = fwm_gfw_slow_out_rows(hp); *cols = hp->slow_inner; break;
-    case 4: *rows = fwm_gfw_slow_out_rows(hp); break;
+    case 3: *rows = fwm__gfw_slow_out_rows(hp); *cols = hp->slow_inner; break;
+    case 4: *rows = fwm__gfw_slow_out_rows(hp); break;
     case 5: *rows = hp->vocab_size; *cols = hp->fast_hidden; break;
     default: *rows = hp->vocab_size; break;
     }
 }
 
 /* Trained parameters (every tensor's floats). */
-static inline uint64_t fwm_gfw_parameter_count(const fwm_gfw_hparams *hp) {
+static inline uint64_t fwm__gfw_parameter_count(const fwm_gfw_hparams *hp) {
     uint64_t n = 0, rows, cols;
     char name[48];
-    for (size_t i = 0; i < fwm_gfw_tensor_count(hp); i++) {
-        fwm_gfw_tensor_at(hp, i, name, &rows, &cols);
+    for (size_t i = 0; i < fwm__gfw_tensor_count(hp); i++) {
+        fwm__gfw_tensor_at(hp, i, name, &rows, &cols);
         n += rows * cols;
     }
     return n;
@@ -138,13 +138,13 @@ static inline uint64_t fwm_gfw_parameter_count(const fwm_gfw_hparams *hp) {
 #include "fwm_schema.h" /* fwm_write_kv */
 
 /* The paper's sizes (the list's defaults). */
-void fwm_gfw_hparams_defaults(fwm_gfw_hparams *hp);
+void fwm__gfw_hparams_defaults(fwm_gfw_hparams *hp);
 
-/* Range and consistency checks of the list (token ids below V, fwm_gfw_fast_elements at most
+/* Range and consistency checks of the list (token ids below V, fwm__gfw_fast_elements at most
  * FWM_GFW_MAX_FAST_ELEMENTS, ...), naming the key. FWM_ERR_INVALID_ARGUMENT. */
-fwm_status fwm_gfw_hparams_check(const fwm_gfw_hparams *hp, fwm_error *err);
+fwm_status fwm__gfw_hparams_valid(const fwm_gfw_hparams *hp, fwm_error *err);
 
-/* What the writer needs: F32 tensors in fwm_gfw_tensor_at order; other fields as fwm_write_spec. */
+/* What the writer needs: F32 tensors in fwm__gfw_tensor_at order; other fields as fwm_write_spec. */
 typedef struct fwm_gfw_write_spec {
     fwm_gfw_hparams hp;
     const char *name;
@@ -157,8 +157,8 @@ typedef struct fwm_gfw_write_spec {
     size_t prime_count;
 } fwm_gfw_write_spec;
 
-/* Write a complete `gfw` model file atomically, as fwm_model_write does for `fwm`.
+/* Write a complete `gfw` model file atomically, as fwm__model_write does for `fwm`.
  * FWM_ERR_IO, FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm_gfw_model_write(const char *path, const fwm_gfw_write_spec *spec, fwm_error *err);
+fwm_status fwm__gfw_model_write(const char *path, const fwm_gfw_write_spec *spec, fwm_error *err);
 
 #endif

@@ -8,11 +8,11 @@
 
 void fwm__gfw_init_weights(const fwm_gfw_hparams *hp, uint64_t seed,
                            float *const tensors[FWM_GFW_MAX_TENSORS]) {
-    size_t n = fwm_gfw_tensor_count(hp);
+    size_t n = fwm__gfw_tensor_count(hp);
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_gfw_tensor_at(hp, i, name, &rows, &cols);
+        fwm__gfw_tensor_at(hp, i, name, &rows, &cols);
         double a = fwm__gfw_tensor_is_matrix(hp, i) ? sqrt(6.0 / ((double)rows + (double)cols)) : 0.0;
         fwm__rng rng;
         fwm__rng_seed(&rng, seed, i);

@@ -8,13 +8,13 @@
 
 #include "gfw/gfw_hparams.h"
 
-/* Fill tensors[i] (F32, row-major, rows*cols floats as fwm_gfw_tensor_at says; caller-owned) for
+/* Fill tensors[i] (F32, row-major, rows*cols floats as fwm__gfw_tensor_at says; caller-owned) for
  * every tensor of the list, the spec's choice:
  *   token_embd.weight, gfw.slow.0.weight, gfw.slow.1.weight, output.weight
  *                                        Glorot uniform, U(-a, a) with a = sqrt(6 / (rows + cols))
  *   gfw.slow.0.bias, gfw.slow.1.bias, output.bias    0
  * Tensor i draws from its own stream of `seed` (fwm__rng_seed(seed, i)) in row-major order.
- * hp must have passed fwm_gfw_hparams_check. Thread-safe. */
+ * hp must have passed fwm__gfw_hparams_valid. Thread-safe. */
 void fwm__gfw_init_weights(const fwm_gfw_hparams *hp, uint64_t seed,
                            float *const tensors[FWM_GFW_MAX_TENSORS]);
 

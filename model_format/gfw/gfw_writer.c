@@ -1,4 +1,4 @@
-/* gfw_writer.c - fwm_gfw_model_write: a complete `gfw` model file from hyperparameters, a
+/* gfw_writer.c - fwm__gfw_model_write: a complete `gfw` model file from hyperparameters, a
  * vocabulary and F32 tensors, written atomically; checked with the reader's rules first, assembled
  * in memory, parsed back as a self-check (the body is arch_writer_impl.h, shared with the other
  * architectures; writer_common.h does what the FWM's writer does too). */

@@ -7,7 +7,7 @@
 #include "fwm_error.h"
 #include "fwm_model_shape.h"
 
-void fwm_lstm_hparams_defaults(fwm_lstm_hparams *hp) {
+void fwm__lstm_hparams_defaults(fwm_lstm_hparams *hp) {
     memset(hp, 0, sizeof *hp);
 #define FWM_LSTM_DEFAULT_(field, key, kind, def, low, high) hp->field = def;
     FWM_LSTM_HPARAM_LIST(FWM_LSTM_DEFAULT_)
@@ -22,7 +22,7 @@ void fwm_lstm_hparams_defaults(fwm_lstm_hparams *hp) {
 #define LSTM_CHECK_F32(key, value, low, high) fwm__check_finite(key, value, failure, err)
 
 fwm_status fwm__lstm_hparams_check(const fwm_lstm_hparams *hp, fwm_status failure, fwm_error *err) {
-    if (!hp) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_lstm_hparams_check: hp is NULL");
+    if (!hp) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm__lstm_hparams_valid: hp is NULL");
     fwm_status st;
 #define FWM_LSTM_CHECK_(field, key, kind, def, low, high) \
     if ((st = LSTM_CHECK_##kind(key, hp->field, low, high))) return st;
@@ -31,6 +31,6 @@ fwm_status fwm__lstm_hparams_check(const fwm_lstm_hparams *hp, fwm_status failur
     return FWM_OK;
 }
 
-fwm_status fwm_lstm_hparams_check(const fwm_lstm_hparams *hp, fwm_error *err) {
+fwm_status fwm__lstm_hparams_valid(const fwm_lstm_hparams *hp, fwm_error *err) {
     return fwm__lstm_hparams_check(hp, FWM_ERR_INVALID_ARGUMENT, err);
 }

@@ -9,7 +9,7 @@
  * A session's state is h^l and c^l of every layer: 2 L H floats.
  *
  * FWM_LSTM_HPARAM_LIST has the same columns and kinds as FWM_HPARAM_LIST (fwm_hparams.h).
- * fwm_lstm_tensor_at is the one tensor list, in file (writer and checksum) order:
+ * fwm__lstm_tensor_at is the one tensor list, in file (writer and checksum) order:
  * token_embd.weight, then each layer's blk.N.lstm.weight_ih, .weight_hh, .bias (layer 0 first),
  * then output.weight and output.bias.
  */
@@ -52,13 +52,13 @@ typedef struct fwm_lstm_hparams {
 #define FWM_LSTM_BLOCK_TENSORS 3u
 #define FWM_LSTM_MAX_TENSORS (3u + FWM_LSTM_BLOCK_TENSORS * FWM_LSTM_MAX_LAYERS)
 
-static inline size_t fwm_lstm_tensor_count(const fwm_lstm_hparams *hp) {
+static inline size_t fwm__lstm_tensor_count(const fwm_lstm_hparams *hp) {
     return 3 + (size_t)FWM_LSTM_BLOCK_TENSORS * hp->layer_count;
 }
 
-/* The i-th tensor in file order (i < fwm_lstm_tensor_count(hp)): its name (into name[48]) and
+/* The i-th tensor in file order (i < fwm__lstm_tensor_count(hp)): its name (into name[48]) and
  * shape (cols = 1 for vectors). */
-static inline void fwm_lstm_tensor_at(const fwm_lstm_hparams *hp, size_t i, char name[48],
+static inline void fwm__lstm_tensor_at(const fwm_lstm_hparams *hp, size_t i, char name[48],
                                       uint64_t *rows, uint64_t *cols) {
     size_t L = hp->layer_count, blocks_end = 1 + (size_t)FWM_LSTM_BLOCK_TENSORS * L;
     if (i == 0) {
@@ -88,13 +88,13 @@ static inline void fwm_lstm_tensor_at(const fwm_lstm_hparams *hp, size_t i, char
 #include "fwm_schema.h" /* fwm_write_kv */
 
 /* The paper's sizes (the list's defaults). */
-void fwm_lstm_hparams_defaults(fwm_lstm_hparams *hp);
+void fwm__lstm_hparams_defaults(fwm_lstm_hparams *hp);
 
 /* Range and consistency checks of the list (token ids below V, ...), naming the key.
  * FWM_ERR_INVALID_ARGUMENT. */
-fwm_status fwm_lstm_hparams_check(const fwm_lstm_hparams *hp, fwm_error *err);
+fwm_status fwm__lstm_hparams_valid(const fwm_lstm_hparams *hp, fwm_error *err);
 
-/* What the writer needs: F32 tensors in fwm_lstm_tensor_at order; other fields as fwm_write_spec. */
+/* What the writer needs: F32 tensors in fwm__lstm_tensor_at order; other fields as fwm_write_spec. */
 typedef struct fwm_lstm_write_spec {
     fwm_lstm_hparams hp;
     const char *name;
@@ -107,8 +107,8 @@ typedef struct fwm_lstm_write_spec {
     size_t prime_count;
 } fwm_lstm_write_spec;
 
-/* Write a complete `lstm` model file atomically, as fwm_model_write does for `fwm`.
+/* Write a complete `lstm` model file atomically, as fwm__model_write does for `fwm`.
  * FWM_ERR_IO, FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm_lstm_model_write(const char *path, const fwm_lstm_write_spec *spec, fwm_error *err);
+fwm_status fwm__lstm_model_write(const char *path, const fwm_lstm_write_spec *spec, fwm_error *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* lstm_schema.h - the `lstm` schema on top of the GGUF container: parse and validate a whole LSTM
  * model file held in memory (every key of FWM_LSTM_HPARAM_LIST with its type and range, the
- * vocabulary and prime tokens under the FWM's rules, every tensor of fwm_lstm_tensor_at with its
+ * vocabulary and prime tokens under the FWM's rules, every tensor of fwm__lstm_tensor_at with its
  * type and shape), its tensor-data checksum and its FWMFP2 fingerprint (docs/FORMAT.md).
  * Messages are the FWM schema's (schema_common.h). Internal to libfwm and its tools.
  */
@@ -16,29 +16,29 @@
 typedef struct fwm_lstm_schema {
     fwm_lstm_hparams hp;
     fwm__schema_head head; /* name, vocabulary, prime tokens, checksum and fingerprint keys */
-    size_t tensor_count;     /* fwm_lstm_tensor_count(&hp) */
-    fwm_schema_tensor tensors[FWM_LSTM_MAX_TENSORS]; /* in fwm_lstm_tensor_at order */
+    size_t tensor_count;     /* fwm__lstm_tensor_count(&hp) */
+    fwm_schema_tensor tensors[FWM_LSTM_MAX_TENSORS]; /* in fwm__lstm_tensor_at order */
 } fwm_lstm_schema;
 
-/* As fwm_schema_parse, for `general.architecture = "lstm"`. */
-fwm_status fwm_lstm_schema_parse(const void *buf, size_t size, fwm_lstm_schema *out, fwm_error *err);
+/* As fwm__schema_parse, for `general.architecture = "lstm"`. */
+fwm_status fwm__lstm_schema_parse(const void *buf, size_t size, fwm_lstm_schema *out, fwm_error *err);
 
-/* Release what fwm_lstm_schema_parse allocated; idempotent; NULL is a no-op. */
-void fwm_lstm_schema_release(fwm_lstm_schema *schema);
+/* Release what fwm__lstm_schema_parse allocated; idempotent; NULL is a no-op. */
+void fwm__lstm_schema_release(fwm_lstm_schema *schema);
 
 /* XXH64 (seed 0) over the tensor data as stored, in list order. */
-uint64_t fwm_lstm_schema_checksum(const fwm_lstm_schema *schema);
+uint64_t fwm__lstm_schema_checksum(const fwm_lstm_schema *schema);
 
 /* FWMFP2 (docs/FORMAT.md): "FWMFP2", the architecture name, every hparam of the list, the
  * vocabulary, the checksum. */
-uint64_t fwm_lstm_fingerprint(const fwm_lstm_hparams *hp, const char *const *tokens,
+uint64_t fwm__lstm_fingerprint(const fwm_lstm_hparams *hp, const char *const *tokens,
                               const uint32_t *token_lengths, uint64_t checksum);
 
 /* Whether tensor i of the list is a matrix (two GGUF dims) or a vector (the biases: one), by its
  * declaration, whatever its sizes. */
 int fwm__lstm_tensor_is_matrix(const fwm_lstm_hparams *hp, size_t i);
 
-/* fwm_lstm_hparams_check with the reader's (FWM_ERR_FORMAT) or the writer's status. */
+/* fwm__lstm_hparams_valid with the reader's (FWM_ERR_FORMAT) or the writer's status. */
 fwm_status fwm__lstm_hparams_check(const fwm_lstm_hparams *hp, fwm_status failure, fwm_error *err);
 
 #endif

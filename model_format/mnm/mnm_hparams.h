@@ -19,7 +19,7 @@
  * (1/(Nh d_v)) sum_i |f_M(kw_i) - vw_i|^2 with the updated M (FWM_MNM_DEFAULT_META_WEIGHT).
  *
  * FWM_MNM_HPARAM_LIST has the same columns and kinds as FWM_HPARAM_LIST (fwm_hparams.h).
- * fwm_mnm_tensor_at is the one tensor list, in file (writer and checksum) order: token_embd.weight;
+ * fwm__mnm_tensor_at is the one tensor list, in file (writer and checksum) order: token_embd.weight;
  * the controller's lstm.weight_ih [4H, E + d_v], lstm.weight_hh, lstm.bias; mnm.interact.weight and
  * .bias; mnm.rate.weight [1, d_k] and .bias [1]; mnm.target.weight [(Lm-1) D + d_v, d_v] and .bias;
  * mnm.memory.N.init for N = 0..Lm-1; mnm.out.weight [d_o, H + d_v] and .bias; output.weight [V, d_o]
@@ -84,14 +84,14 @@ typedef struct fwm_mnm_hparams {
     X(eos_token_id, "tokenizer.ggml.eos_token_id", TOKEN, 1, 0, 0)
 
 /* Rows of the interaction projection: Nh read keys, Nh write keys, Nh values, then b' (d_k). */
-static inline uint64_t fwm_mnm_interact_rows(const fwm_mnm_hparams *hp) {
+static inline uint64_t fwm__mnm_interact_rows(const fwm_mnm_hparams *hp) {
     return (uint64_t)hp->head_count * (2 * (uint64_t)hp->key_length + hp->value_length) +
            hp->key_length;
 }
 
 /* Shape of the memory net's weight matrix l (0-based, l < Lm): M^(l+1) in the equations. Layer 0
  * reads d_k, the others D; the last writes d_v, the others D. */
-static inline void fwm_mnm_memory_shape(const fwm_mnm_hparams *hp, uint32_t l, uint64_t *rows,
+static inline void fwm__mnm_memory_shape(const fwm_mnm_hparams *hp, uint32_t l, uint64_t *rows,
                                         uint64_t *cols) {
     *rows = l + 1 == hp->memory_layers ? hp->value_length : hp->memory_hidden;
     *cols = l == 0 ? hp->key_length : hp->memory_hidden;
@@ -100,23 +100,23 @@ static inline void fwm_mnm_memory_shape(const fwm_mnm_hparams *hp, uint32_t l, u
 /* Rows of the target (backward feedback prediction) projection: one target per memory layer's
  * output, (Lm - 1) D + d_v, in layer order. Like every helper here it assumes checked
  * hyperparameters (memory_layers >= 1). */
-static inline uint64_t fwm_mnm_target_rows(const fwm_mnm_hparams *hp) {
+static inline uint64_t fwm__mnm_target_rows(const fwm_mnm_hparams *hp) {
     return (uint64_t)(hp->memory_layers - 1) * hp->memory_hidden + hp->value_length;
 }
 
 /* Floats in one session's memory: the sum of the M^l sizes (memory_layers >= 1). */
-static inline uint64_t fwm_mnm_memory_elements(const fwm_mnm_hparams *hp) {
+static inline uint64_t fwm__mnm_memory_elements(const fwm_mnm_hparams *hp) {
     uint64_t n = 0, rows, cols;
     for (uint32_t l = 0; l < hp->memory_layers; l++) {
-        fwm_mnm_memory_shape(hp, l, &rows, &cols);
+        fwm__mnm_memory_shape(hp, l, &rows, &cols);
         n += rows * cols;
     }
     return n;
 }
 
 /* Floats in one session's state: h, c, r and the memory. */
-static inline uint64_t fwm_mnm_state_floats(const fwm_mnm_hparams *hp) {
-    return 2 * (uint64_t)hp->hidden_size + hp->value_length + fwm_mnm_memory_elements(hp);
+static inline uint64_t fwm__mnm_hparams_state_floats(const fwm_mnm_hparams *hp) {
+    return 2 * (uint64_t)hp->hidden_size + hp->value_length + fwm__mnm_memory_elements(hp);
 }
 
 /* Tensors before the memory, and in all: 10 + Lm + 4. */
@@ -124,13 +124,13 @@ static inline uint64_t fwm_mnm_state_floats(const fwm_mnm_hparams *hp) {
 #define FWM_MNM_TAIL_TENSORS 4u
 #define FWM_MNM_MAX_TENSORS (FWM_MNM_HEAD_TENSORS + FWM_MNM_MAX_MEMORY_LAYERS + FWM_MNM_TAIL_TENSORS)
 
-static inline size_t fwm_mnm_tensor_count(const fwm_mnm_hparams *hp) {
+static inline size_t fwm__mnm_tensor_count(const fwm_mnm_hparams *hp) {
     return FWM_MNM_HEAD_TENSORS + (size_t)hp->memory_layers + FWM_MNM_TAIL_TENSORS;
 }
 
-/* The i-th tensor in file order (i < fwm_mnm_tensor_count(hp)): its name (into name[48]) and
+/* The i-th tensor in file order (i < fwm__mnm_tensor_count(hp)): its name (into name[48]) and
  * shape (cols = 1 for vectors). */
-static inline void fwm_mnm_tensor_at(const fwm_mnm_hparams *hp, size_t i, char name[48],
+static inline void fwm__mnm_tensor_at(const fwm_mnm_hparams *hp, size_t i, char name[48],
                                      uint64_t *rows, uint64_t *cols) {
     uint64_t H4 = 4 * (uint64_t)hp->hidden_size;
     size_t mem_end = FWM_MNM_HEAD_TENSORS + (size_t)hp->memory_layers;
@@ -146,17 +146,17 @@ static inline void fwm_mnm_tensor_at(const fwm_mnm_hparams *hp, size_t i, char n
         case 1: *rows = H4; *cols = (uint64_t)hp->embedding_length + hp->value_length; break;
         case 2: *rows = H4; *cols = hp->hidden_size; break;
         case 3: *rows = H4; break;
-        case 4: *rows = fwm_mnm_interact_rows(hp); *cols = hp->hidden_size; break;
-        case 5: *rows = fwm_mnm_interact_rows(hp); break;
+        case 4: *rows = fwm__mnm_interact_rows(hp); *cols = hp->hidden_size; break;
+        case 5: *rows = fwm__mnm_interact_rows(hp); break;
         case 6: *rows = 1; *cols = hp->key_length; break;
         case 7: *rows = 1; break;
-        case 8: *rows = fwm_mnm_target_rows(hp); *cols = hp->value_length; break;
-        default: *rows = fwm_mnm_target_rows(hp); break;
+        case 8: *rows = fwm__mnm_target_rows(hp); *cols = hp->value_length; break;
+        default: *rows = fwm__mnm_target_rows(hp); break;
         }
     } else if (i < mem_end) {
         uint32_t l = (uint32_t)(i - FWM_MNM_HEAD_TENSORS);
         snprintf(name, 48, "mnm.memory.%u.init", (unsigned)l);
-        fwm_mnm_memory_shape(hp, l, rows, cols);
+        fwm__mnm_memory_shape(hp, l, rows, cols);
     } else {
         switch (i - mem_end) {
         case 0:
@@ -183,7 +183,7 @@ static inline void fwm_mnm_tensor_at(const fwm_mnm_hparams *hp, size_t i, char n
 
 /* Whether tensor i is trained: every one but the fixed initial memory mnm.memory.N.init (the MNM
  * paper's section 3.5: learning it overfitted; the memory starts every session from it). */
-static inline bool fwm_mnm_tensor_trained(const fwm_mnm_hparams *hp, size_t i) {
+static inline bool fwm__mnm_tensor_trained(const fwm_mnm_hparams *hp, size_t i) {
     return !(i >= FWM_MNM_HEAD_TENSORS && i < FWM_MNM_HEAD_TENSORS + (size_t)hp->memory_layers);
 }
 
@@ -191,13 +191,13 @@ static inline bool fwm_mnm_tensor_trained(const fwm_mnm_hparams *hp, size_t i) {
 #include "fwm_schema.h" /* fwm_write_kv */
 
 /* The paper's sizes (the list's defaults). */
-void fwm_mnm_hparams_defaults(fwm_mnm_hparams *hp);
+void fwm__mnm_hparams_defaults(fwm_mnm_hparams *hp);
 
 /* Range and consistency checks of the list (token ids below V, the memory's element count at most
  * FWM_MNM_MAX_MEMORY_ELEMENTS, ...), naming the key. FWM_ERR_INVALID_ARGUMENT. */
-fwm_status fwm_mnm_hparams_check(const fwm_mnm_hparams *hp, fwm_error *err);
+fwm_status fwm__mnm_hparams_valid(const fwm_mnm_hparams *hp, fwm_error *err);
 
-/* What the writer needs: F32 tensors in fwm_mnm_tensor_at order; other fields as fwm_write_spec. */
+/* What the writer needs: F32 tensors in fwm__mnm_tensor_at order; other fields as fwm_write_spec. */
 typedef struct fwm_mnm_write_spec {
     fwm_mnm_hparams hp;
     const char *name;
@@ -210,8 +210,8 @@ typedef struct fwm_mnm_write_spec {
     size_t prime_count;
 } fwm_mnm_write_spec;
 
-/* Write a complete `mnm` model file atomically, as fwm_model_write does for `fwm`.
+/* Write a complete `mnm` model file atomically, as fwm__model_write does for `fwm`.
  * FWM_ERR_IO, FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm_mnm_model_write(const char *path, const fwm_mnm_write_spec *spec, fwm_error *err);
+fwm_status fwm__mnm_model_write(const char *path, const fwm_mnm_write_spec *spec, fwm_error *err);
 
 #endif

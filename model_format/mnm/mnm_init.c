@@ -19,11 +19,11 @@ static double bound(const fwm_mnm_hparams *hp, size_t i, uint64_t cols) {
 
 void fwm__mnm_init_weights(const fwm_mnm_hparams *hp, uint64_t seed,
                            float *const tensors[FWM_MNM_MAX_TENSORS]) {
-    size_t n = fwm_mnm_tensor_count(hp);
+    size_t n = fwm__mnm_tensor_count(hp);
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_mnm_tensor_at(hp, i, name, &rows, &cols);
+        fwm__mnm_tensor_at(hp, i, name, &rows, &cols);
         double a = bound(hp, i, cols);
         fwm__rng rng;
         fwm__rng_seed(&rng, seed, i);

@@ -8,7 +8,7 @@
 
 #include "mnm/mnm_hparams.h"
 
-/* Fill tensors[i] (F32, row-major, rows*cols floats as fwm_mnm_tensor_at says; caller-owned) for
+/* Fill tensors[i] (F32, row-major, rows*cols floats as fwm__mnm_tensor_at says; caller-owned) for
  * every tensor of the list, PyTorch's default for each layer:
  *   token_embd.weight                                  standard normal
  *   lstm.weight_ih, .weight_hh, .bias                  U(-1/sqrt(H), 1/sqrt(H))
@@ -19,7 +19,7 @@
  *   mnm.out.weight, .bias                              U(-1/sqrt(H + d_v), 1/sqrt(H + d_v))
  *   output.weight, .bias                               U(-1/sqrt(d_o), 1/sqrt(d_o))
  * Tensor i draws from its own stream of `seed` (fwm__rng_seed(seed, i)) in row-major order.
- * hp must have passed fwm_mnm_hparams_check. Thread-safe. */
+ * hp must have passed fwm__mnm_hparams_valid. Thread-safe. */
 void fwm__mnm_init_weights(const fwm_mnm_hparams *hp, uint64_t seed,
                            float *const tensors[FWM_MNM_MAX_TENSORS]);
 

@@ -9,7 +9,7 @@
 #include "fwm_model_shape.h"
 #include "stm/stm_schema.h"
 
-void fwm_stm_hparams_defaults(fwm_stm_hparams *hp) {
+void fwm__stm_hparams_defaults(fwm_stm_hparams *hp) {
     memset(hp, 0, sizeof *hp);
 #define FWM_STM_DEFAULT_(field, key, kind, def, low, high) hp->field = def;
     FWM_STM_HPARAM_LIST(FWM_STM_DEFAULT_)
@@ -31,7 +31,7 @@ static fwm_status check_positive(const char *key, float value, fwm_status failur
 #define STM_CHECK_BOOL(key, value, low, high) FWM_OK
 
 fwm_status fwm__stm_hparams_check(const fwm_stm_hparams *hp, fwm_status failure, fwm_error *err) {
-    if (!hp) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_stm_hparams_check: hp is NULL");
+    if (!hp) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm__stm_hparams_valid: hp is NULL");
     fwm_status st;
 #define FWM_STM_CHECK_(field, key, kind, def, low, high) \
     if ((st = STM_CHECK_##kind(key, hp->field, low, high))) return st;
@@ -54,17 +54,17 @@ fwm_status fwm__stm_hparams_check(const fwm_stm_hparams *hp, fwm_status failure,
                               ", stm.question_end_token_id %" PRIu32 ")",
                               clash, s, q);
     }
-    uint64_t elements = fwm_stm_state_floats(hp);
+    uint64_t elements = fwm__stm_hparams_state_floats(hp);
     if (elements > FWM_STM_MAX_MEMORY_ELEMENTS)
         return fwm__error(err, failure,
                           "key 'stm.memory.size': the memories hold d^2 (1 + n_q) = %" PRIu64
                           " floats, more than %u (stm.memory.size, stm.memory.query_count)",
                           elements, (unsigned)FWM_STM_MAX_MEMORY_ELEMENTS);
-    size_t n = fwm_stm_tensor_count(hp);
+    size_t n = fwm__stm_tensor_count(hp);
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_stm_tensor_at(hp, i, name, &rows, &cols);
+        fwm__stm_tensor_at(hp, i, name, &rows, &cols);
         /* rows, cols < 2^33 here (every size is bounded), so the product cannot wrap */
         if (rows * cols >= ((uint64_t)1 << 32))
             return fwm__error(err, failure, "tensor '%s' would hold %" PRIu64 " floats, 2^32 or more",
@@ -73,6 +73,6 @@ fwm_status fwm__stm_hparams_check(const fwm_stm_hparams *hp, fwm_status failure,
     return FWM_OK;
 }
 
-fwm_status fwm_stm_hparams_check(const fwm_stm_hparams *hp, fwm_error *err) {
+fwm_status fwm__stm_hparams_valid(const fwm_stm_hparams *hp, fwm_error *err) {
     return fwm__stm_hparams_check(hp, FWM_ERR_INVALID_ARGUMENT, err);
 }

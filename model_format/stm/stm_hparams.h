@@ -15,7 +15,7 @@
  * logits = G3 flat(G2 Mr[s] + g2) + g3.
  *
  * FWM_STM_HPARAM_LIST has the same columns and kinds as FWM_HPARAM_LIST (fwm_hparams.h).
- * fwm_stm_tensor_at is the one tensor list, in file (writer and checksum) order: the encoder, the
+ * fwm__stm_tensor_at is the one tensor list, in file (writer and checksum) order: the encoder, the
  * core, the initial memories, then the mode's head; the list depends on the input mode.
  *
  * Counts (docs/MODEL.md's STM section; V = 180): sentence mode at the paper's bAbI sizes (E 64,
@@ -86,44 +86,44 @@ typedef struct fwm_stm_hparams {
 
 /* Floats of the item memory (d^2), of the relational memory (n_q d^2), and of both: the float part
  * of a session's state. */
-static inline uint64_t fwm_stm_item_floats(const fwm_stm_hparams *hp) {
+static inline uint64_t fwm__stm_item_floats(const fwm_stm_hparams *hp) {
     return (uint64_t)hp->memory_size * hp->memory_size;
 }
-static inline uint64_t fwm_stm_relational_floats(const fwm_stm_hparams *hp) {
-    return (uint64_t)hp->query_count * fwm_stm_item_floats(hp);
+static inline uint64_t fwm__stm_relational_floats(const fwm_stm_hparams *hp) {
+    return (uint64_t)hp->query_count * fwm__stm_item_floats(hp);
 }
-static inline uint64_t fwm_stm_state_floats(const fwm_stm_hparams *hp) {
-    return fwm_stm_item_floats(hp) + fwm_stm_relational_floats(hp);
+static inline uint64_t fwm__stm_hparams_state_floats(const fwm_stm_hparams *hp) {
+    return fwm__stm_item_floats(hp) + fwm__stm_relational_floats(hp);
 }
 
 /* The integer part of a sentence-mode session's state: the buffered word ids (P), then the buffer's
  * length and the answer-slot flag. Word mode keeps none. */
-static inline uint64_t fwm_stm_state_words(const fwm_stm_hparams *hp) {
+static inline uint64_t fwm__stm_state_words(const fwm_stm_hparams *hp) {
     return hp->input_mode == FWM_STM_INPUT_SENTENCE ? (uint64_t)hp->sentence_length + 2 : 0;
 }
 
 /* Bytes of a session's state in single precision: floats, then u32 words. */
-static inline uint64_t fwm_stm_state_bytes(const fwm_stm_hparams *hp) {
-    return 4 * (fwm_stm_state_floats(hp) + fwm_stm_state_words(hp));
+static inline uint64_t fwm__stm_state_bytes(const fwm_stm_hparams *hp) {
+    return 4 * (fwm__stm_hparams_state_floats(hp) + fwm__stm_state_words(hp));
 }
 
 /* The tensor list: the encoder (token_embd.weight, and stm.position.weight in sentence mode only),
  * the core (18 tensors, the initial memories last), then the mode's head (sentence: the answer
- * module, 18; word: G2 and G3, 4). Names and shapes are in fwm_stm_tensor_at. */
+ * module, 18; word: G2 and G3, 4). Names and shapes are in fwm__stm_tensor_at. */
 #define FWM_STM_CORE_TENSORS 18u
 #define FWM_STM_SENTENCE_HEAD_TENSORS 18u
 #define FWM_STM_WORD_HEAD_TENSORS 4u
 #define FWM_STM_MAX_TENSORS (2u + FWM_STM_CORE_TENSORS + FWM_STM_SENTENCE_HEAD_TENSORS)
 
-static inline size_t fwm_stm_tensor_count(const fwm_stm_hparams *hp) {
+static inline size_t fwm__stm_tensor_count(const fwm_stm_hparams *hp) {
     return hp->input_mode == FWM_STM_INPUT_SENTENCE
                ? 2 + FWM_STM_CORE_TENSORS + FWM_STM_SENTENCE_HEAD_TENSORS
                : 1 + FWM_STM_CORE_TENSORS + FWM_STM_WORD_HEAD_TENSORS;
 }
 
-/* The i-th tensor in file order (i < fwm_stm_tensor_count(hp)): its name (into name[48]) and shape
+/* The i-th tensor in file order (i < fwm__stm_tensor_count(hp)): its name (into name[48]) and shape
  * (cols = 1 for vectors; matrices are row-major [rows, cols], y = W x means W is [out, in]). */
-static inline void fwm_stm_tensor_at(const fwm_stm_hparams *hp, size_t i, char name[48],
+static inline void fwm__stm_tensor_at(const fwm_stm_hparams *hp, size_t i, char name[48],
                                      uint64_t *rows, uint64_t *cols) {
     uint64_t V = hp->vocab_size, E = hp->embedding_length, d = hp->memory_size;
     uint64_t nq = hp->query_count, nr = hp->relation_length, Ha = hp->answer_hidden;
@@ -237,14 +237,14 @@ static inline void fwm_stm_tensor_at(const fwm_stm_hparams *hp, size_t i, char n
 #include "fwm_schema.h" /* fwm_write_kv */
 
 /* The paper's bAbI sizes (the list's defaults). */
-void fwm_stm_hparams_defaults(fwm_stm_hparams *hp);
+void fwm__stm_hparams_defaults(fwm_stm_hparams *hp);
 
 /* Range and consistency checks of the list, naming the key: token ids below V; in sentence mode the
  * two end tokens differ from each other and from the padding and eos ids; d^2 (1 + n_q) at most
  * FWM_STM_MAX_MEMORY_ELEMENTS and every tensor's element count below 2^32. FWM_ERR_INVALID_ARGUMENT. */
-fwm_status fwm_stm_hparams_check(const fwm_stm_hparams *hp, fwm_error *err);
+fwm_status fwm__stm_hparams_valid(const fwm_stm_hparams *hp, fwm_error *err);
 
-/* What the writer needs: F32 tensors in fwm_stm_tensor_at order; other fields as fwm_write_spec. */
+/* What the writer needs: F32 tensors in fwm__stm_tensor_at order; other fields as fwm_write_spec. */
 typedef struct fwm_stm_write_spec {
     fwm_stm_hparams hp;
     const char *name;
@@ -257,8 +257,8 @@ typedef struct fwm_stm_write_spec {
     size_t prime_count;
 } fwm_stm_write_spec;
 
-/* Write a complete `stm` model file atomically, as fwm_model_write does for `fwm`.
+/* Write a complete `stm` model file atomically, as fwm__model_write does for `fwm`.
  * FWM_ERR_IO, FWM_ERR_INVALID_ARGUMENT, FWM_ERR_OUT_OF_MEMORY. */
-fwm_status fwm_stm_model_write(const char *path, const fwm_stm_write_spec *spec, fwm_error *err);
+fwm_status fwm__stm_model_write(const char *path, const fwm_stm_write_spec *spec, fwm_error *err);
 
 #endif

@@ -40,11 +40,11 @@ static double bound(const fwm_stm_hparams *hp, const char *name, uint64_t rows, 
 
 void fwm__stm_init_weights(const fwm_stm_hparams *hp, uint64_t seed,
                            float *const tensors[FWM_STM_MAX_TENSORS]) {
-    size_t n = fwm_stm_tensor_count(hp);
+    size_t n = fwm__stm_tensor_count(hp);
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_stm_tensor_at(hp, i, name, &rows, &cols);
+        fwm__stm_tensor_at(hp, i, name, &rows, &cols);
         double a = bound(hp, name, rows, cols);
         fwm__rng rng;
         fwm__rng_seed(&rng, seed, i);

@@ -8,7 +8,7 @@
 
 #include "stm/stm_hparams.h"
 
-/* Fill tensors[i] (F32, row-major, rows*cols floats as fwm_stm_tensor_at says; caller-owned) for
+/* Fill tensors[i] (F32, row-major, rows*cols floats as fwm__stm_tensor_at says; caller-owned) for
  * every tensor of the list, as the spec's table draws them (U(-a, a) with):
  *   token_embd.weight                              a = 0.1
  *   stm.position.weight (sentence)                 every entry 1/P
@@ -24,7 +24,7 @@
  *   stm.distill.*                                   a = 1/d
  *   output.weight, output.bias (word)               a = 1/sqrt(n_q n_r)
  * Tensor i draws from its own stream of `seed` (fwm__rng_seed(seed, i)) in row-major order.
- * hp must have passed fwm_stm_hparams_check. Thread-safe. */
+ * hp must have passed fwm__stm_hparams_valid. Thread-safe. */
 void fwm__stm_init_weights(const fwm_stm_hparams *hp, uint64_t seed,
                            float *const tensors[FWM_STM_MAX_TENSORS]);
 

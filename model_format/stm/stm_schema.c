@@ -28,10 +28,10 @@ static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *
     fwm_stm_schema *out = schema;
     char names[FWM_STM_MAX_TENSORS][48];
     const char *list[FWM_STM_MAX_TENSORS];
-    out->tensor_count = fwm_stm_tensor_count(&out->hp);
+    out->tensor_count = fwm__stm_tensor_count(&out->hp);
     for (size_t i = 0; i < out->tensor_count; i++) {
         uint64_t rows, cols;
-        fwm_stm_tensor_at(&out->hp, i, names[i], &rows, &cols);
+        fwm__stm_tensor_at(&out->hp, i, names[i], &rows, &cols);
         list[i] = names[i];
         fwm_status st = fwm__schema_read_tensor(f, names[i], rows, cols,
                                                 fwm__stm_tensor_is_matrix(&out->hp, i),
@@ -43,21 +43,21 @@ static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *
 
 static const fwm_schema_kind kind = {"stm", "stm.vocab_size", read_hparams, read_tensors};
 
-fwm_status fwm_stm_schema_parse(const void *buf, size_t size, fwm_stm_schema *out, fwm_error *err) {
-    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm_stm_schema_parse: out is NULL");
+fwm_status fwm__stm_schema_parse(const void *buf, size_t size, fwm_stm_schema *out, fwm_error *err) {
+    if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm__stm_schema_parse: out is NULL");
     memset(out, 0, sizeof *out);
     fwm_status st = fwm__schema_parse_kind(buf, size, &kind, out, &out->head, err);
-    if (st) fwm_stm_schema_release(out);
+    if (st) fwm__stm_schema_release(out);
     return st;
 }
 
-void fwm_stm_schema_release(fwm_stm_schema *schema) {
+void fwm__stm_schema_release(fwm_stm_schema *schema) {
     if (!schema) return;
     fwm__schema_release_head(&schema->head, schema->hp.vocab_size);
     memset(schema, 0, sizeof *schema);
 }
 
-uint64_t fwm_stm_schema_checksum(const fwm_stm_schema *schema) {
+uint64_t fwm__stm_schema_checksum(const fwm_stm_schema *schema) {
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);
     for (size_t i = 0; i < schema->tensor_count; i++)
@@ -82,7 +82,7 @@ int fwm__stm_tensor_is_matrix(const fwm_stm_hparams *hp, size_t i) {
 #define FP_F32_POS(state, value) fwm__fp_f32(state, value)
 #define FP_BOOL(state, value) fwm__fp_u32(state, (value) ? 1u : 0u)
 
-uint64_t fwm_stm_fingerprint(const fwm_stm_hparams *hp, const char *const *tokens,
+uint64_t fwm__stm_fingerprint(const fwm_stm_hparams *hp, const char *const *tokens,
                               const uint32_t *token_lengths, uint64_t checksum) {
     fwm__xxh64_state state;
     fwm__xxh64_init(&state, 0);

@@ -14,13 +14,13 @@
 /* Point model->w at every tensor of the FWM. */
 static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
     const float *pointers[FWM_MAX_TENSORS];
-    const int n = fwm_tensor_count(&schema->hp);
+    const int n = fwm__tensor_count(&schema->hp);
     fwm_status status = fwm__bind_tensors(model, schema->tensors, (size_t)n, pointers, err);
     if (status != FWM_OK) return status;
 #define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
     FWM_TENSOR_LIST(FWM_BIND_)
 #undef FWM_BIND_
-    for (unsigned l = 0; l < fwm_lower_blocks(&schema->hp); l++)
+    for (unsigned l = 0; l < fwm__lower_blocks(&schema->hp); l++)
         for (unsigned k = 0; k < FWM_BLOCK_TENSORS; k++)
             model->w.lower[l][k] = pointers[FWM_TENSOR_BLOCK(l, k)];
     return FWM_OK;
@@ -28,9 +28,9 @@ static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema
 
 static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *schema,
                                   const fwm_model_params *params, fwm_error *err) {
-    uint64_t checksum = fwm_schema_checksum(schema);
+    uint64_t checksum = fwm__schema_checksum(schema);
     const fwm__schema_head *head = &schema->head;
-    uint64_t fingerprint = fwm_schema_fingerprint(&schema->hp, (const char *const *)head->tokens,
+    uint64_t fingerprint = fwm__schema_fingerprint(&schema->hp, (const char *const *)head->tokens,
                                                   head->token_lengths, checksum);
     return fwm__check_integrity(model, head, checksum, fingerprint, params, err);
 }
@@ -41,7 +41,7 @@ static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *sch
 fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
     const fwm_hparams *hp = &model->hp;
     /* the layer that reads the embedding: the FWM's LSTM, or a stacked FWM's lowest layer */
-    bool stacked = fwm_lower_blocks(hp) > 0;
+    bool stacked = fwm__lower_blocks(hp) > 0;
     const float *w_ih = stacked ? model->w.lower[0][FWM_BLOCK_weight_ih] : model->w.lstm_weight_ih;
     const float *bias = stacked ? model->w.lower[0][FWM_BLOCK_bias] : model->w.lstm_bias;
     return fwm__input_gate_table(model->w.token_embd, w_ih, bias, hp->vocab_size,
@@ -59,7 +59,7 @@ fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
                          const fwm_model_params *params, fwm_error *err) {
     fwm_schema schema;
     memset(&schema, 0, sizeof schema);
-    fwm_status status = fwm_schema_parse(buf, size, &schema, err);
+    fwm_status status = fwm__schema_parse(buf, size, &schema, err);
     if (status != FWM_OK) goto done;
     model->hp = schema.hp;
     status = check_integrity(model, &schema, params, err);
@@ -70,7 +70,7 @@ fwm_status fwm__fwm_load(struct fwm_model *model, const void *buf, size_t size,
     fwm__model_take_strings(model, &schema.head);
     status = fwm__model_prepare(model, err);
 done:
-    fwm_schema_release(&schema);
+    fwm__schema_release(&schema);
     return status;
 }
 

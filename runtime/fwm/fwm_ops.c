@@ -8,7 +8,7 @@ static size_t fwm_state_floats(const struct fwm_model *model) {
     return (size_t)fwm__session_state_floats(&model->hp);
 }
 
-const fwm_arch_ops fwm__fwm_ops = {
+const fwm__arch_ops_table fwm__fwm_ops = {
     .name = "fwm",
     .load = fwm__fwm_load,
     .unload = fwm__model_unprepare,

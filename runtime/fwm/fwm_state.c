@@ -54,12 +54,12 @@
 #define BLOB_TRAILER_BYTES 8u
 
 static size_t header_bytes_of(const fwm_hparams *hp) {
-    return fwm_lower_blocks(hp) ? BLOB_STACKED_HEADER_BYTES : BLOB_HEADER_BYTES;
+    return fwm__lower_blocks(hp) ? BLOB_STACKED_HEADER_BYTES : BLOB_HEADER_BYTES;
 }
 
 size_t fwm__fwm_blob_size(const struct fwm_model *model) {
     const fwm_hparams *hp = &model->hp;
-    size_t floats = 2 * (size_t)hp->hidden_size * (1 + fwm_lower_blocks(hp)) +
+    size_t floats = 2 * (size_t)hp->hidden_size * (1 + fwm__lower_blocks(hp)) +
                     (size_t)hp->memory_s * hp->memory_r * hp->memory_t;
     return header_bytes_of(hp) + floats * sizeof(float) + BLOB_TRAILER_BYTES;
 }
@@ -78,7 +78,7 @@ fwm_status fwm__fwm_export(const fwm_session *session, void *buffer, size_t capa
                           buffer ? capacity : (size_t)0);
     size_t H = hp->hidden_size, SRT = (size_t)hp->memory_s * hp->memory_r * hp->memory_t;
     unsigned char *p = buffer;
-    const size_t lower = fwm_lower_blocks(hp);
+    const size_t lower = fwm__lower_blocks(hp);
     memcpy(p, fwm__blob_magic, 4);
     fwm__put_u32(p + 4, lower ? BLOB_VERSION_STACKED : BLOB_VERSION);
     fwm__put_u64(p + 8, model->fingerprint);

@@ -127,7 +127,7 @@ typedef struct scratch {
 static fwm_status scratch_init(scratch *s, const struct fwm_model *model, size_t capacity,
                                float *stack_buffer, size_t stack_floats, fwm_error *err) {
     dims d = dims_of(model);
-    bool need_gi = model->input_gates == NULL || fwm_lower_blocks(&model->hp) > 0;
+    bool need_gi = model->input_gates == NULL || fwm__lower_blocks(&model->hp) > 0;
     size_t floats = workspace_floats(&d, capacity, need_gi);
     float *base = stack_buffer;
     s->heap = NULL;
@@ -245,7 +245,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
     /* A stacked FWM's lower LSTM layers: layer 0 reads Emb[x] (its W_ih Emb[x] + b from the
      * input-gate table when there is one), layer l the new h of layer l - 1; the same kernels as
      * the FWM's own. */
-    const size_t lower = fwm_lower_blocks(hp), hstride = fwm__aligned_floats(d.H);
+    const size_t lower = fwm__lower_blocks(hp), hstride = fwm__aligned_floats(d.H);
     for (size_t l = 0; l < lower; l++) {
         if (l == 0 && model->input_gates) {
             for (size_t j = 0; j < n; j++)

@@ -10,7 +10,7 @@
 fwm_status fwm__gfw_load(struct fwm_model *model, const void *buf, size_t size,
                          const fwm_model_params *params, fwm_error *err) {
     fwm_gfw_schema schema;
-    fwm_status status = fwm_gfw_schema_parse(buf, size, &schema, err);
+    fwm_status status = fwm__gfw_schema_parse(buf, size, &schema, err);
     if (status != FWM_OK) return status;
     fwm_gfw_model *gm = fwm__calloc(1, sizeof *gm);
     if (!gm) {
@@ -19,19 +19,19 @@ fwm_status fwm__gfw_load(struct fwm_model *model, const void *buf, size_t size,
     }
     model->arch_data = gm;
     gm->hp = schema.hp;
-    gm->f2_offset = fwm__aligned_floats((size_t)(schema.hp.fast_hidden * fwm_gfw_f1_cols(&schema.hp)));
+    gm->f2_offset = fwm__aligned_floats((size_t)(schema.hp.fast_hidden * fwm__gfw_f1_cols(&schema.hp)));
     model->hp.vocab_size = schema.hp.vocab_size;
     model->hp.embedding_length = schema.hp.embedding_length;
     model->hp.hidden_size = schema.hp.fast_hidden;
     model->hp.padding_token_id = schema.hp.padding_token_id;
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
-    uint64_t checksum = fwm_gfw_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_gfw_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__gfw_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__gfw_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
                                                schema.head.token_lengths, checksum);
     status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
-    model->parameter_count = fwm_gfw_parameter_count(&schema.hp);
+    model->parameter_count = fwm__gfw_parameter_count(&schema.hp);
     const float *pointers[FWM_GFW_MAX_TENSORS];
     status = fwm__bind_tensors(model, schema.tensors, schema.tensor_count, pointers, err);
     if (status != FWM_OK) goto done;
@@ -44,7 +44,7 @@ fwm_status fwm__gfw_load(struct fwm_model *model, const void *buf, size_t size,
     gm->output_bias = pointers[6];
     fwm__model_take_strings(model, &schema.head);
 done:
-    fwm_gfw_schema_release(&schema);
+    fwm__gfw_schema_release(&schema);
     return status;
 }
 
@@ -66,7 +66,7 @@ size_t fwm__gfw_block_floats(const struct fwm_model *model) {
     const fwm_gfw_model *gm = fwm__gfw_of(model);
     size_t m = gm->hp.fast_hidden;
     return fwm__aligned_floats(m) + fwm__aligned_floats(gm->hp.slow_hidden) + gm->f2_offset +
-           fwm__aligned_floats(m * (size_t)fwm_gfw_f2_cols(&gm->hp));
+           fwm__aligned_floats(m * (size_t)fwm__gfw_f2_cols(&gm->hp));
 }
 
 /* h_F, h_S, then F1 and F2. */
@@ -78,5 +78,5 @@ void fwm__gfw_lay_out(struct fwm_session *session, float *base) {
 }
 
 size_t fwm__gfw_state_floats(const struct fwm_model *model) {
-    return (size_t)fwm_gfw_state_floats(&fwm__gfw_of(model)->hp);
+    return (size_t)fwm__gfw_hparams_state_floats(&fwm__gfw_of(model)->hp);
 }

@@ -4,7 +4,7 @@
 #include "state_blob_v2.h"
 #include "step_driver.h"
 
-const fwm_arch_ops fwm__gfw_ops = {
+const fwm__arch_ops_table fwm__gfw_ops = {
     .name = "gfw",
     .load = fwm__gfw_load,
     .unload = fwm__gfw_unload,

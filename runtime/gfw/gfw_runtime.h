@@ -38,7 +38,7 @@ void fwm__gfw_lay_out(struct fwm_session *session, float *base);
 size_t fwm__gfw_state_floats(const struct fwm_model *model);
 
 /* gfw_step.c: the step maths behind the shared entry points (step_driver.h) */
-extern const fwm_step_kernel fwm__gfw_step_kernel;
+extern const fwm__step_kernel fwm__gfw_step_kernel;
 
 /* gfw_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
 extern const struct fwm_blob_v2_layout fwm__gfw_blob_v2;

@@ -46,7 +46,7 @@ static void put_body(const fwm_session *session, unsigned char *body) {
     const fwm_gfw_model *gm = fwm__gfw_of(session->model);
     const fwm_gfw_hparams *hp = &gm->hp;
     size_t m = hp->fast_hidden, N = hp->slow_hidden;
-    size_t n1 = m * (size_t)fwm_gfw_f1_cols(hp), n2 = m * (size_t)fwm_gfw_f2_cols(hp);
+    size_t n1 = m * (size_t)fwm__gfw_f1_cols(hp), n2 = m * (size_t)fwm__gfw_f2_cols(hp);
     unsigned char *q = body;
     fwm__put_floats(q, session->h, m), q += 4 * m;
     fwm__put_floats(q, session->c, N), q += 4 * N;
@@ -58,7 +58,7 @@ static fwm_status read_body(fwm_session *session, const unsigned char *body, fwm
     const fwm_gfw_model *gm = fwm__gfw_of(session->model);
     const fwm_gfw_hparams *hp = &gm->hp;
     size_t m = hp->fast_hidden, N = hp->slow_hidden;
-    size_t n1 = m * (size_t)fwm_gfw_f1_cols(hp), n2 = m * (size_t)fwm_gfw_f2_cols(hp);
+    size_t n1 = m * (size_t)fwm__gfw_f1_cols(hp), n2 = m * (size_t)fwm__gfw_f2_cols(hp);
     size_t n = m + N + n1 + n2;
     size_t bad = fwm__blob_first_non_finite(body, n);
     if (bad < n) {

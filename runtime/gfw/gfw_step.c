@@ -31,8 +31,8 @@ static dims dims_of(const fwm_gfw_hparams *hp) {
     dims d;
     d.V = hp->vocab_size, d.E = hp->embedding_length, d.m = hp->fast_hidden;
     d.N = hp->slow_hidden, d.P = hp->slow_inner;
-    d.c1 = (size_t)fwm_gfw_f1_cols(hp), d.c2 = (size_t)fwm_gfw_f2_cols(hp);
-    d.out = (size_t)fwm_gfw_slow_out_rows(hp);
+    d.c1 = (size_t)fwm__gfw_f1_cols(hp), d.c2 = (size_t)fwm__gfw_f2_cols(hp);
+    d.out = (size_t)fwm__gfw_slow_out_rows(hp);
     return d;
 }
 
@@ -165,7 +165,7 @@ static void step_chunk(void *w, const struct fwm_model *model, fwm_session *cons
     fwm__matvec_batch(gm->output_weight, d->V, d->m, n, ws->px, ws->pb, ws->py);
 }
 
-const fwm_step_kernel fwm__gfw_step_kernel = {
+const fwm__step_kernel fwm__gfw_step_kernel = {
     .chunk_sessions = 32,
     .stack_floats = 16384,
     .scratch_floats = scratch_floats,

@@ -23,7 +23,7 @@ static void bind(fwm_lstm_model *lm, const float *const *pointers) {
 fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
                           const fwm_model_params *params, fwm_error *err) {
     fwm_lstm_schema schema;
-    fwm_status status = fwm_lstm_schema_parse(buf, size, &schema, err);
+    fwm_status status = fwm__lstm_schema_parse(buf, size, &schema, err);
     if (status != FWM_OK) return status;
     fwm_lstm_model *lm = fwm__calloc(1, sizeof *lm);
     if (!lm) {
@@ -40,8 +40,8 @@ fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.padding_token_id = schema.hp.padding_token_id;
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
-    uint64_t checksum = fwm_lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_lstm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__lstm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__lstm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
                                                 schema.head.token_lengths, checksum);
     status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
@@ -56,7 +56,7 @@ fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
     status = fwm__input_gate_table(lm->token_embd, lm->weight_ih[0], lm->bias[0], lm->hp.vocab_size,
                                    lm->hp.embedding_length, lm->hp.hidden_size, &lm->input_gates, err);
 done:
-    fwm_lstm_schema_release(&schema);
+    fwm__lstm_schema_release(&schema);
     return status;
 }
 

@@ -3,7 +3,7 @@
 #include "state_blob_v2.h"
 #include "step_driver.h"
 
-const fwm_arch_ops fwm__lstm_ops = {
+const fwm__arch_ops_table fwm__lstm_ops = {
     .name = "lstm",
     .load = fwm__lstm_load,
     .unload = fwm__lstm_unload,

@@ -38,7 +38,7 @@ void fwm__lstm_lay_out(struct fwm_session *session, float *base);
 size_t fwm__lstm_state_floats(const struct fwm_model *model);
 
 /* lstm_step.c: the step maths behind the shared entry points (step_driver.h) */
-extern const fwm_step_kernel fwm__lstm_step_kernel;
+extern const fwm__step_kernel fwm__lstm_step_kernel;
 /* fwm_session_predict: the output layer over the state (lstm_step.c) */
 fwm_status fwm__lstm_predict(const fwm_session *session, float *logits, fwm_error *err);
 

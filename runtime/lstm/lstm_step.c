@@ -105,7 +105,7 @@ static void step_chunk(void *w, const struct fwm_model *model, fwm_session *cons
     fwm__matvec_batch(lm->output_weight, V, H, n, ws->in, ws->pb, ws->py);
 }
 
-const fwm_step_kernel fwm__lstm_step_kernel = {
+const fwm__step_kernel fwm__lstm_step_kernel = {
     .chunk_sessions = 32,
     .stack_floats = 8192,
     .scratch_floats = scratch_floats,

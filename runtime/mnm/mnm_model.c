@@ -29,7 +29,7 @@ static void bind(fwm_mnm_model *mm, const float *const *pointers) {
     size_t at = 0;
     for (uint32_t l = 0; l < L; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&mm->hp, l, &rows, &cols);
+        fwm__mnm_memory_shape(&mm->hp, l, &rows, &cols);
         mm->memory_offset[l] = at;
         at += (size_t)(rows * cols);
     }
@@ -54,7 +54,7 @@ static fwm_status split_input_weight(fwm_mnm_model *mm, const float *w_ih, fwm_e
 fwm_status fwm__mnm_load(struct fwm_model *model, const void *buf, size_t size,
                          const fwm_model_params *params, fwm_error *err) {
     fwm_mnm_schema schema;
-    fwm_status status = fwm_mnm_schema_parse(buf, size, &schema, err);
+    fwm_status status = fwm__mnm_schema_parse(buf, size, &schema, err);
     if (status != FWM_OK) return status;
     fwm_mnm_model *mm = fwm__calloc(1, sizeof *mm);
     if (!mm) {
@@ -70,8 +70,8 @@ fwm_status fwm__mnm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.padding_token_id = schema.hp.padding_token_id;
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
-    uint64_t checksum = fwm_mnm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_mnm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__mnm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__mnm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
                                                schema.head.token_lengths, checksum);
     status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
@@ -88,7 +88,7 @@ fwm_status fwm__mnm_load(struct fwm_model *model, const void *buf, size_t size,
     status = fwm__input_gate_table(mm->token_embd, mm->weight_ie, mm->bias, mm->hp.vocab_size,
                                    mm->hp.embedding_length, mm->hp.hidden_size, &mm->input_gates, err);
 done:
-    fwm_mnm_schema_release(&schema);
+    fwm__mnm_schema_release(&schema);
     return status;
 }
 
@@ -126,7 +126,7 @@ void fwm__mnm_lay_out(struct fwm_session *session, float *base) {
 }
 
 size_t fwm__mnm_state_floats(const struct fwm_model *model) {
-    return (size_t)fwm_mnm_state_floats(&fwm__mnm_of(model)->hp);
+    return (size_t)fwm__mnm_hparams_state_floats(&fwm__mnm_of(model)->hp);
 }
 
 /* h, c and r are zero already; every M^l becomes the model's mnm.memory.N.init. */

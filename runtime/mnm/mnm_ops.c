@@ -3,7 +3,7 @@
 #include "state_blob_v2.h"
 #include "step_driver.h"
 
-const fwm_arch_ops fwm__mnm_ops = {
+const fwm__arch_ops_table fwm__mnm_ops = {
     .name = "mnm",
     .load = fwm__mnm_load,
     .unload = fwm__mnm_unload,

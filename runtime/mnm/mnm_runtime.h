@@ -55,7 +55,7 @@ size_t fwm__mnm_state_floats(const struct fwm_model *model);
 void fwm__mnm_reset_state(struct fwm_session *session);
 
 /* mnm_step.c: the step maths behind the shared entry points (step_driver.h) */
-extern const fwm_step_kernel fwm__mnm_step_kernel;
+extern const fwm__step_kernel fwm__mnm_step_kernel;
 
 /* mnm_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
 extern const struct fwm_blob_v2_layout fwm__mnm_blob_v2;

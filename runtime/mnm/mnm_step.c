@@ -36,7 +36,7 @@ static dims dims_of(const fwm_mnm_hparams *hp) {
     d.H = hp->hidden_size, d.E = hp->embedding_length, d.V = hp->vocab_size, d.G = 4 * d.H;
     d.dk = hp->key_length, d.dv = hp->value_length, d.Nh = hp->head_count;
     d.D = hp->memory_hidden, d.Lm = hp->memory_layers, d.dout = hp->output_length;
-    d.nu = (size_t)fwm_mnm_interact_rows(hp), d.nt = (size_t)fwm_mnm_target_rows(hp);
+    d.nu = (size_t)fwm__mnm_interact_rows(hp), d.nt = (size_t)fwm__mnm_target_rows(hp);
     d.widest = d.dk > d.D ? d.dk : d.D;
     if (d.dv > d.widest) d.widest = d.dv;
     d.activations = d.Nh * (d.dk + d.nt); /* the layers' widths sum to the targets' rows */
@@ -115,7 +115,7 @@ static void write_and_read(const fwm_mnm_model *mm, const dims *d, workspace *ws
     size_t at = 0;
     for (size_t l = 0; l < d->Lm; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&mm->hp, (uint32_t)l, &rows, &cols);
+        fwm__mnm_memory_shape(&mm->hp, (uint32_t)l, &rows, &cols);
         for (size_t i = 0; i < d->Nh; i++) {
             zin[i] = l == 0 ? kw + i * d->dk : ws->acts + layer_at[l - 1] + i * cols;
             zout[i] = ws->acts + at + i * rows;
@@ -128,7 +128,7 @@ static void write_and_read(const fwm_mnm_model *mm, const dims *d, workspace *ws
     size_t target_at = 0;
     for (size_t l = 0; l < d->Lm; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&mm->hp, (uint32_t)l, &rows, &cols);
+        fwm__mnm_memory_shape(&mm->hp, (uint32_t)l, &rows, &cols);
         float coef = beta * (2.0f / (float)(d->Nh * rows));
         for (size_t i = 0; i < d->Nh; i++) {
             const float *z = ws->acts + layer_at[l] + i * rows, *target = t + i * d->nt + target_at;
@@ -161,7 +161,7 @@ static void write_and_read(const fwm_mnm_model *mm, const dims *d, workspace *ws
     /* Read: the read keys through the updated memory, the heads' outputs averaged into r. */
     for (size_t l = 0; l < d->Lm; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&mm->hp, (uint32_t)l, &rows, &cols);
+        fwm__mnm_memory_shape(&mm->hp, (uint32_t)l, &rows, &cols);
         for (size_t i = 0; i < d->Nh; i++) {
             zin[i] = l == 0 ? kr + i * d->dk : ws->rd[(l + 1) % 2] + i * d->widest;
             zout[i] = ws->rd[l % 2] + i * d->widest;
@@ -257,7 +257,7 @@ static void step_chunk(void *w, const struct fwm_model *model, fwm_session *cons
     fwm__matvec_batch(mm->output_weight, d->V, d->dout, n, ws->px, ws->pb, ws->py);
 }
 
-const fwm_step_kernel fwm__mnm_step_kernel = {
+const fwm__step_kernel fwm__mnm_step_kernel = {
     .chunk_sessions = 32,
     .stack_floats = 16384,
     .scratch_floats = scratch_floats,

@@ -40,7 +40,7 @@ static void bind(fwm_stm_model *sm, const float *const *p) {
 fwm_status fwm__stm_load(struct fwm_model *model, const void *buf, size_t size,
                          const fwm_model_params *params, fwm_error *err) {
     fwm_stm_schema schema;
-    fwm_status status = fwm_stm_schema_parse(buf, size, &schema, err);
+    fwm_status status = fwm__stm_schema_parse(buf, size, &schema, err);
     if (status != FWM_OK) return status;
     fwm_stm_model *sm = fwm__calloc(1, sizeof *sm);
     if (!sm) {
@@ -56,8 +56,8 @@ fwm_status fwm__stm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.padding_token_id = schema.hp.padding_token_id;
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
-    uint64_t checksum = fwm_stm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm_stm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+    uint64_t checksum = fwm__stm_schema_checksum(&schema);
+    uint64_t fingerprint = fwm__stm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
                                                schema.head.token_lengths, checksum);
     status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
@@ -70,7 +70,7 @@ fwm_status fwm__stm_load(struct fwm_model *model, const void *buf, size_t size,
     bind(sm, pointers);
     fwm__model_take_strings(model, &schema.head);
 done:
-    fwm_stm_schema_release(&schema);
+    fwm__stm_schema_release(&schema);
     return status;
 }
 
@@ -94,9 +94,9 @@ void fwm__stm_fill_info(const struct fwm_model *model, fwm_model_info *info) {
  * overflow. */
 size_t fwm__stm_block_floats(const struct fwm_model *model) {
     const fwm_stm_hparams *hp = &fwm__stm_of(model)->hp;
-    return fwm__aligned_floats((size_t)fwm_stm_item_floats(hp)) +
-           fwm__aligned_floats((size_t)fwm_stm_relational_floats(hp)) +
-           fwm__aligned_floats((size_t)fwm_stm_state_words(hp));
+    return fwm__aligned_floats((size_t)fwm__stm_item_floats(hp)) +
+           fwm__aligned_floats((size_t)fwm__stm_relational_floats(hp)) +
+           fwm__aligned_floats((size_t)fwm__stm_state_words(hp));
 }
 
 /* Mi (the block's start), Mr, then the sentence buffer's words. */
@@ -104,22 +104,22 @@ void fwm__stm_lay_out(struct fwm_session *session, float *base) {
     const fwm_stm_hparams *hp = &fwm__stm_of(session->model)->hp;
     session->h = base;
     session->F = base;
-    session->Mr = base + fwm__aligned_floats((size_t)fwm_stm_item_floats(hp));
-    session->words = fwm_stm_state_words(hp)
-                         ? (uint32_t *)(session->Mr + fwm__aligned_floats((size_t)fwm_stm_relational_floats(hp)))
+    session->Mr = base + fwm__aligned_floats((size_t)fwm__stm_item_floats(hp));
+    session->words = fwm__stm_state_words(hp)
+                         ? (uint32_t *)(session->Mr + fwm__aligned_floats((size_t)fwm__stm_relational_floats(hp)))
                          : NULL;
 }
 
 size_t fwm__stm_state_floats(const struct fwm_model *model) {
-    return (size_t)fwm_stm_state_floats(&fwm__stm_of(model)->hp);
+    return (size_t)fwm__stm_hparams_state_floats(&fwm__stm_of(model)->hp);
 }
 
 /* The buffer is empty and the slot closed already (the block is zeroed); the memories become the
  * model's stm.item.init and stm.relation.init. */
 void fwm__stm_reset_state(struct fwm_session *session) {
     const fwm_stm_model *sm = fwm__stm_of(session->model);
-    memcpy(session->F, sm->item_init, (size_t)fwm_stm_item_floats(&sm->hp) * sizeof(float));
-    memcpy(session->Mr, sm->relation_init, (size_t)fwm_stm_relational_floats(&sm->hp) * sizeof(float));
+    memcpy(session->F, sm->item_init, (size_t)fwm__stm_item_floats(&sm->hp) * sizeof(float));
+    memcpy(session->Mr, sm->relation_init, (size_t)fwm__stm_relational_floats(&sm->hp) * sizeof(float));
 }
 
 /* Word mode predicts at every step; sentence mode from a question's end to the next token, which

@@ -3,7 +3,7 @@
 #include "state_blob_v2.h"
 #include "step_driver.h"
 
-const fwm_arch_ops fwm__stm_ops = {
+const fwm__arch_ops_table fwm__stm_ops = {
     .name = "stm",
     .load = fwm__stm_load,
     .unload = fwm__stm_unload,

@@ -66,7 +66,7 @@ bool fwm__stm_has_prediction(const struct fwm_session *session);
 bool fwm__stm_skip_answer(struct fwm_session *session);
 
 /* stm_step.c: the step maths behind the shared entry points (step_driver.h) */
-extern const fwm_step_kernel fwm__stm_step_kernel;
+extern const fwm__step_kernel fwm__stm_step_kernel;
 
 /* stm_state.c: the version-2 state blob's dims and body (state_blob_v2.h) */
 extern const struct fwm_blob_v2_layout fwm__stm_blob_v2;

@@ -36,7 +36,7 @@ static void model_dims(const struct fwm_model *model, uint32_t *dims) {
 }
 
 static size_t body_bytes(const struct fwm_model *model) {
-    return (size_t)fwm_stm_state_bytes(&fwm__stm_of(model)->hp);
+    return (size_t)fwm__stm_state_bytes(&fwm__stm_of(model)->hp);
 }
 
 /* The bytes of state the dims imply; false when they are out of range. */
@@ -52,11 +52,11 @@ static bool implied_body_bytes(const uint32_t *dims, uint64_t *bytes) {
 
 static void put_body(const fwm_session *session, unsigned char *body) {
     const fwm_stm_hparams *hp = &fwm__stm_of(session->model)->hp;
-    size_t mi = (size_t)fwm_stm_item_floats(hp), mr = (size_t)fwm_stm_relational_floats(hp);
+    size_t mi = (size_t)fwm__stm_item_floats(hp), mr = (size_t)fwm__stm_relational_floats(hp);
     unsigned char *q = body;
     fwm__put_floats(q, session->F, mi), q += 4 * mi;
     fwm__put_floats(q, session->Mr, mr), q += 4 * mr;
-    size_t nw = (size_t)fwm_stm_state_words(hp);
+    size_t nw = (size_t)fwm__stm_state_words(hp);
     for (size_t i = 0; i < nw; i++) fwm__put_u32(q + 4 * i, session->words[i]);
 }
 
@@ -64,7 +64,7 @@ static fwm_status read_body(fwm_session *session, const unsigned char *body, fwm
     const fwm_stm_model *sm = fwm__stm_of(session->model);
     const fwm_stm_hparams *hp = &sm->hp;
     uint32_t P = sm->sentence ? hp->sentence_length : 0;
-    size_t mi = (size_t)fwm_stm_item_floats(hp), mr = (size_t)fwm_stm_relational_floats(hp);
+    size_t mi = (size_t)fwm__stm_item_floats(hp), mr = (size_t)fwm__stm_relational_floats(hp);
     size_t bad = fwm__blob_first_non_finite(body, mi + mr);
     if (bad < mi + mr) {
         if (bad < mi)

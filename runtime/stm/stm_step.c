@@ -126,9 +126,9 @@ static void lay_out(void *wsp, const struct fwm_model *model, float *p, size_t c
 
 /* The reset state: the initial memories, an empty buffer, a closed slot. */
 static void reset_lane(const fwm_stm_model *sm, fwm_session *s) {
-    memcpy(s->F, sm->item_init, (size_t)fwm_stm_item_floats(&sm->hp) * sizeof(float));
-    memcpy(s->Mr, sm->relation_init, (size_t)fwm_stm_relational_floats(&sm->hp) * sizeof(float));
-    if (s->words) memset(s->words, 0, (size_t)fwm_stm_state_words(&sm->hp) * sizeof(uint32_t));
+    memcpy(s->F, sm->item_init, (size_t)fwm__stm_item_floats(&sm->hp) * sizeof(float));
+    memcpy(s->Mr, sm->relation_init, (size_t)fwm__stm_relational_floats(&sm->hp) * sizeof(float));
+    if (s->words) memset(s->words, 0, (size_t)fwm__stm_state_words(&sm->hp) * sizeof(uint32_t));
 }
 
 /* x = sum over the buffer's words k (at most P) of Emb[w_k] * Pos[k]; then the buffer is emptied. */
@@ -384,7 +384,7 @@ static void step_chunk(void *wsp, const struct fwm_model *model, fwm_session *co
     }
 }
 
-const fwm_step_kernel fwm__stm_step_kernel = {
+const fwm__step_kernel fwm__stm_step_kernel = {
     .chunk_sessions = CHUNK_SESSIONS,
     .stack_floats = 0,
     .scratch_floats = scratch_floats,

@@ -64,7 +64,7 @@ const char *test_write_model_extra(const char *const *vocabulary, uint64_t seed,
     if (fd < 0) goto done;
     close(fd);
     fwm_error err;
-    if (fwm_model_write(model_path, &spec, &err) != FWM_OK) {
+    if (fwm__model_write(model_path, &spec, &err) != FWM_OK) {
         fprintf(stderr, "test_write_model: %s\n", err.message);
         unlink(model_path);
         goto done;

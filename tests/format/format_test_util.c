@@ -176,7 +176,7 @@ int fixture_build(const fixture_options *o, fixture *f) {
             lengths[i] = (uint32_t)strlen(o->tokens[i]);
         fwm__gguf_writer_add_u64(w, FWM_KEY_FINGERPRINT,
                                  o->n_tokens == hp->vocab_size && hp->vocab_size <= 64
-                                     ? fwm_schema_fingerprint(hp, o->tokens, lengths, f->checksum)
+                                     ? fwm__schema_fingerprint(hp, o->tokens, lengths, f->checksum)
                                      : 0);
     }
     if (o->with_prime && keep_key(f, w, o, FWM_KEY_PRIME_TOKENS)) {
@@ -326,7 +326,7 @@ void check_fwm_schema_refuses(const uint8_t *file, size_t size, const char *arch
     snprintf(needle, sizeof needle, "key 'general.architecture': expected \"fwm\", found \"%s\"", arch);
     fwm_schema fs;
     fwm_error err;
-    CHECK_STATUS(fwm_schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
+    CHECK_STATUS(fwm__schema_parse(file, size, &fs, &err), FWM_ERR_FORMAT, &err);
     CHECK_CONTAINS(err.message, needle);
 }
 

@@ -88,19 +88,19 @@ typedef struct arch_ops {
 } arch_ops;
 
 #define ARCH_OPS(a)                                                                                   \
-    static void a##_defaults(void *hp) { fwm_##a##_hparams_defaults(hp); }                            \
-    static size_t a##_tensor_count(const void *hp) { return fwm_##a##_tensor_count(hp); }              \
+    static void a##_defaults(void *hp) { fwm__##a##_hparams_defaults(hp); }                            \
+    static size_t a##_tensor_count(const void *hp) { return fwm__##a##_tensor_count(hp); }              \
     static void a##_tensor_at(const void *hp, size_t i, char name[48], uint64_t *rows, uint64_t *cols) { \
-        fwm_##a##_tensor_at(hp, i, name, rows, cols);                                                 \
+        fwm__##a##_tensor_at(hp, i, name, rows, cols);                                                 \
     }                                                                                                 \
     static int a##_is_matrix(const void *hp, size_t i) { return fwm__##a##_tensor_is_matrix(hp, i); } \
-    static fwm_status a##_check(const void *hp, fwm_error *err) { return fwm_##a##_hparams_check(hp, err); } \
+    static fwm_status a##_check(const void *hp, fwm_error *err) { return fwm__##a##_hparams_valid(hp, err); } \
     static void a##_init(const void *hp, uint64_t seed, float **tensors) {                            \
         fwm__##a##_init_weights(hp, seed, tensors);                                                   \
     }                                                                                                 \
     static uint64_t a##_fingerprint(const void *hp, const char *const *tokens, const uint32_t *lengths, \
                                     uint64_t checksum) {                                              \
-        return fwm_##a##_fingerprint(hp, tokens, lengths, checksum);                                  \
+        return fwm__##a##_fingerprint(hp, tokens, lengths, checksum);                                  \
     }                                                                                                 \
     static fwm_status a##_write(const char *path, const write_args *w, fwm_error *err) {              \
         fwm_##a##_write_spec spec = {.name = w->name,                                                 \
@@ -113,12 +113,12 @@ typedef struct arch_ops {
         memcpy(&spec.hp, w->hp, sizeof spec.hp);                                                      \
         for (size_t i = 0; i < sizeof spec.tensors / sizeof spec.tensors[0]; i++)                     \
             spec.tensors[i] = w->tensors[i];                                                          \
-        return fwm_##a##_model_write(path, &spec, err);                                               \
+        return fwm__##a##_model_write(path, &spec, err);                                               \
     }                                                                                                 \
     static fwm_status a##_parse(const void *buf, size_t size, schema_view *v, fwm_error *err) {       \
         fwm_##a##_schema *s = malloc(sizeof *s);                                                      \
         if (!s) return FWM_ERR_OUT_OF_MEMORY;                                                         \
-        fwm_status st = fwm_##a##_schema_parse(buf, size, s, err);                                    \
+        fwm_status st = fwm__##a##_schema_parse(buf, size, s, err);                                    \
         if (st) {                                                                                     \
             free(s);                                                                                  \
             return st;                                                                                \
@@ -128,11 +128,11 @@ typedef struct arch_ops {
                            .head = &s->head,                                                          \
                            .tensor_count = s->tensor_count,                                           \
                            .tensors = s->tensors,                                                     \
-                           .computed_checksum = fwm_##a##_schema_checksum(s)};                        \
+                           .computed_checksum = fwm__##a##_schema_checksum(s)};                        \
         return FWM_OK;                                                                                \
     }                                                                                                 \
     static void a##_release(schema_view *v) {                                                         \
-        fwm_##a##_schema_release(v->owned);                                                           \
+        fwm__##a##_schema_release(v->owned);                                                           \
         free(v->owned);                                                                               \
     }                                                                                                 \
     static const arch_ops a##_ops = {sizeof(fwm_##a##_hparams), a##_defaults, a##_tensor_count, a##_tensor_at, a##_is_matrix,    \
@@ -393,7 +393,7 @@ static void writer_refusals(void) {
     const fwm_write_kv extra[1] = {{.key = arch->own_key, .kind = FWM_WRITE_KV_U32}};
     bad.extra = extra, bad.extra_count = 1;
     CHECK_STATUS(arch->ops->write(test_dir_path("b.gguf"), &bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
-    snprintf(needle, sizeof needle, "extra key '%s' is written by fwm_%s_model_write itself", arch->own_key,
+    snprintf(needle, sizeof needle, "extra key '%s' is written by fwm__%s_model_write itself", arch->own_key,
              arch->name);
     CHECK_CONTAINS(err.message, needle);
     bad = w;
@@ -578,7 +578,7 @@ static void lstm_small(any_hparams *u, int variant) {
     memset(u, 0, sizeof *u);
     (void)variant;
     fwm_lstm_hparams *hp = &u->lstm;
-    fwm_lstm_hparams_defaults(hp);
+    fwm__lstm_hparams_defaults(hp);
     hp->vocab_size = 7;
     hp->embedding_length = 5;
     hp->hidden_size = 3;
@@ -609,7 +609,7 @@ static void mnm_small(any_hparams *u, int variant) {
     memset(u, 0, sizeof *u);
     (void)variant;
     fwm_mnm_hparams *hp = &u->mnm;
-    fwm_mnm_hparams_defaults(hp);
+    fwm__mnm_hparams_defaults(hp);
     hp->vocab_size = 7;
     hp->embedding_length = 5;
     hp->hidden_size = 3;
@@ -646,26 +646,26 @@ static void mnm_shapes(const void *raw, int variant, const schema_view *s) {
     CHECK_U64(s->tensors[10].cols, 4);
     CHECK_U64(s->tensors[11].rows, 2);
     CHECK_U64(s->tensors[11].cols, 6);
-    CHECK(!fwm_mnm_tensor_trained(hp, 10) && !fwm_mnm_tensor_trained(hp, 11));
-    CHECK(fwm_mnm_tensor_trained(hp, 9) && fwm_mnm_tensor_trained(hp, 12));
-    CHECK_U64(fwm_mnm_state_floats(hp), 2 * 3 + 2 + 24 + 12);
+    CHECK(!fwm__mnm_tensor_trained(hp, 10) && !fwm__mnm_tensor_trained(hp, 11));
+    CHECK(fwm__mnm_tensor_trained(hp, 9) && fwm__mnm_tensor_trained(hp, 12));
+    CHECK_U64(fwm__mnm_hparams_state_floats(hp), 2 * 3 + 2 + 24 + 12);
 }
 
 /* docs/MODEL.md's counts at the defaults */
 static void mnm_counts(void) {
     fwm_mnm_hparams hp;
-    fwm_mnm_hparams_defaults(&hp);
+    fwm__mnm_hparams_defaults(&hp);
     uint64_t trained = 0, total = 0;
-    for (size_t i = 0; i < fwm_mnm_tensor_count(&hp); i++) {
+    for (size_t i = 0; i < fwm__mnm_tensor_count(&hp); i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_mnm_tensor_at(&hp, i, name, &rows, &cols);
+        fwm__mnm_tensor_at(&hp, i, name, &rows, &cols);
         total += rows * cols;
-        if (fwm_mnm_tensor_trained(&hp, i)) trained += rows * cols;
+        if (fwm__mnm_tensor_trained(&hp, i)) trained += rows * cols;
     }
     CHECK_U64(trained, 1098845);
     CHECK_U64(total, 1128845);
-    CHECK_U64(fwm_mnm_state_floats(&hp), 30612);
+    CHECK_U64(fwm__mnm_hparams_state_floats(&hp), 30612);
 }
 
 /* Each tensor within its documented range, the embedding normal. */
@@ -705,7 +705,7 @@ static void gfw_small(any_hparams *u, int variant) {
     memset(u, 0, sizeof *u);
     (void)variant;
     fwm_gfw_hparams *hp = &u->gfw;
-    fwm_gfw_hparams_defaults(hp);
+    fwm__gfw_hparams_defaults(hp);
     hp->vocab_size = 7;
     hp->embedding_length = 3;
     hp->fast_hidden = 4;
@@ -736,27 +736,27 @@ static void gfw_shapes(const void *raw, int variant, const schema_view *s) {
     CHECK_U64(s->tensors[3].cols, 5);
     CHECK_U64(s->tensors[4].rows, 45);
     CHECK_U64(s->tensors[5].cols, 4);
-    CHECK_U64(fwm_gfw_f1_cols(hp), 8);
-    CHECK_U64(fwm_gfw_f2_cols(hp), 5);
-    CHECK_U64(fwm_gfw_state_floats(hp), 4 + 3 + 4 * 8 + 4 * 5);
-    CHECK_U64(fwm_gfw_parameter_count(hp), 21 + 30 + 5 + 225 + 45 + 28 + 7);
+    CHECK_U64(fwm__gfw_f1_cols(hp), 8);
+    CHECK_U64(fwm__gfw_f2_cols(hp), 5);
+    CHECK_U64(fwm__gfw_hparams_state_floats(hp), 4 + 3 + 4 * 8 + 4 * 5);
+    CHECK_U64(fwm__gfw_parameter_count(hp), 21 + 30 + 5 + 225 + 45 + 28 + 7);
 }
 
 /* docs/MODEL.md's counts at the paper's sizes */
 static void gfw_counts(void) {
     fwm_gfw_hparams hp;
-    fwm_gfw_hparams_defaults(&hp);
-    CHECK_U64(fwm_gfw_update1_length(&hp), 192);
-    CHECK_U64(fwm_gfw_update2_length(&hp), 162);
-    CHECK_U64(fwm_gfw_slow_out_rows(&hp), 394);
-    CHECK_U64(fwm_gfw_parameter_count(&hp), 46234);
-    CHECK_U64(fwm_gfw_state_floats(&hp), 3960);
+    fwm__gfw_hparams_defaults(&hp);
+    CHECK_U64(fwm__gfw_update1_length(&hp), 192);
+    CHECK_U64(fwm__gfw_update2_length(&hp), 162);
+    CHECK_U64(fwm__gfw_slow_out_rows(&hp), 394);
+    CHECK_U64(fwm__gfw_parameter_count(&hp), 46234);
+    CHECK_U64(fwm__gfw_hparams_state_floats(&hp), 3960);
 }
 
 /* Every matrix within its Glorot bound and spread over it, the biases zero (at the defaults). */
 static void gfw_init_facts(void) {
     any_hparams hp;
-    fwm_gfw_hparams_defaults(&hp.gfw);
+    fwm__gfw_hparams_defaults(&hp.gfw);
     float *t[MAX_TENSORS];
     uint64_t offsets[MAX_TENSORS + 1];
     float *a = init_tensors(&hp, 7, t, offsets);
@@ -781,7 +781,7 @@ static void gfw_init_facts(void) {
 static void stm_small(any_hparams *u, int variant) {
     memset(u, 0, sizeof *u);
     fwm_stm_hparams *hp = &u->stm;
-    fwm_stm_hparams_defaults(hp);
+    fwm__stm_hparams_defaults(hp);
     hp->vocab_size = 8;
     hp->input_mode = variant == 0 ? FWM_STM_INPUT_SENTENCE : FWM_STM_INPUT_WORD;
     hp->embedding_length = 5;
@@ -812,26 +812,26 @@ static size_t stm_fp_fields(const void *raw, uint32_t fields[16]) {
 static void stm_shapes(const void *hp, int variant, const schema_view *s) {
     char name[48];
     uint64_t rows, cols;
-    fwm_stm_tensor_at(hp, s->tensor_count - 2, name, &rows, &cols);
+    fwm__stm_tensor_at(hp, s->tensor_count - 2, name, &rows, &cols);
     if (variant == 0) {
         CHECK_STR(name, "stm.answer.norm");
         CHECK_U64(rows, 6);
-        fwm_stm_tensor_at(hp, 1, name, &rows, &cols);
+        fwm__stm_tensor_at(hp, 1, name, &rows, &cols);
         CHECK_STR(name, "stm.position.weight");
-        CHECK_U64(fwm_stm_state_bytes(hp), 4 * (9 * 3 + 4 + 2));
+        CHECK_U64(fwm__stm_state_bytes(hp), 4 * (9 * 3 + 4 + 2));
     } else {
         CHECK_STR(name, "output.weight"); /* G3 [V, n_q n_r] */
         CHECK_U64(cols, 8);
-        CHECK_U64(fwm_stm_state_bytes(hp), 4 * 27);
+        CHECK_U64(fwm__stm_state_bytes(hp), 4 * 27);
     }
 }
 
 static uint64_t stm_total_floats(const fwm_stm_hparams *hp) {
     uint64_t total = 0;
-    for (size_t i = 0; i < fwm_stm_tensor_count(hp); i++) {
+    for (size_t i = 0; i < fwm__stm_tensor_count(hp); i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_stm_tensor_at(hp, i, name, &rows, &cols);
+        fwm__stm_tensor_at(hp, i, name, &rows, &cols);
         total += rows * cols;
     }
     return total;
@@ -840,21 +840,21 @@ static uint64_t stm_total_floats(const fwm_stm_hparams *hp) {
 /* docs/MODEL.md's counts: the bAbI size, and the catbAbI size in word mode, whose checks differ */
 static void stm_counts(void) {
     fwm_stm_hparams hp;
-    fwm_stm_hparams_defaults(&hp);
+    fwm__stm_hparams_defaults(&hp);
     CHECK_U64(stm_total_floats(&hp), 456267);
-    CHECK_U64(fwm_stm_state_bytes(&hp), 680472);
+    CHECK_U64(fwm__stm_state_bytes(&hp), 680472);
     fwm_stm_hparams word = hp;
     word.input_mode = FWM_STM_INPUT_WORD, word.embedding_length = 256, word.memory_size = 56;
     word.query_count = 12, word.relation_length = 96, word.reset_on_eos = false;
     CHECK_U64(stm_total_floats(&word), 683839);
-    CHECK_U64(fwm_stm_state_bytes(&word), 163072);
+    CHECK_U64(fwm__stm_state_bytes(&word), 163072);
     fwm_error err;
-    CHECK_OK(fwm_stm_hparams_check(&word, &err), err);
+    CHECK_OK(fwm__stm_hparams_valid(&word, &err), err);
     word.question_end_token_id = word.statement_end_token_id; /* word mode does not use them */
-    CHECK_OK(fwm_stm_hparams_check(&word, &err), err);
+    CHECK_OK(fwm__stm_hparams_valid(&word, &err), err);
     fwm_stm_hparams bad = word;
     bad.memory_size = 2048, bad.query_count = 1, bad.relation_length = 65536;
-    CHECK_STATUS(fwm_stm_hparams_check(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(fwm__stm_hparams_valid(&bad, &err), FWM_ERR_INVALID_ARGUMENT, &err);
     CHECK_CONTAINS(err.message, "tensor 'stm.distill.weight' would hold");
 }
 
@@ -889,7 +889,7 @@ static void stm_init_facts(void) {
     for (size_t i = 0; i < tensor_count(&hp); i++) {
         char name[48];
         uint64_t rows, cols;
-        fwm_stm_tensor_at(&hp.stm, i, name, &rows, &cols);
+        fwm__stm_tensor_at(&hp.stm, i, name, &rows, &cols);
         if (strcmp(name, "stm.alpha") == 0) alpha = i;
     }
     CHECK(alpha < tensor_count(&hp));

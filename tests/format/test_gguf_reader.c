@@ -17,18 +17,18 @@
     do {                                                                                   \
         fwm_schema s_;                                                                     \
         fwm_error e_ = {0};                                                                \
-        fwm_status rst_ = fwm_schema_parse((fx)->data, (fx)->size, &s_, &e_);              \
+        fwm_status rst_ = fwm__schema_parse((fx)->data, (fx)->size, &s_, &e_);              \
         CHECK_REFUSED(rst_, e_, want, needle);                                             \
-        fwm_schema_release(&s_);                                                           \
+        fwm__schema_release(&s_);                                                           \
     } while (0)
 
 #define EXPECT_OK(fx)                                                                      \
     do {                                                                                   \
         fwm_schema s_;                                                                     \
         fwm_error e_ = {0};                                                                \
-        fwm_status rst_ = fwm_schema_parse((fx)->data, (fx)->size, &s_, &e_);              \
+        fwm_status rst_ = fwm__schema_parse((fx)->data, (fx)->size, &s_, &e_);              \
         CHECK_OK(rst_, e_);                                                                \
-        fwm_schema_release(&s_);                                                           \
+        fwm__schema_release(&s_);                                                           \
     } while (0)
 
 static fixture_options base(void) { return fixture_default_options(); }
@@ -52,7 +52,7 @@ static void valid_file_parses(void) {
     WITH_FIXTURE(o, {
         fwm_schema s;
         fwm_error e = {0};
-        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
         CHECK_U64(s.hp.vocab_size, 6);
         CHECK_U64(s.hp.embedding_length, 3);
         CHECK_U64(s.hp.hidden_size, 4);
@@ -70,7 +70,7 @@ static void valid_file_parses(void) {
         CHECK_U64(s.head.token_lengths[5], 7);
         CHECK(s.head.has_checksum);
         CHECK_U64(s.head.checksum, fx->checksum);
-        CHECK_U64(fwm_schema_checksum(&s), fx->checksum);
+        CHECK_U64(fwm__schema_checksum(&s), fx->checksum);
         CHECK(s.head.has_fingerprint);
         for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
             CHECK_U64(s.tensors[i].type, FWM_GGML_TYPE_F32);
@@ -82,9 +82,9 @@ static void valid_file_parses(void) {
         CHECK_U64(s.tensors[FWM_TENSOR_lstm_weight_hh].rows, 16);
         CHECK_U64(s.tensors[FWM_TENSOR_lstm_weight_hh].cols, 4);
         CHECK_U64(s.tensors[FWM_TENSOR_lstm_bias].cols, 1);
-        fwm_schema_release(&s);
-        fwm_schema_release(&s); /* idempotent */
-        fwm_schema_release(NULL);
+        fwm__schema_release(&s);
+        fwm__schema_release(&s); /* idempotent */
+        fwm__schema_release(NULL);
     });
 }
 
@@ -103,16 +103,16 @@ static void other_writer_layouts_load(void) {
         WITH_FIXTURE(o, {
             fwm_schema s;
             fwm_error e = {0};
-            CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+            CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
             if (!e.status) {
                 CHECK(s.head.has_checksum == (variant != 1));
                 CHECK(!s.head.has_fingerprint);
-                CHECK_U64(fwm_schema_checksum(&s), fx->checksum);
+                CHECK_U64(fwm__schema_checksum(&s), fx->checksum);
                 for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
                     CHECK_U64(s.tensors[i].file_offset % 32, 0);
                     CHECK(memcmp(s.tensors[i].data, fx->values[i], (size_t)s.tensors[i].n_bytes) == 0);
                 }
-                fwm_schema_release(&s);
+                fwm__schema_release(&s);
             }
         });
     }
@@ -126,10 +126,10 @@ static void checksum_is_layout_independent(void) {
     if (fixture_build(&a, &fa) && fixture_build(&b, &fb)) {
         fwm_schema sa, sb;
         fwm_error e = {0};
-        CHECK_OK(fwm_schema_parse(fa.data, fa.size, &sa, &e), e);
-        CHECK_OK(fwm_schema_parse(fb.data, fb.size, &sb, &e), e);
+        CHECK_OK(fwm__schema_parse(fa.data, fa.size, &sa, &e), e);
+        CHECK_OK(fwm__schema_parse(fb.data, fb.size, &sb, &e), e);
         CHECK(fa.size != fb.size);
-        CHECK_U64(fwm_schema_checksum(&sb), fwm_schema_checksum(&sa));
+        CHECK_U64(fwm__schema_checksum(&sb), fwm__schema_checksum(&sa));
         /* independent: XXH64 of the concatenated values in list order */
         uint64_t total = 0;
         for (int i = 0; i < FWM_TENSOR_COUNT; i++) total += fa.elements[i];
@@ -139,10 +139,10 @@ static void checksum_is_layout_independent(void) {
             memcpy(all + at, fa.values[i], fa.elements[i] * 4);
             at += fa.elements[i];
         }
-        CHECK_U64(fwm_schema_checksum(&sa), fwm__xxh64(all, total * 4, 0));
+        CHECK_U64(fwm__schema_checksum(&sa), fwm__xxh64(all, total * 4, 0));
         free(all);
-        fwm_schema_release(&sa);
-        fwm_schema_release(&sb);
+        fwm__schema_release(&sa);
+        fwm__schema_release(&sb);
     }
     fixture_free(&fa);
     fixture_free(&fb);
@@ -157,15 +157,15 @@ static void f16_and_bf16_tensors_load(void) {
         WITH_FIXTURE(o, {
             fwm_schema s;
             fwm_error e = {0};
-            CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+            CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
             if (!e.status) {
                 for (int i = 0; i < FWM_TENSOR_COUNT; i++) {
                     CHECK_U64(s.tensors[i].type, types[t]);
                     CHECK_U64(s.tensors[i].n_bytes, fx->elements[i] * 2);
                     CHECK(memcmp(s.tensors[i].data, fx->stored[i], (size_t)s.tensors[i].n_bytes) == 0);
                 }
-                CHECK_U64(fwm_schema_checksum(&s), fx->checksum);
-                fwm_schema_release(&s);
+                CHECK_U64(fwm__schema_checksum(&s), fx->checksum);
+                fwm__schema_release(&s);
             }
         });
     }
@@ -256,10 +256,10 @@ static void kv_count_too_small(void) {
         patch_u64(fx, 16, fx->writer.n_kv - 1);
         fwm_schema s;
         fwm_error e = {0};
-        fwm_status st = fwm_schema_parse(fx->data, fx->size, &s, &e);
+        fwm_status st = fwm__schema_parse(fx->data, fx->size, &s, &e);
         CHECK(st != FWM_OK);
         CHECK(e.message[0] != '\0');
-        fwm_schema_release(&s);
+        fwm__schema_release(&s);
     });
 }
 
@@ -621,13 +621,13 @@ static void truncated_at_every_byte(void) {
             memcpy(copy, fx->data, cut);
             fwm_schema s;
             fwm_error e = {0};
-            fwm_status st = fwm_schema_parse(copy, cut, &s, &e);
+            fwm_status st = fwm__schema_parse(copy, cut, &s, &e);
             if (st == FWM_OK || e.message[0] == '\0') {
                 fprintf(stderr, "cut at %zu of %zu: status %d, message \"%s\"\n", cut, full,
                         (int)st, e.message);
                 check_failures++;
             }
-            fwm_schema_release(&s);
+            fwm__schema_release(&s);
             free(copy);
         }
     });
@@ -651,12 +651,12 @@ static void random_damage_never_crashes(void) {
             }
             fwm_schema s;
             fwm_error e = {0};
-            fwm_status st = fwm_schema_parse(copy, fx->size, &s, &e);
+            fwm_status st = fwm__schema_parse(copy, fx->size, &s, &e);
             if (st) {
                 refused++;
                 CHECK(e.message[0] != '\0');
             }
-            fwm_schema_release(&s);
+            fwm__schema_release(&s);
         }
         CHECK(refused > 1000);
         free(copy);
@@ -840,11 +840,11 @@ static void prime_tokens_key(void) {
     WITH_FIXTURE(o, {
         fwm_schema s;
         fwm_error e = {0};
-        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
         CHECK(!s.head.has_prime_tokens);
         CHECK_U64(s.head.prime_count, 1);
         CHECK_U64(s.head.prime_tokens[0], o.hp.eos_token_id);
-        fwm_schema_release(&s);
+        fwm__schema_release(&s);
     });
     o.with_prime = 1;
     o.prime_count = 3;
@@ -854,22 +854,22 @@ static void prime_tokens_key(void) {
     WITH_FIXTURE(o, {
         fwm_schema s;
         fwm_error e = {0};
-        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
         CHECK(s.head.has_prime_tokens);
         CHECK_U64(s.head.prime_count, 3);
         CHECK_U64(s.head.prime_tokens[0], 5);
         CHECK_U64(s.head.prime_tokens[1], 0);
         CHECK_U64(s.head.prime_tokens[2], 2);
-        fwm_schema_release(&s);
+        fwm__schema_release(&s);
     });
     o.prime_count = 0;
     WITH_FIXTURE(o, {
         fwm_schema s;
         fwm_error e = {0};
-        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
         CHECK(s.head.has_prime_tokens);
         CHECK_U64(s.head.prime_count, 0);
-        fwm_schema_release(&s);
+        fwm__schema_release(&s);
     });
     o.prime_count = 2;
     o.prime[1] = 6; /* V = 6 */
@@ -897,20 +897,20 @@ static void wrong_checksum_is_reported_not_refused(void) {
     WITH_FIXTURE(o, {
         fwm_schema s;
         fwm_error e = {0};
-        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
         CHECK(s.head.has_checksum);
-        CHECK(s.head.checksum != fwm_schema_checksum(&s));
+        CHECK(s.head.checksum != fwm__schema_checksum(&s));
         CHECK_U64(s.head.checksum, fx->checksum + 1);
-        fwm_schema_release(&s);
+        fwm__schema_release(&s);
     });
     o = base(); /* tensor data changed after the checksum was taken */
     WITH_FIXTURE(o, {
         fwm_schema s;
         fwm_error e = {0};
         fx->data[fx->size - 1] ^= 0x40;
-        CHECK_OK(fwm_schema_parse(fx->data, fx->size, &s, &e), e);
-        CHECK(s.head.checksum != fwm_schema_checksum(&s));
-        fwm_schema_release(&s);
+        CHECK_OK(fwm__schema_parse(fx->data, fx->size, &s, &e), e);
+        CHECK(s.head.checksum != fwm__schema_checksum(&s));
+        fwm__schema_release(&s);
     });
 }
 
@@ -962,15 +962,15 @@ static void allocation_failures(void) {
             fwm__alloc_fail_after(n);
             fwm_schema s;
             fwm_error e = {0};
-            fwm_status st = fwm_schema_parse(fx->data, fx->size, &s, &e);
+            fwm_status st = fwm__schema_parse(fx->data, fx->size, &s, &e);
             fwm__alloc_fail_reset();
             if (st == FWM_OK) {
-                fwm_schema_release(&s);
+                fwm__schema_release(&s);
                 break;
             }
             out_of_memory++;
             CHECK_REFUSED(st, e, FWM_ERR_OUT_OF_MEMORY, "out of memory");
-            fwm_schema_release(&s);
+            fwm__schema_release(&s);
         }
         CHECK(out_of_memory >= 5);
     });
@@ -979,9 +979,9 @@ static void allocation_failures(void) {
 static void null_arguments(void) {
     fwm_error e = {0};
     fwm_schema s;
-    CHECK_REFUSED(fwm_schema_parse(NULL, 10, &s, &e), e, FWM_ERR_INVALID_ARGUMENT, "buffer is NULL");
-    CHECK_REFUSED(fwm_schema_parse("GGUF", 4, NULL, &e), e, FWM_ERR_INVALID_ARGUMENT, "out is NULL");
-    CHECK(fwm_schema_parse(NULL, 0, &s, NULL) == FWM_ERR_FORMAT); /* err may be NULL */
+    CHECK_REFUSED(fwm__schema_parse(NULL, 10, &s, &e), e, FWM_ERR_INVALID_ARGUMENT, "buffer is NULL");
+    CHECK_REFUSED(fwm__schema_parse("GGUF", 4, NULL, &e), e, FWM_ERR_INVALID_ARGUMENT, "out is NULL");
+    CHECK(fwm__schema_parse(NULL, 0, &s, NULL) == FWM_ERR_FORMAT); /* err may be NULL */
 }
 
 int main(void) {

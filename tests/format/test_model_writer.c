@@ -1,4 +1,4 @@
-/* test_model_writer.c - fwm_model_write round trip (hyperparameters, vocabulary, tensors
+/* test_model_writer.c - fwm__model_write round trip (hyperparameters, vocabulary, tensors
  * bit-exact, extra keys, alignment, checksum, fingerprint), atomic replacement, refusals of bad
  * specs, allocation failures; the initialiser's distributions and determinism; the parameter count
  * and state size against formulas written out here. */
@@ -125,14 +125,14 @@ static void round_trip(void) {
     spec.extra_count = 5;
     fwm_error err = {0};
     const char *path = path_in_dir("round_trip.gguf");
-    CHECK_OK(fwm_model_write(path, &spec, &err), err);
+    CHECK_OK(fwm__model_write(path, &spec, &err), err);
     size_t size = 0;
     uint8_t *file = read_whole_file(path, &size);
     CHECK(file != NULL);
     if (!file) goto done;
 
     fwm_schema s;
-    CHECK_OK(fwm_schema_parse(file, size, &s, &err), err);
+    CHECK_OK(fwm__schema_parse(file, size, &s, &err), err);
     if (err.status) goto done_file;
     check_same_hparams(&s.hp, &hp);
     CHECK_STR(s.head.name, "round trip");
@@ -152,11 +152,11 @@ static void round_trip(void) {
         if (i > 0) CHECK(s.tensors[i].file_offset > s.tensors[i - 1].file_offset); /* list order */
     }
     CHECK(s.head.has_checksum);
-    CHECK_U64(s.head.checksum, fwm_schema_checksum(&s));
+    CHECK_U64(s.head.checksum, fwm__schema_checksum(&s));
     CHECK(s.head.has_fingerprint);
-    CHECK_U64(s.head.fingerprint, fwm_schema_fingerprint(&s.hp, (const char *const *)s.head.tokens,
+    CHECK_U64(s.head.fingerprint, fwm__schema_fingerprint(&s.hp, (const char *const *)s.head.tokens,
                                                     s.head.token_lengths, s.head.checksum));
-    fwm_schema_release(&s);
+    fwm__schema_release(&s);
 
     /* extra keys, alignment, architecture through the container reader */
     fwm_gguf_file f;
@@ -193,25 +193,25 @@ static void fingerprint_sensitivity(void) {
     fwm_hparams hp = small_hparams();
     uint32_t lengths[7];
     for (int i = 0; i < 7; i++) lengths[i] = (uint32_t)strlen(vocabulary[i]);
-    uint64_t base = fwm_schema_fingerprint(&hp, vocabulary, lengths, 1234);
-    CHECK_U64(fwm_schema_fingerprint(&hp, vocabulary, lengths, 1234), base);
-    CHECK(fwm_schema_fingerprint(&hp, vocabulary, lengths, 1235) != base);
+    uint64_t base = fwm__schema_fingerprint(&hp, vocabulary, lengths, 1234);
+    CHECK_U64(fwm__schema_fingerprint(&hp, vocabulary, lengths, 1234), base);
+    CHECK(fwm__schema_fingerprint(&hp, vocabulary, lengths, 1235) != base);
     fwm_hparams changed = hp;
     changed.residual = true;
-    CHECK(fwm_schema_fingerprint(&changed, vocabulary, lengths, 1234) != base);
+    CHECK(fwm__schema_fingerprint(&changed, vocabulary, lengths, 1234) != base);
     changed = hp;
     changed.layer_norm_eps = 2e-5f;
-    CHECK(fwm_schema_fingerprint(&changed, vocabulary, lengths, 1234) != base);
+    CHECK(fwm__schema_fingerprint(&changed, vocabulary, lengths, 1234) != base);
     changed = hp;
     changed.eos_token_id = 2;
-    CHECK(fwm_schema_fingerprint(&changed, vocabulary, lengths, 1234) != base);
+    CHECK(fwm__schema_fingerprint(&changed, vocabulary, lengths, 1234) != base);
     const char *other[7] = {"<pad>", "<eos>", ".", "?", "john", "garden", "n,e"};
-    CHECK(fwm_schema_fingerprint(&hp, other, lengths, 1234) != base);
+    CHECK(fwm__schema_fingerprint(&hp, other, lengths, 1234) != base);
     /* lengths are part of it: "ab"+"c" differs from "a"+"bc" */
     const char *split_a[7] = {"<pad>", "<eos>", ".", "?", "ab", "c", "n,w"};
     const char *split_b[7] = {"<pad>", "<eos>", ".", "?", "a", "bc", "n,w"};
     uint32_t la[7] = {5, 5, 1, 1, 2, 1, 3}, lb[7] = {5, 5, 1, 1, 1, 2, 3};
-    CHECK(fwm_schema_fingerprint(&hp, split_a, la, 1) != fwm_schema_fingerprint(&hp, split_b, lb, 1));
+    CHECK(fwm__schema_fingerprint(&hp, split_a, la, 1) != fwm__schema_fingerprint(&hp, split_b, lb, 1));
 }
 
 static void replaces_existing_file_atomically(void) {
@@ -221,16 +221,16 @@ static void replaces_existing_file_atomically(void) {
     const char *path = path_in_dir("replace.gguf");
     fwm_error err = {0};
     fwm_write_spec spec = make_spec(&hp, &a);
-    CHECK_OK(fwm_model_write(path, &spec, &err), err);
+    CHECK_OK(fwm__model_write(path, &spec, &err), err);
     size_t size_a = 0, size_b = 0, size_c = 0;
     uint8_t *file_a = read_whole_file(path, &size_a);
     spec = make_spec(&hp, &b);
-    CHECK_OK(fwm_model_write(path, &spec, &err), err);
+    CHECK_OK(fwm__model_write(path, &spec, &err), err);
     uint8_t *file_b = read_whole_file(path, &size_b);
     CHECK(file_a && file_b && size_a == size_b && memcmp(file_a, file_b, size_a) != 0);
     /* a refused write leaves the existing file as it was */
     spec.hp.hidden_size = 0;
-    CHECK_REFUSED(fwm_model_write(path, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT,
+    CHECK_REFUSED(fwm__model_write(path, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT,
                   "key 'fwm.hidden_size': expected 1 to 65536, found 0");
     uint8_t *file_c = read_whole_file(path, &size_c);
     CHECK(file_c && size_c == size_b && memcmp(file_b, file_c, size_b) == 0);
@@ -254,7 +254,7 @@ static void refuses_bad_specs(void) {
     do {                                                                                        \
         spec = make_spec(&hp, &w);                                                              \
         setup;                                                                                  \
-        CHECK_REFUSED(fwm_model_write(path, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT, needle); \
+        CHECK_REFUSED(fwm__model_write(path, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT, needle); \
     } while (0)
     REFUSED(spec.hp.memory_t = 2, "3 chained reads require fwm.memory.s == fwm.memory.t, found 3 and 2");
     REFUSED((spec.hp.read_count = 1, spec.hp.memory_t = 1, spec.hp.memory_t = 0),
@@ -271,7 +271,7 @@ static void refuses_bad_specs(void) {
     REFUSED(spec.tensors[FWM_TENSOR_out_bias] = NULL, "tensor 'fwm.out.bias' has no data");
     fwm_write_kv reserved = {.key = "fwm.hidden_size", .kind = FWM_WRITE_KV_U32, .value.u32 = 1};
     REFUSED((spec.extra = &reserved, spec.extra_count = 1),
-            "extra key 'fwm.hidden_size' is written by fwm_model_write itself");
+            "extra key 'fwm.hidden_size' is written by fwm__model_write itself");
     fwm_write_kv twice[2] = {{.key = "a.b", .kind = FWM_WRITE_KV_U32},
                              {.key = "a.b", .kind = FWM_WRITE_KV_F32}};
     REFUSED((spec.extra = twice, spec.extra_count = 2), "extra key 'a.b' given twice (#0 and #1)");
@@ -280,9 +280,9 @@ static void refuses_bad_specs(void) {
     REFUSED(spec.extra_count = 1, "extra_count is 1 but extra is NULL");
 #undef REFUSED
     spec = make_spec(&hp, &w);
-    CHECK_REFUSED(fwm_model_write(NULL, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT, "path");
-    CHECK_REFUSED(fwm_model_write(path, NULL, &err), err, FWM_ERR_INVALID_ARGUMENT, "spec");
-    CHECK_REFUSED(fwm_model_write("/nonexistent-fwm-dir/x.gguf", &spec, &err), err, FWM_ERR_IO,
+    CHECK_REFUSED(fwm__model_write(NULL, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT, "path");
+    CHECK_REFUSED(fwm__model_write(path, NULL, &err), err, FWM_ERR_INVALID_ARGUMENT, "spec");
+    CHECK_REFUSED(fwm__model_write("/nonexistent-fwm-dir/x.gguf", &spec, &err), err, FWM_ERR_IO,
                   "/nonexistent-fwm-dir/x.gguf");
     CHECK(access(path, F_OK) != 0);
     CHECK_U64(temporary_files_left(), 0);
@@ -299,7 +299,7 @@ static void allocation_failures(void) {
     for (long n = 1; n < 500; n++) {
         fwm_error err = {0};
         fwm__alloc_fail_after(n);
-        fwm_status st = fwm_model_write(path, &spec, &err);
+        fwm_status st = fwm__model_write(path, &spec, &err);
         fwm__alloc_fail_reset();
         if (st == FWM_OK) break;
         failures++;
@@ -427,15 +427,15 @@ static void smallest_model(void) {
     fwm_write_spec spec = make_spec(&hp, &w);
     const char *path = path_in_dir("smallest.gguf");
     fwm_error err = {0};
-    CHECK_OK(fwm_model_write(path, &spec, &err), err);
+    CHECK_OK(fwm__model_write(path, &spec, &err), err);
     size_t size;
     uint8_t *file = read_whole_file(path, &size);
     fwm_schema s;
-    CHECK_OK(fwm_schema_parse(file, size, &s, &err), err);
+    CHECK_OK(fwm__schema_parse(file, size, &s, &err), err);
     if (!err.status) {
         CHECK_U64(s.tensors[FWM_TENSOR_out_weight].rows, 1);
         CHECK(memcmp(s.tensors[FWM_TENSOR_output_weight].data, w.tensors[FWM_TENSOR_output_weight], 8) == 0);
-        fwm_schema_release(&s);
+        fwm__schema_release(&s);
     }
     free(file);
     free(w.flat);

@@ -63,23 +63,23 @@ static float *formula_tensor(uint64_t count, uint64_t t) {
 typedef fwm_status (*writer)(const char *path, const void *spec, fwm_error *err);
 
 static fwm_status write_fwm(const char *path, const void *spec, fwm_error *err) {
-    return fwm_model_write(path, spec, err);
+    return fwm__model_write(path, spec, err);
 }
 
 static fwm_status write_lstm(const char *path, const void *spec, fwm_error *err) {
-    return fwm_lstm_model_write(path, spec, err);
+    return fwm__lstm_model_write(path, spec, err);
 }
 
 static fwm_status write_mnm(const char *path, const void *spec, fwm_error *err) {
-    return fwm_mnm_model_write(path, spec, err);
+    return fwm__mnm_model_write(path, spec, err);
 }
 
 static fwm_status write_gfw(const char *path, const void *spec, fwm_error *err) {
-    return fwm_gfw_model_write(path, spec, err);
+    return fwm__gfw_model_write(path, spec, err);
 }
 
 static fwm_status write_stm(const char *path, const void *spec, fwm_error *err) {
-    return fwm_stm_model_write(path, spec, err);
+    return fwm__stm_model_write(path, spec, err);
 }
 
 /* Write a model into a fresh temporary directory, load it fully into memory, remove both. */
@@ -107,12 +107,12 @@ static fwm_model *write_and_load(writer write, const void *spec) {
  * the architecture's tensor order (fwm_<prefix>_tensor_at), written and loaded. */
 #define FIXTURE_FORMULA_MODEL_(prefix, PREFIX)                                              \
     static fwm_model *formula_model_##prefix(fwm_##prefix##_write_spec *spec) {             \
-        size_t count = fwm_##prefix##_tensor_count(&spec->hp);                              \
+        size_t count = fwm__##prefix##_tensor_count(&spec->hp);                              \
         float *tensors[FWM_##PREFIX##_MAX_TENSORS] = {0};                                   \
         for (size_t t = 0; t < count; t++) {                                                \
             char name[48];                                                                  \
             uint64_t rows, cols;                                                            \
-            fwm_##prefix##_tensor_at(&spec->hp, t, name, &rows, &cols);                     \
+            fwm__##prefix##_tensor_at(&spec->hp, t, name, &rows, &cols);                     \
             spec->tensors[t] = tensors[t] = formula_tensor(rows * cols, (uint64_t)t);       \
         }                                                                                   \
         fwm_model *model = write_and_load(write_##prefix, spec);                            \
@@ -148,7 +148,7 @@ static fwm_model *build(void) {
 static fwm_model *build_lstm(void) {
     fwm_lstm_write_spec spec;
     memset(&spec, 0, sizeof spec);
-    fwm_lstm_hparams_defaults(&spec.hp);
+    fwm__lstm_hparams_defaults(&spec.hp);
     spec.hp.vocab_size = (uint32_t)FIXTURE_V;
     spec.hp.embedding_length = 5;
     spec.hp.hidden_size = 4;
@@ -164,7 +164,7 @@ static fwm_model *build_lstm(void) {
 static fwm_model *build_mnm(void) {
     fwm_mnm_write_spec spec;
     memset(&spec, 0, sizeof spec);
-    fwm_mnm_hparams_defaults(&spec.hp);
+    fwm__mnm_hparams_defaults(&spec.hp);
     spec.hp.vocab_size = (uint32_t)FIXTURE_V;
     spec.hp.embedding_length = 5;
     spec.hp.hidden_size = 2;
@@ -184,7 +184,7 @@ static fwm_model *build_mnm(void) {
 static fwm_model *build_gfw(void) {
     fwm_gfw_write_spec spec;
     memset(&spec, 0, sizeof spec);
-    fwm_gfw_hparams_defaults(&spec.hp);
+    fwm__gfw_hparams_defaults(&spec.hp);
     spec.hp.vocab_size = (uint32_t)FIXTURE_V;
     spec.hp.embedding_length = 5;
     spec.hp.fast_hidden = 2;
@@ -201,7 +201,7 @@ static fwm_model *build_gfw(void) {
 static fwm_model *build_stm(void) {
     fwm_stm_write_spec spec;
     memset(&spec, 0, sizeof spec);
-    fwm_stm_hparams_defaults(&spec.hp);
+    fwm__stm_hparams_defaults(&spec.hp);
     spec.hp.vocab_size = (uint32_t)FIXTURE_V;
     spec.hp.input_mode = FWM_STM_INPUT_SENTENCE;
     spec.hp.embedding_length = 5;

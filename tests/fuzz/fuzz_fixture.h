@@ -1,5 +1,5 @@
 /* fuzz_fixture.h - the small valid model the state-import and tokenizer fuzz targets run against,
- * built in-process (fwm_model_write to a temporary file, loaded, file removed) so a fuzz binary
+ * built in-process (fwm__model_write to a temporary file, loaded, file removed) so a fuzz binary
  * needs no files besides its corpus.
  *
  * Its hyperparameters, vocabulary and weights are fixed and mirrored exactly by make_corpus.py,

@@ -97,13 +97,13 @@ int main(int argc, char **argv) {
 #define K_(f, k, kind, def, lo, hi) printf("key %s %s\n", #f, k);
     FWM_GFW_HPARAM_LIST(K_)
 #undef K_
-    for (size_t i = 0; i < fwm_gfw_tensor_count(&hp); i++) {
+    for (size_t i = 0; i < fwm__gfw_tensor_count(&hp); i++) {
         char name[48]; uint64_t r, c;
-        fwm_gfw_tensor_at(&hp, i, name, &r, &c);
+        fwm__gfw_tensor_at(&hp, i, name, &r, &c);
         printf("%s %llu %llu\n", name, (unsigned long long)r, (unsigned long long)c);
     }
-    printf("state %llu\n", (unsigned long long)fwm_gfw_state_floats(&hp));
-    printf("params %llu\n", (unsigned long long)fwm_gfw_parameter_count(&hp));
+    printf("state %llu\n", (unsigned long long)fwm__gfw_hparams_state_floats(&hp));
+    printf("params %llu\n", (unsigned long long)fwm__gfw_parameter_count(&hp));
     printf("eps %.9g eos %u\n", (double)hp.layer_norm_epsilon, (unsigned)hp.eos_token_id);
     return 0;
 }

@@ -83,13 +83,13 @@ int main(int argc, char **argv) {
 #define K_(f, k, kind, def, lo, hi) printf("key %s %s\n", #f, k);
     FWM_MNM_HPARAM_LIST(K_)
 #undef K_
-    for (size_t i = 0; i < fwm_mnm_tensor_count(&hp); i++) {
+    for (size_t i = 0; i < fwm__mnm_tensor_count(&hp); i++) {
         char name[48]; uint64_t r, c;
-        fwm_mnm_tensor_at(&hp, i, name, &r, &c);
+        fwm__mnm_tensor_at(&hp, i, name, &r, &c);
         printf("%s %llu %llu %d\n", name, (unsigned long long)r, (unsigned long long)c,
-               (int)fwm_mnm_tensor_trained(&hp, i));
+               (int)fwm__mnm_tensor_trained(&hp, i));
     }
-    printf("state %llu\n", (unsigned long long)fwm_mnm_state_floats(&hp));
+    printf("state %llu\n", (unsigned long long)fwm__mnm_hparams_state_floats(&hp));
     return 0;
 }
 """

@@ -88,13 +88,13 @@ int main(int argc, char **argv) {
 #define K_(f, k, kind, def, lo, hi) printf("key %s %s\n", #f, k);
     FWM_STM_HPARAM_LIST(K_)
 #undef K_
-    for (size_t i = 0; i < fwm_stm_tensor_count(&hp); i++) {
+    for (size_t i = 0; i < fwm__stm_tensor_count(&hp); i++) {
         char name[48]; uint64_t r, c;
-        fwm_stm_tensor_at(&hp, i, name, &r, &c);
+        fwm__stm_tensor_at(&hp, i, name, &r, &c);
         printf("%s %llu %llu\n", name, (unsigned long long)r, (unsigned long long)c);
     }
-    printf("state %llu %llu %llu\n", (unsigned long long)fwm_stm_state_floats(&hp),
-           (unsigned long long)fwm_stm_state_words(&hp), (unsigned long long)fwm_stm_state_bytes(&hp));
+    printf("state %llu %llu %llu\n", (unsigned long long)fwm__stm_hparams_state_floats(&hp),
+           (unsigned long long)fwm__stm_state_words(&hp), (unsigned long long)fwm__stm_state_bytes(&hp));
     return 0;
 }
 """

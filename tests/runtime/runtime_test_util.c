@@ -53,7 +53,7 @@ struct fwm_model *rt_model_create(const fwm_hparams *hp, uint64_t seed, bool pre
     if (!model) return NULL;
     model->hp = *hp;
     size_t counts[FWM_MAX_TENSORS], total = 0;
-    const int n_tensors = fwm_tensor_count(hp);
+    const int n_tensors = fwm__tensor_count(hp);
     for (int i = 0; i < n_tensors; i++) {
         uint64_t rows, cols;
         fwm__tensor_shape(hp, i, &rows, &cols, NULL);
@@ -185,7 +185,7 @@ fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
     fwm__model_init_weights(&hp, seed, t);
     fwm_error err;
-    fwm_status st = fwm_model_write(path, &spec, &err);
+    fwm_status st = fwm__model_write(path, &spec, &err);
     CHECK_OK(st, err);
     free(data);
     fwm_model *model = NULL;

@@ -103,22 +103,22 @@ static fwm_model *write_fwm(const char *path, uint64_t seed, bool prime) {
     nudge(data, offsets[FWM_TENSOR_COUNT], seed);
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    fwm_status st = fwm_model_write(path, &spec, &err);
+    fwm_status st = fwm__model_write(path, &spec, &err);
     free(data);
     return load(path, st, &err);
 }
 
 static void lstm_at(const void *hp, size_t i, char name[48], uint64_t *r, uint64_t *c) {
-    fwm_lstm_tensor_at(hp, i, name, r, c);
+    fwm__lstm_tensor_at(hp, i, name, r, c);
 }
 
 static fwm_model *write_lstm(const char *path, uint64_t seed, bool prime) {
     fwm_lstm_hparams hp;
-    fwm_lstm_hparams_defaults(&hp);
+    fwm__lstm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = 5, hp.hidden_size = 6, hp.layer_count = 2;
     hp.residual = true, hp.forget_bias = 0.75f;
     float *t[FWM_LSTM_MAX_TENSORS];
-    size_t n = fwm_lstm_tensor_count(&hp), total;
+    size_t n = fwm__lstm_tensor_count(&hp), total;
     float *data = tensor_buffer(&hp, n, lstm_at, t, &total);
     fwm__lstm_init_weights(&hp, seed, t);
     nudge(data, total, seed);
@@ -126,23 +126,23 @@ static fwm_model *write_lstm(const char *path, uint64_t seed, bool prime) {
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    fwm_status st = fwm_lstm_model_write(path, &spec, &err);
+    fwm_status st = fwm__lstm_model_write(path, &spec, &err);
     free(data);
     return load(path, st, &err);
 }
 
 static void mnm_at(const void *hp, size_t i, char name[48], uint64_t *r, uint64_t *c) {
-    fwm_mnm_tensor_at(hp, i, name, r, c);
+    fwm__mnm_tensor_at(hp, i, name, r, c);
 }
 
 static fwm_model *write_mnm(const char *path, uint64_t seed, bool prime) {
     fwm_mnm_hparams hp;
-    fwm_mnm_hparams_defaults(&hp);
+    fwm__mnm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = 5, hp.hidden_size = 7, hp.head_count = 2;
     hp.key_length = 4, hp.value_length = 3, hp.memory_hidden = 6, hp.memory_layers = 3;
     hp.output_length = 5, hp.forget_bias = 0.5f;
     float *t[FWM_MNM_MAX_TENSORS];
-    size_t n = fwm_mnm_tensor_count(&hp), total;
+    size_t n = fwm__mnm_tensor_count(&hp), total;
     float *data = tensor_buffer(&hp, n, mnm_at, t, &total);
     fwm__mnm_init_weights(&hp, seed, t);
     nudge(data, total, seed);
@@ -151,22 +151,22 @@ static fwm_model *write_mnm(const char *path, uint64_t seed, bool prime) {
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    fwm_status st = fwm_mnm_model_write(path, &spec, &err);
+    fwm_status st = fwm__mnm_model_write(path, &spec, &err);
     free(data);
     return load(path, st, &err);
 }
 
 static void gfw_at(const void *hp, size_t i, char name[48], uint64_t *r, uint64_t *c) {
-    fwm_gfw_tensor_at(hp, i, name, r, c);
+    fwm__gfw_tensor_at(hp, i, name, r, c);
 }
 
 static fwm_model *write_gfw(const char *path, uint64_t seed, bool prime) {
     fwm_gfw_hparams hp;
-    fwm_gfw_hparams_defaults(&hp);
+    fwm__gfw_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = 5, hp.fast_hidden = 4, hp.slow_hidden = 3;
     hp.slow_inner = 6, hp.eos_token_id = EOS;
     float *t[FWM_GFW_MAX_TENSORS];
-    size_t n = fwm_gfw_tensor_count(&hp), total;
+    size_t n = fwm__gfw_tensor_count(&hp), total;
     float *data = tensor_buffer(&hp, n, gfw_at, t, &total);
     fwm__gfw_init_weights(&hp, seed, t);
     nudge(data, total, seed);
@@ -174,24 +174,24 @@ static fwm_model *write_gfw(const char *path, uint64_t seed, bool prime) {
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    fwm_status st = fwm_gfw_model_write(path, &spec, &err);
+    fwm_status st = fwm__gfw_model_write(path, &spec, &err);
     free(data);
     return load(path, st, &err);
 }
 
 static void stm_at(const void *hp, size_t i, char name[48], uint64_t *r, uint64_t *c) {
-    fwm_stm_tensor_at(hp, i, name, r, c);
+    fwm__stm_tensor_at(hp, i, name, r, c);
 }
 
 /* Sentence mode, the mode with the sentence buffer in its state. */
 static fwm_model *write_stm(const char *path, uint64_t seed, bool prime) {
     fwm_stm_hparams hp;
-    fwm_stm_hparams_defaults(&hp);
+    fwm__stm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.input_mode = FWM_STM_INPUT_SENTENCE, hp.embedding_length = 5;
     hp.sentence_length = 4, hp.memory_size = 4, hp.query_count = 3, hp.relation_length = 2;
     hp.answer_hidden = 6, hp.statement_end_token_id = DOT, hp.question_end_token_id = 3;
     float *t[FWM_STM_MAX_TENSORS];
-    size_t n = fwm_stm_tensor_count(&hp), total;
+    size_t n = fwm__stm_tensor_count(&hp), total;
     float *data = tensor_buffer(&hp, n, stm_at, t, &total);
     fwm__stm_init_weights(&hp, seed, t);
     nudge(data, total, seed);
@@ -200,7 +200,7 @@ static fwm_model *write_stm(const char *path, uint64_t seed, bool prime) {
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    fwm_status st = fwm_stm_model_write(path, &spec, &err);
+    fwm_status st = fwm__stm_model_write(path, &spec, &err);
     free(data);
     return load(path, st, &err);
 }

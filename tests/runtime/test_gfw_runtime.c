@@ -1,5 +1,5 @@
 /* test_gfw_runtime.c - what only the Gated Fast Weights model does in the runtime, through the
- * public API on files written by fwm_gfw_model_write: loading and model info; the step against a
+ * public API on files written by fwm__gfw_model_write: loading and model info; the step against a
  * double-precision evaluation of docs/MODEL.md's equations written out here; the zero reset state
  * (the first logits are the output bias); single, sequence and batched steps bit-identical (several
  * sizes, more sessions than a chunk); its blob's layout, and its dims, values and version refused
@@ -43,10 +43,10 @@ static const shape SHAPES[] = {
  * are not zero) to `name`; keeps the weights in *f for the reference. */
 static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, gfw_file *f) {
     fwm_gfw_hparams hp;
-    fwm_gfw_hparams_defaults(&hp);
+    fwm__gfw_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = sh.E, hp.fast_hidden = sh.m;
     hp.slow_hidden = sh.N, hp.slow_inner = sh.P, hp.eos_token_id = 1;
-    size_t n = fwm_gfw_tensor_count(&hp), total = (size_t)fwm_gfw_parameter_count(&hp);
+    size_t n = fwm__gfw_tensor_count(&hp), total = (size_t)fwm__gfw_parameter_count(&hp);
     f->hp = hp;
     f->data = malloc(total * sizeof(float));
     float *t[FWM_GFW_MAX_TENSORS];
@@ -54,7 +54,7 @@ static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, gfw_file 
     for (size_t i = 0; i < n; i++) {
         char tn[48];
         uint64_t rows, cols;
-        fwm_gfw_tensor_at(&hp, i, tn, &rows, &cols);
+        fwm__gfw_tensor_at(&hp, i, tn, &rows, &cols);
         t[i] = p, f->tensors[i] = p, p += rows * cols;
     }
     fwm__gfw_init_weights(&hp, seed, t);
@@ -64,7 +64,7 @@ static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, gfw_file 
     fwm_gfw_write_spec spec = {.hp = hp, .name = "test gfw", .tokens = vocabulary};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     fwm_error err;
-    CHECK_OK(fwm_gfw_model_write(rt_path(name), &spec, &err), err);
+    CHECK_OK(fwm__gfw_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
     CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
     return model;
@@ -109,7 +109,7 @@ static void ref_gate(double F[RMAX][RMAX], size_t rows, size_t cols, const doubl
 static void ref_step(const gfw_file *f, ref_state *s, uint32_t x, double *logits) {
     const fwm_gfw_hparams *hp = &f->hp;
     size_t E = hp->embedding_length, m = hp->fast_hidden, N = hp->slow_hidden, P = hp->slow_inner;
-    size_t c1 = m + E + 1, c2 = m + 1, out = (size_t)fwm_gfw_slow_out_rows(hp);
+    size_t c1 = m + E + 1, c2 = m + 1, out = (size_t)fwm__gfw_slow_out_rows(hp);
     double eps = hp->layer_norm_epsilon;
     static double x1[RMAX], a[RMAX + 1], xs[2 * RMAX], sv[RMAX], o[8 * RMAX];
     const float *e = f->tensors[0] + (size_t)x * E;
@@ -167,7 +167,7 @@ static void info_and_reference(void) {
         size_t m = hp->fast_hidden, E = hp->embedding_length;
         CHECK_INT(info.session_state_floats, m + hp->slow_hidden + m * (m + E + 1) + m * (m + 1));
         CHECK_INT(info.state_blob_bytes, 56 + 4 * info.session_state_floats);
-        CHECK_U64(info.parameter_count, fwm_gfw_parameter_count(hp));
+        CHECK_U64(info.parameter_count, fwm__gfw_parameter_count(hp));
         CHECK(info.has_checksum && info.checksum_verified);
         CHECK_STR(info.name, "test gfw");
         CHECK_INT(info.eos_token_id, 1);
@@ -332,7 +332,7 @@ static void export_import(void) {
 }
 
 static fwm_status model_write(const char *path, const void *spec, fwm_error *err) {
-    return fwm_gfw_model_write(path, spec, err);
+    return fwm__gfw_model_write(path, spec, err);
 }
 
 static void allocation_failures(void) {
@@ -346,12 +346,12 @@ static void allocation_failures(void) {
     fwm_model_free(m);
     /* writing */
     fwm_gfw_hparams hp;
-    fwm_gfw_hparams_defaults(&hp);
+    fwm__gfw_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = 2, hp.fast_hidden = 2, hp.slow_hidden = 2;
     hp.slow_inner = 2, hp.eos_token_id = 1;
     float zeros[512] = {0};
     fwm_gfw_write_spec spec = {.hp = hp, .tokens = vocabulary};
-    for (size_t i = 0; i < fwm_gfw_tensor_count(&hp); i++) spec.tensors[i] = zeros;
+    for (size_t i = 0; i < fwm__gfw_tensor_count(&hp); i++) spec.tensors[i] = zeros;
     rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }
 

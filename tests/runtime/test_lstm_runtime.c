@@ -1,5 +1,5 @@
 /* test_lstm_runtime.c - what only the LSTM baseline does in the runtime, through the public API on
- * files written by fwm_lstm_model_write: loading and model info; the step against a
+ * files written by fwm__lstm_model_write: loading and model info; the step against a
  * double-precision evaluation of docs/MODEL.md's equations written out here; single, sequence and
  * batched steps bit-identical (with and without the input-gate table, residual or not, one layer or
  * several); reset; the prediction from the state; its blob's dims and values refused; allocation
@@ -33,14 +33,14 @@ typedef struct lstm_file {
 static fwm_model *write_lstm(const char *name, uint32_t L, uint32_t E, uint32_t H, bool residual,
                              uint64_t seed, bool prime, lstm_file *f) {
     fwm_lstm_hparams hp;
-    fwm_lstm_hparams_defaults(&hp);
+    fwm__lstm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = E, hp.hidden_size = H, hp.layer_count = L;
     hp.residual = residual, hp.forget_bias = 0.75f;
-    size_t n = fwm_lstm_tensor_count(&hp), total = 0, counts[FWM_LSTM_MAX_TENSORS];
+    size_t n = fwm__lstm_tensor_count(&hp), total = 0, counts[FWM_LSTM_MAX_TENSORS];
     for (size_t i = 0; i < n; i++) {
         char tn[48];
         uint64_t rows, cols;
-        fwm_lstm_tensor_at(&hp, i, tn, &rows, &cols);
+        fwm__lstm_tensor_at(&hp, i, tn, &rows, &cols);
         counts[i] = (size_t)(rows * cols);
         total += counts[i];
     }
@@ -58,7 +58,7 @@ static fwm_model *write_lstm(const char *name, uint32_t L, uint32_t E, uint32_t 
     const uint32_t prime_tokens[3] = {1, 11, 12};
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
-    CHECK_OK(fwm_lstm_model_write(rt_path(name), &spec, &err), err);
+    CHECK_OK(fwm__lstm_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
     CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
     return model;
@@ -226,7 +226,7 @@ static void predictions(void) {
     }
     fwm_session_reset(fresh);
     CHECK_OK(fwm_session_predict(fresh, predicted, &err), err);
-    for (uint32_t v = 0; v < V_TEST; v++) CHECK(predicted[v] == f.tensors[fwm_lstm_tensor_count(&f.hp) - 1][v]);
+    for (uint32_t v = 0; v < V_TEST; v++) CHECK(predicted[v] == f.tensors[fwm__lstm_tensor_count(&f.hp) - 1][v]);
     fwm_session_free(fresh);
     fwm_model_free(model);
     free(f.data);
@@ -270,7 +270,7 @@ static void export_import(void) {
 }
 
 static fwm_status model_write(const char *path, const void *spec, fwm_error *err) {
-    return fwm_lstm_model_write(path, spec, err);
+    return fwm__lstm_model_write(path, spec, err);
 }
 
 static void allocation_failures(void) {
@@ -283,11 +283,11 @@ static void allocation_failures(void) {
     fwm_model_free(m);
     /* writing */
     fwm_lstm_hparams hp;
-    fwm_lstm_hparams_defaults(&hp);
+    fwm__lstm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = 3, hp.hidden_size = 2, hp.layer_count = 1;
     float zeros[256] = {0};
     fwm_lstm_write_spec spec = {.hp = hp, .tokens = vocabulary};
-    for (size_t i = 0; i < fwm_lstm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
+    for (size_t i = 0; i < fwm__lstm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
     rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }
 

@@ -1,5 +1,5 @@
 /* test_mnm_runtime.c - what only the Metalearned Neural Memory baseline does in the runtime,
- * through the public API on files written by fwm_mnm_model_write: loading and model info; the step against a
+ * through the public API on files written by fwm__mnm_model_write: loading and model info; the step against a
  * double-precision evaluation of docs/MODEL.md's equations written out here; single, sequence and
  * batched steps bit-identical (with and without the input-gate table, one to three memory layers,
  * one to three heads); reset and create restore the fixed initial memory (not zero); its blob's
@@ -36,16 +36,16 @@ typedef struct shape {
  * raised so that writes are strong) to `name`; keeps the weights in *f for the reference. */
 static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, mnm_file *f) {
     fwm_mnm_hparams hp;
-    fwm_mnm_hparams_defaults(&hp);
+    fwm__mnm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = sh.E, hp.hidden_size = sh.H;
     hp.head_count = sh.Nh, hp.key_length = sh.dk, hp.value_length = sh.dv;
     hp.memory_hidden = sh.D, hp.memory_layers = sh.Lm, hp.output_length = sh.dout;
     hp.forget_bias = 0.5f;
-    size_t n = fwm_mnm_tensor_count(&hp), total = 0, counts[FWM_MNM_MAX_TENSORS];
+    size_t n = fwm__mnm_tensor_count(&hp), total = 0, counts[FWM_MNM_MAX_TENSORS];
     for (size_t i = 0; i < n; i++) {
         char tn[48];
         uint64_t rows, cols;
-        fwm_mnm_tensor_at(&hp, i, tn, &rows, &cols);
+        fwm__mnm_tensor_at(&hp, i, tn, &rows, &cols);
         counts[i] = (size_t)(rows * cols);
         total += counts[i];
     }
@@ -62,7 +62,7 @@ static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, mnm_file 
     fwm_mnm_write_spec spec = {.hp = hp, .name = "test mnm", .tokens = vocabulary};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     fwm_error err;
-    CHECK_OK(fwm_mnm_model_write(rt_path(name), &spec, &err), err);
+    CHECK_OK(fwm__mnm_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;
     CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
     return model;
@@ -83,7 +83,7 @@ static void ref_reset(const mnm_file *f, ref_state *s) {
     memset(s, 0, sizeof *s);
     for (uint32_t l = 0; l < f->hp.memory_layers; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&f->hp, l, &rows, &cols);
+        fwm__mnm_memory_shape(&f->hp, l, &rows, &cols);
         for (uint64_t i = 0; i < rows; i++)
             for (uint64_t k = 0; k < cols; k++) s->M[l][i][k] = f->tensors[10 + l][i * cols + k];
     }
@@ -104,7 +104,7 @@ static void ref_memory(const mnm_file *f, const ref_state *s, const double *key,
     memcpy(z[0], key, sizeof z[0]);
     for (uint32_t l = 0; l < L; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&f->hp, l, &rows, &cols);
+        fwm__mnm_memory_shape(&f->hp, l, &rows, &cols);
         for (uint64_t i = 0; i < rows; i++) {
             double a = 0;
             for (uint64_t k = 0; k < cols; k++) a += s->M[l][i][k] * z[l][k];
@@ -116,8 +116,8 @@ static void ref_memory(const mnm_file *f, const ref_state *s, const double *key,
 static void ref_step(const mnm_file *f, ref_state *s, uint32_t x, double *logits) {
     const fwm_mnm_hparams *hp = &f->hp;
     size_t E = hp->embedding_length, H = hp->hidden_size, Nh = hp->head_count, dk = hp->key_length,
-           dv = hp->value_length, L = hp->memory_layers, nt = (size_t)fwm_mnm_target_rows(hp),
-           nu = (size_t)fwm_mnm_interact_rows(hp), Lt = FWM_MNM_HEAD_TENSORS + L;
+           dv = hp->value_length, L = hp->memory_layers, nt = (size_t)fwm__mnm_target_rows(hp),
+           nu = (size_t)fwm__mnm_interact_rows(hp), Lt = FWM_MNM_HEAD_TENSORS + L;
     double in[2 * RMAX], g[4 * RMAX], u[16 * RMAX], t[3][4 * RMAX], z[3][4][RMAX], out[4][RMAX];
     for (size_t k = 0; k < E; k++) in[k] = f->tensors[0][x * E + k];
     for (size_t k = 0; k < dv; k++) in[E + k] = s->r[k];
@@ -142,7 +142,7 @@ static void ref_step(const mnm_file *f, ref_state *s, uint32_t x, double *logits
     size_t at = 0;
     for (uint32_t l = 0; l < L; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(hp, l, &rows, &cols);
+        fwm__mnm_memory_shape(hp, l, &rows, &cols);
         for (uint64_t r = 0; r < rows; r++)
             for (uint64_t k = 0; k < cols; k++) {
                 double sum = 0;
@@ -183,7 +183,7 @@ static int memory_is_initial(const fwm_session *s, const mnm_file *f) {
     size_t at = 0;
     for (uint32_t l = 0; l < f->hp.memory_layers; l++) {
         uint64_t rows, cols;
-        fwm_mnm_memory_shape(&f->hp, l, &rows, &cols);
+        fwm__mnm_memory_shape(&f->hp, l, &rows, &cols);
         if (memcmp(s->F + at, f->tensors[10 + l], rows * cols * sizeof(float)) != 0) return 0;
         at += rows * cols;
     }
@@ -205,14 +205,14 @@ static void info_and_reference(void) {
         CHECK_INT(info.hidden_size, hp->hidden_size);
         CHECK(info.forget_bias == 0.5f);
         CHECK_INT(info.memory_s, 0);
-        uint64_t memory = fwm_mnm_memory_elements(hp);
+        uint64_t memory = fwm__mnm_memory_elements(hp);
         CHECK_INT(info.session_state_floats, 2 * hp->hidden_size + hp->value_length + memory);
         CHECK_INT(info.state_blob_bytes, 64 + 4 * info.session_state_floats);
         uint64_t params = 0;
-        for (size_t i = 0; i < fwm_mnm_tensor_count(hp); i++) {
+        for (size_t i = 0; i < fwm__mnm_tensor_count(hp); i++) {
             char tn[48];
             uint64_t rows, cols;
-            fwm_mnm_tensor_at(hp, i, tn, &rows, &cols);
+            fwm__mnm_tensor_at(hp, i, tn, &rows, &cols);
             params += rows * cols;
         }
         CHECK_U64(info.parameter_count, params);
@@ -370,7 +370,7 @@ static void export_import(void) {
 }
 
 static fwm_status model_write(const char *path, const void *spec, fwm_error *err) {
-    return fwm_mnm_model_write(path, spec, err);
+    return fwm__mnm_model_write(path, spec, err);
 }
 
 static void allocation_failures(void) {
@@ -384,12 +384,12 @@ static void allocation_failures(void) {
     fwm_model_free(m);
     /* writing */
     fwm_mnm_hparams hp;
-    fwm_mnm_hparams_defaults(&hp);
+    fwm__mnm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.embedding_length = 3, hp.hidden_size = 2, hp.head_count = 1;
     hp.key_length = hp.value_length = hp.memory_hidden = 2, hp.memory_layers = 2, hp.output_length = 2;
     float zeros[256] = {0};
     fwm_mnm_write_spec spec = {.hp = hp, .tokens = vocabulary};
-    for (size_t i = 0; i < fwm_mnm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
+    for (size_t i = 0; i < fwm__mnm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
     rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }
 

@@ -154,7 +154,7 @@ static void primed_start(void) {
     const uint32_t prime[3] = {1, 11, 12};
     spec.has_prime_tokens = true, spec.prime_tokens = prime, spec.prime_count = 3;
     fwm_error err;
-    CHECK_OK(fwm_model_write(rt_path("primed.gguf"), &spec, &err), err);
+    CHECK_OK(fwm__model_write(rt_path("primed.gguf"), &spec, &err), err);
     free(data);
     fwm_model *model = NULL;
     CHECK_OK(fwm_model_load(rt_path("primed.gguf"), NULL, &model, &err), err);

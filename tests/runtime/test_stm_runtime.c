@@ -1,5 +1,5 @@
 /* test_stm_runtime.c - the STM in the runtime, through the public API on files written by
- * fwm_stm_model_write, in both input modes: model info (the fields of its reading of tokens); which
+ * fwm__stm_model_write, in both input modes: model info (the fields of its reading of tokens); which
  * positions predict (fwm_session_has_prediction, NaN rows, the start
  * scores); single, sequence and batched steps bit-identical (chunks of sessions, with and without
  * the relational transfer); reset, create, <eos> and prime restore the file's initial memories,
@@ -36,16 +36,16 @@ typedef struct shape {
  * `name` and load it; `prime` gives it the prime tokens <eos> where is. */
 static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prime) {
     fwm_stm_hparams hp;
-    fwm_stm_hparams_defaults(&hp);
+    fwm__stm_hparams_defaults(&hp);
     hp.vocab_size = V_TEST, hp.input_mode = sh.mode, hp.embedding_length = sh.E;
     hp.sentence_length = sh.P, hp.memory_size = sh.d, hp.query_count = sh.nq;
     hp.relation_length = sh.nr, hp.answer_hidden = sh.Ha, hp.reset_on_eos = sh.reset_on_eos;
     hp.statement_end_token_id = DOT, hp.question_end_token_id = QM;
-    size_t n = fwm_stm_tensor_count(&hp), total = 0, counts[FWM_STM_MAX_TENSORS];
+    size_t n = fwm__stm_tensor_count(&hp), total = 0, counts[FWM_STM_MAX_TENSORS];
     for (size_t i = 0; i < n; i++) {
         char tn[48];
         uint64_t rows, cols;
-        fwm_stm_tensor_at(&hp, i, tn, &rows, &cols);
+        fwm__stm_tensor_at(&hp, i, tn, &rows, &cols);
         counts[i] = (size_t)(rows * cols);
         total += counts[i];
     }
@@ -62,7 +62,7 @@ static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prim
     if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
     fwm_error err;
     fwm_model *model = NULL;
-    fwm_status st = fwm_stm_model_write(rt_path(name), &spec, &err);
+    fwm_status st = fwm__stm_model_write(rt_path(name), &spec, &err);
     CHECK_OK(st, err);
     free(data);
     if (st == FWM_OK) CHECK_OK(fwm_model_load(rt_path(name), NULL, &model, &err), err);
@@ -224,7 +224,7 @@ static void reset_state(void) {
         fwm_model *model = write_stm("reset.gguf", sh, 30 + mode, false);
         if (!model) continue;
         const fwm_stm_model *sm = fwm__stm_of(model);
-        size_t mi = (size_t)fwm_stm_item_floats(&sm->hp), mr = (size_t)fwm_stm_relational_floats(&sm->hp);
+        size_t mi = (size_t)fwm__stm_item_floats(&sm->hp), mr = (size_t)fwm__stm_relational_floats(&sm->hp);
         fwm_session *s = NULL, *fresh = NULL, *primed = NULL;
         fwm_error err;
         CHECK_OK(fwm_session_create(model, &s, &err), err);

@@ -4,7 +4,7 @@
  *
  * gfw_dump V E M N P EPS lm|qm QMARK PARAMS.f64 TOKENS TARGETS PREFIX LOGITS.f64 LOGITS32.f64
  *          GRADS.f64
- * PARAMS: every tensor in fwm_gfw_tensor_at order, row-major little-endian float64 without gaps.
+ * PARAMS: every tensor in fwm__gfw_tensor_at order, row-major little-endian float64 without gaps.
  * TOKENS, TARGETS: the window (comma-separated ids); PREFIX: tokens read first from the reset state
  * (their state carried in, detached), or "-" for none. Writes the logits after every token of the
  * window (from the state the prefix left) in double and in float (as doubles), and the gradients

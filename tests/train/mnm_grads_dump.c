@@ -3,7 +3,7 @@
  *
  * mnm_grads_dump V E H HEADS DK DV D LM DO FORGET_BIAS META_WEIGHT lm|qm QMARK PARAMS.f64
  *                TOKENS TARGETS PREFIX OUT.f64
- * PARAMS: every tensor in fwm_mnm_tensor_at order, row-major little-endian float64 without gaps.
+ * PARAMS: every tensor in fwm__mnm_tensor_at order, row-major little-endian float64 without gaps.
  * TOKENS, TARGETS: the window (comma-separated ids); PREFIX: tokens read first from the reset state
  * (their state carried in, detached), or "-" for none. Writes the gradients in the same layout as
  * PARAMS and prints "total task meta" on stdout.

@@ -6,7 +6,7 @@
  *          LOGITS32.f64 GRADS.f64
  * MODE: sentence or word; RESET: 1 or 0 (reset_on_eos); DOT, QMARK: the end tokens; padding 0,
  * <eos> 1; the layer-norm epsilons 1e-5 and 1e-12 (the list's defaults). PARAMS: every tensor in
- * fwm_stm_tensor_at order, row-major little-endian float64 without gaps. TOKENS, TARGETS: the
+ * fwm__stm_tensor_at order, row-major little-endian float64 without gaps. TOKENS, TARGETS: the
  * stream (comma-separated ids) from the reset state. Writes the logits of the positions that
  * predict (every position in word mode, the question ends in sentence mode; the targets must not be
  * padding) read as two windows, the first SPLIT tokens then the rest (the state, sentence buffer
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     fwm__stm_config config;
     memset(&config, 0, sizeof config);
     fwm_stm_hparams *hp = &config.hp;
-    fwm_stm_hparams_defaults(hp);
+    fwm__stm_hparams_defaults(hp);
     hp->input_mode = strcmp(argv[1], "word") == 0 ? FWM_STM_INPUT_WORD : FWM_STM_INPUT_SENTENCE;
     uint32_t *dims[] = {&hp->vocab_size,  &hp->embedding_length, &hp->sentence_length,
                         &hp->memory_size, &hp->query_count,      &hp->relation_length,

@@ -1,5 +1,5 @@
 /* test_agreement.c - the trainer's forward pass computes what the runtime computes: a model with
- * random weights is written with fwm_model_write, loaded with fwm_model_load, and every lane's
+ * random weights is written with fwm__model_write, loaded with fwm_model_load, and every lane's
  * tokens are stepped through a runtime session (fwm_session_step with logits); the trainer's logits
  * for the same tokens (three lanes, two windows with the state carried between them) must agree
  * within 2e-5 relative (of max(1, |logit|)): both sum in float in different orders, and each

@@ -1,6 +1,6 @@
 /* test_gfw_agreement.c - the trainer's Gated Fast Weights model computes what the runtime
  * computes (agreement_util.h): a model with the initialiser's weights and non-zero biases is
- * written with fwm__model_save_spec (fwm_gfw_model_write), loaded with fwm_model_load, and every
+ * written with fwm__model_save_spec (fwm__gfw_model_write), loaded with fwm_model_load, and every
  * lane's tokens are stepped through a runtime session from its reset state (all zero); the
  * trainer's logits for the same tokens (three lanes, two windows with the state carried between
  * them) must agree within 5e-5 of max(1, |logit|) (1e-4 at the paper's sizes and at the
@@ -20,7 +20,7 @@ static void run_case(const char *label, unsigned E, unsigned m, unsigned N, unsi
     memset(&config, 0, sizeof config);
     config.model.arch = FWM_ARCH_GFW;
     fwm_gfw_hparams *hp = &config.model.gfw;
-    fwm_gfw_hparams_defaults(hp);
+    fwm__gfw_hparams_defaults(hp);
     hp->vocab_size = V;
     hp->embedding_length = E;
     hp->fast_hidden = m;

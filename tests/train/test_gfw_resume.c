@@ -24,7 +24,7 @@ static fwm__train_options options(const char *run_dir)
 {
     fwm__train_options o = ru_base_options(run_dir);
     o.arch = FWM_ARCH_GFW;
-    fwm_gfw_hparams_defaults(&o.gfw);
+    fwm__gfw_hparams_defaults(&o.gfw);
     o.gfw.vocab_size = SYN_VOCAB;
     o.gfw.embedding_length = 6;
     o.gfw.fast_hidden = 7;

@@ -26,7 +26,7 @@ static double run(long steps, uint64_t seed, double *untrained, double *loss_sta
     fwm__train_options o;
     memset(&o, 0, sizeof o);
     o.arch = FWM_ARCH_GFW;
-    fwm_gfw_hparams_defaults(&o.gfw);
+    fwm__gfw_hparams_defaults(&o.gfw);
     o.gfw.vocab_size = SYN_VOCAB;
     o.gfw.embedding_length = 16;
     o.gfw.fast_hidden = 32;

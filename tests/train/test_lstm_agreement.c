@@ -1,7 +1,7 @@
 /* test_lstm_agreement.c - the trainer's LSTM baseline computes what the runtime computes
  * (agreement_util.h): a model
  * with random weights (the initialiser's, then perturbed so every layer matters and the biases are
- * not zero) is written with fwm__model_save_spec (fwm_lstm_model_write), loaded with
+ * not zero) is written with fwm__model_save_spec (fwm__lstm_model_write), loaded with
  * fwm_model_load, and every lane's tokens are stepped through a runtime session; the trainer's
  * logits for the same tokens (three lanes, two windows with the state carried between them) must
  * agree within 2e-5 of max(1, |logit|). One layer, and three residual layers. The carried state

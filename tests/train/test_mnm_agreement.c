@@ -2,7 +2,7 @@
  * (agreement_util.h): a model
  * with random weights (the initialiser's, then perturbed so every part matters, the memory's
  * writes are large and the biases are not zero) is written with fwm__model_save_spec
- * (fwm_mnm_model_write), loaded with fwm_model_load, and every lane's tokens are stepped through a
+ * (fwm__mnm_model_write), loaded with fwm_model_load, and every lane's tokens are stepped through a
  * runtime session from its reset state (the initial memory); the trainer's logits for the same
  * tokens (three lanes, two windows with the state carried between them) must agree within 5e-5 of
  * max(1, |logit|). One to three memory layers, one and three heads. The carried state (h, c, r and

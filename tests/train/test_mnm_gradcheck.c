@@ -158,7 +158,7 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
     memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
     int trained[FWM__MAX_TENSORS];
     for (size_t k = 0; k < tm->layout.count; k++)
-        trained[k] = fwm_mnm_tensor_trained(&tm->hp, k);
+        trained[k] = fwm__mnm_tensor_trained(&tm->hp, k);
     probe p = {tm, saved, x, y};
     atu_gradcheck(name, &tm->layout, tm->params, analytic, objective_of, &p, 1e-5, 1e-5, trained);
     free(analytic);

@@ -115,14 +115,14 @@ static void check_reset(fwm_arch arch)
     memset(&config, 0, sizeof config);
     config.model.arch = arch;
     if (arch == FWM_ARCH_LSTM) {
-        fwm_lstm_hparams_defaults(&config.model.lstm);
+        fwm__lstm_hparams_defaults(&config.model.lstm);
         config.model.lstm.vocab_size = 9;
         config.model.lstm.embedding_length = 4;
         config.model.lstm.hidden_size = 5;
         config.model.lstm.layer_count = 2;
     } else {
         fwm_mnm_hparams *hp = &config.model.mnm;
-        fwm_mnm_hparams_defaults(hp);
+        fwm__mnm_hparams_defaults(hp);
         hp->vocab_size = 9;
         hp->embedding_length = 4;
         hp->hidden_size = 5;

@@ -1,7 +1,7 @@
 /* test_stm_agreement.c - the trainer's STM computes what the runtime computes.
  *
  * Word mode through the shared check (agreement_util.h): the trainer's parameters are written with
- * fwm__model_save_spec (fwm_stm_model_write), loaded with fwm_model_load, every lane's tokens are
+ * fwm__model_save_spec (fwm__stm_model_write), loaded with fwm_model_load, every lane's tokens are
  * stepped through a runtime session from its reset state, and the logits of every position (three
  * lanes, two windows with the state carried between them) must agree within 5e-5 of
  * max(1, |logit|), the carried memories with the session's exported blob.
@@ -23,7 +23,7 @@ static fwm__net *make_net(int sentence, int window, const float *alpha)
     memset(&config, 0, sizeof config);
     config.model.arch = FWM_ARCH_STM;
     fwm_stm_hparams *hp = &config.model.stm;
-    fwm_stm_hparams_defaults(hp);
+    fwm__stm_hparams_defaults(hp);
     hp->vocab_size = V;
     hp->input_mode = sentence ? FWM_STM_INPUT_SENTENCE : FWM_STM_INPUT_WORD;
     hp->embedding_length = 8;

@@ -77,7 +77,7 @@ static void tiny(fwm__stm_config *config, int sentence, int qm)
 {
     memset(config, 0, sizeof *config);
     fwm_stm_hparams *hp = &config->hp;
-    fwm_stm_hparams_defaults(hp);
+    fwm__stm_hparams_defaults(hp);
     hp->vocab_size = V;
     hp->input_mode = sentence ? FWM_STM_INPUT_SENTENCE : FWM_STM_INPUT_WORD;
     hp->embedding_length = 3;

@@ -30,7 +30,7 @@ static fwm__train_options options(const char *run_dir, int sentence)
     fwm__train_options o = ru_base_options(run_dir);
     o.arch = FWM_ARCH_STM;
     fwm_stm_hparams *hp = &o.stm;
-    fwm_stm_hparams_defaults(hp);
+    fwm__stm_hparams_defaults(hp);
     hp->vocab_size = SYN_VOCAB;
     hp->input_mode = sentence ? FWM_STM_INPUT_SENTENCE : FWM_STM_INPUT_WORD;
     hp->embedding_length = 6;
@@ -141,7 +141,7 @@ static void run_mode(int sentence, const fwm__catbabi_split *train)
     ru_refused(other, train, path, "model hyperparameters");
     other = options(dir_b, sentence);
     other.arch = FWM_ARCH_GFW;
-    fwm_gfw_hparams_defaults(&other.gfw);
+    fwm__gfw_hparams_defaults(&other.gfw);
     other.gfw.vocab_size = SYN_VOCAB;
     other.gfw.padding_token_id = SYN_PAD;
     other.gfw.eos_token_id = SYN_EOS;

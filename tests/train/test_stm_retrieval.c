@@ -68,7 +68,7 @@ static double run(int sentence, long steps, uint64_t seed, double *untrained, do
     memset(&o, 0, sizeof o);
     o.arch = FWM_ARCH_STM;
     fwm_stm_hparams *hp = &o.stm;
-    fwm_stm_hparams_defaults(hp);
+    fwm__stm_hparams_defaults(hp);
     hp->vocab_size = SYN_VOCAB;
     hp->input_mode = sentence ? FWM_STM_INPUT_SENTENCE : FWM_STM_INPUT_WORD;
     hp->embedding_length = 16;

@@ -43,7 +43,7 @@ static fwm__train_options options(fwm_arch arch)
         o.meta_weight = 1.0;
         o.segment = 7;
     } else {
-        fwm_gfw_hparams_defaults(&o.gfw);
+        fwm__gfw_hparams_defaults(&o.gfw);
         o.gfw.vocab_size = SYN_VOCAB;
         o.gfw.embedding_length = 6;
         o.gfw.fast_hidden = 7;

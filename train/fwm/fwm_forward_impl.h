@@ -98,7 +98,7 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     size_t rows = W * B, seg = (size_t)tm->config.segment;
     size_t SR = S * R;
     tm->memory_size = SR * T;
-    tm->lower = fwm_lower_blocks(hp);
+    tm->lower = fwm__lower_blocks(hp);
     tm->lower_offset = 2 * H + tm->memory_size;
     tm->state_size = 2 * H + tm->memory_size + 2 * tm->lower * H;
     tm->n_segments = (int)((W + seg - 1) / seg);

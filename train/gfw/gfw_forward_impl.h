@@ -15,7 +15,7 @@
  * lanes' matrices in place.
  */
 
-/* Tensors in fwm_gfw_tensor_at order. */
+/* Tensors in fwm__gfw_tensor_at order. */
 #define GT_EMB 0
 #define GT_W1 1
 #define GT_B1 2
@@ -57,11 +57,11 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
                           "epsilon > 0 (got V=%u E=%u m=%u N=%u P=%u eps=%g)",
                           hp->vocab_size, hp->embedding_length, hp->fast_hidden,
                           hp->slow_hidden, hp->slow_inner, (double)hp->layer_norm_epsilon);
-    if (fwm_gfw_fast_elements(hp) > FWM_GFW_MAX_FAST_ELEMENTS)
+    if (fwm__gfw_fast_elements(hp) > FWM_GFW_MAX_FAST_ELEMENTS)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT,
                           "gfw sizes: the fast matrices would have %llu floats per lane (at most "
                           "%u)",
-                          (unsigned long long)fwm_gfw_fast_elements(hp),
+                          (unsigned long long)fwm__gfw_fast_elements(hp),
                           FWM_GFW_MAX_FAST_ELEMENTS);
     if (config->lanes < 1 || config->window < 1)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "lanes (%d) and window (%d) must be >= 1",
@@ -75,11 +75,11 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_GFW, .gfw = *hp});
     size_t V = hp->vocab_size, E = hp->embedding_length, m = hp->fast_hidden,
            N = hp->slow_hidden, P = hp->slow_inner;
-    tm->c1 = (size_t)fwm_gfw_f1_cols(hp);
-    tm->c2 = (size_t)fwm_gfw_f2_cols(hp);
-    tm->update_size = (size_t)(fwm_gfw_update1_length(hp) + fwm_gfw_update2_length(hp));
-    tm->fast_size = (size_t)fwm_gfw_fast_elements(hp);
-    tm->state_size = (size_t)fwm_gfw_state_floats(hp);
+    tm->c1 = (size_t)fwm__gfw_f1_cols(hp);
+    tm->c2 = (size_t)fwm__gfw_f2_cols(hp);
+    tm->update_size = (size_t)(fwm__gfw_update1_length(hp) + fwm__gfw_update2_length(hp));
+    tm->fast_size = (size_t)fwm__gfw_fast_elements(hp);
+    tm->state_size = (size_t)fwm__gfw_hparams_state_floats(hp);
     size_t B = (size_t)config->lanes, W = (size_t)config->window, rows = W * B;
     size_t U = tm->update_size;
     size_t lane_scratch = tm->fast_size + 8 * m + 6 * tm->c1 + 64;
@@ -125,7 +125,7 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "gfw trainer model: out of memory for %zu lanes x %zu steps (%zu "
                           "fast floats per lane and step)",
-                          B, W, (size_t)fwm_gfw_fast_elements(hp));
+                          B, W, (size_t)fwm__gfw_fast_elements(hp));
     }
     *out = tm;
     return FWM_OK;

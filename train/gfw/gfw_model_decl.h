@@ -4,7 +4,7 @@
 typedef struct TM(fwm__gfw_tm) {
     fwm__gfw_config config;
     fwm_gfw_hparams hp;         /* = config.hp */
-    fwm__tensor_layout layout;  /* fwm_gfw_tensor_at order */
+    fwm__tensor_layout layout;  /* fwm__gfw_tensor_at order */
     size_t c1, c2;              /* columns of F1 (m + E + 1) and F2 (m + 1) */
     size_t update_size;         /* U1 + U2: the slow outputs that update F1 and F2 */
     size_t fast_size;           /* floats of F1 and F2: m (c1 + c2) */

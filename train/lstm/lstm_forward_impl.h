@@ -14,7 +14,7 @@
  * logits W_s y + b_s of the loss rows and their softmax cross entropy.
  */
 
-/* Tensors in fwm_lstm_tensor_at order. */
+/* Tensors in fwm__lstm_tensor_at order. */
 #define LT_EMB 0
 #define LT_W_IH(l) (1 + 3 * (size_t)(l))
 #define LT_W_HH(l) (2 + 3 * (size_t)(l))

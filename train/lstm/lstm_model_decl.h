@@ -4,7 +4,7 @@
 typedef struct TM(fwm__lstm_tm) {
     fwm__lstm_config config;
     fwm_lstm_hparams hp;        /* = config.hp */
-    fwm__tensor_layout layout;  /* fwm_lstm_tensor_at order */
+    fwm__tensor_layout layout;  /* fwm__lstm_tensor_at order */
     size_t state_size;          /* per lane: 2 L H; layer l's h at l H, its c at L H + l H (as
                                    the runtime's sessions) */
     int use_table;              /* layer 0 reads the [V, 4H] input table (no embedding dropout) */

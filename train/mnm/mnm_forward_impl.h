@@ -12,7 +12,7 @@
  * In training M is stored before every `segment`-th step for the backward pass.
  */
 
-/* Tensors in fwm_mnm_tensor_at order. */
+/* Tensors in fwm__mnm_tensor_at order. */
 #define MT_EMB 0
 #define MT_W_IH 1
 #define MT_W_HH 2
@@ -96,7 +96,7 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     tm->memory_size = 0;
     for (uint32_t l = 0; l < hp->memory_layers; l++) {
         uint64_t r, c;
-        fwm_mnm_memory_shape(hp, l, &r, &c);
+        fwm__mnm_memory_shape(hp, l, &r, &c);
         tm->mem_rows[l] = (size_t)r;
         tm->mem_cols[l] = (size_t)c;
         tm->mem_offset[l] = tm->memory_size;
@@ -104,8 +104,8 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     }
     tm->state_size = 2 * H + dv + tm->memory_size;
     tm->act_size = dk + (Lm - 1) * D + dv;
-    tm->u_size = (size_t)fwm_mnm_interact_rows(hp);
-    tm->target_size = (size_t)fwm_mnm_target_rows(hp);
+    tm->u_size = (size_t)fwm__mnm_interact_rows(hp);
+    tm->target_size = (size_t)fwm__mnm_target_rows(hp);
     tm->n_segments = (int)((W + seg - 1) / seg);
     size_t wide = dk > D ? dk : D;
     if (dv > wide)

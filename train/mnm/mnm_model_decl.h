@@ -4,7 +4,7 @@
 typedef struct TM(fwm__mnm_tm) {
     fwm__mnm_config config;     /* segment resolved */
     fwm_mnm_hparams hp;         /* = config.hp */
-    fwm__tensor_layout layout;  /* fwm_mnm_tensor_at order */
+    fwm__tensor_layout layout;  /* fwm__mnm_tensor_at order */
     size_t state_size;          /* per lane: h (H), c (H), r (d_v), then M^1..M^Lm row-major */
     size_t memory_size;         /* floats of M^1..M^Lm */
     size_t mem_offset[FWM_MNM_MAX_MEMORY_LAYERS]; /* layer l's matrix within M */

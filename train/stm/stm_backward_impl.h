@@ -345,7 +345,7 @@ static void stm_backward_worker(void *ctx_pointer, int index, int threads)
     TM(fwm__stm_tm) *tm = ctx->tm;
     const fwm__stm_offsets *o = &tm->off;
     size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size;
-    size_t dd = (size_t)fwm_stm_item_floats(&tm->hp);
+    size_t dd = (size_t)fwm__stm_item_floats(&tm->hp);
     size_t mem = tm->mem_floats, rel = mem - dd, K = (size_t)tm->segment;
     int transfer = stm_transfer_needed(tm, 1);
     const real *alpha = SP(tm, ST_ALPHA(tm));

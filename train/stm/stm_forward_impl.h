@@ -14,7 +14,7 @@
  * gives the forward's bits.
  */
 
-/* Tensor k of the list (fwm_stm_tensor_at order): the encoder (1 or 2), the core (18), the head. */
+/* Tensor k of the list (fwm__stm_tensor_at order): the encoder (1 or 2), the core (18), the head. */
 #define ST_EMB 0
 #define ST_POS 1
 #define ST_CORE(tm) ((tm)->sentence ? 2 : 1)
@@ -76,7 +76,7 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
 {
     *out = NULL;
     const fwm_stm_hparams *hp = &config->hp;
-    fwm_status status = fwm_stm_hparams_check(hp, err);
+    fwm_status status = fwm__stm_hparams_valid(hp, err);
     if (status != FWM_OK)
         return status;
     if (config->lanes < 1 || config->window < 1)
@@ -95,8 +95,8 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
     fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_STM, .stm = *hp});
     fwm__stm_offsets_init(&tm->off, hp);
     size_t V = hp->vocab_size, P = hp->sentence_length;
-    tm->mem_floats = (size_t)fwm_stm_state_floats(hp);
-    tm->state_size = tm->mem_floats + (size_t)fwm_stm_state_words(hp);
+    tm->mem_floats = (size_t)fwm__stm_hparams_state_floats(hp);
+    tm->state_size = tm->mem_floats + (size_t)fwm__stm_state_words(hp);
     size_t B = (size_t)config->lanes, W = (size_t)config->window, rows = W * B;
     int backward = !config->forward_only;
     size_t K = (size_t)config->segment;
@@ -152,7 +152,7 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
 
 void TM(fwm__stm_tm_reset_state)(TM(fwm__stm_tm) *tm)
 {
-    size_t dd = (size_t)fwm_stm_item_floats(&tm->hp), rel = tm->mem_floats - dd;
+    size_t dd = (size_t)fwm__stm_item_floats(&tm->hp), rel = tm->mem_floats - dd;
     for (size_t b = 0; b < (size_t)tm->config.lanes; b++) {
         real *lane = tm->state + b * tm->state_size;
         memcpy(lane, SP(tm, ST_MI0(tm)), dd * sizeof(real));
@@ -458,7 +458,7 @@ static void stm_forward_worker(void *ctx_pointer, int index, int threads)
     TM(fwm__stm_tm) *tm = ctx->tm;
     const fwm__stm_offsets *o = &tm->off;
     size_t B = (size_t)tm->config.lanes, V = tm->hp.vocab_size;
-    size_t dd = (size_t)fwm_stm_item_floats(&tm->hp);
+    size_t dd = (size_t)fwm__stm_item_floats(&tm->hp);
     size_t mem = tm->mem_floats, K = (size_t)tm->segment;
     int training = tm->snapshots != NULL, transfer = stm_transfer_needed(tm, 0);
     real *rec = tm->thread_acts + (size_t)index * K * o->act_total;

@@ -4,7 +4,7 @@
 typedef struct TM(fwm__stm_tm) {
     fwm__stm_config config;
     fwm_stm_hparams hp;         /* = config.hp */
-    fwm__tensor_layout layout;  /* fwm_stm_tensor_at order */
+    fwm__tensor_layout layout;  /* fwm__stm_tensor_at order */
     int sentence;               /* input_mode == FWM_STM_INPUT_SENTENCE */
     size_t mem_floats;          /* d^2 (1 + n_q): Mi then Mr */
     size_t state_size;          /* per lane: Mi, Mr, then (sentence mode) the P buffered word ids,
