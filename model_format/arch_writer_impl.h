@@ -36,7 +36,7 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
     const AW_PUBLIC(_write_spec) *spec = raw;
     fwm_status st = AW_INTERNAL(_hparams_check)(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
     if (st) return st;
-    if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
+    if ((st = fwm__writer_check_tokens(spec->head.tokens, spec->hp.vocab_size, err))) return st;
     size_t n = AW_INTERNAL(_tensor_count)(&spec->hp);
     for (size_t i = 0; i < n; i++) {
         if (!spec->tensors[i]) {
@@ -46,10 +46,9 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data", name);
         }
     }
-    if ((st = fwm__writer_check_prime(spec->has_prime_tokens, spec->prime_tokens, spec->prime_count,
-                                      spec->hp.vocab_size, err)))
+    if ((st = fwm__writer_check_prime(&spec->head, spec->hp.vocab_size, err)))
         return st;
-    return fwm__writer_check_extra(spec->extra, spec->extra_count, written_keys,
+    return fwm__writer_check_extra(&spec->head, written_keys,
                                    sizeof written_keys / sizeof written_keys[0],
                                    "fwm__" AW_NAME "_model_write", err);
 }
@@ -59,7 +58,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     const AW_PUBLIC(_hparams) *hp = &spec->hp;
     uint32_t v = hp->vocab_size;
     size_t n = AW_INTERNAL(_tensor_count)(hp);
-    uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
+    uint32_t *lengths = fwm__writer_token_lengths(spec->head.tokens, v);
     if (!lengths) return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %" PRIu32 " tokens", v);
 
     uint64_t n_bytes[AW_UPPER(_MAX_TENSORS)];
@@ -73,18 +72,17 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
         fwm__xxh64_update(&state, spec->tensors[i], (size_t)n_bytes[i]);
     }
     uint64_t checksum = fwm__xxh64_digest(&state);
-    uint64_t fingerprint = AW_INTERNAL(_fingerprint)(hp, spec->tokens, lengths, checksum);
+    uint64_t fingerprint = AW_INTERNAL(_fingerprint)(hp, spec->head.tokens, lengths, checksum);
     fwm__free(lengths);
 
     fwm_gguf_writer w;
     fwm__gguf_writer_init(&w, FWM_WRITER_ALIGNMENT);
-    fwm__writer_add_general(&w, AW_NAME, spec->name);
+    fwm__writer_add_general(&w, AW_NAME, spec->head.name);
 #define FWM_AW_PUT_(field, key, kind, def, low, high) FWM_WRITER_PUT_##kind(&w, key, hp->field);
     AW_UPPER(_HPARAM_LIST)(FWM_AW_PUT_)
 #undef FWM_AW_PUT_
-    fwm__writer_add_vocabulary(&w, spec->tokens, v, spec->has_prime_tokens, spec->prime_tokens,
-                               spec->prime_count, spec->extra, spec->extra_count);
-    fwm__writer_add_trailer_keys(&w, checksum, fingerprint, spec->extra, spec->extra_count);
+    fwm__writer_add_vocabulary(&w, &spec->head, v);
+    fwm__writer_add_trailer_keys(&w, checksum, fingerprint, &spec->head);
     for (size_t i = 0; i < n; i++) {
         char name[48];
         uint64_t rows, cols;

@@ -30,9 +30,11 @@ fwm_status fwm__writer_check_tokens(const char *const *tokens, uint32_t vocab_si
     return fwm__vocab_check(tokens, NULL, vocab_size, FWM_ERR_INVALID_ARGUMENT, err);
 }
 
-fwm_status fwm__writer_check_prime(bool has, const uint32_t *tokens, size_t count,
-                                   uint32_t vocab_size, fwm_error *err) {
-    if (!has) return FWM_OK;
+fwm_status fwm__writer_check_prime(const fwm__write_head *head, uint32_t vocab_size,
+                                   fwm_error *err) {
+    const uint32_t *tokens = head->prime_tokens;
+    size_t count = head->prime_count;
+    if (!head->has_prime_tokens) return FWM_OK;
     if (count > FWM_MAX_PRIME_TOKENS)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "%zu prime tokens, at most %u allowed", count,
                           FWM_MAX_PRIME_TOKENS);
@@ -47,9 +49,11 @@ fwm_status fwm__writer_check_prime(bool has, const uint32_t *tokens, size_t coun
     return FWM_OK;
 }
 
-fwm_status fwm__writer_check_extra(const fwm_write_kv *extra, size_t count,
+fwm_status fwm__writer_check_extra(const fwm__write_head *head,
                                    const char *const *written, size_t n_written, const char *who,
                                    fwm_error *err) {
+    const fwm_write_kv *extra = head->extra;
+    size_t count = head->extra_count;
     if (count && !extra)
         return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "extra_count is %zu but extra is NULL", count);
     for (size_t i = 0; i < count; i++) {
@@ -98,9 +102,14 @@ static const char *extra_tokenizer(const fwm_write_kv *extra, size_t extra_count
     return NULL;
 }
 
-void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const char *const *tokens, uint32_t vocab_size,
-                                bool has_prime, const uint32_t *prime, size_t prime_count,
-                                const fwm_write_kv *extra, size_t extra_count) {
+void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const fwm__write_head *head,
+                                uint32_t vocab_size) {
+    const char *const *tokens = head->tokens;
+    bool has_prime = head->has_prime_tokens;
+    const uint32_t *prime = head->prime_tokens;
+    size_t prime_count = head->prime_count;
+    const fwm_write_kv *extra = head->extra;
+    size_t extra_count = head->extra_count;
     const char *model = extra_tokenizer(extra, extra_count);
     fwm__gguf_writer_add_string(w, FWM_KEY_TOKENIZER_MODEL, model ? model : "word");
     fwm__gguf_writer_add_string_array(w, "tokenizer.ggml.tokens", tokens, NULL, vocab_size);
@@ -122,7 +131,9 @@ static void add_extra(fwm_gguf_writer *w, const fwm_write_kv *kv) {
 }
 
 void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_t fingerprint,
-                                  const fwm_write_kv *extra, size_t extra_count) {
+                                  const fwm__write_head *head) {
+    const fwm_write_kv *extra = head->extra;
+    size_t extra_count = head->extra_count;
     fwm__gguf_writer_add_u64(w, FWM_KEY_CHECKSUM, checksum);
     fwm__gguf_writer_add_u64(w, FWM_KEY_FINGERPRINT, fingerprint);
     for (size_t i = 0; i < extra_count; i++) /* the tokenizer's model went with the vocabulary */

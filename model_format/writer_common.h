@@ -31,13 +31,14 @@ fwm_status fwm__writer_check_host(const char *who, fwm_error *err);
 /* tokens[0..V) non-NULL and following the vocabulary rules. */
 fwm_status fwm__writer_check_tokens(const char *const *tokens, uint32_t vocab_size, fwm_error *err);
 
-/* The prime tokens of a spec (only when `has`): at most FWM_MAX_PRIME_TOKENS, each below V. */
-fwm_status fwm__writer_check_prime(bool has, const uint32_t *tokens, size_t count,
-                                   uint32_t vocab_size, fwm_error *err);
+/* The prime tokens of a spec's head (only when has_prime_tokens): at most FWM_MAX_PRIME_TOKENS,
+ * each below V. */
+fwm_status fwm__writer_check_prime(const fwm__write_head *head, uint32_t vocab_size,
+                                   fwm_error *err);
 
 /* Extra keys: named, distinct, none of written[0..n_written), a known kind, strings non-NULL;
  * `who` names the writer in the message. */
-fwm_status fwm__writer_check_extra(const fwm_write_kv *extra, size_t count,
+fwm_status fwm__writer_check_extra(const fwm__write_head *head,
                                    const char *const *written, size_t n_written, const char *who,
                                    fwm_error *err);
 
@@ -46,13 +47,12 @@ void fwm__writer_add_general(fwm_gguf_writer *w, const char *arch, const char *n
 
 /* tokenizer.ggml.model ("word", or the value of an extra key of that name: "text"),
  * tokenizer.ggml.tokens, and the prime tokens when `has`. */
-void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const char *const *tokens, uint32_t vocab_size,
-                                bool has_prime, const uint32_t *prime, size_t prime_count,
-                                const fwm_write_kv *extra, size_t extra_count);
+void fwm__writer_add_vocabulary(fwm_gguf_writer *w, const fwm__write_head *head,
+                                uint32_t vocab_size);
 
 /* fwm.checksum, fwm.fingerprint, then the extra keys. */
 void fwm__writer_add_trailer_keys(fwm_gguf_writer *w, uint64_t checksum, uint64_t fingerprint,
-                                  const fwm_write_kv *extra, size_t extra_count);
+                                  const fwm__write_head *head);
 
 /* Byte lengths of V NUL-terminated tokens (owned, fwm__free), NULL when out of memory. */
 uint32_t *fwm__writer_token_lengths(const char *const *tokens, uint32_t vocab_size);

@@ -365,13 +365,13 @@ typedef struct init_arch {
     static fwm_status arch##_write(const char *out, const void *hp, const init_file *file,        \
                                    float *const *tensors, fwm_error *err) {                       \
         fwm_##arch##_write_spec spec = {.hp = *(const fwm_##arch##_hparams *)hp,                   \
-                                        .name = file->name,                                       \
-                                        .tokens = file->tokens,                                   \
-                                        .extra = file->extra,                                     \
-                                        .extra_count = file->extra_count,                         \
-                                        .has_prime_tokens = file->has_prime,                      \
-                                        .prime_tokens = file->prime_ids,                          \
-                                        .prime_count = file->prime_count};                        \
+                                        .head.name = file->name,                                    \
+                                        .head.tokens = file->tokens,                                \
+                                        .head.extra = file->extra,                                  \
+                                        .head.extra_count = file->extra_count,                      \
+                                        .head.has_prime_tokens = file->has_prime,                   \
+                                        .head.prime_tokens = file->prime_ids,                       \
+                                        .head.prime_count = file->prime_count};                     \
         for (size_t i = 0; i < fwm__##arch##_tensor_count(hp); i++) spec.tensors[i] = tensors[i];  \
         return fwm__##arch##_model_write(out, &spec, err);                                         \
     }
@@ -799,13 +799,13 @@ int main(int argc, char **argv) {
 
     fwm_write_kv extra[3] = INIT_EXTRA_KEYS(seed);
     fwm_write_spec spec = {.hp = hp,
-                           .name = name,
-                           .tokens = (const char *const *)vocab.tokens,
-                           .extra = extra,
-                           .extra_count = 3,
-                           .has_prime_tokens = prime != NULL,
-                           .prime_tokens = prime_ids,
-                           .prime_count = prime_count};
+                           .head.name = name,
+                           .head.tokens = (const char *const *)vocab.tokens,
+                           .head.extra = extra,
+                           .head.extra_count = 3,
+                           .head.has_prime_tokens = prime != NULL,
+                           .head.prime_tokens = prime_ids,
+                           .head.prime_count = prime_count};
     for (int i = 0; i < n_tensors; i++) spec.tensors[i] = tensors[i];
     fwm_status st = fwm__model_write(out, &spec, &err);
     if (st) {

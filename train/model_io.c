@@ -36,15 +36,15 @@ static fwm_status write_model(const char *path, const fwm__model_spec *model,
         fwm_##prefix##_write_spec spec;                                                            \
         memset(&spec, 0, sizeof spec);                                                             \
         spec.hp = model->prefix;                                                                   \
-        spec.name = name;                                                                          \
-        spec.tokens = tokens;                                                                      \
+        spec.head.name = name;                                                                      \
+        spec.head.tokens = tokens;                                                                  \
         for (size_t k = 0; k < layout->count; k++)                                                 \
             spec.tensors[k] = params + layout->offset[k];                                          \
-        spec.extra = extra;                                                                        \
-        spec.extra_count = extra_count;                                                            \
-        spec.has_prime_tokens = true;                                                              \
-        spec.prime_tokens = &model->prefix.eos_token_id;                                           \
-        spec.prime_count = 1;                                                                      \
+        spec.head.extra = extra;                                                                    \
+        spec.head.extra_count = extra_count;                                                        \
+        spec.head.has_prime_tokens = true;                                                          \
+        spec.head.prime_tokens = &model->prefix.eos_token_id;                                       \
+        spec.head.prime_count = 1;                                                                  \
         return fwm__##prefix##_model_write(path, &spec, err);                                       \
     }
         FWM_ARCH_LIST(FWM_WRITE_CASE_)

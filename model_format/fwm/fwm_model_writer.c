@@ -36,15 +36,14 @@ static fwm_status check_spec(const void *raw, fwm_error *err) {
     const fwm_write_spec *spec = raw;
     fwm_status st = fwm__hparams_check(&spec->hp, FWM_ERR_INVALID_ARGUMENT, err);
     if (st) return st;
-    if ((st = fwm__writer_check_tokens(spec->tokens, spec->hp.vocab_size, err))) return st;
+    if ((st = fwm__writer_check_tokens(spec->head.tokens, spec->hp.vocab_size, err))) return st;
     for (int i = 0; i < fwm__tensor_count(&spec->hp); i++)
         if (!spec->tensors[i])
             return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "tensor '%s' has no data",
                               fwm__tensor_name(i));
-    if ((st = fwm__writer_check_prime(spec->has_prime_tokens, spec->prime_tokens, spec->prime_count,
-                                      spec->hp.vocab_size, err)))
+    if ((st = fwm__writer_check_prime(&spec->head, spec->hp.vocab_size, err)))
         return st;
-    return fwm__writer_check_extra(spec->extra, spec->extra_count, written_keys,
+    return fwm__writer_check_extra(&spec->head, written_keys,
                                    sizeof written_keys / sizeof written_keys[0], "fwm__model_write", err);
 }
 
@@ -53,7 +52,7 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
     const fwm_write_spec *spec = raw;
     const fwm_hparams *hp = &spec->hp;
     uint32_t v = hp->vocab_size;
-    uint32_t *lengths = fwm__writer_token_lengths(spec->tokens, v);
+    uint32_t *lengths = fwm__writer_token_lengths(spec->head.tokens, v);
     if (!lengths) return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "out of memory for %" PRIu32 " tokens", v);
 
     const int n = fwm__tensor_count(hp);
@@ -67,18 +66,17 @@ static fwm_status build_file(const void *raw, uint8_t **file, size_t *size, fwm_
         fwm__xxh64_update(&state, spec->tensors[i], (size_t)n_bytes[i]);
     }
     uint64_t checksum = fwm__xxh64_digest(&state);
-    uint64_t fingerprint = fwm__schema_fingerprint(hp, spec->tokens, lengths, checksum);
+    uint64_t fingerprint = fwm__schema_fingerprint(hp, spec->head.tokens, lengths, checksum);
     fwm__free(lengths);
 
     fwm_gguf_writer w;
     fwm__gguf_writer_init(&w, FWM_WRITER_ALIGNMENT);
-    fwm__writer_add_general(&w, "fwm", spec->name);
+    fwm__writer_add_general(&w, "fwm", spec->head.name);
 #define FWM_HPARAM_PUT_(field, key, kind, def, low, high) FWM_WRITER_PUT_##kind(&w, key, hp->field);
     FWM_HPARAM_LIST(FWM_HPARAM_PUT_)
 #undef FWM_HPARAM_PUT_
-    fwm__writer_add_vocabulary(&w, spec->tokens, v, spec->has_prime_tokens, spec->prime_tokens,
-                               spec->prime_count, spec->extra, spec->extra_count);
-    fwm__writer_add_trailer_keys(&w, checksum, fingerprint, spec->extra, spec->extra_count);
+    fwm__writer_add_vocabulary(&w, &spec->head, v);
+    fwm__writer_add_trailer_keys(&w, checksum, fingerprint, &spec->head);
     for (int i = 0; i < n; i++) {
         uint64_t rows, cols;
         int is_matrix;

@@ -92,19 +92,25 @@ typedef struct fwm_write_kv {
     } value;
 } fwm_write_kv;
 
-/* What fwm's writer needs to write a model file: F32 tensors in FWM_TENSOR_LIST order. */
-typedef struct fwm_write_spec {
-    fwm_hparams hp;
-    const char *name;                     /* general.name; NULL to omit */
-    const char *const *tokens;            /* V NUL-terminated token strings */
-    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm__tensor_count) */
-    const fwm_write_kv *extra;            /* optional extra keys (provenance), may be NULL */
+/* What every architecture's write spec holds besides its hyperparameters and tensors: the keys they
+ * all share, which a schema's head (schema_head.h) holds once read back. */
+typedef struct fwm__write_head {
+    const char *name;                /* general.name; NULL to omit */
+    const char *const *tokens;       /* V NUL-terminated token strings */
+    const fwm_write_kv *extra;       /* optional extra keys (provenance), may be NULL */
     size_t extra_count;
     /* FWM_KEY_PRIME_TOKENS: written when has_prime_tokens (prime_count ids, possibly none, each
      * below V); omitted otherwise, which readers take as the default (one eos token). */
     bool has_prime_tokens;
     const uint32_t *prime_tokens;
     size_t prime_count;
+} fwm__write_head;
+
+/* What fwm's writer needs to write a model file: F32 tensors in FWM_TENSOR_LIST order. */
+typedef struct fwm_write_spec {
+    fwm_hparams hp;
+    fwm__write_head head;                  /* name, vocabulary, extra keys, prime tokens */
+    const float *tensors[FWM_MAX_TENSORS]; /* F32 row-major data, list order (fwm__tensor_count) */
 } fwm_write_spec;
 
 /* Write a complete model file (alignment 64, checksum and fingerprint keys included) to `path`,

@@ -97,14 +97,8 @@ fwm_status fwm__lstm_hparams_valid(const fwm_lstm_hparams *hp, fwm_error *err);
 /* What the writer needs: F32 tensors in fwm__lstm_tensor_at order; other fields as fwm_write_spec. */
 typedef struct fwm_lstm_write_spec {
     fwm_lstm_hparams hp;
-    const char *name;
-    const char *const *tokens;
+    fwm__write_head head; /* name, vocabulary, extra keys, prime tokens */
     const float *tensors[FWM_LSTM_MAX_TENSORS];
-    const fwm_write_kv *extra;
-    size_t extra_count;
-    bool has_prime_tokens;
-    const uint32_t *prime_tokens;
-    size_t prime_count;
 } fwm_lstm_write_spec;
 
 /* Write a complete `lstm` model file atomically, as fwm__model_write does for `fwm`.

@@ -247,14 +247,8 @@ fwm_status fwm__stm_hparams_valid(const fwm_stm_hparams *hp, fwm_error *err);
 /* What the writer needs: F32 tensors in fwm__stm_tensor_at order; other fields as fwm_write_spec. */
 typedef struct fwm_stm_write_spec {
     fwm_stm_hparams hp;
-    const char *name;
-    const char *const *tokens;
+    fwm__write_head head; /* name, vocabulary, extra keys, prime tokens */
     const float *tensors[FWM_STM_MAX_TENSORS];
-    const fwm_write_kv *extra;
-    size_t extra_count;
-    bool has_prime_tokens;
-    const uint32_t *prime_tokens;
-    size_t prime_count;
 } fwm_stm_write_spec;
 
 /* Write a complete `stm` model file atomically, as fwm__model_write does for `fwm`.

@@ -43,10 +43,10 @@ const char *test_write_model_extra(const char *const *vocabulary, uint64_t seed,
     hp->layer_norm_eps = 1e-5f;
     hp->padding_token_id = 0;
     hp->eos_token_id = 1;
-    spec.name = "api-test";
-    spec.tokens = vocabulary;
-    spec.extra = extra;
-    spec.extra_count = extra_count;
+    spec.head.name = "api-test";
+    spec.head.tokens = vocabulary;
+    spec.head.extra = extra;
+    spec.head.extra_count = extra_count;
     float *storage[FWM_TENSOR_COUNT] = {0};
     const char *result = NULL;
 #define FWM_FILL_(field, name, rows, cols)                                          \

@@ -103,13 +103,13 @@ typedef struct arch_ops {
         return fwm__##a##_fingerprint(hp, tokens, lengths, checksum);                                  \
     }                                                                                                 \
     static fwm_status a##_write(const char *path, const write_args *w, fwm_error *err) {              \
-        fwm_##a##_write_spec spec = {.name = w->name,                                                 \
-                                     .tokens = w->tokens,                                             \
-                                     .extra = w->extra,                                               \
-                                     .extra_count = w->extra_count,                                   \
-                                     .has_prime_tokens = w->has_prime,                                \
-                                     .prime_tokens = w->prime,                                        \
-                                     .prime_count = w->prime_count};                                  \
+        fwm_##a##_write_spec spec = {.head.name = w->name,                                          \
+                                     .head.tokens = w->tokens,                                      \
+                                     .head.extra = w->extra,                                        \
+                                     .head.extra_count = w->extra_count,                            \
+                                     .head.has_prime_tokens = w->has_prime,                         \
+                                     .head.prime_tokens = w->prime,                                 \
+                                     .head.prime_count = w->prime_count};                           \
         memcpy(&spec.hp, w->hp, sizeof spec.hp);                                                      \
         for (size_t i = 0; i < sizeof spec.tensors / sizeof spec.tensors[0]; i++)                     \
             spec.tensors[i] = w->tensors[i];                                                          \

@@ -103,7 +103,7 @@ static fwm_write_spec make_spec(const fwm_hparams *hp, const weights *w) {
     fwm_write_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.hp = *hp;
-    spec.tokens = vocabulary;
+    spec.head.tokens = vocabulary;
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) spec.tensors[i] = w->tensors[i];
     return spec;
 }
@@ -120,9 +120,9 @@ static void round_trip(void) {
         {.key = "fwm.training.residual_was_tried", .kind = FWM_WRITE_KV_BOOL, .value.boolean = true},
     };
     fwm_write_spec spec = make_spec(&hp, &w);
-    spec.name = "round trip";
-    spec.extra = extra;
-    spec.extra_count = 5;
+    spec.head.name = "round trip";
+    spec.head.extra = extra;
+    spec.head.extra_count = 5;
     fwm_error err = {0};
     const char *path = path_in_dir("round_trip.gguf");
     CHECK_OK(fwm__model_write(path, &spec, &err), err);
@@ -262,22 +262,22 @@ static void refuses_bad_specs(void) {
     REFUSED(spec.hp.eos_token_id = 7, "key 'tokenizer.ggml.eos_token_id': expected a token id below");
     REFUSED(spec.hp.write_scale = NAN, "key 'fwm.write_scale': expected a finite number");
     static const char *const duplicate[] = {"<pad>", "<eos>", ".", "?", "john", "john", "x"};
-    REFUSED(spec.tokens = duplicate, "duplicate token 'john' (ids 4 and 5)");
+    REFUSED(spec.head.tokens = duplicate, "duplicate token 'john' (ids 4 and 5)");
     static const char *const empty[] = {"<pad>", "", ".", "?", "john", "garden", "x"};
-    REFUSED(spec.tokens = empty, "token 1 is empty");
+    REFUSED(spec.head.tokens = empty, "token 1 is empty");
     static const char *const missing[] = {"<pad>", "<eos>", ".", NULL, "john", "garden", "x"};
-    REFUSED(spec.tokens = missing, "token 3 is NULL");
-    REFUSED(spec.tokens = NULL, "the vocabulary (tokens) is NULL");
+    REFUSED(spec.head.tokens = missing, "token 3 is NULL");
+    REFUSED(spec.head.tokens = NULL, "the vocabulary (tokens) is NULL");
     REFUSED(spec.tensors[FWM_TENSOR_out_bias] = NULL, "tensor 'fwm.out.bias' has no data");
     fwm_write_kv reserved = {.key = "fwm.hidden_size", .kind = FWM_WRITE_KV_U32, .value.u32 = 1};
-    REFUSED((spec.extra = &reserved, spec.extra_count = 1),
+    REFUSED((spec.head.extra = &reserved, spec.head.extra_count = 1),
             "extra key 'fwm.hidden_size' is written by fwm__model_write itself");
     fwm_write_kv twice[2] = {{.key = "a.b", .kind = FWM_WRITE_KV_U32},
                              {.key = "a.b", .kind = FWM_WRITE_KV_F32}};
-    REFUSED((spec.extra = twice, spec.extra_count = 2), "extra key 'a.b' given twice (#0 and #1)");
+    REFUSED((spec.head.extra = twice, spec.head.extra_count = 2), "extra key 'a.b' given twice (#0 and #1)");
     fwm_write_kv null_string = {.key = "a.c", .kind = FWM_WRITE_KV_STRING};
-    REFUSED((spec.extra = &null_string, spec.extra_count = 1), "extra key 'a.c': string value is NULL");
-    REFUSED(spec.extra_count = 1, "extra_count is 1 but extra is NULL");
+    REFUSED((spec.head.extra = &null_string, spec.head.extra_count = 1), "extra key 'a.c': string value is NULL");
+    REFUSED(spec.head.extra_count = 1, "extra_count is 1 but extra is NULL");
 #undef REFUSED
     spec = make_spec(&hp, &w);
     CHECK_REFUSED(fwm__model_write(NULL, &spec, &err), err, FWM_ERR_INVALID_ARGUMENT, "path");

@@ -136,8 +136,8 @@ static fwm_model *build(void) {
     fwm_write_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.hp = hparams;
-    spec.name = "fuzz fixture";
-    spec.tokens = fixture_vocabulary;
+    spec.head.name = "fuzz fixture";
+    spec.head.tokens = fixture_vocabulary;
     float *tensors[FWM_TENSOR_COUNT] = {0};
     for (int t = 0; t < FWM_TENSOR_COUNT; t++) spec.tensors[t] = tensors[t] = formula_tensor(elements[t], (uint64_t)t);
     fwm_model *model = write_and_load(write_fwm, &spec);
@@ -156,8 +156,8 @@ static fwm_model *build_lstm(void) {
     spec.hp.residual = true;
     spec.hp.padding_token_id = 0;
     spec.hp.eos_token_id = 1;
-    spec.name = "fuzz fixture (lstm)";
-    spec.tokens = fixture_vocabulary;
+    spec.head.name = "fuzz fixture (lstm)";
+    spec.head.tokens = fixture_vocabulary;
     return formula_model_lstm(&spec);
 }
 
@@ -176,8 +176,8 @@ static fwm_model *build_mnm(void) {
     spec.hp.output_length = 3;
     spec.hp.padding_token_id = 0;
     spec.hp.eos_token_id = 1;
-    spec.name = "fuzz fixture (mnm)";
-    spec.tokens = fixture_vocabulary;
+    spec.head.name = "fuzz fixture (mnm)";
+    spec.head.tokens = fixture_vocabulary;
     return formula_model_mnm(&spec);
 }
 
@@ -193,8 +193,8 @@ static fwm_model *build_gfw(void) {
     spec.hp.layer_norm_epsilon = 1.0f / 65536.0f;
     spec.hp.padding_token_id = 0;
     spec.hp.eos_token_id = 1;
-    spec.name = "fuzz fixture (gfw)";
-    spec.tokens = fixture_vocabulary;
+    spec.head.name = "fuzz fixture (gfw)";
+    spec.head.tokens = fixture_vocabulary;
     return formula_model_gfw(&spec);
 }
 
@@ -217,8 +217,8 @@ static fwm_model *build_stm(void) {
     spec.hp.question_end_token_id = 3;  /* "?" */
     spec.hp.padding_token_id = 0;
     spec.hp.eos_token_id = 1;
-    spec.name = "fuzz fixture (stm)";
-    spec.tokens = fixture_vocabulary;
+    spec.head.name = "fuzz fixture (stm)";
+    spec.head.tokens = fixture_vocabulary;
     return formula_model_stm(&spec);
 }
 

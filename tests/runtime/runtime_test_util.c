@@ -181,7 +181,7 @@ fwm_model *rt_write_fwm_file(const char *path, const char *const *vocab, uint32_
         return NULL;
     }
     float *t[FWM_MAX_TENSORS];
-    fwm_write_spec spec = {.hp = hp, .tokens = vocab};
+    fwm_write_spec spec = {.hp = hp, .head.tokens = vocab};
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
     fwm__model_init_weights(&hp, seed, t);
     fwm_error err;

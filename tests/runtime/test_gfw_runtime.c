@@ -61,7 +61,7 @@ static fwm_model *write_gfw(const char *name, shape sh, uint64_t seed, gfw_file 
     fwm__rng rng;
     fwm__rng_seed(&rng, seed, 99);
     for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.2, 0.2);
-    fwm_gfw_write_spec spec = {.hp = hp, .name = "test gfw", .tokens = vocabulary};
+    fwm_gfw_write_spec spec = {.hp = hp, .head.name = "test gfw", .head.tokens = vocabulary};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     fwm_error err;
     CHECK_OK(fwm__gfw_model_write(rt_path(name), &spec, &err), err);
@@ -350,7 +350,7 @@ static void allocation_failures(void) {
     hp.vocab_size = V_TEST, hp.embedding_length = 2, hp.fast_hidden = 2, hp.slow_hidden = 2;
     hp.slow_inner = 2, hp.eos_token_id = 1;
     float zeros[512] = {0};
-    fwm_gfw_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    fwm_gfw_write_spec spec = {.hp = hp, .head.tokens = vocabulary};
     for (size_t i = 0; i < fwm__gfw_tensor_count(&hp); i++) spec.tensors[i] = zeros;
     rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }

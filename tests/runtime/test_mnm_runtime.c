@@ -59,7 +59,7 @@ static fwm_model *write_mnm(const char *name, shape sh, uint64_t seed, mnm_file 
     fwm__rng_seed(&rng, seed, 99);
     for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.3, 0.3);
     t[7][0] = 1.0f; /* mnm.rate.bias */
-    fwm_mnm_write_spec spec = {.hp = hp, .name = "test mnm", .tokens = vocabulary};
+    fwm_mnm_write_spec spec = {.hp = hp, .head.name = "test mnm", .head.tokens = vocabulary};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     fwm_error err;
     CHECK_OK(fwm__mnm_model_write(rt_path(name), &spec, &err), err);
@@ -388,7 +388,7 @@ static void allocation_failures(void) {
     hp.vocab_size = V_TEST, hp.embedding_length = 3, hp.hidden_size = 2, hp.head_count = 1;
     hp.key_length = hp.value_length = hp.memory_hidden = 2, hp.memory_layers = 2, hp.output_length = 2;
     float zeros[256] = {0};
-    fwm_mnm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    fwm_mnm_write_spec spec = {.hp = hp, .head.tokens = vocabulary};
     for (size_t i = 0; i < fwm__mnm_tensor_count(&hp); i++) spec.tensors[i] = zeros;
     rt_check_write_oom(model_write, &spec, rt_path("w.gguf"));
 }

@@ -145,14 +145,14 @@ static void primed_start(void) {
     fwm__tensor_offsets(&hp, offsets);
     float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float));
     float *t[FWM_MAX_TENSORS];
-    fwm_write_spec spec = {.hp = hp, .tokens = vocabulary};
+    fwm_write_spec spec = {.hp = hp, .head.tokens = vocabulary};
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
     fwm__model_init_weights(&hp, 9, t);
     fwm__rng rng;
     fwm__rng_seed(&rng, 9, 7);
     for (uint64_t k = 0; k < offsets[FWM_TENSOR_COUNT]; k++) data[k] += (float)fwm__rng_uniform(&rng, -0.3, 0.3);
     const uint32_t prime[3] = {1, 11, 12};
-    spec.has_prime_tokens = true, spec.prime_tokens = prime, spec.prime_count = 3;
+    spec.head.has_prime_tokens = true, spec.head.prime_tokens = prime, spec.head.prime_count = 3;
     fwm_error err;
     CHECK_OK(fwm__model_write(rt_path("primed.gguf"), &spec, &err), err);
     free(data);

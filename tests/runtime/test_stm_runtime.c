@@ -50,7 +50,7 @@ static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prim
         total += counts[i];
     }
     float *data = malloc(total * sizeof(float)), *t[FWM_STM_MAX_TENSORS], *p = data;
-    fwm_stm_write_spec spec = {.hp = hp, .name = "test stm", .tokens = vocabulary};
+    fwm_stm_write_spec spec = {.hp = hp, .head.name = "test stm", .head.tokens = vocabulary};
     for (size_t i = 0; i < n; i++) t[i] = p, spec.tensors[i] = p, p += counts[i];
     fwm__stm_init_weights(&hp, seed, t);
     fwm__rng rng;
@@ -59,7 +59,11 @@ static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prim
     float *alpha = t[sh.mode == FWM_STM_INPUT_SENTENCE ? 15 : 14];
     alpha[0] = 0.9f, alpha[1] = 0.6f, alpha[2] = sh.alpha3;
     const uint32_t prime_tokens[3] = {EOS, WHERE, IS};
-    if (prime) spec.has_prime_tokens = true, spec.prime_tokens = prime_tokens, spec.prime_count = 3;
+    if (prime) {
+        spec.head.has_prime_tokens = true;
+        spec.head.prime_tokens = prime_tokens;
+        spec.head.prime_count = 3;
+    }
     fwm_error err;
     fwm_model *model = NULL;
     fwm_status st = fwm__stm_model_write(rt_path(name), &spec, &err);
