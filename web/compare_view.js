@@ -4,7 +4,7 @@
 // server's `feed` with `logprobs`). Green where the first model (the FWM, by default) gave the word
 // more probability, red where less; the stronger, the larger the difference. Offered when the
 // server serves at least two models that score tokens and read any text (`logprobs` and
-// `has_unknown_token` in hello), such as models/fwm-austen.gguf and models/lstm-austen.gguf. The
+// `has_unknown_token` in hello), such as an FWM and an LSTM trained on the same text. The
 // sessions are opened for one comparison and closed after it.
 
 import { unknownWords } from './client/browser.js';
