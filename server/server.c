@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster_node.h"
-#include "connection.h"
+#include "tiering/cluster_node.h"
+#include "net/connection.h"
 #include "fwm_alloc.h"
-#include "http.h"
-#include "lookup.h"
-#include "tiering.h"
+#include "net/http.h"
+#include "tiering/lookup.h"
+#include "tiering/tiering.h"
 
 #define HOUSEKEEPING_MS 1000
 #define SHUTDOWN_POLL_MS 20

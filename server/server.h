@@ -18,10 +18,10 @@
 
 #include "config.h"
 #include "fwm/fwm.h"
-#include "journal.h"
-#include "metrics.h"
-#include "scheduler.h"
-#include "session_table.h"
+#include "sessions/journal.h"
+#include "base/metrics.h"
+#include "sessions/scheduler.h"
+#include "sessions/session_table.h"
 #include "store/store.h"
 
 struct fwm__connection;

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "fwm_alloc.h"
-#include "timed_wait.h"
+#include "base/timed_wait.h"
 
 #define PROBE_INTERVAL_NS 1000000000ull
 #define PROBE_BYTES (1u << 20)

@@ -9,7 +9,7 @@
 
 #include <msgpack.h>
 
-#include "jobs.h"
+#include "job_context.h"
 
 /* Tokens one trace may step: its response grows with every step (about 2 KB each for the bundled
  * models), and methods.c also bounds it by max-output-bytes before the job is queued. */

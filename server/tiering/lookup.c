@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cluster_node.h"
-#include "connection.h"
+#include "net/connection.h"
 #include "fwm_alloc.h"
 #include "tiering.h"
 

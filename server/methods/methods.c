@@ -7,16 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster_node.h"
-#include "connection.h"
-#include "durable_session.h"
+#include "tiering/cluster_node.h"
+#include "net/connection.h"
+#include "sessions/durable_session.h"
 #include "fwm_alloc.h"
 #include "fwm_utf8.h"
-#include "lookup.h"
+#include "tiering/lookup.h"
 #include "rpc_codec.h"
 #include "store/session_record.h"
-#include "trace_job.h"
-#include "tiering.h"
+#include "sessions/trace_job.h"
+#include "tiering/tiering.h"
 
 typedef struct request {
     fwm__connection *c;

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jobs.h"
+#include "job_context.h"
 
 /* Eviction (and shutdown) writes a snapshot only when the log since the last one holds more tokens
  * than this: replaying a short log (~1.5 ms for 64 tokens of the paper-size model) is cheaper than

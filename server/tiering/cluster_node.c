@@ -14,7 +14,7 @@
 #include "lookup.h"
 #include "store/cluster.h"
 #include "tiering.h"
-#include "timed_wait.h"
+#include "base/timed_wait.h"
 
 /* After a failed attempt to join again, the next waits this long: requests that find the lease lost
  * meanwhile are refused at once instead of each waiting for Redis. */

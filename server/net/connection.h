@@ -20,7 +20,7 @@
 
 #include "rpc_codec.h"
 #include "rpc_scan.h"
-#include "scheduler.h"
+#include "base/sink.h"
 #include "server.h"
 
 struct lws;

@@ -53,23 +53,6 @@ typedef struct worker {
     fwm__histogram latency;
 } worker;
 
-fwm__job *fwm__job_new(fwm__job_kind kind) {
-    fwm__job *job = fwm__calloc(1, sizeof *job);
-    if (job) job->kind = kind;
-    return job;
-}
-
-void fwm__job_free(fwm__job *job) {
-    if (!job) return;
-    fwm__free(job->tokens);
-    fwm__free(job->answer_topk);
-    fwm__free(job->logprob);
-    fwm__free(job->unknown);
-    fwm__free(job->blob);
-    fwm__session_entry_free(job->child); /* only still owned if it was never posted */
-    fwm__free(job);
-}
-
 static void ready_push(fwm__scheduler *s, fwm__session_entry *e) {
     e->queued = true;
     e->ready_next = NULL;

@@ -26,7 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "scheduler.h"
+#include "base/metrics.h"
+#include "job.h"
 #include "store/store.h"
 
 typedef enum fwm__fsync_mode {

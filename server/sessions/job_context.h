@@ -1,17 +1,19 @@
-/* jobs.h - what each kind of job does on a worker, and the messages it emits into the outbox.
+/* job_context.h - what a worker runs jobs with: the models, scratch buffers, the store (durable
+ * mode), and the outbox being filled, handed on when the worker's batch is done.
  *
- * The scheduler decides when a session's head job runs and batches the steps; this file decides
- * what a step or a cheap job means for the client: `token` notifications, responses, error
- * responses, and the bookkeeping records (table insertions for fork/restore, closed sessions).
- * Runs on a worker thread, on a session that worker alone holds. Not for: queueing (scheduler.c).
+ * One per worker (scheduler.c); used by jobs.c, durable_session.c and trace_job.c on that worker.
  */
-#ifndef FWM_SERVER_JOBS_H
-#define FWM_SERVER_JOBS_H
+#ifndef FWM_SERVER_SESSIONS_JOB_CONTEXT_H
+#define FWM_SERVER_SESSIONS_JOB_CONTEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#include "scheduler.h"
+#include "fwm/fwm.h"
+#include "job.h"
+
+struct fwm__store;
 
 typedef struct fwm__job_context {
     const fwm_model *const *models; /* borrowed */
@@ -50,25 +52,5 @@ uint32_t fwm__job_context_vocab(const fwm__job_context *ctx, size_t model_index)
 /* Hand the outbox (if it holds anything) to `post`. */
 void fwm__job_context_post(fwm__job_context *ctx, void (*post)(void *user, fwm__outbox *outbox),
                            void *user);
-
-/* Tokens the job still has to step (an ASK with commit counts its answer before it is known). */
-size_t fwm__job_tokens_left(const fwm__job *job);
-
-/* Before `job` (FEED or ASK) steps its first token: a FEED with logprobs scores that token from the
- * session's state (its cached prediction, else fwm_session_predict). False when the job has ended
- * (failed) instead. */
-bool fwm__job_before_first_step(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
-/* After `job` (FEED or ASK) stepped one token (entry->last_logits holds the new prediction): emit
- * its notification and, when it is complete, its response. True when the job has ended. */
-bool fwm__job_after_step(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
-/* Run a job that needs no step (PREDICT, RESET, FORK, SNAPSHOT, RESTORE, CLOSE, or a FEED/ASK
- * with nothing left to step) and emit its response. Always ends the job: returns true. */
-bool fwm__job_run(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
-/* End the job with an error response. Returns true. */
-bool fwm__job_fail(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job, int code,
-                   const char *message);
-/* End the job with `moved` (cluster: this node no longer owns the session; ask it again, it claims
- * the session anew or names its owner). Returns true. */
-bool fwm__job_fail_moved(fwm__job_context *ctx, fwm__session_entry *entry, fwm__job *job);
 
 #endif

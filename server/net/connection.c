@@ -1,13 +1,13 @@
 /* connection.c - per-connection I/O, backpressure and lifetime (see connection.h). */
 #include "connection.h"
-#include "lookup.h"
+#include "tiering/lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fwm_alloc.h"
-#include "methods.h"
+#include "methods/methods.h"
 #include "websocket.h"
 
 #define READ_CHUNK 65536

@@ -20,7 +20,7 @@
 #include "connection.h"
 #include "fwm_alloc.h"
 #include "fwm_utf8.h"
-#include "prometheus.h"
+#include "stats/prometheus.h"
 #include "websocket.h"
 
 #define HEADER_BYTES 8192   /* the most request-header bytes lws buffers for one request (then 431) */

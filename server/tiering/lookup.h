@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "server.h"
-#include "session_table.h"
+#include "sessions/session_table.h"
 #include "store/cluster.h"
 #include "store/session_record.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cluster_node.h"
-#include "durable_session.h"
+#include "sessions/durable_session.h"
 #include "fwm_alloc.h"
 #include "store/session_record.h"
 
