@@ -7,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tiering/cluster_node.h"
-#include "net/connection.h"
-#include "sessions/durable_session.h"
 #include "fwm_alloc.h"
 #include "fwm_utf8.h"
-#include "tiering/lookup.h"
+#include "net/connection.h"
 #include "rpc_codec.h"
-#include "store/session_record.h"
+#include "sessions/durable_session.h"
 #include "sessions/trace_job.h"
+#include "store/session_record.h"
+#include "tiering/cluster_node.h"
+#include "tiering/lookup.h"
 #include "tiering/tiering.h"
 
 typedef struct request {
@@ -117,7 +117,7 @@ static fwm__session_entry *find_session(request *r) {
         return NULL; /* stored: loaded first */
     }
     e->last_used_ms = now_ms();
-    fwm__tiering_touch(r->s, e);
+    fwm__session_table_lru_touch(&r->s->sessions, e);
     return e;
 }
 
@@ -783,7 +783,7 @@ static bool m_open(request *r) {
     }
     r->s->metrics.sessions_opened++;
     r->s->metrics.session_memory_bytes += e->memory_bytes;
-    fwm__tiering_touch(r->s, e);
+    fwm__session_table_lru_touch(&r->s->sessions, e);
     hold_session(r);
     if (job) { /* durable: answered once the new session is recorded */
         r->s->reserved_sessions++;
@@ -1063,7 +1063,7 @@ static bool m_close(request *r) {
     fwm__job *job = new_job(r, FWM_JOB_CLOSE);
     if (!job) return false;
     fwm__session_table_remove(&r->s->sessions, e); /* later requests find no such session */
-    fwm__tiering_forget(r->s, e);
+    fwm__session_table_lru_remove(&r->s->sessions, e);
     if (r->c->sessions_held) r->c->sessions_held--;
     r->s->metrics.sessions_closed++;
     submit(r, e, job);

@@ -1,5 +1,10 @@
 /* connection.h - one client connection: reading and delimiting messages, gathering and writing
- * output, backpressure, and closing.
+ * output, backpressure, and closing, whatever carries its bytes.
+ *
+ * Its transport (socket.c: a libuv stream; websocket.c: WebSocket messages) moves the bytes; the
+ * server's handler (fwm__connection_handler, given by server.c) is told what they mean: complete
+ * messages to dispatch, output the peer has taken, congestion. So net/ knows nothing of methods or
+ * sessions.
  *
  * The struct embeds its libuv handle and is freed only after the close callback has run and every
  * job that may still write to it has finished (`refs`). Output is gathered into `out` during a loop
@@ -18,15 +23,17 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/sink.h"
 #include "rpc_codec.h"
 #include "rpc_scan.h"
-#include "base/sink.h"
 #include "server.h"
 
-struct lws;
+struct fwm__lookup;
 
 /* Input buffers up to this size never count against the memory budget's refusals. */
 #define FWM_CONNECTION_FREE_BUFFER_BYTES (4 * 65536)
+/* Input read at once; a new connection needs room for one in the memory budget. */
+#define FWM_CONNECTION_READ_CHUNK 65536
 
 /* Output handed to the transport in one piece (a whole number of messages); freed once written. */
 typedef struct fwm__write {
@@ -38,24 +45,39 @@ typedef struct fwm__write {
     struct fwm__write *next; /* WebSocket: the connection's queue */
 } fwm__write;
 
-typedef struct fwm__connection {
+typedef struct fwm__connection fwm__connection;
+
+/* How a connection's bytes travel. */
+typedef struct fwm__transport {
+    /* Hand `w` (whole messages) to the peer; fwm__connection_written follows once it is written.
+     * Nonzero: it cannot (w stays the caller's). */
+    int (*send)(fwm__connection *c, fwm__write *w);
+    /* Take input, or stop taking it, as `want` says (keeps c->reading and c->partial_since_ns). */
+    void (*update_reading)(fwm__connection *c, bool want);
+    /* Let go of the connection; fwm__connection_closed follows once the transport has. */
+    void (*close)(fwm__connection *c);
+} fwm__transport;
+
+/* What the server does with a connection's messages and output (server.c gives it). */
+typedef struct fwm__connection_handler {
+    /* A complete message (accepted by the pre-scanner) arrived on `c`. */
+    void (*message)(fwm__connection *c, const uint8_t *message, size_t length);
+    /* `c` is closing: it waits for nothing more. */
+    void (*closing)(fwm__connection *c);
+    /* Stop / go on stepping the jobs that write to `c` (its unsent output is over / back under the limit). */
+    void (*congested)(fwm__connection *c, bool congested);
+    /* `bytes` of job output were taken by the peer, or dropped. */
+    void (*delivered)(fwm__connection *c, size_t bytes);
+} fwm__connection_handler;
+
+struct fwm__connection {
     union {
         uv_handle_t handle;
         uv_stream_t stream;
         uv_tcp_t tcp;
         uv_pipe_t pipe;
-    } h; /* first member; unused by a WebSocket connection */
-    /* WebSocket transport (websocket.c), else all zero: */
-    bool websocket;
-    struct lws *wsi;          /* NULL once libwebsockets has let go of it */
-    fwm__write *ws_head, *ws_tail; /* output not yet handed to lws_write */
-    size_t ws_offset;         /* bytes of ws_head written */
-    size_t ws_message_left;   /* bytes of the message being written, after ws_offset */
-    bool ws_message_started;  /* its first fragment has gone */
-    size_t ws_incoming;       /* bytes of the incoming WebSocket message so far */
-    bool ws_in_message;       /* between the first and the final fragment of an incoming message */
-    int ws_close_status;      /* the close frame's status once closing by request (1000, 1002, ...) */
-    bool ws_close_sent;       /* our close frame has gone */
+    } h; /* first member; the socket transport's (socket.c) */
+    const fwm__transport *transport;
     fwm__server *server;
     fwm__sink sink;
     fwm__rpc_reader reader;
@@ -87,12 +109,12 @@ typedef struct fwm__connection {
     uint64_t parked_start_ns;
     struct fwm__lookup *waiting;      /* the question it waits for; nothing more is read meanwhile */
     const struct fwm__lookup *ready;  /* while it is dispatched again: the answer */
-} fwm__connection;
+    /* a transport's own fields follow (websocket.c), when it asked for more than sizeof(fwm__connection) */
+};
 
-/* Accept a pending connection on `listener`. */
-void fwm__connection_accept(fwm__server *server, uv_stream_t *listener);
-/* A connection object on no transport yet (WebSocket: websocket.c sets it up); NULL when out of memory. */
-fwm__connection *fwm__connection_new(fwm__server *server);
+/* A connection on `transport`, `size` bytes (at least sizeof(fwm__connection)) zeroed; the transport
+ * then sets up its own part. NULL when out of memory. */
+fwm__connection *fwm__connection_new(fwm__server *server, const fwm__transport *transport, size_t size);
 /* The transport has let go of it (the stream's close callback, or lws closed the WebSocket). */
 void fwm__connection_closed(fwm__connection *c);
 /* Output the transport has finished with: release it and apply backpressure's end (status < 0: failed). */
@@ -102,6 +124,8 @@ void fwm__connection_written(fwm__write *w, int status);
 void fwm__connection_unpark(fwm__connection *c, const struct fwm__lookup *answer);
 /* Dispatch what is buffered, as after a read (WebSocket: a message has arrived). */
 void fwm__connection_process(fwm__connection *c);
+/* Have the transport take input while the connection may take more work (backpressure, limits). */
+void fwm__connection_update_reading(fwm__connection *c);
 /* Refuse a new connection for want of room (memory, count): false when it may stay. */
 bool fwm__connection_admit(fwm__connection *c, bool admin);
 

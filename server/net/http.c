@@ -17,10 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "address.h"
 #include "connection.h"
+#include "descriptors.h"
 #include "fwm_alloc.h"
 #include "fwm_utf8.h"
-#include "stats/prometheus.h"
 #include "websocket.h"
 
 #define HEADER_BYTES 8192   /* the most request-header bytes lws buffers for one request (then 431) */
@@ -74,7 +75,7 @@ static void on_listener(uv_poll_t *handle, int status, int events) {
         if (fd < 0) {
             int error = errno;
             if (error == EAGAIN || error == EWOULDBLOCK || error == EINTR) return;
-            fwm__listeners_accept_error(s, -error);
+            fwm__descriptors_accept_error(s, -error);
             if ((error == EMFILE || error == ENFILE) && s->has_spare_fd) { /* the spare makes room to say why */
                 close(s->spare_fd);
                 s->has_spare_fd = false;
@@ -84,13 +85,13 @@ static void on_listener(uv_poll_t *handle, int status, int events) {
                     refuse_http(refused, "503 Service Unavailable",
                                 "the server is out of file descriptors; retry later");
                 }
-                fwm__listeners_descriptor_left(s); /* takes the spare back */
+                fwm__descriptors_left(s); /* takes the spare back */
             }
             return;
         }
         uint64_t open = s->metrics.connections_open + s->metrics.http_connections_open -
                         s->metrics.websocket_connections_open;
-        if (open >= s->config->max_connections || !fwm__listeners_descriptor_left(s)) {
+        if (open >= s->config->max_connections || !fwm__descriptors_left(s)) {
             s->metrics.connections_refused++;
             char message[160];
             snprintf(message, sizeof message, "too many connections (max-connections %zu) or no file descriptors left; "
@@ -99,7 +100,7 @@ static void on_listener(uv_poll_t *handle, int status, int events) {
             continue;
         }
         s->metrics.http_connections_total++;
-        if (!lws_adopt_socket_vhost(h->vhost, fd)) fwm__listeners_accept_error(s, UV_ENOMEM); /* lws closed fd */
+        if (!lws_adopt_socket_vhost(h->vhost, fd)) fwm__descriptors_accept_error(s, UV_ENOMEM); /* lws closed fd */
     }
 }
 
@@ -108,7 +109,7 @@ static int open_listener(fwm__http *h) {
     const char *text = s->config->http;
     const char *spec = strncmp(text, "tcp://", 6) == 0 ? text + 6 : strncmp(text, "http://", 7) == 0 ? text + 7 : text;
     struct sockaddr_storage addr;
-    if (fwm__listen_parse_tcp(spec, text, "http", &addr) != 0) return 1;
+    if (fwm__address_parse_tcp(spec, text, "http", &addr) != 0) return 1;
     h->fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     socklen_t length = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -120,8 +121,8 @@ static int open_listener(fwm__http *h) {
     struct sockaddr_storage bound;
     socklen_t bound_length = sizeof bound;
     getsockname(h->fd, (struct sockaddr *)&bound, &bound_length);
-    fwm__listen_format(&bound, "http", h->address, sizeof h->address);
-    if (fwm__listen_check_exposure(s, &bound, h->address, "http") != 0) return 1;
+    fwm__address_format(&bound, "http", h->address, sizeof h->address);
+    if (fwm__address_check_exposure(s, &bound, h->address, "http") != 0) return 1;
     if (uv_poll_init_socket(&s->loop, &h->poll, h->fd) != 0) return 1;
     h->poll_open = true;
     h->poll.data = h;
@@ -219,8 +220,7 @@ static int unauthorized(struct lws *wsi, http_session *hs, fwm__server *s, bool 
 /* ---- the endpoints ---- */
 
 static int health(struct lws *wsi, http_session *hs, fwm__server *s) {
-    fwm__scheduler_stats st;
-    fwm__scheduler_get_stats(s->scheduler, &st);
+    uint64_t tokens_queued = fwm__server_tokens_queued(s);
     const fwm__config *cfg = s->config;
     char reason[400] = "", why[300];
     const char *status = "ready";
@@ -231,13 +231,13 @@ static int health(struct lws *wsi, http_session *hs, fwm__server *s) {
         status = "draining";
         snprintf(reason, sizeof reason,
                  "the server is shutting down: it finishes what is in flight and takes no new work");
-    } else if (s->journal && !fwm__journal_healthy(s->journal, why, sizeof why)) {
+    } else if (!fwm__server_store_healthy(s, why, sizeof why)) {
         status = "failing";
         snprintf(reason, sizeof reason, "the session store cannot write: %s", why);
-    } else if (st.tokens_queued >= cfg->max_queued_tokens) {
+    } else if (tokens_queued >= cfg->max_queued_tokens) {
         status = "overloaded";
         snprintf(reason, sizeof reason, "%llu tokens queued, max-queued-tokens %zu",
-                 (unsigned long long)st.tokens_queued, cfg->max_queued_tokens);
+                 (unsigned long long)tokens_queued, cfg->max_queued_tokens);
     } else if (!s->store && used + s->models[0].session_bytes > cfg->max_memory_bytes) { /* the default model's */
         status = "overloaded";
         snprintf(reason, sizeof reason,
@@ -259,7 +259,7 @@ static int health(struct lws *wsi, http_session *hs, fwm__server *s) {
                              "\"tokens_queued\":%llu,\"max_queued_tokens\":%zu,\"memory_used_bytes\":%llu,"
                              "\"memory_budget_bytes\":%zu,\"connections\":%llu,\"max_connections\":%zu}\n",
                              status, strcmp(status, "ready") == 0 ? "null" : reason_json, s->sessions.count,
-                             cfg->max_sessions, (unsigned long long)st.tokens_queued, cfg->max_queued_tokens,
+                             cfg->max_sessions, (unsigned long long)tokens_queued, cfg->max_queued_tokens,
                              (unsigned long long)used, cfg->max_memory_bytes, (unsigned long long)connections,
                              cfg->max_connections);
     if (!body) return 1;
@@ -296,7 +296,7 @@ static int models(struct lws *wsi, http_session *hs, fwm__server *s) {
 
 static int metrics(struct lws *wsi, http_session *hs, fwm__server *s) {
     size_t length = 0;
-    char *body = fwm__prometheus_render(s, LWS_PRE, &length);
+    char *body = s->render_metrics(s, LWS_PRE, &length);
     if (!body) return 1;
     return respond(wsi, hs, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, NULL, body, length);
 }

@@ -5,7 +5,8 @@
  * loopback rule, the connection limit and the out-of-descriptors refusal are the same); each accepted
  * socket is handed to libwebsockets, which parses HTTP and WebSocket within its limits (header bytes,
  * timeouts). A WebSocket at /rpc becomes an ordinary connection (websocket.h).
- * Not for: the metrics' names and text (prometheus.c), the connection itself (connection.c).
+ * Not for: the metrics' names and text (stats/prometheus.c, given as server->render_metrics), the
+ * connection itself (connection.c).
  */
 #ifndef FWM_SERVER_HTTP_H
 #define FWM_SERVER_HTTP_H

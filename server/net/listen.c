@@ -1,4 +1,4 @@
-/* listen.c - parse listen addresses, bind TCP and Unix-socket listeners, write the port file.
+/* listen.c - bind the TCP and Unix-socket listeners (--listen), write the port file (listen.h).
  *
  * Addresses: "tcp://HOST:PORT", "HOST:PORT", "tcp://[IPV6]:PORT", "unix:PATH" (or "unix://PATH").
  * Port 0 lets the kernel pick; the bound address is logged and written to --port-file (atomically:
@@ -15,67 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "address.h"
 #include "connection.h"
+#include "descriptors.h"
 #include "fwm_alloc.h"
-#include "http.h"
-#include "server.h"
-
-#define FD_MARGIN 32 /* descriptors besides connections: stdio, the loop's, listeners, the spare */
-#define ACCEPT_LOG_INTERVAL_NS 5000000000ull
-
-/* ---- running out of file descriptors ---- */
-
-/* Raise RLIMIT_NOFILE's soft limit to the hard one; warn when max-connections cannot fit under it. */
-static void raise_fd_limit(fwm__server *s) {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-    if (rl.rlim_cur < rl.rlim_max) {
-        struct rlimit raised = {rl.rlim_max, rl.rlim_max};
-        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl.rlim_cur = rl.rlim_max;
-    }
-    s->fd_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
-    uint64_t want = (uint64_t)s->config->max_connections + FD_MARGIN;
-    if (s->fd_limit < want)
-        fwm__server_log(s, "WARNING: max-connections %zu needs about %llu file descriptors, but the open-file limit "
-                           "(RLIMIT_NOFILE) is %llu: connections beyond it (less the server's own dozen or so "
-                           "descriptors) are refused with 'overloaded' (raise the limit with ulimit -n, or lower "
-                           "--max-connections)",
-                        s->config->max_connections, (unsigned long long)want, (unsigned long long)s->fd_limit);
-}
-
-static void open_spare(fwm__server *s) {
-    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    s->has_spare_fd = s->spare_fd >= 0;
-}
-
-static void close_spare(fwm__server *s) {
-    if (s->has_spare_fd) close(s->spare_fd);
-    s->has_spare_fd = false;
-}
-
-bool fwm__listeners_descriptor_left(fwm__server *s) {
-    if (!s->has_spare_fd) open_spare(s); /* lost in a trick: take it back first */
-    int probe = s->has_spare_fd ? fcntl(s->spare_fd, F_DUPFD_CLOEXEC, 0) : -1;
-    if (probe < 0) return errno != EMFILE && errno != ENFILE; /* another failure (no /dev/null): cannot tell */
-    close(probe);
-    return true;
-}
-
-void fwm__listeners_accept_error(fwm__server *s, int status) {
-    fwm__metrics *m = &s->metrics;
-    m->accept_errors++;
-    uint64_t now = fwm__now_ns();
-    if (m->accept_log_ns && now - m->accept_log_ns < ACCEPT_LOG_INTERVAL_NS) {
-        m->accept_errors_unlogged++;
-        return;
-    }
-    fwm__server_log(s, "cannot accept a connection: %s (open-file limit %llu, %llu connections open; "
-                       "%llu more failures since the last report, %llu in all; see stats accept_errors)",
-                    uv_strerror(status), (unsigned long long)s->fd_limit, (unsigned long long)m->connections_open,
-                    (unsigned long long)m->accept_errors_unlogged, (unsigned long long)m->accept_errors);
-    m->accept_log_ns = now;
-    m->accept_errors_unlogged = 0;
-}
+#include "listen.h"
+#include "socket.h"
 
 /* The classic trick when accept itself failed for want of descriptors: give back the spare, accept
  * the pending connection, tell it why, close it, take the spare again. */
@@ -83,7 +28,7 @@ static void refuse_with_spare(fwm__listener *l) {
     fwm__server *s = l->server;
     uv_os_fd_t listen_fd;
     if (!s->has_spare_fd || uv_fileno(&l->h.handle, &listen_fd) != 0) return;
-    close_spare(s);
+    fwm__descriptors_close_spare(s);
     int fd = accept(listen_fd, NULL, NULL);
     if (fd >= 0) {
         char message[128];
@@ -100,91 +45,24 @@ static void refuse_with_spare(fwm__listener *l) {
         close(fd);
         s->metrics.connections_refused++;
     }
-    open_spare(s);
+    fwm__descriptors_open_spare(s);
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
     fwm__listener *l = (fwm__listener *)listener;
     if (l->server->shutting_down) return;
     if (status < 0) {
-        fwm__listeners_accept_error(l->server, status);
+        fwm__descriptors_accept_error(l->server, status);
         if (status == UV_EMFILE || status == UV_ENFILE) refuse_with_spare(l);
         return;
     }
-    fwm__connection_accept(l->server, listener);
+    fwm__socket_accept(l->server, listener);
     fwm__server_flush(l->server);
-}
-
-static bool is_loopback(const struct sockaddr *sa) {
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
-    }
-    return false;
-}
-
-int fwm__listen_parse_tcp(const char *spec, const char *text, const char *flag, struct sockaddr_storage *addr) {
-    char host[256];
-    const char *colon;
-    if (spec[0] == '[') {
-        const char *close = strchr(spec, ']');
-        if (!close || close[1] != ':') goto bad;
-        snprintf(host, sizeof host, "%.*s", (int)(close - spec - 1), spec + 1);
-        colon = close + 1;
-    } else {
-        colon = strrchr(spec, ':');
-        if (!colon) goto bad;
-        snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
-    }
-    char *end = NULL;
-    long port = strtol(colon + 1, &end, 10);
-    if (!end || *end != '\0' || end == colon + 1 || port < 0 || port > 65535) goto bad;
-    if (strcmp(host, "localhost") == 0) snprintf(host, sizeof host, "127.0.0.1");
-    memset(addr, 0, sizeof *addr);
-    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr) != 0 &&
-        uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)addr) != 0) {
-        fprintf(stderr, "fwm-serve: --%s %s: '%s' is not a numeric IPv4/IPv6 address\n", flag, text, host);
-        return 1;
-    }
-    return 0;
-bad:
-    fprintf(stderr, "fwm-serve: --%s %s: expected tcp://HOST:PORT%s\n", flag, text,
-            strcmp(flag, "listen") == 0 ? " or unix:PATH" : "");
-    return 1;
-}
-
-void fwm__listen_format(const struct sockaddr_storage *bound, const char *scheme, char *out, size_t size) {
-    char ip[64] = "?";
-    if (bound->ss_family == AF_INET6) {
-        uv_ip6_name((const struct sockaddr_in6 *)bound, ip, sizeof ip);
-        snprintf(out, size, "%s://[%s]:%d", scheme, ip, ntohs(((const struct sockaddr_in6 *)bound)->sin6_port));
-    } else {
-        uv_ip4_name((const struct sockaddr_in *)bound, ip, sizeof ip);
-        snprintf(out, size, "%s://%s:%d", scheme, ip, ntohs(((const struct sockaddr_in *)bound)->sin_port));
-    }
-}
-
-int fwm__listen_check_exposure(fwm__server *s, const struct sockaddr_storage *bound, const char *address,
-                               const char *flag) {
-    if (is_loopback((const struct sockaddr *)bound) || s->auth_token) return 0;
-    if (!s->config->insecure) {
-        fprintf(stderr, "fwm-serve: --%s %s: not a loopback address, and the server has no token: anyone who "
-                        "can reach it could use every session. Give --auth-token-file FILE (or --insecure to "
-                        "serve it without authentication)\n", flag, address);
-        return 1;
-    }
-    fwm__server_log(s, "WARNING: %s is not a loopback address: the server is reachable from the network "
-                       "and has no authentication (--insecure)", address);
-    return 0;
 }
 
 static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const char *text) {
     struct sockaddr_storage addr;
-    if (fwm__listen_parse_tcp(spec, text, "listen", &addr) != 0) return 1;
+    if (fwm__address_parse_tcp(spec, text, "listen", &addr) != 0) return 1;
     uv_tcp_init(&s->loop, &l->h.tcp);
     l->open = true;
     int rc = uv_tcp_bind(&l->h.tcp, (const struct sockaddr *)&addr, 0);
@@ -196,8 +74,8 @@ static int open_tcp(fwm__server *s, fwm__listener *l, const char *spec, const ch
     struct sockaddr_storage bound;
     int length = sizeof bound;
     uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&bound, &length);
-    fwm__listen_format(&bound, "tcp", l->address, sizeof l->address);
-    return fwm__listen_check_exposure(s, &bound, l->address, "listen");
+    fwm__address_format(&bound, "tcp", l->address, sizeof l->address);
+    return fwm__address_check_exposure(s, &bound, l->address, "listen");
 }
 
 /* What is at `path`: a socket nobody listens on (left by a server that died), a live one, or
@@ -256,29 +134,10 @@ static int open_unix(fwm__server *s, fwm__listener *l, const char *path, const c
     return 0;
 }
 
-static int write_port_file(const fwm__server *s) {
-    const char *path = s->config->port_file;
-    char temp[1024];
-    snprintf(temp, sizeof temp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(temp, "w");
-    if (!f) {
-        fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", temp, strerror(errno));
-        return 1;
-    }
-    for (size_t i = 0; i < s->listener_count; i++) fprintf(f, "%s\n", s->listeners[i].address);
-    if (s->http) fprintf(f, "%s\n", fwm__http_address(s->http));
-    if (fclose(f) != 0 || rename(temp, path) != 0) {
-        fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", path, strerror(errno));
-        unlink(temp);
-        return 1;
-    }
-    return 0;
-}
-
 int fwm__listeners_open(fwm__server *s) {
     const fwm__config *cfg = s->config;
-    raise_fd_limit(s);
-    open_spare(s);
+    fwm__descriptors_raise_limit(s);
+    fwm__descriptors_open_spare(s);
     static const char *fallback[] = {FWM_DEFAULT_LISTEN};
     const char *const *addresses = cfg->listen_count ? (const char *const *)cfg->listen : fallback;
     size_t count = cfg->listen_count ? cfg->listen_count : 1;
@@ -298,12 +157,11 @@ int fwm__listeners_open(fwm__server *s) {
         l->h.handle.data = l;
         fwm__server_log(s, "listening on %s", l->address);
     }
-    if (cfg->http && fwm__http_open(s) != 0) return 1;
-    return cfg->port_file ? write_port_file(s) : 0;
+    return 0;
 }
 
 void fwm__listeners_close(fwm__server *s) {
-    close_spare(s);
+    fwm__descriptors_close_spare(s);
     for (size_t i = 0; i < s->listener_count; i++) {
         fwm__listener *l = &s->listeners[i];
         if (!l->open) continue;
@@ -311,4 +169,23 @@ void fwm__listeners_close(fwm__server *s) {
         uv_close(&l->h.handle, NULL);
         if (l->unix_path[0]) unlink(l->unix_path);
     }
+}
+
+int fwm__listeners_write_port_file(const fwm__server *s, const char *http_address) {
+    const char *path = s->config->port_file;
+    char temp[1024];
+    snprintf(temp, sizeof temp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(temp, "w");
+    if (!f) {
+        fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", temp, strerror(errno));
+        return 1;
+    }
+    for (size_t i = 0; i < s->listener_count; i++) fprintf(f, "%s\n", s->listeners[i].address);
+    if (http_address) fprintf(f, "%s\n", http_address);
+    if (fclose(f) != 0 || rename(temp, path) != 0) {
+        fprintf(stderr, "fwm-serve: cannot write port file '%s': %s\n", path, strerror(errno));
+        unlink(temp);
+        return 1;
+    }
+    return 0;
 }

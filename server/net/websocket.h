@@ -27,9 +27,4 @@ int fwm__ws_writable(fwm__connection *c);
 /* libwebsockets closed the wsi (LWS_CALLBACK_CLOSED): the connection ends now. */
 void fwm__ws_closed(fwm__connection *c);
 
-/* connection.c's transport operations for a WebSocket connection. */
-int fwm__ws_send(fwm__connection *c, fwm__write *w); /* queue `w` (owned from now on); 0, or -1: gone */
-void fwm__ws_set_reading(fwm__connection *c, bool reading);
-void fwm__ws_close(fwm__connection *c);
-
 #endif

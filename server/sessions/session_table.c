@@ -98,6 +98,7 @@ static size_t bucket_of(const fwm__session_table *table, const uint8_t id[FWM_SE
 bool fwm__session_table_init(fwm__session_table *table) {
     table->bucket_count = 1024;
     table->count = 0;
+    table->lru_head = table->lru_tail = NULL;
     table->buckets = fwm__calloc(table->bucket_count, sizeof *table->buckets);
     return table->buckets != NULL;
 }
@@ -106,6 +107,25 @@ void fwm__session_table_release(fwm__session_table *table) {
     fwm__free(table->buckets);
     table->buckets = NULL;
     table->bucket_count = table->count = 0;
+}
+
+void fwm__session_table_lru_touch(fwm__session_table *t, fwm__session_entry *e) {
+    if (t->lru_tail == e) return;
+    fwm__session_table_lru_remove(t, e);
+    e->lru_prev = t->lru_tail;
+    e->lru_next = NULL;
+    if (t->lru_tail) t->lru_tail->lru_next = e;
+    else t->lru_head = e;
+    t->lru_tail = e;
+}
+
+void fwm__session_table_lru_remove(fwm__session_table *t, fwm__session_entry *e) {
+    if (!e->lru_prev && t->lru_head != e) return; /* not on the list */
+    if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
+    else t->lru_head = e->lru_next;
+    if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
+    else t->lru_tail = e->lru_prev;
+    e->lru_prev = e->lru_next = NULL;
 }
 
 static bool grow(fwm__session_table *table) {

@@ -73,6 +73,8 @@ typedef struct fwm__session_table {
     fwm__session_entry **buckets;
     size_t bucket_count; /* power of two */
     size_t count;
+    /* durable mode (sessions/ is told by tiering/): resident sessions, least recently used first */
+    fwm__session_entry *lru_head, *lru_tail;
 } fwm__session_table;
 
 /* 16 random bytes from the kernel (getrandom); false if none can be had. Thread-safe. */
@@ -105,6 +107,10 @@ fwm__session_entry *fwm__session_table_find(const fwm__session_table *table,
 void fwm__session_table_remove(fwm__session_table *table, fwm__session_entry *entry);
 
 /* Visit every entry; `visit` may remove the entry it is given (and only that one). */
+/* The least-recently-used list (durable mode): put an entry at the most recently used end / take it
+ * off the list (no-op when it is not on it). Separate from insert and remove. */
+void fwm__session_table_lru_touch(fwm__session_table *table, fwm__session_entry *entry);
+void fwm__session_table_lru_remove(fwm__session_table *table, fwm__session_entry *entry);
 void fwm__session_table_each(fwm__session_table *table,
                              void (*visit)(fwm__session_entry *entry, void *user), void *user);
 

@@ -10,11 +10,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/timed_wait.h"
 #include "fwm_alloc.h"
 #include "lookup.h"
 #include "store/cluster.h"
-#include "tiering.h"
-#include "base/timed_wait.h"
 
 /* After a failed attempt to join again, the next waits this long: requests that find the lease lost
  * meanwhile are refused at once instead of each waiting for Redis. */
@@ -262,7 +261,7 @@ static void drop_entry(fwm__server *s, fwm__session_entry *e) {
     close->keep_stored = true;
     fwm__scheduler_move_away(s->scheduler, e);
     fwm__session_table_remove(&s->sessions, e);
-    fwm__tiering_forget(s, e);
+    fwm__session_table_lru_remove(&s->sessions, e);
     fwm__scheduler_submit(s->scheduler, e, close);
 }
 
@@ -335,9 +334,9 @@ static void replaced(fwm__server *s, uint64_t holder_epoch, uint64_t own_epoch) 
 static void drop_resident(fwm__server *s) {
     fwm__cluster_node *n = s->cluster;
     size_t dropped = 0;
-    while (s->lru_head) {
-        remember_dropped(n, s->lru_head->id);
-        drop_entry(s, s->lru_head);
+    while (s->sessions.lru_head) {
+        remember_dropped(n, s->sessions.lru_head->id);
+        drop_entry(s, s->sessions.lru_head);
         dropped++;
     }
     n->dropped_since_loss += dropped;

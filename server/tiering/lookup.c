@@ -6,16 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster_node.h"
-#include "net/connection.h"
 #include "fwm_alloc.h"
-#include "tiering.h"
+#include "net/connection.h"
 
 #define LOOKUP_THREADS 2
 #define TIMER_MS 50 /* how often parked requests are checked against their deadline */
 
 struct fwm__lookups {
     fwm__server *server;
+    const fwm__lookup_hooks *hooks;
     pthread_t threads[LOOKUP_THREADS];
     size_t thread_count;
     pthread_mutex_t mutex;
@@ -93,7 +92,7 @@ static bool visit_expiring(void *user, const uint8_t id[FWM_STORE_ID_BYTES], con
     memcpy(l->last, id, FWM_SESSION_ID_BYTES);
     fwm__session_meta meta;
     if (fwm__meta_decode(bytes, length, &meta) && meta.last_used_ms < l->cutoff_ms &&
-        fwm__cluster_node_may_delete(x->server, id) && !add_listed(l, id, NULL, 0))
+        x->server->lookups->hooks->may_delete(x->server, id) && !add_listed(l, id, NULL, 0))
         return false;
     return ++l->seen < l->limit;
 }
@@ -130,7 +129,7 @@ static void answer(fwm__server *s, fwm__lookup *l) {
     l->meta_status = FWM_STORE_IO;
     if (s->cluster) {
         l->cluster = true;
-        fwm__cluster_node_ask_claim(s, l);
+        s->lookups->hooks->ask_claim(s, l);
         if (l->claim != FWM_CLAIM_MINE && l->claim != FWM_CLAIM_TAKEN) return;
     }
     l->meta_status = s->store->backend->get_meta(s->store, l->id, l->meta, sizeof l->meta, &l->meta_length, &error);
@@ -165,7 +164,7 @@ static void on_timer(uv_timer_t *timer) {
     fwm__lookup_poll(timer->data);
 }
 
-int fwm__lookup_start(fwm__server *s) {
+int fwm__lookup_start(fwm__server *s, const fwm__lookup_hooks *hooks) {
     if (!s->store || s->store->backend != &fwm__store_redis) return 0;
     struct fwm__lookups *q = fwm__calloc(1, sizeof *q);
     if (!q) {
@@ -173,6 +172,7 @@ int fwm__lookup_start(fwm__server *s) {
         return 1;
     }
     q->server = s;
+    q->hooks = hooks;
     pthread_mutex_init(&q->mutex, NULL);
     pthread_cond_init(&q->wake, NULL);
     uv_timer_init(&s->loop, &s->lookup_timer);
@@ -347,7 +347,7 @@ void fwm__lookup_poll(fwm__server *s) {
             q->expiring = false;
             if (!l->timed_out) {
                 unlink_pending(q, l);
-                fwm__tiering_expire_answered(s, l);
+                q->hooks->expire_answered(s, l);
             }
             free_lookup(l);
             continue;

@@ -75,8 +75,19 @@ typedef struct fwm__lookup {
     struct fwm__lookup *queue_next;   /* mutex: the thread's queue, then the finished list */
 } fwm__lookup;
 
+/* What lookups need of the cluster node and of tiering: given by the server (server.c), so that
+ * lookup.c sits below both (they ask it questions). */
+typedef struct fwm__lookup_hooks {
+    /* Lookup thread, cluster mode: who owns stored session `l->id` (fwm__cluster_node_ask_claim). */
+    void (*ask_claim)(fwm__server *server, fwm__lookup *l);
+    /* Lookup thread: whether this node may delete stored session `id` (fwm__cluster_node_may_delete). */
+    bool (*may_delete)(fwm__server *server, const uint8_t *id);
+    /* Loop: a --session-ttl scan has answered (fwm__tiering_expire_answered). */
+    void (*expire_answered)(fwm__server *server, const fwm__lookup *answer);
+} fwm__lookup_hooks;
+
 /* Start the lookup threads when the store is remote (no-op otherwise). 0, or 1 after printing why. */
-int fwm__lookup_start(fwm__server *server);
+int fwm__lookup_start(fwm__server *server, const fwm__lookup_hooks *hooks);
 /* Close the loop handle (its deadline timer) as the loop winds down. */
 void fwm__lookup_close_handles(fwm__server *server);
 /* Stop them (the answers in flight are dropped). NULL-safe. */

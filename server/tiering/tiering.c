@@ -1,35 +1,16 @@
-/* tiering.c - LRU, eviction, loading stored sessions, and rebuilding after failed writes (tiering.h). */
+/* tiering.c - eviction, loading stored sessions, and rebuilding after failed writes (tiering.h). */
 #include "tiering.h"
-#include "lookup.h"
 
 #include <string.h>
 
 #include "cluster_node.h"
-#include "sessions/durable_session.h"
 #include "fwm_alloc.h"
+#include "lookup.h"
+#include "sessions/durable_session.h"
 #include "store/session_record.h"
 
 static uint64_t now_ms(void) {
     return fwm__now_ns() / 1000000u;
-}
-
-void fwm__tiering_touch(fwm__server *s, fwm__session_entry *e) {
-    if (s->lru_tail == e) return;
-    fwm__tiering_forget(s, e);
-    e->lru_prev = s->lru_tail;
-    e->lru_next = NULL;
-    if (s->lru_tail) s->lru_tail->lru_next = e;
-    else s->lru_head = e;
-    s->lru_tail = e;
-}
-
-void fwm__tiering_forget(fwm__server *s, fwm__session_entry *e) {
-    if (!e->lru_prev && s->lru_head != e) return; /* not on the list */
-    if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
-    else s->lru_head = e->lru_next;
-    if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
-    else s->lru_tail = e->lru_prev;
-    e->lru_prev = e->lru_next = NULL;
 }
 
 uint64_t fwm__tiering_session_count(fwm__server *s) {
@@ -95,7 +76,7 @@ static fwm__session_entry *load_with_meta(fwm__server *s, const uint8_t *id, fwm
         return NULL;
     }
     s->metrics.session_memory_bytes += e->memory_bytes;
-    fwm__tiering_touch(s, e);
+    fwm__session_table_lru_touch(&s->sessions, e);
     fwm__scheduler_submit(s->scheduler, e, load);
     fwm__tiering_evict(s, false);
     return e;
@@ -155,7 +136,7 @@ void fwm__tiering_evict(fwm__server *s, bool idle_too) {
         uint64_t sessions = (used - budget) / smallest + 1;
         if (sessions > s->evicting && sessions - s->evicting > over) over = (size_t)(sessions - s->evicting);
     }
-    for (fwm__session_entry *e = s->lru_head; e;) {
+    for (fwm__session_entry *e = s->sessions.lru_head; e;) {
         fwm__session_entry *next = e->lru_next;
         bool idle = idle_too && idle_ms && now > e->last_used_ms && now - e->last_used_ms >= idle_ms;
         if (!over && !idle) break; /* the list is in order of last use: nothing further on is idle */
@@ -165,7 +146,7 @@ void fwm__tiering_evict(fwm__server *s, bool idle_too) {
 }
 
 void fwm__tiering_snapshot_all(fwm__server *s) {
-    for (fwm__session_entry *e = s->lru_head; e; e = e->lru_next) evict_one(s, e);
+    for (fwm__session_entry *e = s->sessions.lru_head; e; e = e->lru_next) evict_one(s, e);
 }
 
 void fwm__tiering_evicted(fwm__server *s, const uint8_t *id, bool store_failed) {
@@ -179,7 +160,7 @@ void fwm__tiering_evicted(fwm__server *s, const uint8_t *id, bool store_failed) 
         fwm__scheduler_entry_jobs(s->scheduler, e) != e->evict_mark)
         return;
     fwm__session_table_remove(&s->sessions, e);
-    fwm__tiering_forget(s, e);
+    fwm__session_table_lru_remove(&s->sessions, e);
     s->metrics.evictions++;
     s->metrics.session_memory_bytes -= e->memory_bytes;
     fwm__session_entry_free(e); /* no job holds it (not busy) and no table lists it */
@@ -197,7 +178,7 @@ void fwm__tiering_loaded(fwm__server *s, const uint8_t *id, bool failed, uint64_
             if (!close) return;
             close->keep_stored = true;
             fwm__session_table_remove(&s->sessions, e);
-            fwm__tiering_forget(s, e);
+            fwm__session_table_lru_remove(&s->sessions, e);
             fwm__scheduler_submit(s->scheduler, e, close);
         }
         return;

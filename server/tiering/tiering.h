@@ -1,7 +1,7 @@
 /* tiering.h - the resident set of a durable fwm-serve: which sessions are in memory, which only in
  * the store, and the moves between the two.
  *
- * Every resident session is on an LRU list (touched by each request). When more than
+ * Every resident session is on the session table's LRU list (touched by each request). When more than
  * --max-resident are resident, or one has been idle for --idle-timeout, the least recently used
  * idle ones get an EVICT job (a snapshot when the log is not covered by one) and, once that is
  * committed and the session was not used meanwhile, their memory is freed. A request for a session
@@ -17,9 +17,6 @@
 #include "rpc_codec.h"
 #include "server.h"
 
-/* Put a resident entry at the most recently used end / take it off the list. */
-void fwm__tiering_touch(fwm__server *server, fwm__session_entry *entry);
-void fwm__tiering_forget(fwm__server *server, fwm__session_entry *entry);
 
 /* The stored session `id`, made resident (a LOAD job queued). NULL with `failure` filled when it is
  * not stored (unknown_session), belongs to a model not served (unknown_model), or cannot be read. */
