@@ -13,6 +13,7 @@
 #include "rpc_codec.h"
 #include "sessions/durable_session.h"
 #include "sessions/trace_job.h"
+#include "stats/stats_reply.h"
 #include "store/session_record.h"
 #include "tiering/cluster_node.h"
 #include "tiering/lookup.h"
@@ -496,124 +497,13 @@ static bool m_hello(request *r) {
     return true;
 }
 
-static void pack_histogram(msgpack_packer *pk, const char *name, const fwm__histogram *h) {
-    key(pk, name);
-    msgpack_pack_map(pk, 5);
-    key_u64(pk, "count", h->total);
-    key_double(pk, "p50", fwm__histogram_percentile(h, 0.50) / 1000.0);
-    key_double(pk, "p90", fwm__histogram_percentile(h, 0.90) / 1000.0);
-    key_double(pk, "p99", fwm__histogram_percentile(h, 0.99) / 1000.0);
-    key_double(pk, "max", (double)h->max_us / 1000.0);
-}
-
-/* `durability`: nil in memory-only mode. */
-static void pack_durability(msgpack_packer *pk, fwm__server *s) {
-    key(pk, "durability");
-    if (!s->store) {
-        msgpack_pack_nil(pk);
-        return;
-    }
-    fwm__store_info info;
-    fwm__journal_store_info(s->journal, &info);
-    fwm__journal_stats js;
-    fwm__journal_get_stats(s->journal, &js);
-    char why[300] = "";
-    bool healthy = fwm__journal_healthy(s->journal, why, sizeof why);
-    const fwm__metrics *m = &s->metrics;
-    msgpack_pack_map(pk, 22);
-    key_str(pk, "fsync", fwm__fsync_mode_name((fwm__fsync_mode)s->config->fsync_mode));
-    key_str(pk, "data_dir", s->config->data_dir);
-    key_u64(pk, "sessions_stored", info.sessions);
-    key_u64(pk, "sessions_resident", s->sessions.count);
-    key_u64(pk, "max_resident", s->config->max_resident);
-    key_u64(pk, "evictions", m->evictions);
-    key_u64(pk, "evicting", s->evicting);
-    key_u64(pk, "loads", m->loads);
-    key_u64(pk, "load_failures", m->load_failures);
-    pack_histogram(pk, "load_latency_ms", &m->load_latency);
-    key_u64(pk, "commits", js.commits);
-    key_u64(pk, "fsyncs", js.fsyncs);
-    pack_histogram(pk, "commit_latency_ms", &js.commit_latency);
-    key_u64(pk, "log_bytes", js.log_bytes);
-    key_u64(pk, "bytes_written", js.bytes_written);
-    key_u64(pk, "write_failures", js.failures);
-    key_u64(pk, "storage_refusals", m->storage_refusals);
-    key_u64(pk, "store_file_bytes", info.file_bytes);
-    key_u64(pk, "store_used_bytes", info.used_bytes);
-    key_u64(pk, "store_max_bytes", info.map_bytes);
-    key(pk, "healthy");
-    fwm__rpc_pack_bool(pk, healthy);
-    key(pk, "error"); /* why writes fail, while they do */
-    if (healthy) msgpack_pack_nil(pk);
-    else fwm__rpc_pack_cstr(pk, why);
-}
-
 static bool m_stats(request *r) {
     const fwm__lookup_node *nodes;
     size_t node_count;
     if (!live_nodes(r, &nodes, &node_count)) return false; /* parked */
     msgpack_packer pk;
     if (!begin_response(r, &pk)) return true;
-    fwm__server *s = r->s;
-    const fwm__metrics *m = &s->metrics;
-    fwm__scheduler_stats st;
-    fwm__scheduler_get_stats(s->scheduler, &st);
-    double uptime = (double)(fwm__now_ns() - m->start_ns) / 1e9;
-    msgpack_pack_map(&pk, 32);
-    key_u64(&pk, "sessions", s->sessions.count);
-    key_u64(&pk, "sessions_opened", m->sessions_opened);
-    key_u64(&pk, "sessions_closed", m->sessions_closed);
-    key_u64(&pk, "sessions_expired", m->sessions_expired);
-    key_u64(&pk, "connections", m->connections_open);
-    key_u64(&pk, "connections_total", m->connections_total);
-    key_u64(&pk, "connections_refused", m->connections_refused);
-    key_u64(&pk, "connections_timed_out", m->connections_timed_out);
-    key_u64(&pk, "accept_errors", m->accept_errors);
-    key_u64(&pk, "auth_failures", m->auth_failures);
-    key_u64(&pk, "requests", m->requests);
-    key_u64(&pk, "errors", m->errors);
-    key_u64(&pk, "protocol_errors", m->protocol_errors);
-    key(&pk, "errors_by_code"); /* every error response and notification sent, by code name */
-    msgpack_pack_map(&pk, FWM_ERROR_CODES - 1);
-    for (int code = 1; code < FWM_ERROR_CODES; code++) key_u64(&pk, fwm_rpc_code_name(code), m->errors_by_code[code]);
-    key_u64(&pk, "tokens", st.tokens);
-    key_double(&pk, "tokens_per_second", m->tokens_per_second);
-    key_double(&pk, "tokens_per_second_avg", uptime > 0 ? (double)st.tokens / uptime : 0.0);
-    key_double(&pk, "uptime_s", uptime);
-    key_u64(&pk, "batches", st.batches);
-    key_double(&pk, "batch_size_mean", st.batches ? (double)st.batch_sessions / (double)st.batches : 0.0);
-    key_u64(&pk, "batch_size_max", st.batch_max);
-    key_u64(&pk, "queue_depth", st.ready_sessions);
-    key_u64(&pk, "parked_sessions", st.parked_sessions);
-    key_u64(&pk, "jobs_pending", st.jobs_pending);
-    key_u64(&pk, "tokens_queued", st.tokens_queued);
-    const fwm__histogram *hists[2] = {&st.token_latency, &m->request_latency};
-    const char *names[2] = {"token_latency_ms", "request_latency_ms"};
-    for (int h = 0; h < 2; h++) {
-        key(&pk, names[h]);
-        msgpack_pack_map(&pk, 5);
-        key_u64(&pk, "count", hists[h]->total);
-        key_double(&pk, "p50", fwm__histogram_percentile(hists[h], 0.50) / 1000.0);
-        key_double(&pk, "p90", fwm__histogram_percentile(hists[h], 0.90) / 1000.0);
-        key_double(&pk, "p99", fwm__histogram_percentile(hists[h], 0.99) / 1000.0);
-        key_double(&pk, "max", (double)hists[h]->max_us / 1000.0);
-    }
-    key(&pk, "memory");
-    msgpack_pack_map(&pk, 8);
-    key_u64(&pk, "sessions_bytes", m->session_memory_bytes);
-    key_u64(&pk, "per_session_bytes", s->models[0].session_bytes);
-    key_u64(&pk, "output_queued_bytes", m->output_queued_bytes);
-    key_u64(&pk, "input_buffer_bytes", m->input_buffer_bytes);
-    key_u64(&pk, "used_bytes", fwm__server_memory_used(s));
-    key_u64(&pk, "budget_bytes", s->config->max_memory_bytes);
-    key_u64(&pk, "refusals", m->memory_refusals);
-    uint64_t weights = 0;
-    for (size_t i = 0; i < s->model_count; i++) weights += s->models[i].info.parameter_count * sizeof(float);
-    key_u64(&pk, "model_weights_bytes", weights);
-    key_u64(&pk, "workers", s->workers);
-    key_u64(&pk, "sessions_resident", s->sessions.count);
-    pack_durability(&pk, s);
-    fwm__cluster_node_pack_stats(&pk, s, nodes, node_count);
+    fwm__stats_pack(&pk, r->s, nodes, node_count);
     return true;
 }
 

@@ -1,4 +1,5 @@
-/* prometheus.c - the metrics as Prometheus text (prometheus.h). */
+/* prometheus.c - the metrics as Prometheus text (prometheus.h): the lists of metric_list.h, and the
+ * families with labels (build, models, batch sizes, HTTP status classes). */
 #include "prometheus.h"
 
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include "fwm/fwm_protocol.h"
 #include "fwm_alloc.h"
 #include "fwm_utf8.h"
+#include "metric_list.h"
 
 /* Histogram buckets: powers of two from 2^4 microseconds (16 us) to 2^26 (67 s), exact edges of the
  * server's log-spaced histograms (metrics.h). */
@@ -95,17 +97,6 @@ static void count_model(fwm__session_entry *e, void *user) {
     if (e->model_index < pm->count) pm->resident[e->model_index]++;
 }
 
-static uint64_t resident_memory_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
-        fclose(f);
-    }
-    long page = sysconf(_SC_PAGE_SIZE);
-    return resident * (uint64_t)(page > 0 ? page : 4096);
-}
-
 static void models(text *t, fwm__server *s) {
     per_model pm = {fwm__calloc(s->model_count, sizeof *pm.resident), s->model_count};
     if (!pm.resident) {
@@ -146,32 +137,40 @@ static void models(text *t, fwm__server *s) {
     fwm__free(resident);
 }
 
-static void durability(text *t, fwm__server *s) {
-    if (!s->store) return;
-    fwm__store_info info;
-    fwm__journal_store_info(s->journal, &info);
-    fwm__journal_stats js;
-    fwm__journal_get_stats(s->journal, &js);
-    char why[300];
-    const fwm__metrics *m = &s->metrics;
-    scalar(t, "fwm_sessions_stored", "gauge", "Sessions in the durable store.", (double)info.sessions);
-    scalar(t, "fwm_evictions_total", "counter", "Sessions written out of memory to the store.", (double)m->evictions);
-    scalar(t, "fwm_loads_total", "counter", "Stored sessions brought back into memory.", (double)m->loads);
-    scalar(t, "fwm_load_failures_total", "counter", "Stored sessions that could not be rebuilt.",
-           (double)m->load_failures);
-    histogram(t, "fwm_load_latency_seconds", "Time to bring a stored session back into memory.", &m->load_latency);
-    scalar(t, "fwm_store_commits_total", "counter", "Store write transactions.", (double)js.commits);
-    scalar(t, "fwm_store_fsyncs_total", "counter", "Store syncs to disk.", (double)js.fsyncs);
-    histogram(t, "fwm_store_commit_latency_seconds", "Time of one store write transaction.", &js.commit_latency);
-    scalar(t, "fwm_store_written_bytes_total", "counter", "Bytes written to the store.", (double)js.bytes_written);
-    scalar(t, "fwm_store_write_failures_total", "counter", "Store writes that failed.", (double)js.failures);
-    scalar(t, "fwm_storage_refusals_total", "counter", "Requests refused while the store could not write.",
-           (double)m->storage_refusals);
-    scalar(t, "fwm_store_file_bytes", "gauge", "Size of the store's file.", (double)info.file_bytes);
-    scalar(t, "fwm_store_used_bytes", "gauge", "Bytes of the store in use.", (double)info.used_bytes);
-    scalar(t, "fwm_store_max_bytes", "gauge", "The largest the store may grow.", (double)info.map_bytes);
-    scalar(t, "fwm_store_healthy", "gauge", "1 while the store takes writes, 0 while they fail.",
-           fwm__journal_healthy(s->journal, why, sizeof why) ? 1.0 : 0.0);
+/* The list's /metrics rows. */
+static void rows(text *t, const fwm__metric_list *list, const fwm__metric_values *v) {
+    for (size_t i = 0; i < list->count; i++) {
+        const fwm__metric *row = &list->rows[i];
+        if (!row->prometheus) continue;
+        const void *value = (const char *)v + row->offset;
+        switch (row->kind) {
+        case FWM_METRIC_COUNTER:
+            scalar(t, row->prometheus, "counter", row->help, (double)*(const uint64_t *)value);
+            break;
+        case FWM_METRIC_GAUGE:
+            scalar(t, row->prometheus, "gauge", row->help, (double)*(const uint64_t *)value);
+            break;
+        case FWM_METRIC_REAL:
+            scalar(t, row->prometheus, "gauge", row->help, *(const double *)value);
+            break;
+        case FWM_METRIC_FLAG:
+            scalar(t, row->prometheus, "gauge", row->help, *(const bool *)value ? 1.0 : 0.0);
+            break;
+        case FWM_METRIC_HISTOGRAM:
+            histogram(t, row->prometheus, row->help, value);
+            break;
+        case FWM_METRIC_BY_CODE: {
+            const uint64_t *counts = *(const uint64_t *const *)value;
+            family(t, row->prometheus, "counter", row->help);
+            for (int code = 1; code < FWM_ERROR_CODES; code++)
+                add(t, "%s{code=\"%s\"} %llu\n", row->prometheus, fwm_rpc_code_name(code),
+                    (unsigned long long)counts[code]);
+            break;
+        }
+        case FWM_METRIC_TEXT: /* `stats` only */
+            break;
+        }
+    }
 }
 
 char *fwm__prometheus_render(fwm__server *s, size_t headroom, size_t *length) {
@@ -180,26 +179,14 @@ char *fwm__prometheus_render(fwm__server *s, size_t headroom, size_t *length) {
     if (!block) return NULL;
     t.data = block + headroom;
     const fwm__metrics *m = &s->metrics;
+    fwm__metric_values v;
+    fwm__metric_values_read(&v, s);
     fwm__scheduler_stats st;
     fwm__scheduler_get_stats(s->scheduler, &st);
-
     family(&t, "fwm_build_info", "gauge", "The server's version and protocol (value 1).");
     add(&t, "fwm_build_info{version=\"%s\",protocol=\"%d\"} 1\n", FWM_VERSION_STRING, FWM_PROTOCOL_VERSION);
-    scalar(&t, "fwm_uptime_seconds", "gauge", "Seconds since the server started.",
-           (double)(fwm__now_ns() - m->start_ns) / 1e9);
-    scalar(&t, "fwm_workers", "gauge", "Compute threads.", (double)s->workers);
+    rows(&t, &fwm__metrics_top, &v);
     models(&t, s);
-    scalar(&t, "fwm_sessions_max", "gauge", "The most sessions the server holds (max-sessions).",
-           (double)s->config->max_sessions);
-    scalar(&t, "fwm_sessions_opened_total", "counter", "Sessions created (open, fork, restore).",
-           (double)m->sessions_opened);
-    scalar(&t, "fwm_sessions_closed_total", "counter", "Sessions closed by clients.", (double)m->sessions_closed);
-    scalar(&t, "fwm_sessions_expired_total", "counter", "Sessions closed by idle-timeout.",
-           (double)m->sessions_expired);
-    scalar(&t, "fwm_tokens_total", "counter", "Tokens stepped through the models.", (double)st.tokens);
-    scalar(&t, "fwm_tokens_queued", "gauge", "Tokens waiting to be stepped.", (double)st.tokens_queued);
-    scalar(&t, "fwm_tokens_queued_max", "gauge", "Queued tokens beyond which requests are refused (max-queued-tokens).",
-           (double)s->config->max_queued_tokens);
     family(&t, "fwm_batch_size", "histogram", "Sessions stepped together in one batched step (_count: the batches).");
     uint64_t cumulative = 0;
     for (unsigned k = 0; k < FWM_BATCH_SIZE_BUCKETS; k++) {
@@ -209,63 +196,11 @@ char *fwm__prometheus_render(fwm__server *s, size_t headroom, size_t *length) {
     add(&t, "fwm_batch_size_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st.batches);
     add(&t, "fwm_batch_size_sum %llu\nfwm_batch_size_count %llu\n", (unsigned long long)st.batch_sessions,
         (unsigned long long)st.batches);
-    scalar(&t, "fwm_batch_size_max", "gauge", "The largest batch so far.", (double)st.batch_max);
-    scalar(&t, "fwm_queue_depth", "gauge", "Sessions with work waiting for a worker.", (double)st.ready_sessions);
-    scalar(&t, "fwm_parked_sessions", "gauge", "Sessions waiting for a slow reader to take its output.",
-           (double)st.parked_sessions);
-    scalar(&t, "fwm_jobs_pending", "gauge", "Requests queued or running.", (double)st.jobs_pending);
-    histogram(&t, "fwm_token_latency_seconds", "Time from a token being ready to its step.", &st.token_latency);
-    histogram(&t, "fwm_request_latency_seconds", "Time from a request's arrival to its response.",
-              &m->request_latency);
-
-    scalar(&t, "fwm_requests_total", "counter", "msgpack-RPC requests and notifications received.",
-           (double)m->requests);
-    family(&t, "fwm_errors_total", "counter", "Errors sent to clients (responses and notifications), by code.");
-    for (int code = 1; code < FWM_ERROR_CODES; code++)
-        add(&t, "fwm_errors_total{code=\"%s\"} %llu\n", fwm_rpc_code_name(code),
-            (unsigned long long)m->errors_by_code[code]);
-    scalar(&t, "fwm_protocol_errors_total", "counter", "Connections failed for a malformed or over-limit byte stream.",
-           (double)m->protocol_errors);
-    scalar(&t, "fwm_auth_failures_total", "counter", "Wrong tokens and requests before authentication.",
-           (double)m->auth_failures);
-
-    scalar(&t, "fwm_connections", "gauge", "Open msgpack-RPC connections (TCP, Unix socket, WebSocket).",
-           (double)m->connections_open);
-    scalar(&t, "fwm_websocket_connections", "gauge", "Of fwm_connections, those over WebSocket.",
-           (double)m->websocket_connections_open);
-    scalar(&t, "fwm_connections_max", "gauge", "The most connections served (max-connections).",
-           (double)s->config->max_connections);
-    scalar(&t, "fwm_connections_accepted_total", "counter", "msgpack-RPC connections accepted.",
-           (double)m->connections_total);
-    scalar(&t, "fwm_connections_refused_total", "counter", "Connections refused (limits, memory, descriptors).",
-           (double)m->connections_refused);
-    scalar(&t, "fwm_connections_timed_out_total", "counter", "Connections closed by a timeout.",
-           (double)m->connections_timed_out);
-    scalar(&t, "fwm_accept_errors_total", "counter", "Connections that could not be accepted.",
-           (double)m->accept_errors);
-    scalar(&t, "fwm_http_connections", "gauge", "Open connections on the HTTP port (WebSockets included).",
-           (double)m->http_connections_open);
-    scalar(&t, "fwm_http_connections_accepted_total", "counter", "Connections accepted on the HTTP port.",
-           (double)m->http_connections_total);
     family(&t, "fwm_http_responses_total", "counter", "HTTP responses, by status class.");
     for (int c = 2; c <= 5; c++)
         add(&t, "fwm_http_responses_total{class=\"%dxx\"} %llu\n", c, (unsigned long long)m->http_responses[c]);
-
-    scalar(&t, "fwm_memory_used_bytes", "gauge", "Memory the budget counts: sessions, buffers and weights.",
-           (double)fwm__server_memory_used(s));
-    scalar(&t, "fwm_memory_budget_bytes", "gauge", "The memory budget (max-memory-bytes).",
-           (double)s->config->max_memory_bytes);
-    scalar(&t, "fwm_memory_sessions_bytes", "gauge", "Memory of the resident sessions.",
-           (double)m->session_memory_bytes);
-    scalar(&t, "fwm_memory_output_queued_bytes", "gauge", "Encoded output not yet taken by clients.",
-           (double)m->output_queued_bytes);
-    scalar(&t, "fwm_memory_input_buffer_bytes", "gauge", "The connections' input buffers.",
-           (double)m->input_buffer_bytes);
-    scalar(&t, "fwm_memory_refusals_total", "counter", "Requests and connections refused by the memory budget.",
-           (double)m->memory_refusals);
-    scalar(&t, "process_resident_memory_bytes", "gauge", "Resident memory of the server process.",
-           (double)resident_memory_bytes());
-    durability(&t, s);
+    rows(&t, &fwm__metrics_memory, &v);
+    if (v.durable) rows(&t, &fwm__metrics_durability, &v);
 
     if (t.failed) {
         fwm__free(t.data - t.headroom);
