@@ -1,4 +1,5 @@
-/* metrics.h - the server's counters and latency histograms, reported by the `stats` method.
+/* metrics.h - the server's counters and latency histograms, reported by `stats` and /metrics through
+ * the one metric list (stats/metric_list.h).
  *
  * A histogram has log-spaced buckets (8 per power of two, from 1 microsecond to about 70 minutes), so a
  * percentile is exact to within 9%. Not thread-safe by itself: each histogram is owned by one
@@ -46,7 +47,7 @@ typedef struct fwm__metrics {
     uint64_t memory_refusals;      /* requests and connections refused by --max-memory-bytes */
     uint64_t auth_failures;        /* wrong tokens and requests before authentication */
     uint64_t errors_by_code[FWM_ERROR_CODES]; /* every error response and error notification sent */
-    /* the HTTP port (http.c) */
+    /* the HTTP port (net/http.c) */
     uint64_t http_connections_open, http_connections_total, http_connections_refused;
     uint64_t websocket_connections_open;  /* of connections_open, those over WebSocket */
     uint64_t http_responses[6];           /* by status class: [2] 2xx ... [5] 5xx; [0] unused */

@@ -156,7 +156,7 @@ static bool room_for_session(request *r, uint32_t m, size_t extra) {
                              "close one first",
                              s->config->max_sessions_per_connection);
     /* Memory only: a session that does not fit the budget is refused. Durable: resident sessions
-     * are evicted to keep within it (tiering.c), so only the count is checked. */
+     * are evicted to keep within it (tiering/tiering.c), so only the count is checked. */
     if (!s->store && !fwm__server_memory_fits(s, s->models[m].session_bytes + extra)) {
         s->metrics.memory_refusals++;
         return fwm__rpc_fail(&r->failure, FWM_RPC_SESSION_LIMIT,
@@ -818,7 +818,7 @@ static bool m_ask(request *r) {
     job->commit = commit;
     job->unknown = unknown;
     job->unknown_count = unknown_count;
-    job->output_bound = unknown_bound(unknown_count); /* beyond the answer's (scheduler.c) */
+    job->output_bound = unknown_bound(unknown_count); /* beyond the answer's (sessions/scheduler.c) */
     job->held_bytes = held;
     r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
     submit(r, e, job);

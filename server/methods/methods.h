@@ -2,7 +2,7 @@
  * (hello, open, close, stats, errors) or turn it into a job for the session's queue.
  *
  * Loop thread only. Not for: delimiting or decoding bytes (protocol/rpc_scan.c, protocol/rpc_codec.c), running jobs
- * (jobs.c), or socket I/O (connection.c).
+ * (sessions/jobs.c), or socket I/O (net/connection.c).
  */
 #ifndef FWM_SERVER_METHODS_H
 #define FWM_SERVER_METHODS_H
