@@ -5,7 +5,7 @@
  * or [ {named arguments} ]) and gives typed access to named arguments with errors that name the
  * argument. Encoding writes responses, error maps and notifications with a msgpack_packer.
  *
- * Not for: deciding what a method does (server/methods.c) or socket I/O (server/connection.c,
+ * Not for: deciding what a method does (server/methods/methods.c) or socket I/O (server/net/connection.c,
  * clients/fwm_client.c). Part of protocol/ (the fwm_protocol static library), which the server and
  * the C client both link. Thread-safe (no shared state).
  */

@@ -24,7 +24,7 @@ typedef struct fwm__config {
     char **listen;  /* owned addresses ("tcp://HOST:PORT", "unix:PATH"); none: FWM_DEFAULT_LISTEN */
     size_t listen_count;
     char *port_file; /* owned or NULL: write the bound addresses there, one per line, once listening */
-    char *http;      /* owned or NULL: the HTTP/WebSocket port's address, tcp://HOST:PORT (http.c) */
+    char *http;      /* owned or NULL: the HTTP/WebSocket port's address, tcp://HOST:PORT (net/http.c) */
     char *http_root; /* owned or NULL: static files served at / (default: the installed share/fwm/www) */
     size_t workers;           /* compute threads; 0: one per CPU */
     size_t max_batch;         /* sessions per batch step */

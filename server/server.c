@@ -9,12 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster_node.h"
-#include "connection.h"
 #include "fwm_alloc.h"
-#include "http.h"
-#include "lookup.h"
-#include "tiering.h"
+#include "methods/methods.h"
+#include "net/connection.h"
+#include "net/http.h"
+#include "net/listen.h"
+#include "stats/prometheus.h"
+#include "tiering/cluster_node.h"
+#include "tiering/lookup.h"
+#include "tiering/tiering.h"
 
 #define HOUSEKEEPING_MS 1000
 #define SHUTDOWN_POLL_MS 20
@@ -149,7 +152,7 @@ static void deliver(fwm__server *s, fwm__outbox *o) {
             } else if (fwm__session_table_insert(&s->sessions, e)) {
                 s->metrics.sessions_opened++;
                 s->metrics.session_memory_bytes += e->memory_bytes;
-                fwm__tiering_touch(s, e);
+                fwm__session_table_lru_touch(&s->sessions, e);
                 fwm__tiering_evict(s, false);
             } else { /* out of memory: let the scheduler free it once its worker lets go */
                 fwm__job *close = fwm__job_new(FWM_JOB_CLOSE);
@@ -202,6 +205,40 @@ static bool drain_inbox(fwm__server *s) {
     return any;
 }
 
+/* ---- what the connections' messages and output mean (net/connection.h) ---- */
+
+static void on_connection_message(fwm__connection *c, const uint8_t *message, size_t length) {
+    fwm__methods_dispatch(c, message, length);
+}
+
+static void on_connection_closing(fwm__connection *c) {
+    fwm__lookup_forget(c);
+}
+
+static void on_connection_congested(fwm__connection *c, bool congested) {
+    fwm__scheduler_set_congested(c->server->scheduler, &c->sink, congested);
+}
+
+static void on_connection_delivered(fwm__connection *c, size_t bytes) {
+    fwm__scheduler_delivered(c->server->scheduler, &c->sink, bytes);
+}
+
+static const fwm__connection_handler connection_handler = {on_connection_message, on_connection_closing,
+                                                           on_connection_congested, on_connection_delivered};
+
+static const fwm__lookup_hooks lookup_hooks = {fwm__cluster_node_ask_claim, fwm__cluster_node_may_delete,
+                                                fwm__tiering_expire_answered};
+
+uint64_t fwm__server_tokens_queued(fwm__server *s) {
+    fwm__scheduler_stats st;
+    fwm__scheduler_get_stats(s->scheduler, &st);
+    return st.tokens_queued;
+}
+
+bool fwm__server_store_healthy(fwm__server *s, char *why, size_t why_size) {
+    return !s->journal || fwm__journal_healthy(s->journal, why, why_size);
+}
+
 void fwm__server_flush(fwm__server *s) {
     while (s->dirty) fwm__connection_flush(s->dirty); /* unlinks it */
 }
@@ -231,7 +268,7 @@ static void expire_one(fwm__session_entry *e, void *user) {
     fwm__job *close = fwm__job_new(FWM_JOB_CLOSE);
     if (!close) return;
     fwm__session_table_remove(&w->server->sessions, e);
-    fwm__tiering_forget(w->server, e);
+    fwm__session_table_lru_remove(&w->server->sessions, e);
     w->server->metrics.sessions_expired++;
     fwm__scheduler_submit(w->server->scheduler, e, close);
 }
@@ -604,8 +641,14 @@ int fwm__server_init(fwm__server *s, fwm__config *config) {
     uv_signal_init(&s->loop, &s->sigterm);
     s->wake.data = s->housekeeping.data = s->sigint.data = s->sigterm.data = s;
     s->handles_open = true;
-    if (fwm__lookup_start(s) != 0) goto fail;
+    if (fwm__lookup_start(s, &lookup_hooks) != 0) goto fail;
+    s->connection_handler = &connection_handler;
+    s->render_metrics = fwm__prometheus_render;
     if (fwm__listeners_open(s) != 0) goto fail;
+    if (config->http && fwm__http_open(s) != 0) goto fail;
+    if (config->port_file &&
+        fwm__listeners_write_port_file(s, s->http ? fwm__http_address(s->http) : NULL) != 0)
+        goto fail;
     if (fwm__cluster_node_start(s) != 0) goto fail;
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);

@@ -5,7 +5,9 @@
  * stop accepting, refuse new requests, finish in-flight jobs (up to drain_timeout_s, then cancel),
  * flush and close every connection, stop the workers, close every handle so the loop ends with
  * none left.
- * Not for: per-connection I/O (connection.c), method semantics (methods.c), parsing flags (config.c).
+ * Not for: per-connection I/O (net/connection.c), method semantics (methods/methods.c), parsing flags
+ * (config.c). The core: every folder of server/ may include this header, and server.c includes them
+ * all to tie them together (docs/ARCHITECTURE.md, "fwm-serve's folders").
  */
 #ifndef FWM_SERVER_SERVER_H
 #define FWM_SERVER_SERVER_H
@@ -18,13 +20,14 @@
 
 #include "config.h"
 #include "fwm/fwm.h"
-#include "journal.h"
-#include "metrics.h"
-#include "scheduler.h"
-#include "session_table.h"
+#include "sessions/journal.h"
+#include "base/metrics.h"
+#include "sessions/scheduler.h"
+#include "sessions/session_table.h"
 #include "store/store.h"
 
 struct fwm__connection;
+struct fwm__connection_handler;
 struct fwm__http;
 typedef struct fwm__cluster_node fwm__cluster_node;
 struct fwm__lookups;
@@ -76,7 +79,6 @@ typedef struct fwm__server {
     /* durable mode (--data-dir): */
     fwm__store *store;
     fwm__journal *journal;
-    fwm__session_entry *lru_head, *lru_tail; /* resident sessions, least recently used first */
     size_t evicting;                         /* EVICT jobs under way */
     bool final_snapshots;                    /* shutdown: the last snapshots were asked for */
     uint8_t expire_cursor[FWM_SESSION_ID_BYTES]; /* --session-ttl: where the scan goes on */
@@ -92,6 +94,10 @@ typedef struct fwm__server {
     struct fwm__connection *connections; /* all open connections (doubly linked) */
     struct fwm__connection *dirty;       /* connections with output to hand to libuv */
     struct fwm__http *http;              /* the HTTP/WebSocket port (--http), or NULL */
+    /* what net/ is given, so it knows nothing of methods or sessions: what the connections' messages
+     * and output mean (methods, scheduler), and the /metrics page (stats/prometheus.c) */
+    const struct fwm__connection_handler *connection_handler;
+    char *(*render_metrics)(struct fwm__server *server, size_t headroom, size_t *length);
 
     uv_async_t wake;
     pthread_mutex_t inbox_mutex;
@@ -148,23 +154,12 @@ void fwm__server_log(const fwm__server *server, const char *format, ...) __attri
 /* Whether `given` is the server's token (true when it has none); constant time in the given bytes. */
 bool fwm__server_token_matches(const fwm__server *server, const char *given, size_t given_length);
 
+/* For /health (net/http.c): tokens waiting to be stepped, and whether the store takes writes (`why`
+ * names the problem when not; memory-only: always). */
+uint64_t fwm__server_tokens_queued(fwm__server *server);
+bool fwm__server_store_healthy(fwm__server *server, char *why, size_t why_size);
+
 /* Index of the model named `name` (length bytes), or -1. */
 long fwm__server_find_model(const fwm__server *server, const char *name, size_t length);
-
-/* Listening (listen.c). */
-struct sockaddr_storage;
-/* Parse "HOST:PORT" or "[IPV6]:PORT" (after tcp://) into `addr`; 1 after printing why (naming --flag). */
-int fwm__listen_parse_tcp(const char *spec, const char *text, const char *flag, struct sockaddr_storage *addr);
-/* "scheme://IP:PORT" of a bound address. */
-void fwm__listen_format(const struct sockaddr_storage *bound, const char *scheme, char *out, size_t size);
-/* A non-loopback address needs a token or --insecure (then warned about); 1 after printing why. */
-int fwm__listen_check_exposure(struct fwm__server *server, const struct sockaddr_storage *bound, const char *address,
-                               const char *flag);
-int fwm__listeners_open(fwm__server *server);
-void fwm__listeners_close(fwm__server *server);
-/* Whether one more file descriptor can be opened now (probed with a duplicate of the spare). */
-bool fwm__listeners_descriptor_left(fwm__server *server);
-/* Count a connection that could not be accepted (libuv status) and log it, at most every 5 s. */
-void fwm__listeners_accept_error(fwm__server *server, int status);
 
 #endif

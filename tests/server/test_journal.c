@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "durable_session.h"
+#include "sessions/durable_session.h"
 #include "fwm_alloc.h"
-#include "journal.h"
+#include "sessions/journal.h"
 
 /* ---- the scripted store ---- */
 

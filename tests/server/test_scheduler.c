@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "fwm/fwm.h"
-#include "scheduler.h"
+#include "sessions/scheduler.h"
 
 #define SESSIONS 60
 #define MAX_TOKENS 40

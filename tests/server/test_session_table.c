@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "session_table.h"
+#include "sessions/session_table.h"
 
 static void test_ids(void) {
     uint8_t a[16], b[16], back[16];
