@@ -34,6 +34,14 @@ static const char *const vocabulary[] = {"<pad>", "<eos>", ".", "?", "john", "ma
 enum { EOS = 1, DOT = 2, JOHN = 4, MARY = 5, WENT = 8, WHERE = 11, IS = 12 };
 static const uint32_t prime_tokens[3] = {EOS, WHERE, IS};
 
+/* The head of every test model's write spec: its name, the vocabulary, and with `prime` the prime
+ * tokens above (else the default, one <eos>). */
+static fwm__write_head test_head(const char *name, bool prime) {
+    fwm__write_head head = {.name = name, .tokens = vocabulary};
+    if (prime) head.has_prime_tokens = true, head.prime_tokens = prime_tokens, head.prime_count = 3;
+    return head;
+}
+
 /* An architecture's row. */
 typedef struct arch_row {
     const char *name;
@@ -97,15 +105,10 @@ static fwm_model *write_fwm(const char *path, uint64_t seed, bool prime) {
     uint64_t offsets[FWM_MAX_TENSORS + 1];
     fwm__tensor_offsets(&hp, offsets);
     float *data = malloc(offsets[FWM_TENSOR_COUNT] * sizeof(float)), *t[FWM_MAX_TENSORS];
-    fwm_write_spec spec = {.hp = hp, .head.name = "test fwm", .head.tokens = vocabulary};
+    fwm_write_spec spec = {.hp = hp, .head = test_head("test fwm", prime)};
     for (int i = 0; i < FWM_TENSOR_COUNT; i++) t[i] = data + offsets[i], spec.tensors[i] = t[i];
     fwm__model_init_weights(&hp, seed, t);
     nudge(data, offsets[FWM_TENSOR_COUNT], seed);
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
     fwm_error err;
     fwm_status st = fwm__model_write(path, &spec, &err);
     free(data);
@@ -126,13 +129,8 @@ static fwm_model *write_lstm(const char *path, uint64_t seed, bool prime) {
     float *data = tensor_buffer(&hp, n, lstm_at, t, &total);
     fwm__lstm_init_weights(&hp, seed, t);
     nudge(data, total, seed);
-    fwm_lstm_write_spec spec = {.hp = hp, .head.name = "test lstm", .head.tokens = vocabulary};
+    fwm_lstm_write_spec spec = {.hp = hp, .head = test_head("test lstm", prime)};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
     fwm_error err;
     fwm_status st = fwm__lstm_model_write(path, &spec, &err);
     free(data);
@@ -155,13 +153,8 @@ static fwm_model *write_mnm(const char *path, uint64_t seed, bool prime) {
     fwm__mnm_init_weights(&hp, seed, t);
     nudge(data, total, seed);
     t[7][0] = 1.0f; /* mnm.rate.bias: strong writes */
-    fwm_mnm_write_spec spec = {.hp = hp, .head.name = "test mnm", .head.tokens = vocabulary};
+    fwm_mnm_write_spec spec = {.hp = hp, .head = test_head("test mnm", prime)};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
     fwm_error err;
     fwm_status st = fwm__mnm_model_write(path, &spec, &err);
     free(data);
@@ -182,13 +175,8 @@ static fwm_model *write_gfw(const char *path, uint64_t seed, bool prime) {
     float *data = tensor_buffer(&hp, n, gfw_at, t, &total);
     fwm__gfw_init_weights(&hp, seed, t);
     nudge(data, total, seed);
-    fwm_gfw_write_spec spec = {.hp = hp, .head.name = "test gfw", .head.tokens = vocabulary};
+    fwm_gfw_write_spec spec = {.hp = hp, .head = test_head("test gfw", prime)};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
     fwm_error err;
     fwm_status st = fwm__gfw_model_write(path, &spec, &err);
     free(data);
@@ -212,13 +200,8 @@ static fwm_model *write_stm(const char *path, uint64_t seed, bool prime) {
     fwm__stm_init_weights(&hp, seed, t);
     nudge(data, total, seed);
     t[15][0] = 0.9f, t[15][1] = 0.6f, t[15][2] = 0.4f; /* alpha */
-    fwm_stm_write_spec spec = {.hp = hp, .head.name = "test stm", .head.tokens = vocabulary};
+    fwm_stm_write_spec spec = {.hp = hp, .head = test_head("test stm", prime)};
     for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
     fwm_error err;
     fwm_status st = fwm__stm_model_write(path, &spec, &err);
     free(data);
