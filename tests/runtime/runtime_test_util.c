@@ -391,3 +391,10 @@ void rt_check_non_fwm_refusals(fwm_session *s, const char *arch, uint32_t V) {
     CHECK_CONTAINS(err.message, "token 99 at sequence position 1 is out of range");
     CHECK_INT(fwm_session_position(s), before);
 }
+
+fwm__write_head rt_write_head(const char *name, const char *const *vocabulary, const uint32_t *prime,
+                              size_t count) {
+    fwm__write_head head = {.name = name, .tokens = vocabulary};
+    if (prime) head.has_prime_tokens = true, head.prime_tokens = prime, head.prime_count = count;
+    return head;
+}

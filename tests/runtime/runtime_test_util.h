@@ -12,6 +12,7 @@
 
 #include "../check.h"
 #include "fwm/fwm.h"
+#include "fwm_schema.h" /* fwm__write_head */
 #include "model_internal.h"
 
 /* Hyperparameters with the paper's constants (forget_bias = beta_bias = 1, write_scale = 1/T,
@@ -94,5 +95,10 @@ typedef fwm_status (*rt_write_fn)(const char *path, const void *spec, fwm_error 
 /* The writer failing at each allocation in turn until it writes `path` (each time
  * FWM_ERR_OUT_OF_MEMORY, at least three times); the file is then removed. */
 void rt_check_write_oom(rt_write_fn write, const void *spec, const char *path);
+
+/* The head of a test model's write spec: its name and vocabulary, and the `count` tokens at
+ * `prime` as its prime tokens (prime NULL: none given, so the default, one <eos>). */
+fwm__write_head rt_write_head(const char *name, const char *const *vocabulary, const uint32_t *prime,
+                              size_t count);
 
 #endif

@@ -37,9 +37,7 @@ static const uint32_t prime_tokens[3] = {EOS, WHERE, IS};
 /* The head of every test model's write spec: its name, the vocabulary, and with `prime` the prime
  * tokens above (else the default, one <eos>). */
 static fwm__write_head test_head(const char *name, bool prime) {
-    fwm__write_head head = {.name = name, .tokens = vocabulary};
-    if (prime) head.has_prime_tokens = true, head.prime_tokens = prime_tokens, head.prime_count = 3;
-    return head;
+    return rt_write_head(name, vocabulary, prime ? prime_tokens : NULL, 3);
 }
 
 /* An architecture's row. */

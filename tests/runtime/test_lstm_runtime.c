@@ -53,14 +53,11 @@ static fwm_model *write_lstm(const char *name, uint32_t L, uint32_t E, uint32_t 
     fwm__rng rng;
     fwm__rng_seed(&rng, seed, 99);
     for (size_t k = 0; k < total; k++) f->data[k] += (float)fwm__rng_uniform(&rng, -0.3, 0.3);
-    fwm_lstm_write_spec spec = {.hp = hp, .head.name = "test lstm", .head.tokens = vocabulary};
-    for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     const uint32_t prime_tokens[3] = {1, 11, 12};
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
+    fwm_lstm_write_spec spec = {.hp = hp,
+                                .head = rt_write_head("test lstm", vocabulary,
+                                                      prime ? prime_tokens : NULL, 3)};
+    for (size_t i = 0; i < n; i++) spec.tensors[i] = t[i];
     fwm_error err;
     CHECK_OK(fwm__lstm_model_write(rt_path(name), &spec, &err), err);
     fwm_model *model = NULL;

@@ -50,7 +50,10 @@ static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prim
         total += counts[i];
     }
     float *data = malloc(total * sizeof(float)), *t[FWM_STM_MAX_TENSORS], *p = data;
-    fwm_stm_write_spec spec = {.hp = hp, .head.name = "test stm", .head.tokens = vocabulary};
+    const uint32_t prime_tokens[3] = {EOS, WHERE, IS};
+    fwm_stm_write_spec spec = {.hp = hp,
+                               .head = rt_write_head("test stm", vocabulary,
+                                                     prime ? prime_tokens : NULL, 3)};
     for (size_t i = 0; i < n; i++) t[i] = p, spec.tensors[i] = p, p += counts[i];
     fwm__stm_init_weights(&hp, seed, t);
     fwm__rng rng;
@@ -58,12 +61,6 @@ static fwm_model *write_stm(const char *name, shape sh, uint64_t seed, bool prim
     for (size_t k = 0; k < total; k++) data[k] += (float)fwm__rng_uniform(&rng, -0.2, 0.2);
     float *alpha = t[sh.mode == FWM_STM_INPUT_SENTENCE ? 15 : 14];
     alpha[0] = 0.9f, alpha[1] = 0.6f, alpha[2] = sh.alpha3;
-    const uint32_t prime_tokens[3] = {EOS, WHERE, IS};
-    if (prime) {
-        spec.head.has_prime_tokens = true;
-        spec.head.prime_tokens = prime_tokens;
-        spec.head.prime_count = 3;
-    }
     fwm_error err;
     fwm_model *model = NULL;
     fwm_status st = fwm__stm_model_write(rt_path(name), &spec, &err);
