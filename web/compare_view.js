@@ -49,7 +49,7 @@ async function score(client, model, text) {
       const read = [];
       const r = await session.feed(line, { topk: 0, logprobs: true, onToken: (e) => read.push(e.word) });
       const spelled = unknownWords(line, r.unknown);
-      for (const word of read) words.push(word === '<unk>' && spelled.length ? `${spelled.shift()}` : word);
+      for (const word of read) words.push(word === '<unk>' && spelled.length ? spelled.shift() : word);
       logprobs.push(...r.logprobs);
     }
   } finally {
