@@ -84,7 +84,7 @@ static int make_dir(const char *path)
 typedef struct train_settings {
     fwm__train_options o;
     const char *arch_name, *task_name, *data_dir, *set, *protocol, *mode_name;
-    const char *run_dir, *out_path;
+    const char *run_dir, *out_path, *model_name;
     fwm__ar_config ar;      /* --task ar */
     uint32_t vocab_size;    /* --task text: 0 = every training word */
     int resume, force, run_test, test_lanes;
@@ -389,6 +389,9 @@ static const fwm__option options[] = {
      NULL},
     {"--out", FWM__OPTION_STRING, S(out_path), 0, 0, "FILE",
      "model file to write (default <run-dir>/model.gguf)", NULL, 0, NULL},
+    {"--name", FWM__OPTION_STRING, S(model_name), 0, 0, "NAME",
+     "the model's name in the file (general.name, what fwm-serve\n"
+     "serves it as; default ARCH-MODE, e.g. fwm-catbabi-10k-lm)", NULL, 0, NULL},
     {"--progress", FWM__OPTION_DOUBLE, O(progress_seconds), 0, 1e9, "SECONDS",
      "progress line interval (default {}; 0 = quiet)", NULL, 0, NULL},
     TEXT("SIGINT or SIGTERM: stop at the next step boundary, write the checkpoint and exit 0\n"
@@ -471,7 +474,7 @@ static int train_main(int argc, char **argv)
     fwm_stm_hparams *sh = &o.stm;
     const char *arch_name = s.arch_name, *task_name = s.task_name, *protocol = s.protocol;
     const char *data_dir = s.data_dir, *set = s.set, *mode_name = s.mode_name;
-    const char *run_dir = s.run_dir, *out_path = s.out_path;
+    const char *run_dir = s.run_dir, *out_path = s.out_path, *model_name = s.model_name;
     fwm__ar_config ar = s.ar;
     uint32_t vocab_size = s.vocab_size;
     int resume = s.resume, force = s.force, run_test = s.run_test, test_lanes = s.test_lanes;
@@ -582,6 +585,16 @@ static int train_main(int argc, char **argv)
     else {
         NOTE("error: --mode expects lm or qm, got '%s'\n", mode_name);
         return 2;
+    }
+    if (model_name) {
+        size_t len = strlen(model_name), k = 0;
+        while (k < len && (unsigned char)model_name[k] >= 0x20 && model_name[k] != 0x7f)
+            k++;
+        if (len == 0 || len > 63 || k < len) {
+            NOTE("error: --name expects 1 to 63 bytes without control characters, got %zu byte(s)%s\n",
+                 len, k < len ? " with a control character" : "");
+            return 2;
+        }
     }
     if (!data_dir)
         data_dir = fwm__default_data_dir();
@@ -942,7 +955,9 @@ static int train_main(int argc, char **argv)
                                                        : fwm__metrics_accuracy(&test));
     }
     char name[64];
-    if (task_ar || task_text)
+    if (model_name)
+        snprintf(name, sizeof name, "%s", model_name);
+    else if (task_ar || task_text)
         snprintf(name, sizeof name, "%s-%s", fwm__train_arch_name(o.arch), mode_name);
     else
         snprintf(name, sizeof name, "%s-%s-%s-%s", fwm__train_arch_name(o.arch),

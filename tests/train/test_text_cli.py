@@ -16,6 +16,8 @@ on a small generated corpus:
   is the numpy grid's best (within a rounding tie), and its test figure at that temperature equals
   numpy's; the trainer's own test figure with one lane equals fwm-eval's;
 * fwm-inspect --vocab lists that vocabulary; --embedding-init draws the embedding in its range;
+  --name is the model's general.name (default ARCH-text), refused empty, over 63 bytes or with a
+  control character;
 * the runtime reads served text as training did: words outside the vocabulary become <unk>
   (fwm-run shows them), contractions split;
 * refusals, each naming the problem: no --data, --mode with --task text, a missing split, an empty
@@ -158,6 +160,8 @@ def main():
         check(listed == ["%d\t%s" % (i, w) for i, w in enumerate(vocab)],
               "fwm-inspect --vocab lists %s" % listed[:5])
         check(lstm.meta["tokenizer.ggml.model"][1] == "text", "tokenizer.ggml.model is text")
+        check(lstm.meta["general.name"][1] == "lstm-text", "the default name is ARCH-text: %r"
+              % (lstm.meta["general.name"][1],))
         check(lstm.meta["tokenizer.ggml.unknown_token_id"][1] == 2, "<unk> is token 2")
         trainer_test = float(re.search(r"test perplexity ([0-9.]+)", p.stdout).group(1))
         best_file = os.path.join(lstm_dir, "best", "best.txt")
@@ -265,6 +269,15 @@ def main():
             f.write(b"elinor walked\nto \xc3\x28 norland .\n")
         refused(base + ["--data", bad, "--run-dir", os.path.join(tmp, "r5")], 1,
                 r"bad/train\.txt: text: invalid UTF-8 at byte 17")
+        # --name: the model's name in the file; refused when empty, too long or with a control byte
+        named = os.path.join(tmp, "r6")
+        run(base + ["--data", corpus, "--no-test", "--run-dir", named, "--name", "Élinor's LSTM"])
+        check(lstm_reference.Model(os.path.join(named, "model.gguf")).meta["general.name"][1]
+              == "Élinor's LSTM", "--name is the model's general.name")
+        for bad_name in ("", "x" * 64, "two\nlines"):
+            refused(base + ["--data", corpus, "--run-dir", os.path.join(tmp, "r7"), "--name", bad_name],
+                    2, r"--name expects 1 to 63 bytes without control characters")
+        check(not os.path.exists(os.path.join(tmp, "r7")), "a refused --name leaves no run folder")
         babi_model = os.path.join(HERE, "..", "..", "models", "fwm-babi-lm.gguf")
         if os.path.exists(babi_model):
             refused([fwm_eval, babi_model, "--task", "text", "--data", corpus], 1,
