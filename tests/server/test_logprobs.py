@@ -18,6 +18,12 @@ Cases (SCRIPT CASE --serve PATH --init PATH --babi DIR --source-root DIR):
   durable       a durable session read back after a restart (from its snapshot after a clean stop, or
                 its log replayed after kill -9)
                 scores its next feed's first token as one never stopped (--data-dir)
+  austen        the bundled Jane Austen models (models/lstm-austen.gguf, models/fwm-austen.gguf) read
+                the opening of Persuasion from data/austen/test.txt (scripts/setup.sh) as raw text, a
+                paragraph a feed: the token ids are the reference text rules' (tests/reference/
+                text_rules.py) in the model's vocabulary, the <unk> spans are those words' bytes, the
+                logprobs of the first tokens agree with the numpy reference, and the served perplexity
+                equals fwm-eval --task text's over the same lines (same token count)
   unknown       feed, ask and trace list the byte spans of the words read as <unk>, checked against
                 the words' byte offsets (non-ASCII words included); a model without <unk> still
                 refuses an unknown word (unknown_word); hello and GET /v1/models report each model's
@@ -342,6 +348,76 @@ def case_durable(env):
             check_eq(server.stop(), 0, "server exit status")
 
 
+AUSTEN_MODELS = (("lstm", "lstm-austen.gguf"), ("fwm", "fwm-austen.gguf"))
+AUSTEN_LINES = 14  # Persuasion's title lines and first paragraphs: about 900 tokens
+AUSTEN_REFERENCE_TOKENS = 120  # how many of them the numpy reference scores
+
+
+def case_austen(env):
+    try:
+        import text_rules
+    except ImportError as e:
+        raise SkipCase("the reference text rules: %s" % e)
+    corpus = os.path.join(env.source_root, "data", "austen", "test.txt")
+    if not os.path.exists(corpus):
+        raise SkipCase("no %s: scripts/setup.sh prepares the corpus (docs/CORPUS.md)" % corpus)
+    with open(corpus, "rb") as f:
+        lines = [f.readline() for _ in range(AUSTEN_LINES)]
+    check(all(line.endswith(b"\n") for line in lines), "the passage's lines are whole", lines[-1][-20:])
+    passage = b"".join(lines)
+    data = os.path.join(env.dir, "persuasion")
+    os.makedirs(data)
+    for split in ("valid", "test"):
+        with open(os.path.join(data, split + ".txt"), "wb") as f:
+            f.write(passage)
+    evaluate = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(env.serve))), "train", "fwm-eval")
+    if not os.access(evaluate, os.X_OK):
+        raise SkipCase("no fwm-eval beside fwm-serve at %s" % evaluate)
+    paths = [os.path.join(env.source_root, "models", name) for _, name in AUSTEN_MODELS]
+    server = env.start(paths)
+    c = Client(server.address)
+    names = [m["name"] for m in c.call("hello")["models"]]
+    check_eq([m["tokenizer"] for m in c.call("hello")["models"]], ["text", "text"], "both read any text")
+    perplexities = {}
+    for (arch, _), path, name in zip(AUSTEN_MODELS, paths, names):
+        vocab, _, logits = reference_of(path)
+        check_eq(len(vocab), 10003, arch + ": the 10,000 words of the model card and <pad> <eos> <unk>")
+        index = {w: i for i, w in enumerate(vocab)}
+        s = c.call("open", model=name)["session"]
+        ids, lp, unknown, want_ids, want_unknown = [], [], [], [], []
+        for line in lines:
+            r = c.call("feed", session=s, text=line.decode(), logprobs=True, notify=False)
+            ids += r["tokens"]
+            lp += r["logprobs"]
+            unknown += [[a, n] for a, n in r["unknown"]]
+            for text, start, end, _ in text_rules.split(line):
+                want_ids.append(index.get(text, index["<unk>"]))
+                if text not in index:
+                    want_unknown.append([start, end - start])
+        check_eq(ids, want_ids, arch + ": the token ids are the reference text rules' words")
+        check_eq(unknown, want_unknown, arch + ": the <unk> spans are the unknown words' bytes")
+        check(0 < len(unknown) < len(ids) // 10, arch + ": a few words read as <unk>", len(unknown), len(ids))
+        check_eq(ids.count(index["<eos>"]), AUSTEN_LINES, arch + ": an <eos> per paragraph")
+        head = ids[:AUSTEN_REFERENCE_TOKENS]
+        rows = logits(head, True)
+        want = [log_softmax_at(rows[i], t) for i, t in enumerate(head)]
+        close(lp[:len(head)], want, 1e-4, arch + ": logprobs against the numpy reference")
+        served = math.exp(-sum(lp) / len(lp))
+        p = subprocess.run([evaluate, path, "--task", "text", "--data", data, "--threads", "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        check(p.returncode == 0, arch + ": fwm-eval's exit status", p.returncode, p.stdout[-2000:])
+        m = re.search(r"^test perplexity ([0-9.]+) \((\d+) tokens", p.stdout, re.M)
+        check(m is not None, arch + ": fwm-eval prints the test perplexity", p.stdout[-2000:])
+        check_eq(int(m.group(2)), len(ids), arch + ": fwm-eval scores the tokens the server read")
+        check(abs(float(m.group(1)) - served) <= 1e-4 * served,
+              arch + ": the served perplexity is fwm-eval's", served, m.group(1))
+        perplexities[arch] = served
+    c.close()
+    check_eq(server.stop(), 0, "server exit status")
+    print("the opening of Persuasion (%d lines): perplexity %s" % (AUSTEN_LINES, perplexities))
+
+
 if __name__ == "__main__":
     sys.exit(main({"reference": case_reference, "split": case_split, "over_limit": case_over_limit,
-                   "unknown": case_unknown, "durable": case_durable}))
+                   "unknown": case_unknown, "durable": case_durable,
+                   "austen": case_austen}))
