@@ -348,7 +348,7 @@ int main(int argc, char **argv) {
                b_single.median, b_single.best);
         for (int threads = 1; threads <= 2; threads++) {
             b_rate64[threads] = batched_rate(bf16, 64, threads);
-            printf("bf16 batch  64, %d thread%s: %9.0f tokens/s (best repetition %.0f)\n", threads,
+            printf("bf16 batch  64, %d thread%s %9.0f tokens/s (best repetition %.0f)\n", threads,
                    threads == 1 ? ": " : "s:", b_rate64[threads].median, b_rate64[threads].best);
         }
         printf("bf16 / f32 (same run): single step %.2fx faster; batch 64 %.2fx the tokens/s on 1 "
