@@ -220,6 +220,30 @@ fwm_status fwm__schema_read_tokenizer(const fwm_gguf_file *f, uint32_t vocab_siz
     return FWM_OK;
 }
 
+/* FWM_KEY_MATMUL_TYPE: optional string, "f32" (the default) or "bf16". */
+static fwm_status read_matmul_type(const fwm_gguf_file *f, int *bf16, fwm_error *err) {
+    fwm_gguf_string type = {"", 0};
+    int present = 0;
+    fwm_status st = fwm__schema_get_string(f, FWM_KEY_MATMUL_TYPE, 0, &type, &present, err);
+    *bf16 = 0;
+    if (st || !present) return st;
+    if (type.length == 4 && memcmp(type.data, "bf16", 4) == 0)
+        *bf16 = 1;
+    else if (!(type.length == 3 && memcmp(type.data, "f32", 3) == 0))
+        return fwm__error(err, FWM_ERR_FORMAT, "key '%s': expected \"f32\" or \"bf16\", found \"%.*s\"",
+                          FWM_KEY_MATMUL_TYPE, QUOTE(type.length), type.data);
+    return FWM_OK;
+}
+
+uint64_t fwm__fingerprint_matmul(uint64_t fingerprint, int bf16) {
+    if (!bf16) return fingerprint;
+    fwm__xxh64_state state;
+    fwm__xxh64_init(&state, 0);
+    fwm__xxh64_update(&state, "FWMBF16", 8); /* with its NUL */
+    fwm__fp_u64(&state, fingerprint);
+    return fwm__xxh64_digest(&state);
+}
+
 fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
                                    const char *size_key, fwm__schema_head *out, fwm_error *err) {
     fwm_status st;
@@ -232,8 +256,10 @@ fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, 
         (st = fwm__schema_get_optional_u64(f, FWM_KEY_CHECKSUM, &out->has_checksum, &out->checksum,
                                            err)))
         return st;
-    return fwm__schema_get_optional_u64(f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
-                                        &out->fingerprint, err);
+    if ((st = fwm__schema_get_optional_u64(f, FWM_KEY_FINGERPRINT, &out->has_fingerprint,
+                                           &out->fingerprint, err)))
+        return st;
+    return read_matmul_type(f, &out->bf16_matmul, err);
 }
 
 fwm_status fwm__schema_parse_kind(const void *buf, size_t size, const fwm_schema_kind *kind,
@@ -244,8 +270,15 @@ fwm_status fwm__schema_parse_kind(const void *buf, size_t size, const fwm_schema
     uint32_t vocab_size = 0, eos = 0;
     if (!(st = fwm__schema_expect_string(&f, "general.architecture", kind->arch, err)) &&
         !(st = kind->read_hparams(&f, schema, &vocab_size, &eos, err)) &&
-        !(st = fwm__schema_read_common(&f, vocab_size, eos, kind->size_key, head, err)))
-        st = kind->read_tensors(&f, schema, err);
+        !(st = fwm__schema_read_common(&f, vocab_size, eos, kind->size_key, head, err))) {
+        if (head->bf16_matmul && !kind->bf16_matmul)
+            st = fwm__error(err, FWM_ERR_UNSUPPORTED,
+                            "key '%s': \"bf16\" is not supported for architecture '%s' (only fwm "
+                            "and lstm multiply in BF16)",
+                            FWM_KEY_MATMUL_TYPE, kind->arch);
+        else
+            st = kind->read_tensors(&f, schema, err);
+    }
     fwm__gguf_release(&f);
     if (!st) fwm__error_clear(err);
     return st;

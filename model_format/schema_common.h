@@ -70,7 +70,7 @@ fwm_status fwm__schema_read_name(const fwm_gguf_file *f, char **name, fwm_error 
 
 /* The shared keys after an architecture's hyperparameters, into the schema's head, in this order:
  * tokenizer.ggml.model "word", the vocabulary (V tokens; `size_key` names the key holding V), the
- * prime tokens (default `eos`), general.name, fwm.checksum and fwm.fingerprint. */
+ * prime tokens (default `eos`), general.name, fwm.checksum, fwm.fingerprint and fwm.matmul_type. */
 fwm_status fwm__schema_read_common(const fwm_gguf_file *f, uint32_t vocab_size, uint32_t eos,
                                    const char *size_key, fwm__schema_head *out, fwm_error *err);
 
@@ -84,6 +84,9 @@ typedef struct fwm_schema_kind {
                                uint32_t *eos, fwm_error *err);
     /* Every tensor of the architecture's list, and no other. */
     fwm_status (*read_tensors)(const fwm_gguf_file *f, void *schema, fwm_error *err);
+    /* Whether the runtime multiplies BF16 matrices in BF16 for it (fwm.matmul_type "bf16" is
+     * refused with FWM_ERR_UNSUPPORTED otherwise). */
+    int bf16_matmul;
 } fwm_schema_kind;
 
 /* The parse every schema makes, in this order: the container, general.architecture == kind->arch,
@@ -110,6 +113,11 @@ fwm_status fwm__schema_no_other_tensors(const fwm_gguf_file *f, const char *cons
 void fwm__fp_u32(fwm__xxh64_state *state, uint32_t value);
 void fwm__fp_f32(fwm__xxh64_state *state, float value);
 void fwm__fp_u64(fwm__xxh64_state *state, uint64_t value);
+/* The fingerprint of a model whose fwm.matmul_type is "bf16" (`bf16`): XXH64 (seed 0) of the 8
+ * bytes "FWMBF16\0" and the u64 `fingerprint` its architecture's rule computes; that fingerprint
+ * unchanged otherwise (docs/FORMAT.md, section 4). */
+uint64_t fwm__fingerprint_matmul(uint64_t fingerprint, int bf16);
+
 /* u32 V, then each token's u32 byte length and its bytes. */
 void fwm__fp_vocabulary(fwm__xxh64_state *state, uint32_t vocab_size, const char *const *tokens,
                         const uint32_t *token_lengths);

@@ -21,6 +21,7 @@ typedef struct fwm__schema_head {
     int has_prime_tokens;    /* FWM_KEY_PRIME_TOKENS present (else the default filled in) */
     uint32_t prime_count;    /* tokens a new session reads first, 0..FWM_MAX_PRIME_TOKENS */
     uint32_t prime_tokens[FWM_MAX_PRIME_TOKENS];
+    int bf16_matmul;         /* FWM_KEY_MATMUL_TYPE is "bf16" */
 } fwm__schema_head;
 
 #endif

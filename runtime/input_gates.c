@@ -2,6 +2,7 @@
  * is prepared, for the architectures whose first LSTM layer reads the token embedding (the FWM, the
  * LSTM, the MNM): a step then looks its token's row up instead of computing it, with the same kernel
  * and so the same bits as the step-time path that models without the table take. */
+#include "bf16_kernels.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 #include "kernels.h"
@@ -13,8 +14,9 @@
 /* Tables above this size are not built (W_ih e + b is computed at step time). */
 #define INPUT_GATES_MAX_BYTES ((uint64_t)64 << 20)
 
-fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const float *bias, size_t V,
-                                 size_t E, size_t H, float **out, fwm_error *err) {
+fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const uint16_t *w_ih16,
+                                 const float *bias, size_t V, size_t E, size_t H, float **out,
+                                 fwm_error *err) {
     size_t gates = 4 * H;
     *out = NULL;
     uint64_t bytes = (uint64_t)V * gates * sizeof(float);
@@ -38,7 +40,7 @@ fwm_status fwm__input_gate_table(const float *emb, const float *w_ih, const floa
             pb[j] = bias;
             py[j] = table + (x0 + j) * gates;
         }
-        fwm__matvec_batch(w_ih, gates, E, n, px, pb, py);
+        fwm__matvec_any(w_ih, w_ih16, gates, E, n, px, pb, py);
     }
     fwm__free(px);
     fwm__free(pb);

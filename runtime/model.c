@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "arch_ops.h"
+#include "bf16_kernels.h"
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 #include "model_internal.h"
@@ -76,12 +77,33 @@ static void widen(const fwm_schema_tensor *t, float *dst) {
     }
 }
 
-fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *tensors, size_t n,
-                             const float **pointers, fwm_error *err) {
-    uint64_t converted_floats = 0;
+/* Whether tensor i stays BF16 (fwm__bind_tensors_bf16). */
+static bool stays_bf16(const fwm_schema_tensor *t, bool bf16, const bool *multiplied, size_t i) {
+    return bf16 && multiplied && multiplied[i] && t->type == FWM_GGML_TYPE_BF16 &&
+           t->cols <= FWM_BF16_MAX_COLS;
+}
+
+fwm_status fwm__bind_tensors_bf16(struct fwm_model *model, const fwm_schema_tensor *tensors,
+                                  size_t n, bool bf16, const bool *multiplied,
+                                  const float **pointers, const uint16_t **pointers16,
+                                  fwm_error *err) {
+    uint64_t converted_floats = 0, copied_halves = 0;
     for (size_t i = 0; i < n; i++) {
         const fwm_schema_tensor *t = &tensors[i];
-        if (!usable_in_place(t)) converted_floats += t->rows * t->cols;
+        if (stays_bf16(t, bf16, multiplied, i)) {
+            if ((uintptr_t)t->data % sizeof(uint16_t) != 0) copied_halves += t->rows * t->cols;
+        } else if (!usable_in_place(t)) {
+            converted_floats += t->rows * t->cols;
+        }
+    }
+    if (copied_halves > 0) {
+        if (copied_halves > SIZE_MAX / sizeof(uint16_t))
+            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "cannot copy %" PRIu64 " BF16 weights",
+                              copied_halves);
+        model->converted16 = fwm__aligned_alloc(64, (size_t)copied_halves * sizeof(uint16_t));
+        if (!model->converted16)
+            return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
+                              "out of memory copying %" PRIu64 " BF16 weights", copied_halves);
     }
     if (converted_floats > 0) {
         if (converted_floats > SIZE_MAX / sizeof(float))
@@ -93,9 +115,21 @@ fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *t
                               "out of memory widening %" PRIu64 " weights to F32", converted_floats);
     }
     float *next = model->converted;
+    uint16_t *next16 = model->converted16;
     for (size_t i = 0; i < n; i++) {
         const fwm_schema_tensor *t = &tensors[i];
-        if (usable_in_place(t)) {
+        if (pointers16) pointers16[i] = NULL;
+        if (stays_bf16(t, bf16, multiplied, i)) {
+            pointers[i] = NULL;
+            model->bf16_tensors++;
+            if ((uintptr_t)t->data % sizeof(uint16_t) == 0) {
+                pointers16[i] = t->data;
+            } else {
+                memcpy(next16, t->data, (size_t)(t->rows * t->cols) * sizeof(uint16_t));
+                pointers16[i] = next16;
+                next16 += t->rows * t->cols;
+            }
+        } else if (usable_in_place(t)) {
             pointers[i] = t->data;
         } else {
             widen(t, next);
@@ -104,6 +138,11 @@ fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *t
         }
     }
     return FWM_OK;
+}
+
+fwm_status fwm__bind_tensors(struct fwm_model *model, const fwm_schema_tensor *tensors, size_t n,
+                             const float **pointers, fwm_error *err) {
+    return fwm__bind_tensors_bf16(model, tensors, n, false, NULL, pointers, NULL, err);
 }
 
 fwm_status fwm__check_integrity(struct fwm_model *model, const fwm__schema_head *head,
@@ -304,6 +343,7 @@ void fwm_model_free(fwm_model *model) {
     fwm__free(model->vocab_index);
     fwm__free(model->name);
     fwm__free(model->converted);
+    fwm__free(model->converted16);
     fwm__free(model->file_copy);
     if (model->mapping) munmap(model->mapping, model->mapping_size);
     fwm__free(model);

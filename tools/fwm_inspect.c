@@ -18,6 +18,7 @@
 #include "gguf_reader.h"
 #include "lstm/lstm_schema.h"
 #include "mnm/mnm_schema.h"
+#include "schema_common.h"
 #include "stm/stm_schema.h"
 
 #define SHOWN_ELEMENTS 8     /* array elements printed before "... N more" */
@@ -173,6 +174,19 @@ static void print_start(const fwm__schema_head *head) {
                         : " (the default: the file has no " FWM_KEY_PRIME_TOKENS " key)");
 }
 
+/* How the step multiplies: the matmul type and the tensors stored in BF16 (fwm and lstm). */
+static void print_matmul(const fwm__schema_head *head, const fwm_schema_tensor *tensors, size_t n) {
+    size_t bf16 = 0;
+    for (size_t i = 0; i < n; i++) bf16 += tensors[i].type == FWM_GGML_TYPE_BF16;
+    if (head->bf16_matmul)
+        printf("matmul: bf16 (" FWM_KEY_MATMUL_TYPE " \"bf16\": %zu BF16 matri%s multiplied in BF16, "
+               "activations rounded to BF16; the rest F32)\n",
+               bf16, bf16 == 1 ? "x" : "ces");
+    else
+        printf("matmul: f32 (every tensor widened to F32%s)\n",
+               bf16 ? ", BF16 ones included: the file has no " FWM_KEY_MATMUL_TYPE " \"bf16\"" : "");
+}
+
 /* The checksum and fingerprint lines; returns the exit status. */
 static int verify(const char *path, const fwm__schema_head *head, uint64_t checksum,
                   uint64_t fingerprint) {
@@ -232,8 +246,11 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
            hp->memory_t, lower);
     print_start(&schema.head);
     uint64_t checksum = fwm__schema_checksum(&schema);
-    uint64_t fingerprint = fwm__schema_fingerprint(hp, (const char *const *)schema.head.tokens,
-                                                  schema.head.token_lengths, checksum);
+    uint64_t fingerprint = fwm__fingerprint_matmul(
+        fwm__schema_fingerprint(hp, (const char *const *)schema.head.tokens, schema.head.token_lengths,
+                                checksum),
+        schema.head.bf16_matmul);
+    print_matmul(&schema.head, schema.tensors, (size_t)fwm__tensor_count(hp));
     int status = verify(path, &schema.head, checksum, fingerprint);
     fwm__schema_release(&schema);
     return status;
@@ -265,8 +282,11 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
            state_floats, state_floats * 4, hp->layer_count, hp->hidden_size);
     print_start(&schema.head);
     uint64_t checksum = fwm__lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm__lstm_fingerprint(hp, (const char *const *)schema.head.tokens,
-                                                schema.head.token_lengths, checksum);
+    uint64_t fingerprint = fwm__fingerprint_matmul(
+        fwm__lstm_fingerprint(hp, (const char *const *)schema.head.tokens, schema.head.token_lengths,
+                              checksum),
+        schema.head.bf16_matmul);
+    print_matmul(&schema.head, schema.tensors, schema.tensor_count);
     int status = verify(path, &schema.head, checksum, fingerprint);
     fwm__lstm_schema_release(&schema);
     return status;

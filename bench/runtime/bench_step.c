@@ -11,7 +11,10 @@
  * tokens/s that rate allows for the step's multiply-adds, beside what fwm reaches.
  * A benchmark prints figures; it never fails on time.
  *
- * Usage: bench-step [--quick] [model.gguf]
+ * With --bf16 FILE (the same model converted by fwm-convert --weights bf16) it also measures that
+ * model's single step and batch 64 and prints them beside the first model's and torch's.
+ *
+ * Usage: bench-step [--quick] [--bf16 model-bf16.gguf] [model.gguf]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #include "fwm/fwm.h"
+#include "bf16_kernels.h"
 #include "kernels.h"
 #include "fwm_model_shape.h"
 #include "model_internal.h"
@@ -267,9 +271,11 @@ static bool run_torch(const fwm_hparams *hp, uint32_t lstm_layers, double *b1_us
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *bf16_path = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
+        if (strcmp(argv[i], "--bf16") == 0 && i + 1 < argc) {
+            bf16_path = argv[++i];
+        } else if (strcmp(argv[i], "--quick") == 0) {
             repetitions = 3;
             target_seconds = 0.05;
         } else {
@@ -328,6 +334,28 @@ int main(int argc, char **argv) {
                r2.best);
         if (batches[b] == 64) rate64[2] = r2;
     }
+    /* the BF16 twin, measured the same way */
+    fwm_model *bf16 = NULL;
+    figure b_single = {0, 0}, b_rate64[3];
+    memset(b_rate64, 0, sizeof b_rate64);
+    if (bf16_path) {
+        fwm_status st = fwm_model_load(bf16_path, NULL, &bf16, &err);
+        if (st != FWM_OK) die(bf16_path, st, &err);
+        printf("bf16 model: %s, %u matrices multiplied in BF16 with the %s kernel\n", bf16_path,
+               (unsigned)((const struct fwm_model *)bf16)->bf16_tensors, fwm__bf16_kernel_name());
+        b_single = single_step_us(bf16, true);
+        printf("bf16 single-session step, with logits: %8.2f us/step (best repetition %.2f)\n",
+               b_single.median, b_single.best);
+        for (int threads = 1; threads <= 2; threads++) {
+            b_rate64[threads] = batched_rate(bf16, 64, threads);
+            printf("bf16 batch  64, %d thread%s %9.0f tokens/s (best repetition %.0f)\n", threads,
+                   threads == 1 ? ": " : "s:", b_rate64[threads].median, b_rate64[threads].best);
+        }
+        printf("bf16 / f32 (same run): single step %.2fx faster; batch 64 %.2fx the tokens/s on 1 "
+               "thread, %.2fx on 2\n",
+               single.median / b_single.median, b_rate64[1].median / rate64[1].median,
+               b_rate64[2].median / rate64[2].median);
+    }
     double t_b1 = 0, t_b64 = 0, t_b64_2 = 0, gflops1 = 0, gflops2 = 0;
     bool is_lstm = strcmp(info.architecture, "lstm") == 0;
     fwm_hparams lstm_sizes; /* the LSTM's sizes in the FWM's fields torch_step.py takes */
@@ -342,6 +370,10 @@ int main(int argc, char **argv) {
         printf("ratios of medians (fwm / torch): single step %.1fx faster; batch 64 %.1fx the tokens/s on "
                "1 thread, %.1fx on 2 threads\n",
                t_b1 / single.median, rate64[1].median / t_b64, rate64[2].median / t_b64_2);
+        if (bf16)
+            printf("ratios of medians (fwm bf16 / torch f32): single step %.1fx faster; batch 64 %.1fx "
+                   "the tokens/s on 1 thread, %.1fx on 2 threads\n",
+                   t_b1 / b_single.median, b_rate64[1].median / t_b64, b_rate64[2].median / t_b64_2);
         /* multiply-adds of one token's step: the output layer and the recurrent layers (the
          * first layer's input product is a table lookup when the model keeps one) */
         double H = info.hidden_size, E = info.embedding_length, V = info.vocab_size;
@@ -359,6 +391,7 @@ int main(int argc, char **argv) {
     } else {
         printf("torch: not available to /usr/bin/python3, no comparison\n");
     }
+    fwm_model_free(bf16);
     if (built)
         rt_model_free(built);
     else

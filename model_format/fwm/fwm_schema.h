@@ -26,6 +26,11 @@
 /* Optional metadata keys written by fwm's writer. */
 #define FWM_KEY_CHECKSUM "fwm.checksum"       /* u64: XXH64 (seed 0) of the tensor data, see FORMAT.md */
 #define FWM_KEY_FINGERPRINT "fwm.fingerprint" /* u64: see fwm__schema_fingerprint */
+/* string, optional: "f32" (absent: every tensor widened to F32) or "bf16" (the BF16 matrices the
+ * step multiplies are multiplied in BF16; fwm and lstm only); see fwm__fingerprint_matmul */
+#define FWM_KEY_MATMUL_TYPE "fwm.matmul_type"
+/* The widest BF16 matrix (columns) multiplied in BF16; wider ones are widened to F32 at load. */
+#define FWM_BF16_MATRIX_MAX_COLS 8192u
 /* u32, optional: the id that words outside the vocabulary read as (<unk>), docs/FORMAT.md */
 #define FWM_KEY_UNKNOWN_TOKEN "tokenizer.ggml.unknown_token_id"
 /* string: "word" (the catbAbI tokenizer, the default) or "text" (docs/TEXT.md) */

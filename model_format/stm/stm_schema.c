@@ -41,7 +41,7 @@ static fwm_status read_tensors(const fwm_gguf_file *f, void *schema, fwm_error *
     return fwm__schema_no_other_tensors(f, list, out->tensor_count, "stm", err);
 }
 
-static const fwm_schema_kind kind = {"stm", "stm.vocab_size", read_hparams, read_tensors};
+static const fwm_schema_kind kind = {"stm", "stm.vocab_size", read_hparams, read_tensors, 0};
 
 fwm_status fwm__stm_schema_parse(const void *buf, size_t size, fwm_stm_schema *out, fwm_error *err) {
     if (!out) return fwm__error(err, FWM_ERR_INVALID_ARGUMENT, "fwm__stm_schema_parse: out is NULL");

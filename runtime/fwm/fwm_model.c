@@ -10,19 +10,35 @@
 #include "fwm_ops.h"
 #include "fwm_schema.h"
 #include "model_internal.h"
+#include "schema_common.h"
 
-/* Point model->w at every tensor of the FWM. */
+/* Point model->w (and model->w16) at every tensor of the FWM. The matrices the step multiplies
+ * (every weight but the embedding, which is looked up) stay BF16 under fwm.matmul_type "bf16". */
 static fwm_status bind_weights(struct fwm_model *model, const fwm_schema *schema, fwm_error *err) {
     const float *pointers[FWM_MAX_TENSORS];
+    const uint16_t *pointers16[FWM_MAX_TENSORS];
+    bool multiplied[FWM_MAX_TENSORS] = {false};
+    multiplied[FWM_TENSOR_lstm_weight_ih] = multiplied[FWM_TENSOR_lstm_weight_hh] = true;
+    multiplied[FWM_TENSOR_write_weight] = multiplied[FWM_TENSOR_read_weight] = true;
+    multiplied[FWM_TENSOR_out_weight] = multiplied[FWM_TENSOR_output_weight] = true;
+    for (unsigned l = 0; l < fwm__lower_blocks(&schema->hp); l++)
+        multiplied[FWM_TENSOR_BLOCK(l, FWM_BLOCK_weight_ih)] =
+            multiplied[FWM_TENSOR_BLOCK(l, FWM_BLOCK_weight_hh)] = true;
     const int n = fwm__tensor_count(&schema->hp);
-    fwm_status status = fwm__bind_tensors(model, schema->tensors, (size_t)n, pointers, err);
+    model->bf16_matmul = schema->head.bf16_matmul != 0;
+    fwm_status status = fwm__bind_tensors_bf16(model, schema->tensors, (size_t)n, model->bf16_matmul,
+                                               multiplied, pointers, pointers16, err);
     if (status != FWM_OK) return status;
-#define FWM_BIND_(field, name, rows, cols) model->w.field = pointers[FWM_TENSOR_##field];
+#define FWM_BIND_(field, name, rows, cols)                \
+    model->w.field = pointers[FWM_TENSOR_##field];        \
+    model->w16.field = pointers16[FWM_TENSOR_##field];
     FWM_TENSOR_LIST(FWM_BIND_)
 #undef FWM_BIND_
     for (unsigned l = 0; l < fwm__lower_blocks(&schema->hp); l++)
-        for (unsigned k = 0; k < FWM_BLOCK_TENSORS; k++)
+        for (unsigned k = 0; k < FWM_BLOCK_TENSORS; k++) {
             model->w.lower[l][k] = pointers[FWM_TENSOR_BLOCK(l, k)];
+            model->w16.lower[l][k] = pointers16[FWM_TENSOR_BLOCK(l, k)];
+        }
     return FWM_OK;
 }
 
@@ -30,8 +46,10 @@ static fwm_status check_integrity(struct fwm_model *model, const fwm_schema *sch
                                   const fwm_model_params *params, fwm_error *err) {
     uint64_t checksum = fwm__schema_checksum(schema);
     const fwm__schema_head *head = &schema->head;
-    uint64_t fingerprint = fwm__schema_fingerprint(&schema->hp, (const char *const *)head->tokens,
-                                                  head->token_lengths, checksum);
+    uint64_t fingerprint = fwm__fingerprint_matmul(
+        fwm__schema_fingerprint(&schema->hp, (const char *const *)head->tokens, head->token_lengths,
+                                checksum),
+        head->bf16_matmul);
     return fwm__check_integrity(model, head, checksum, fingerprint, params, err);
 }
 
@@ -43,8 +61,10 @@ fwm_status fwm__model_prepare(struct fwm_model *model, fwm_error *err) {
     /* the layer that reads the embedding: the FWM's LSTM, or a stacked FWM's lowest layer */
     bool stacked = fwm__lower_blocks(hp) > 0;
     const float *w_ih = stacked ? model->w.lower[0][FWM_BLOCK_weight_ih] : model->w.lstm_weight_ih;
+    const uint16_t *w_ih16 =
+        stacked ? model->w16.lower[0][FWM_BLOCK_weight_ih] : model->w16.lstm_weight_ih;
     const float *bias = stacked ? model->w.lower[0][FWM_BLOCK_bias] : model->w.lstm_bias;
-    return fwm__input_gate_table(model->w.token_embd, w_ih, bias, hp->vocab_size,
+    return fwm__input_gate_table(model->w.token_embd, w_ih, w_ih16, bias, hp->vocab_size,
                                  hp->embedding_length, hp->hidden_size, &model->input_gates, err);
 }
 

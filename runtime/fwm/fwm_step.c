@@ -22,6 +22,7 @@
 #include "fwm_alloc.h"
 #include "fwm_error.h"
 #include "fwm_ops.h"
+#include "bf16_kernels.h"
 #include "kernels.h"
 #include "session_internal.h"
 #include "step_checks.h"
@@ -237,6 +238,7 @@ static bool reads_at(const struct fwm_model *model, uint32_t token) {
 static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session *const *sessions,
                        const uint32_t *tokens, size_t n, float *logits) {
     const fwm_weights *W = &model->w;
+    const fwm_weights_bf16 *W16 = &model->w16;
     const fwm_hparams *hp = &model->hp;
     dims d = dims_of(model);
     const size_t gs = pad16(d.gates), ws_len = pad16(d.write_len), us = pad16(d.read_len),
@@ -257,7 +259,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
                 ws->pb[j] = W->lower[l][FWM_BLOCK_bias];
                 ws->py[j] = ws->gi + j * gs;
             }
-            fwm__matvec_batch(W->lower[l][FWM_BLOCK_weight_ih], d.gates, l == 0 ? d.E : d.H, n,
+            fwm__matvec_any(W->lower[l][FWM_BLOCK_weight_ih], W16->lower[l][FWM_BLOCK_weight_ih], d.gates, l == 0 ? d.E : d.H, n,
                               ws->px, ws->pb, ws->py);
             for (size_t j = 0; j < n; j++) ws->pb[j] = ws->gi + j * gs;
         }
@@ -265,7 +267,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
             ws->ph[j] = sessions[j]->lower_h + l * hstride;
             ws->py[j] = ws->g + j * gs;
         }
-        fwm__matvec_batch(W->lower[l][FWM_BLOCK_weight_hh], d.gates, d.H, n, ws->ph, ws->pb,
+        fwm__matvec_any(W->lower[l][FWM_BLOCK_weight_hh], W16->lower[l][FWM_BLOCK_weight_hh], d.gates, d.H, n, ws->ph, ws->pb,
                           ws->py);
         for (size_t j = 0; j < n; j++)
             fwm__lstm_cell(ws->g + j * gs, d.H, hp->forget_bias, sessions[j]->lower_c + l * hstride,
@@ -284,11 +286,11 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
             ws->pb[j] = W->lstm_bias;
             ws->py[j] = ws->gi + j * gs;
         }
-        fwm__matvec_batch(W->lstm_weight_ih, d.gates, lower ? d.H : d.E, n, ws->px, ws->pb, ws->py);
+        fwm__matvec_any(W->lstm_weight_ih, W16->lstm_weight_ih, d.gates, lower ? d.H : d.E, n, ws->px, ws->pb, ws->py);
         for (size_t j = 0; j < n; j++) ws->pb[j] = ws->gi + j * gs;
     }
     for (size_t j = 0; j < n; j++) ws->py[j] = ws->g + j * gs;
-    fwm__matvec_batch(W->lstm_weight_hh, d.gates, d.H, n, ws->ph, ws->pb, ws->py);
+    fwm__matvec_any(W->lstm_weight_hh, W16->lstm_weight_hh, d.gates, d.H, n, ws->ph, ws->pb, ws->py);
     for (size_t j = 0; j < n; j++)
         fwm__lstm_cell(ws->g + j * gs, d.H, hp->forget_bias, sessions[j]->c, sessions[j]->h);
 
@@ -297,7 +299,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
         ws->pb[j] = W->write_bias;
         ws->py[j] = ws->wv + j * ws_len;
     }
-    fwm__matvec_batch(W->write_weight, d.write_len, d.H, n, ws->ph, ws->pb, ws->py);
+    fwm__matvec_any(W->write_weight, W16->write_weight, d.write_len, d.H, n, ws->ph, ws->pb, ws->py);
 
     /* Read projection u = W_read h + b_read, for the sessions that read. */
     size_t readers = 0;
@@ -309,7 +311,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
             ws->py[readers] = ws->u + j * us;
             ws->reader[readers++] = j;
         }
-        if (readers) fwm__matvec_batch(W->read_weight, d.read_len, d.H, readers, ws->px, ws->pb, ws->py);
+        if (readers) fwm__matvec_any(W->read_weight, W16->read_weight, d.read_len, d.H, readers, ws->px, ws->pb, ws->py);
     }
 
     /* Per session: write into F, then read from the updated F (it is cache-resident now). */
@@ -331,7 +333,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
         ws->pb[r] = W->out_bias;
         ws->py[r] = ws->m + j * hs;
     }
-    if (readers) fwm__matvec_batch(W->out_weight, d.H, d.T, readers, ws->px, ws->pb, ws->py);
+    if (readers) fwm__matvec_any(W->out_weight, W16->out_weight, d.H, d.T, readers, ws->px, ws->pb, ws->py);
     size_t outputs = 0;
     next_reader = 0;
     for (size_t j = 0; j < n; j++) {
@@ -355,7 +357,7 @@ static void step_chunk(const struct fwm_model *model, workspace *ws, fwm_session
         ws->px[outputs] = y;
         ws->py[outputs++] = row;
     }
-    if (outputs) fwm__matvec_batch(W->output_weight, d.V, d.H, outputs, ws->px, NULL, ws->py);
+    if (outputs) fwm__matvec_any(W->output_weight, W16->output_weight, d.V, d.H, outputs, ws->px, NULL, ws->py);
 }
 
 /* ---- entry points ------------------------------------------------------------------------------ */
@@ -417,6 +419,7 @@ fwm_status fwm__fwm_batch_step(fwm_session *const *sessions, const uint32_t *tok
 fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error *err) {
     const struct fwm_model *model = session->model;
     const fwm_weights *W = &model->w;
+    const fwm_weights_bf16 *W16 = &model->w16;
     const fwm_hparams *hp = &model->hp;
     dims d = dims_of(model);
     _Alignas(64) float stack_buffer[STACK_SCRATCH_FLOATS];
@@ -431,7 +434,7 @@ fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error
         float *u = ws->u, *q = ws->q;
         const float *xs[1] = {session->h}, *bs[1] = {W->read_bias};
         float *ys[1] = {u};
-        fwm__matvec_batch(W->read_weight, d.read_len, d.H, 1, xs, bs, ys);
+        fwm__matvec_any(W->read_weight, W16->read_weight, d.read_len, d.H, 1, xs, bs, ys);
         const size_t ST = pad16(d.S * d.T);
         ws->vecs[0] = session->pending_k2; /* zero when nothing is pending: its sums are not used */
         ws->outs[0] = ws->contracted;
@@ -447,7 +450,7 @@ fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error
         read_chain(hp, &d, ws, u, session->has_pending ? &pending : NULL, q);
         float *m = ws->m;
         xs[0] = q, bs[0] = W->out_bias, ys[0] = m;
-        fwm__matvec_batch(W->out_weight, d.H, d.T, 1, xs, bs, ys);
+        fwm__matvec_any(W->out_weight, W16->out_weight, d.H, d.T, 1, xs, bs, ys);
         if (hp->residual) {
             float *yj = ws->y;
             for (size_t i = 0; i < d.H; i++) yj[i] = m[i] + session->h[i];
@@ -464,7 +467,7 @@ fwm_status fwm__fwm_predict(const fwm_session *session, float *logits, fwm_error
     }
     const float *xs[1] = {y};
     float *ys[1] = {logits};
-    fwm__matvec_batch(W->output_weight, d.V, d.H, 1, xs, NULL, ys);
+    fwm__matvec_any(W->output_weight, W16->output_weight, d.V, d.H, 1, xs, NULL, ys);
     scratch_release(&sc);
     return FWM_OK;
 }

@@ -11,6 +11,7 @@
 
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "bf16_kernels.h"
 #include "kernels.h"
 #include "session_internal.h"
 
@@ -52,12 +53,13 @@ fwm_status fwm_session_memory(const fwm_session *session, float *out, size_t cap
     return FWM_OK;
 }
 
-/* y = W x + b (b may be NULL) with the step's kernel. */
-static void affine(const float *W, size_t rows, size_t cols, const float *x, const float *b, float *y) {
+/* y = W x + b (b may be NULL) with the step's kernel (W in F32, or in BF16 when W16 is set). */
+static void affine(const float *W, const uint16_t *W16, size_t rows, size_t cols, const float *x,
+                   const float *b, float *y) {
     const float *xs[1] = {x};
     const float *bs[1] = {b};
     float *ys[1] = {y};
-    fwm__matvec_batch(W, rows, cols, 1, xs, b ? bs : NULL, ys);
+    fwm__matvec_any(W, W16, rows, cols, 1, xs, b ? bs : NULL, ys);
 }
 
 fwm_status fwm_session_trace(const fwm_session *session, fwm_trace *trace, fwm_error *err) {
@@ -69,6 +71,7 @@ fwm_status fwm_session_trace(const fwm_session *session, fwm_trace *trace, fwm_e
     const struct fwm_model *model = session->model;
     const fwm_hparams *hp = &model->hp;
     const fwm_weights *w = &model->w;
+    const fwm_weights_bf16 *w16 = &model->w16;
     size_t S = hp->memory_s, R = hp->memory_r, T = hp->memory_t, H = hp->hidden_size, V = hp->vocab_size;
     size_t N = hp->read_count;
     size_t write_rows = S + R + T + 1, read_rows = S + N * R;
@@ -81,14 +84,14 @@ fwm_status fwm_session_trace(const fwm_session *session, fwm_trace *trace, fwm_e
     effective_memory(session, F);
 
     /* the write of the last step, from the h it was computed from */
-    affine(w->write_weight, write_rows, H, session->h, w->write_bias, a);
+    affine(w->write_weight, w16->write_weight, write_rows, H, session->h, w->write_bias, a);
     fwm__tanh_array(trace->k1, a, S);
     fwm__tanh_array(trace->k2, a + S, R);
     fwm__tanh_array(trace->v, a + S + R, T);
     trace->beta = fwm__sigmoidf(a[S + R + T] + hp->beta_bias);
 
     /* the chained reads over the memory after it */
-    affine(w->read_weight, read_rows, H, session->h, w->read_bias, u);
+    affine(w->read_weight, w16->read_weight, read_rows, H, session->h, w->read_bias, u);
     memcpy(q, u, S * sizeof(float)); /* q0, no tanh */
     for (size_t r = 0; r < N; r++) {
         float *key = trace->read_keys + r * R;
@@ -101,12 +104,12 @@ fwm_status fwm_session_trace(const fwm_session *session, fwm_trace *trace, fwm_e
         fwm__layer_norm(value, value, T, hp->layer_norm_eps);
         memcpy(q, value, T * sizeof(float)); /* S == T whenever N > 1 */
         if (trace->read_logits) {
-            affine(w->out_weight, H, T, value, w->out_bias, m);
+            affine(w->out_weight, w16->out_weight, H, T, value, w->out_bias, m);
             if (hp->residual)
                 for (size_t k = 0; k < H; k++) y[k] = m[k] + session->h[k];
             else
                 memcpy(y, m, H * sizeof(float));
-            affine(w->output_weight, V, H, y, NULL, trace->read_logits + r * V);
+            affine(w->output_weight, w16->output_weight, V, H, y, NULL, trace->read_logits + r * V);
         }
     }
     fwm__free(scratch);

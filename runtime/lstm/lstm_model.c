@@ -7,17 +7,22 @@
 #include "fwm_error.h"
 #include "lstm/lstm_schema.h"
 #include "lstm_runtime.h"
+#include "model_internal.h"
+#include "schema_common.h"
 
-static void bind(fwm_lstm_model *lm, const float *const *pointers) {
+static void bind(fwm_lstm_model *lm, const float *const *pointers, const uint16_t *const *p16) {
     size_t L = lm->hp.layer_count;
     lm->token_embd = pointers[0];
     for (size_t l = 0; l < L; l++) {
         lm->weight_ih[l] = pointers[1 + FWM_LSTM_BLOCK_TENSORS * l];
         lm->weight_hh[l] = pointers[2 + FWM_LSTM_BLOCK_TENSORS * l];
         lm->bias[l] = pointers[3 + FWM_LSTM_BLOCK_TENSORS * l];
+        lm->weight_ih16[l] = p16[1 + FWM_LSTM_BLOCK_TENSORS * l];
+        lm->weight_hh16[l] = p16[2 + FWM_LSTM_BLOCK_TENSORS * l];
     }
     lm->output_weight = pointers[1 + FWM_LSTM_BLOCK_TENSORS * L];
     lm->output_bias = pointers[2 + FWM_LSTM_BLOCK_TENSORS * L];
+    lm->output_weight16 = p16[1 + FWM_LSTM_BLOCK_TENSORS * L];
 }
 
 fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
@@ -41,19 +46,31 @@ fwm_status fwm__lstm_load(struct fwm_model *model, const void *buf, size_t size,
     model->hp.eos_token_id = schema.hp.eos_token_id;
 
     uint64_t checksum = fwm__lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm__lstm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
-                                                schema.head.token_lengths, checksum);
+    uint64_t fingerprint = fwm__fingerprint_matmul(
+        fwm__lstm_fingerprint(&schema.hp, (const char *const *)schema.head.tokens,
+                              schema.head.token_lengths, checksum),
+        schema.head.bf16_matmul);
     status = fwm__check_integrity(model, &schema.head, checksum, fingerprint, params, err);
     if (status != FWM_OK) goto done;
     model->parameter_count = 0;
     for (size_t i = 0; i < schema.tensor_count; i++)
         model->parameter_count += schema.tensors[i].rows * schema.tensors[i].cols;
+    /* the matrices the step multiplies (all but the embedding, looked up) stay BF16 under
+     * fwm.matmul_type "bf16" */
     const float *pointers[FWM_LSTM_MAX_TENSORS];
-    status = fwm__bind_tensors(model, schema.tensors, schema.tensor_count, pointers, err);
+    const uint16_t *pointers16[FWM_LSTM_MAX_TENSORS];
+    bool multiplied[FWM_LSTM_MAX_TENSORS] = {false};
+    for (size_t l = 0; l < lm->hp.layer_count; l++)
+        multiplied[1 + FWM_LSTM_BLOCK_TENSORS * l] = multiplied[2 + FWM_LSTM_BLOCK_TENSORS * l] = true;
+    multiplied[1 + FWM_LSTM_BLOCK_TENSORS * lm->hp.layer_count] = true;
+    model->bf16_matmul = schema.head.bf16_matmul != 0;
+    status = fwm__bind_tensors_bf16(model, schema.tensors, schema.tensor_count, model->bf16_matmul,
+                                    multiplied, pointers, pointers16, err);
     if (status != FWM_OK) goto done;
-    bind(lm, pointers);
+    bind(lm, pointers, pointers16);
     fwm__model_take_strings(model, &schema.head);
-    status = fwm__input_gate_table(lm->token_embd, lm->weight_ih[0], lm->bias[0], lm->hp.vocab_size,
+    status = fwm__input_gate_table(lm->token_embd, lm->weight_ih[0], lm->weight_ih16[0], lm->bias[0],
+                                   lm->hp.vocab_size,
                                    lm->hp.embedding_length, lm->hp.hidden_size, &lm->input_gates, err);
 done:
     fwm__lstm_schema_release(&schema);

@@ -19,6 +19,11 @@ typedef struct fwm_lstm_model {
     const float *bias[FWM_LSTM_MAX_LAYERS];      /* [4H] */
     const float *output_weight;                  /* [V, H] */
     const float *output_bias;                    /* [V] */
+    /* The same matrices in BF16 where the file's fwm.matmul_type is "bf16" and it stores them so
+     * (then the F32 pointer is NULL; bf16_kernels.h); NULL otherwise. */
+    const uint16_t *weight_ih16[FWM_LSTM_MAX_LAYERS];
+    const uint16_t *weight_hh16[FWM_LSTM_MAX_LAYERS];
+    const uint16_t *output_weight16;
     /* [V, 4H]: layer 0's W_ih Emb[x] + b for every token x, or NULL when too large (then the step
      * computes it); the same bits either way. */
     float *input_gates;

@@ -15,6 +15,7 @@
 
 #include "fwm_alloc.h"
 #include "fwm_error.h"
+#include "bf16_kernels.h"
 #include "kernels.h"
 #include "lstm_runtime.h"
 #include "step_driver.h"
@@ -71,7 +72,7 @@ static void step_chunk(void *w, const struct fwm_model *model, fwm_session *cons
                 ws->pb[j] = lm->bias[l];
                 ws->py[j] = ws->gi + j * gs;
             }
-            fwm__matvec_batch(lm->weight_ih[l], G, l == 0 ? E : H, n, ws->px, ws->pb, ws->py);
+            fwm__matvec_any(lm->weight_ih[l], lm->weight_ih16[l], G, l == 0 ? E : H, n, ws->px, ws->pb, ws->py);
             for (size_t j = 0; j < n; j++) ws->pb[j] = ws->gi + j * gs;
         }
         /* g = (that) + W_hh h^l, then the cell */
@@ -79,7 +80,7 @@ static void step_chunk(void *w, const struct fwm_model *model, fwm_session *cons
             ws->px[j] = sessions[j]->h + l * H;
             ws->py[j] = ws->g + j * gs;
         }
-        fwm__matvec_batch(lm->weight_hh[l], G, H, n, ws->px, ws->pb, ws->py);
+        fwm__matvec_any(lm->weight_hh[l], lm->weight_hh16[l], G, H, n, ws->px, ws->pb, ws->py);
         for (size_t j = 0; j < n; j++)
             fwm__lstm_cell(ws->g + j * gs, H, hp->forget_bias, sessions[j]->c + l * H,
                            sessions[j]->h + l * H);
@@ -102,7 +103,7 @@ static void step_chunk(void *w, const struct fwm_model *model, fwm_session *cons
         ws->pb[j] = lm->output_bias;
         ws->py[j] = logits + j * V;
     }
-    fwm__matvec_batch(lm->output_weight, V, H, n, ws->in, ws->pb, ws->py);
+    fwm__matvec_any(lm->output_weight, lm->output_weight16, V, H, n, ws->in, ws->pb, ws->py);
 }
 
 const fwm__step_kernel fwm__lstm_step_kernel = {
@@ -141,7 +142,7 @@ fwm_status fwm__lstm_predict(const fwm_session *session, float *logits, fwm_erro
     }
     const float *xs[1] = {in}, *bs[1] = {lm->output_bias};
     float *ys[1] = {logits};
-    fwm__matvec_batch(lm->output_weight, hp->vocab_size, H, 1, xs, bs, ys);
+    fwm__matvec_any(lm->output_weight, lm->output_weight16, hp->vocab_size, H, 1, xs, bs, ys);
     if (sum != stack) fwm__free(sum);
     return FWM_OK;
 }

@@ -85,7 +85,7 @@ fwm_status fwm__mnm_load(struct fwm_model *model, const void *buf, size_t size,
     status = split_input_weight(mm, pointers[1], err);
     if (status != FWM_OK) goto done;
     fwm__model_take_strings(model, &schema.head);
-    status = fwm__input_gate_table(mm->token_embd, mm->weight_ie, mm->bias, mm->hp.vocab_size,
+    status = fwm__input_gate_table(mm->token_embd, mm->weight_ie, NULL, mm->bias, mm->hp.vocab_size,
                                    mm->hp.embedding_length, mm->hp.hidden_size, &mm->input_gates, err);
 done:
     fwm__mnm_schema_release(&schema);

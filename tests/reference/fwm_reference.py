@@ -6,7 +6,10 @@ its own minimal GGUF reader, and computing the logits after every token of a seq
 in float64, exactly as docs/MODEL.md defines the model (the stacked FWM's lower LSTM layers when
 fwm.block_count > 1, the read policy, residual,
 N_r chained reads with affine-free layer norm, the delta-rule write with v_old and the Frobenius-norm
-clamp, and forget_bias, beta_bias, write_scale, layer_norm_eps taken from the file).
+clamp, and forget_bias, beta_bias, write_scale, layer_norm_eps taken from the file). A model whose
+fwm.matmul_type is "bf16" has its BF16 matrices' products computed as docs/FORMAT.md defines them
+(bf16_reference.py: the vector rounded to BF16, float32 sums in the documented order, the bias added
+in float32); everything else stays float64.
 
 What it is not for: speed, or sharing anything with the C code. It was written from the spec alone so
 that it can catch a misreading of the spec in the runtime; keep it that way (do not port C code here).
@@ -21,6 +24,8 @@ import struct
 import sys
 
 import numpy as np
+
+import bf16_reference
 
 # ---- a minimal GGUF v3 reader ----------------------------------------------------------------------
 
@@ -185,8 +190,80 @@ def checksum_of(tensors, hp=None):
     return h.intdigest()
 
 
+def matmul_type_of(meta):
+    """The file's fwm.matmul_type: "f32" (also when absent) or "bf16"; anything else is refused."""
+    vtype, value = meta.get("fwm.matmul_type", (GGUF_TYPE_STRING, "f32"))
+    if vtype != GGUF_TYPE_STRING or value not in ("f32", "bf16"):
+        raise FormatError(f"fwm.matmul_type: expected the string \"f32\" or \"bf16\", found {value!r}")
+    return value
+
+
+def bf16_products(types, shapes):
+    """The tensors a "bf16" model multiplies in BF16: the matrices stored as BF16 but the looked-up
+    token_embd.weight, with at most bf16_reference.MAX_COLS columns (wider ones are widened)."""
+    return {name for name, shape in shapes.items()
+            if name != "token_embd.weight" and len(shape) == 2 and types[name] == GGML_TYPE_BF16
+            and shape[1] <= bf16_reference.MAX_COLS}
+
+
+class Products:
+    """The step's matrix-vector products with the stored matrices: in float64 (dtype), or for the
+    tensors in `bf16` (a "bf16" model's, bf16_products) as docs/FORMAT.md's BF16 product, whose
+    float32 result (bias added in float32) is returned widened to dtype.
+
+    The reference's float64 vectors and the runtime's float32 ones differ by a few float32 ulps, so
+    an element that lies that close to a BF16 rounding boundary may round differently in the two:
+    `fragile[step]` names the BF16 products of each step with such an input (nearer than
+    FRAGILE_ULPS ulps of the element's scale: |x|; for a float32 sum made by sum32 its summands'
+    magnitudes; 0 for what both compute exactly: an embedding row marked by `exact`, and a BF16
+    product's result, exact as long as its inputs were not fragile)."""
+
+    FRAGILE_ULPS = 16
+
+    def __init__(self, w, bf16, dtype):
+        self.w, self.dt = w, dtype
+        self.bf16 = {name: bf16_reference.Matrix(w[name]) for name in bf16}
+        self.fragile = []
+        self._scale = {}
+
+    def new_step(self):
+        self.fragile.append([])
+        self._scale = {}
+
+    def exact(self, x):
+        """x, noted as holding the same float32 values in the runtime (its scale is 0)."""
+        self._scale[id(x)] = (x, np.zeros(np.shape(x)))
+        return x
+
+    def sum32(self, a, b):
+        """a + b as the runtime forms it for a BF16 product's input: a float32 sum of float32s."""
+        y = (np.asarray(a, np.float32) + np.asarray(b, np.float32)).astype(self.dt)
+        self._scale[id(y)] = (y, self._scale_of(a) + self._scale_of(b))
+        return y
+
+    def _scale_of(self, x):
+        kept = self._scale.get(id(x))
+        return kept[1] if kept is not None and kept[0] is x else np.abs(np.asarray(x, np.float64))
+
+    def _note_fragile(self, name, x):
+        x32 = np.abs(np.asarray(x, np.float32))
+        low = (x32.view(np.uint32) & 0xFFFF).astype(np.int64)
+        distance = np.abs(low - 0x8000) * np.spacing(x32).astype(np.float64)
+        if np.any(distance < self.FRAGILE_ULPS * 2.0 ** -24 * self._scale_of(x)) and self.fragile:
+            self.fragile[-1].append(name)
+
+    def __call__(self, name, x, bias=None):
+        if name in self.bf16:
+            self._note_fragile(name, x)
+            b = None if bias is None else np.asarray(bias, dtype=np.float32)
+            return self.exact(self.bf16[name].product(x, b).astype(self.dt))
+        y = self.w[name] @ x
+        return y if bias is None else y + bias
+
+
 class Model:
-    """A loaded fwm model: hyperparameters `hp` (dict) and float64 weights `w` (dict name -> array)."""
+    """A loaded fwm model: hyperparameters `hp` (dict), float64 weights `w` (dict name -> array),
+    `matmul_type` and the tensors multiplied in BF16 (`bf16`, empty unless it is "bf16")."""
 
     def __init__(self, path, verify_checksum=True):
         meta, tensors = read_gguf(path)
@@ -238,6 +315,7 @@ class Model:
             if stored != computed:
                 raise FormatError(f"checksum mismatch: stored {stored:#x}, computed {computed:#x}")
         self.hp = hp
+        self.matmul_type = matmul_type_of(meta)
         self.types = {}
         self.w = {}
         for name, shape in tensor_shapes(hp).items():
@@ -249,6 +327,7 @@ class Model:
                 raise FormatError(f"tensor {name}: dims {dims}, expected {want_dims}")
             self.types[name] = ttype
             self.w[name] = decode_tensor(ttype, raw).reshape(shape)
+        self.bf16 = bf16_products(self.types, tensor_shapes(hp)) if self.matmul_type == "bf16" else set()
 
 
 # ---- the model ---------------------------------------------------------------------------------------
@@ -273,6 +352,7 @@ class Runner:
         self.hp = dict(model.hp, **(hp_override or {}))
         hp = self.hp
         self.w = {k: v.astype(dtype) for k, v in (weights or model.w).items()}
+        self.mv = Products(self.w, model.bf16, dtype)
         H, S, R, T = hp["hidden_size"], hp["s"], hp["r"], hp["t"]
         self.h = np.zeros(H, dtype)
         self.c = np.zeros(H, dtype)
@@ -283,14 +363,15 @@ class Runner:
         self.trace = []  # per step: dict with the Frobenius norm before the clamp and read statistics
 
     def step(self, x):
-        hp, w, dt = self.hp, self.w, self.dt
+        hp, w, dt, mv = self.hp, self.w, self.dt, self.mv
         V, H = hp["vocab_size"], hp["hidden_size"]
         S, R, T, Nr = hp["s"], hp["r"], hp["t"], hp["read_count"]
         if not 0 <= x < V:
             raise ValueError(f"token {x} out of range [0, {V})")
         info = {}
+        mv.new_step()
         # 1. embedding
-        e = w["token_embd.weight"][x]
+        e = mv.exact(w["token_embd.weight"][x])
 
         def cell(g, c):  # gate order i, f, z, o; returns the new (h, c)
             gi, gf, gz, go = g[0:H], g[H:2 * H], g[2 * H:3 * H], g[3 * H:4 * H]
@@ -298,18 +379,19 @@ class Runner:
             return _sigmoid(go) * np.tanh(c), c
 
         # 1b. a stacked FWM's lower LSTM layers: layer 0 reads e, layer l the new h of layer l - 1
+        # (g = W_hh h + (W_ih in + b): the grouping docs/FORMAT.md gives BF16 products)
         inp = e
         for l in range(len(self.lower_h)):
-            g = (w[f"blk.{l}.lstm.weight_ih"] @ inp + w[f"blk.{l}.lstm.bias"]
-                 + w[f"blk.{l}.lstm.weight_hh"] @ self.lower_h[l])
+            g = mv(f"blk.{l}.lstm.weight_hh", self.lower_h[l],
+                   mv(f"blk.{l}.lstm.weight_ih", inp, w[f"blk.{l}.lstm.bias"]))
             self.lower_h[l], self.lower_c[l] = cell(g, self.lower_c[l])
             inp = self.lower_h[l]
         # 2. the FWM's LSTM (reads e, or the last lower layer's h)
-        g = w["lstm.weight_ih"] @ inp + w["lstm.weight_hh"] @ self.h + w["lstm.bias"]
+        g = mv("lstm.weight_hh", self.h, mv("lstm.weight_ih", inp, w["lstm.bias"]))
         self.h, self.c = cell(g, self.c)
         h = self.h
         # 3. write
-        a = w["fwm.write.weight"] @ h + w["fwm.write.bias"]
+        a = mv("fwm.write.weight", h, w["fwm.write.bias"])
         k1 = np.tanh(a[0:S])
         k2 = np.tanh(a[S:S + R])
         v = np.tanh(a[S + R:S + R + T])
@@ -325,7 +407,7 @@ class Runner:
         # what this step wrote, and what each chained read retrieves from the memory after it: the
         # figure-3 view that fwm-serve's `trace` reports, computed at every token whatever the policy
         info["write"] = (k1, k2, v, beta)
-        u_all = w["fwm.read.weight"] @ h + w["fwm.read.bias"]
+        u_all = mv("fwm.read.weight", h, w["fwm.read.bias"])
         q_all = u_all[0:S]
         info["reads_trace"] = []
         for r in range(Nr):
@@ -338,7 +420,7 @@ class Runner:
         reads = hp["read_policy"] == "always" or x == hp["read_token_id"]
         info["read"] = reads
         if reads:
-            u = w["fwm.read.weight"] @ h + w["fwm.read.bias"]
+            u = mv("fwm.read.weight", h, w["fwm.read.bias"])
             q = u[0:S]  # no tanh on q0 (the released code's form)
             info["pre_ln_std"] = []
             info["pre_ln_mean"] = []
@@ -349,12 +431,14 @@ class Runner:
                 info["pre_ln_mean"].append(float(abs(pre.mean())))
                 q = _layer_norm(pre, dt(hp["layer_norm_eps"]))
             info["q_std"] = float(q.std())
-            m = w["fwm.out.weight"] @ q + w["fwm.out.bias"]
+            m = mv("fwm.out.weight", q, w["fwm.out.bias"])
         else:
             m = np.zeros(H, dt)
         # 5. output
         y = m + h if hp["residual"] else m
-        logits = w["output.weight"] @ y
+        if mv.bf16 and hp["residual"]:  # the runtime's y = m + h: a float32 sum of float32s
+            y = mv.sum32(m, h)
+        logits = mv("output.weight", y)
         self.trace.append(info)
         return logits
 
@@ -392,6 +476,7 @@ def main(argv):
         for k, v in model.hp.items():
             print(f"{k} = {v}")
         print(f"has_checksum = {model.has_checksum}")
+        print(f"matmul_type = {model.matmul_type}")
         for name in tensor_names(model.hp):
             print(f"{name}: {GGML_TYPE_NAMES[model.types[name]]} {list(model.w[name].shape)}")
         return 0

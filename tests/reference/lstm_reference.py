@@ -17,6 +17,11 @@ The model (docs/MODEL.md, "The LSTM baseline"; model_format/lstm/lstm_hparams.h)
     y_l = h^l + (in_l if residual and l >= 1 else 0);  in_{l+1} = y_l
   logits = W_s y_{L-1} + b_s
 
+A model whose fwm.matmul_type is "bf16" has the products with its BF16 matrices computed as
+docs/FORMAT.md defines them (fwm_reference.Products, bf16_reference.py: the vector rounded to BF16,
+float32 sums in the documented order, g = W_hh h + (W_ih in + b) and the residual sums in float32);
+the rest stays float64.
+
 It computes in float64: the golden values are meant to be the spec's exact answer, against which the
 float32 runtime is judged, so the reference's own rounding (about 1e-16) must be negligible next to
 the tests' tolerance (1e-5 of a row's scale). A float32 evaluation exists only for make_golden.py's
@@ -37,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fwm_reference import (FormatError, GGML_TYPE_NAMES, GGUF_TYPE_ARRAY, GGUF_TYPE_NAMES,  # noqa: E402
-                           decode_tensor, read_gguf)
+                           Products, bf16_products, decode_tensor, matmul_type_of, read_gguf)
 
 ARCHITECTURE = "lstm"
 MAX_VOCAB_SIZE = 1000000
@@ -108,9 +113,13 @@ def fingerprint_bytes(hp, vocab, checksum):
     return bytes(out)
 
 
-def fingerprint_of(hp, vocab, checksum):
+def fingerprint_of(hp, vocab, checksum, matmul_type="f32"):
+    """FWMFP2's XXH64; for a "bf16" model, XXH64 of b"FWMBF16\\0" and that u64 (docs/FORMAT.md, 4)."""
     import xxhash
-    return xxhash.xxh64(fingerprint_bytes(hp, vocab, checksum), seed=0).intdigest()
+    fp = xxhash.xxh64(fingerprint_bytes(hp, vocab, checksum), seed=0).intdigest()
+    if matmul_type == "bf16":
+        fp = xxhash.xxh64(b"FWMBF16\0" + struct.pack("<Q", fp), seed=0).intdigest()
+    return fp
 
 
 class Model:
@@ -190,6 +199,7 @@ class Model:
         for tname in tensors:
             if tname not in names:
                 raise FormatError(f"unexpected tensor {tname!r}: not part of the lstm schema")
+        self.matmul_type = matmul_type_of(meta)
         self.hp, self.vocab, self.types, self.w, raw = hp, list(vocab), {}, {}, []
         for tname, shape in expected:
             if tname not in tensors:
@@ -200,11 +210,12 @@ class Model:
             self.types[tname] = ttype
             self.w[tname] = decode_tensor(ttype, data).reshape(shape)
             raw.append(data)
+        self.bf16 = bf16_products(self.types, dict(expected)) if self.matmul_type == "bf16" else set()
         self.has_checksum = stored_checksum is not None
         self.stored_checksum, self.stored_fingerprint = stored_checksum, stored_fingerprint
         try:
             self.checksum = checksum_of(raw)
-            self.fingerprint = fingerprint_of(hp, self.vocab, self.checksum)
+            self.fingerprint = fingerprint_of(hp, self.vocab, self.checksum, self.matmul_type)
         except ImportError:
             self.checksum = self.fingerprint = None
         if verify_checksum:
@@ -245,21 +256,23 @@ class Runner:
         self.hp = dict(model.hp, **(hp_override or {}))
         self.dt = dtype
         self.w = {k: v.astype(dtype) for k, v in (weights or model.w).items()}
+        self.mv = Products(self.w, model.bf16, dtype)
         L, H = self.hp["layer_count"], self.hp["hidden_size"]
         self.h = [np.zeros(H, dtype) for _ in range(L)]
         self.c = [np.zeros(H, dtype) for _ in range(L)]
         self.trace = []  # per step: the gate activations of every layer
 
     def step(self, x):
-        hp, w, dt = self.hp, self.w, self.dt
+        hp, w, dt, mv = self.hp, self.w, self.dt, self.mv
         V, H, L = hp["vocab_size"], hp["hidden_size"], hp["layer_count"]
         if not 0 <= x < V:
             raise ValueError(f"token {x} out of range [0, {V})")
-        inp = w["token_embd.weight"][x]
+        mv.new_step()
+        inp = mv.exact(w["token_embd.weight"][x])
         gates = []
         for layer in range(L):
-            g = (w[f"blk.{layer}.lstm.weight_ih"] @ inp + w[f"blk.{layer}.lstm.bias"]
-                 + w[f"blk.{layer}.lstm.weight_hh"] @ self.h[layer])
+            g = mv(f"blk.{layer}.lstm.weight_hh", self.h[layer],
+                   mv(f"blk.{layer}.lstm.weight_ih", inp, w[f"blk.{layer}.lstm.bias"]))
             i = _sigmoid(g[0:H])
             f = _sigmoid(g[H:2 * H] + dt(hp["forget_bias"]))
             z = np.tanh(g[2 * H:3 * H])
@@ -269,10 +282,12 @@ class Runner:
             # (hp_override "residual_first_layer" = 0 is a deliberate misreading, for make_golden.py)
             adds = hp["residual"] and layer >= hp.get("residual_first_layer", 1)
             y = self.h[layer] + inp if adds else self.h[layer]
+            if adds and mv.bf16:  # the runtime's y is a float32 sum of float32 values
+                y = mv.sum32(self.h[layer], inp)
             gates.append(dict(i=i, f=f, z=z, o=o, c=self.c[layer]))
             inp = y
         self.trace.append(gates)
-        return w["output.weight"] @ inp + w["output.bias"]
+        return mv("output.weight", inp, w["output.bias"])
 
     def state(self):
         """(h, c): lists of the layers' vectors (copies)."""
@@ -318,6 +333,7 @@ def main(argv):
     if args.cmd == "info":
         for k, v in model.hp.items():
             print(f"{k} = {v}")
+        print(f"matmul_type = {model.matmul_type}")
         print(f"prime_tokens = {model.prime_tokens}{'' if model.has_prime_tokens else ' (default)'}")
         print(f"parameters = {parameter_count(model.hp)}")
         print(f"state floats = {model.state_floats()}")
