@@ -90,6 +90,11 @@ static void key_str(msgpack_packer *pk, const char *name, const char *value) {
     fwm__rpc_pack_cstr(pk, value);
 }
 
+static void key_bool(msgpack_packer *pk, const char *name, bool value) {
+    key(pk, name);
+    fwm__rpc_pack_bool(pk, value);
+}
+
 static uint64_t now_ms(void) {
     return fwm__now_ns() / 1000000u;
 }
@@ -236,91 +241,87 @@ static void unknown_word(request *r, const char *message) {
     }
 }
 
-/* Tokenize `text` for model `m` into an owned array with `extra` spare slots; the byte spans of the
- * words read as <unk> (models that have it) into an owned *unknown (NULL when there are none). */
-static uint32_t *tokenize(request *r, const fwm__served_model *m, const char *text, size_t length,
-                          size_t extra, size_t *count, fwm_text_span **unknown, size_t *unknown_count) {
+/* The words a request reads, owned until a job takes them: the tokens, and the byte spans of a text's
+ * words read as <unk> (models that have it; NULL when there are none). */
+typedef struct input {
+    uint32_t *tokens;
+    size_t count;
+    fwm_text_span *unknown;
+    size_t unknown_count;
+} input;
+
+static void input_free(input *in) {
+    fwm__free(in->tokens);
+    fwm__free(in->unknown);
+    *in = (input){0};
+}
+
+/* Tokenize `text` for model `m` into *in, its token array with `extra` spare slots. false with
+ * r->failure filled (and *in empty). */
+static bool tokenize(request *r, const fwm__served_model *m, const char *text, size_t length, size_t extra,
+                     input *in) {
     size_t limit = r->s->config->max_feed_tokens;
     size_t capacity = length + 1 < limit + 1 ? length + 1 : limit + 1; /* a token takes >= 1 byte */
-    *unknown = NULL;
-    *unknown_count = 0;
-    uint32_t *tokens = fwm__malloc((capacity + extra) * sizeof *tokens);
-    if (!tokens) {
-        fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
-        return NULL;
-    }
+    *in = (input){0};
+    if (!(in->tokens = fwm__malloc((capacity + extra) * sizeof *in->tokens)))
+        return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
     fwm_error err;
     size_t spans = 0;
-    fwm_status status = fwm_tokenize_spans(m->model, text, length, tokens, capacity, count, NULL, 0, &spans, &err);
-    if (status == FWM_OK && *count <= limit && spans > 0) { /* again, now that the spans' room is known */
-        *unknown = fwm__malloc(spans * sizeof **unknown);
-        if (!*unknown) {
-            fwm__free(tokens);
-            fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
-            return NULL;
+    fwm_status status =
+        fwm_tokenize_spans(m->model, text, length, in->tokens, capacity, &in->count, NULL, 0, &spans, &err);
+    if (status == FWM_OK && in->count <= limit && spans > 0) { /* again, now that the spans' room is known */
+        if (!(in->unknown = fwm__malloc(spans * sizeof *in->unknown))) {
+            input_free(in);
+            return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
         }
-        status = fwm_tokenize_spans(m->model, text, length, tokens, capacity, count, *unknown, spans,
-                                    unknown_count, &err);
+        status = fwm_tokenize_spans(m->model, text, length, in->tokens, capacity, &in->count, in->unknown, spans,
+                                    &in->unknown_count, &err);
     }
-    if (status == FWM_OK && *count <= limit) return tokens;
-    fwm__free(tokens);
-    fwm__free(*unknown);
-    *unknown = NULL;
-    *unknown_count = 0;
+    if (status == FWM_OK && in->count <= limit) return true;
+    size_t count = in->count;
+    input_free(in);
     if (status == FWM_ERR_UNKNOWN_WORD) unknown_word(r, err.message);
     else if (status == FWM_OK || status == FWM_ERR_BUFFER_TOO_SMALL)
         fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "the text has %zu tokens, more than max-feed-tokens %zu",
-                      *count, limit);
+                      count, limit);
     else
         fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "cannot tokenize the text: %s", err.message);
-    return NULL;
+    return false;
 }
 
-static uint32_t *token_array(request *r, const fwm__served_model *m, const msgpack_object *o, size_t *count) {
-    if (o->type != MSGPACK_OBJECT_ARRAY) {
-        fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'tokens' must be an array of token ids");
-        return NULL;
-    }
+/* The argument 'tokens' (`o`) into *in. false with r->failure filled (and *in empty). */
+static bool token_array(request *r, const fwm__served_model *m, const msgpack_object *o, input *in) {
+    *in = (input){0};
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'tokens' must be an array of token ids");
     size_t n = o->via.array.size;
-    if (n > r->s->config->max_feed_tokens) {
-        fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "%zu tokens, more than max-feed-tokens %zu", n,
-                      r->s->config->max_feed_tokens);
-        return NULL;
-    }
-    uint32_t *tokens = fwm__malloc((n ? n : 1) * sizeof *tokens);
-    if (!tokens) {
-        fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
-        return NULL;
-    }
+    if (n > r->s->config->max_feed_tokens)
+        return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "%zu tokens, more than max-feed-tokens %zu", n,
+                             r->s->config->max_feed_tokens);
+    if (!(in->tokens = fwm__malloc((n ? n : 1) * sizeof *in->tokens)))
+        return fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const msgpack_object *t = &o->via.array.ptr[i];
         if (t->type != MSGPACK_OBJECT_POSITIVE_INTEGER || t->via.u64 >= m->info.vocab_size) {
+            input_free(in);
             if (t->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-                fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS,
-                              "tokens[%zu] = %llu is out of range (vocabulary of %u)", i,
-                              (unsigned long long)t->via.u64, m->info.vocab_size);
-            else
-                fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "tokens[%zu] is not a non-negative integer", i);
-            fwm__free(tokens);
-            return NULL;
+                return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS,
+                                     "tokens[%zu] = %llu is out of range (vocabulary of %u)", i,
+                                     (unsigned long long)t->via.u64, m->info.vocab_size);
+            return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "tokens[%zu] is not a non-negative integer", i);
         }
-        tokens[i] = (uint32_t)t->via.u64;
+        in->tokens[i] = (uint32_t)t->via.u64;
     }
-    *count = n;
-    return tokens;
+    in->count = n;
+    return true;
 }
 
 /* The words a feed or a trace reads: one of 'text' and 'tokens', exactly one unless `optional` (then
- * neither gives *tokens = NULL, *count = 0); a text's words read as <unk> in *unknown (owned, or
- * NULL). false with r->failure filled. */
-static bool input_tokens(request *r, const fwm__served_model *m, const char *method, bool optional, uint32_t **tokens,
-                         size_t *count, fwm_text_span **unknown, size_t *unknown_count) {
+ * neither gives an empty *in). false with r->failure filled. */
+static bool input_tokens(request *r, const fwm__served_model *m, const char *method, bool optional, input *in) {
     const char *text;
     size_t length = 0;
-    *tokens = NULL;
-    *count = 0;
-    *unknown = NULL;
-    *unknown_count = 0;
+    *in = (input){0};
     int has_text = fwm__rpc_arg_string(&r->call, "text", false, &text, &length, &r->failure);
     if (has_text < 0) return false;
     const msgpack_object *list = fwm__rpc_arg(&r->call, "tokens");
@@ -332,9 +333,7 @@ static bool input_tokens(request *r, const fwm__served_model *m, const char *met
         if (optional) return true;
         return fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "%s takes exactly one of 'text' and 'tokens'", method);
     }
-    *tokens = has_text == 1 ? tokenize(r, m, text, length, 0, count, unknown, unknown_count)
-                            : token_array(r, m, list, count);
-    return *tokens != NULL;
+    return has_text == 1 ? tokenize(r, m, text, length, 0, in) : token_array(r, m, list, in);
 }
 
 static bool not_overloaded(request *r, size_t count) {
@@ -364,21 +363,16 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     msgpack_pack_uint32(pk, i->memory_r);
     msgpack_pack_uint32(pk, i->memory_t);
     key_u64(pk, "reads", i->read_count);
-    key(pk, "residual");
-    fwm__rpc_pack_bool(pk, i->residual);
+    key_bool(pk, "residual", i->residual);
     key_str(pk, "read_policy", i->read_policy == FWM_READ_ON_TOKEN ? "token" : "always");
     key_str(pk, "tokenizer", i->tokenizer); /* "word" or "text" */
-    key(pk, "has_unknown_token");           /* words outside the vocabulary read as <unk> */
-    fwm__rpc_pack_bool(pk, m->has_unknown);
-    key(pk, "logprobs"); /* feed takes logprobs */
-    fwm__rpc_pack_bool(pk, m->predicts_from_state);
+    key_bool(pk, "has_unknown_token", m->has_unknown); /* words outside the vocabulary read as <unk> */
+    key_bool(pk, "logprobs", m->predicts_from_state); /* feed takes logprobs */
     key_u64(pk, "parameters", i->parameter_count);
     key_u64(pk, "session_bytes", m->session_bytes);
     key_u64(pk, "state_blob_bytes", i->state_blob_bytes);
-    key(pk, "checksum_verified");
-    fwm__rpc_pack_bool(pk, i->checksum_verified);
-    key(pk, "default");
-    fwm__rpc_pack_bool(pk, is_default);
+    key_bool(pk, "checksum_verified", i->checksum_verified);
+    key_bool(pk, "default", is_default);
     key(pk, "prime"); /* the words a new session has read (open, reset) */
     msgpack_pack_array(pk, i->prime_token_count);
     for (uint32_t t = 0; t < i->prime_token_count; t++)
@@ -389,8 +383,7 @@ static void pack_model(msgpack_packer *pk, const fwm__served_model *m, bool is_d
     key_str(pk, "statement_end", fwm_model_token_text(m->model, i->statement_end_token_id));
     key_str(pk, "question_end", fwm_model_token_text(m->model, i->question_end_token_id));
     key_u64(pk, "max_sentence_words", i->max_sentence_words);
-    key(pk, "reset_on_eos");
-    fwm__rpc_pack_bool(pk, i->reset_on_eos);
+    key_bool(pk, "reset_on_eos", i->reset_on_eos);
 }
 
 #define MAX_WRONG_TOKENS 3 /* per connection, then it is closed */
@@ -442,25 +435,14 @@ static bool m_hello(request *r) {
     if (!begin_response(r, &pk)) return true;
     const fwm__server *s = r->s;
     const fwm__config *cfg = s->config;
-    if (!r->c->authenticated) { /* who it is, and that it wants a token: nothing more */
-        msgpack_pack_map(&pk, 5);
-        key_str(&pk, "server", "fwm-serve");
-        key_str(&pk, "version", FWM_VERSION_STRING);
-        key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
-        key(&pk, "auth_required");
-        msgpack_pack_true(&pk);
-        key(&pk, "authenticated");
-        msgpack_pack_false(&pk);
-        return true;
-    }
-    msgpack_pack_map(&pk, 11);
+    bool authenticated = r->c->authenticated;
+    msgpack_pack_map(&pk, authenticated ? 11 : 5);
     key_str(&pk, "server", "fwm-serve");
     key_str(&pk, "version", FWM_VERSION_STRING);
     key_u64(&pk, "protocol", FWM_PROTOCOL_VERSION);
-    key(&pk, "auth_required");
-    fwm__rpc_pack_bool(&pk, s->auth_token != NULL);
-    key(&pk, "authenticated");
-    msgpack_pack_true(&pk);
+    key_bool(&pk, "auth_required", !authenticated || s->auth_token != NULL);
+    key_bool(&pk, "authenticated", authenticated);
+    if (!authenticated) return true; /* who it is, and that it wants a token: nothing more */
     key(&pk, "models");
     msgpack_pack_array(&pk, s->model_count);
     for (size_t m = 0; m < s->model_count; m++) pack_model(&pk, &s->models[m], m == 0);
@@ -528,8 +510,7 @@ static void pack_listed(listing *l, const uint8_t *id, const char *model, uint64
     if (pos == UINT64_MAX) msgpack_pack_nil(l->pk); /* no state yet (never, once a session answered) */
     else msgpack_pack_uint64(l->pk, pos);
     key_u64(l->pk, "last_used_ms", last_used_ms);
-    key(l->pk, "resident");
-    fwm__rpc_pack_bool(l->pk, resident);
+    key_bool(l->pk, "resident", resident);
     memcpy(l->last, id, FWM_SESSION_ID_BYTES);
     l->count++;
 }
@@ -697,6 +678,39 @@ static size_t unknown_bound(size_t n) {
     return 16 + n * 19;
 }
 
+/* Whether the memory budget has room for the `held` bytes a job keeps until it ends; the refusal
+ * names them as "the N bytes `what`M bytes in use)" and ends with `advice`. */
+static bool held_fits(request *r, uint64_t held, const char *what, const char *advice) {
+    if (!held || fwm__server_memory_fits(r->s, held)) return true;
+    r->s->metrics.memory_refusals++;
+    return fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
+                         "the server's memory budget (max-memory-bytes %zu) has no room for the %llu bytes %s%llu "
+                         "bytes in use): retry later%s",
+                         r->s->config->max_memory_bytes, (unsigned long long)held, what,
+                         (unsigned long long)fwm__server_memory_used(r->s), advice);
+}
+
+/* Hand `job` the words it reads (its own from then on), its topk, its reply's bound (job.h) and the
+ * `held` bytes it keeps until it ends (reserved until its end is delivered), and submit it. Without
+ * a job (the request refused), the words are freed and false returned. */
+static bool submit_input(request *r, fwm__session_entry *e, fwm__job *job, input *in, uint32_t topk,
+                         size_t output_bound, uint64_t held) {
+    if (!job) {
+        input_free(in);
+        return false;
+    }
+    job->tokens = in->tokens;
+    job->count = in->count;
+    job->unknown = in->unknown;
+    job->unknown_count = in->unknown_count;
+    job->topk = topk;
+    job->output_bound = output_bound;
+    job->held_bytes = held;
+    r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
+    submit(r, e, job);
+    return true;
+}
+
 static bool m_feed(request *r) {
     fwm__session_entry *e = find_session(r);
     if (!e) return false;
@@ -713,15 +727,14 @@ static bool m_feed(request *r) {
                              "whose scores before a feed's first token the runtime cannot compute from the state "
                              "(only 'fwm' and 'lstm' models take logprobs)",
                              m->name, m->info.architecture);
-    uint32_t *tokens;
-    size_t count, unknown_count;
-    fwm_text_span *unknown;
-    if (!input_tokens(r, m, "feed", false, &tokens, &count, &unknown, &unknown_count)) return false;
+    input in;
+    if (!input_tokens(r, m, "feed", false, &in)) return false;
+    size_t count = in.count, unknown_count = in.unknown_count;
     /* the response: its head, session, pos and fed (under 128 bytes), the unknown spans, and with
      * logprobs each token's id (at most 5 bytes) and log-probability (a float64, 9 bytes) */
     size_t bound = 128 + unknown_bound(unknown_count) + (logprobs ? 32 + count * 14 : 0);
     /* what the job holds until it ends: the log-probabilities and the spans */
-    uint64_t held = (logprobs ? (uint64_t)count * sizeof(double) : 0) + (uint64_t)unknown_count * sizeof *unknown;
+    uint64_t held = (logprobs ? (uint64_t)count * sizeof(double) : 0) + (uint64_t)unknown_count * sizeof *in.unknown;
     fwm__job *job = NULL;
     size_t limit = r->s->config->max_output_bytes, fixed = 160 + unknown_bound(unknown_count);
     if (bound > limit) {
@@ -735,15 +748,9 @@ static bool m_feed(request *r) {
                           "the text has %zu words outside the vocabulary, whose spans may take a response of %zu "
                           "bytes, more than max-output-bytes %zu: feed less text per call",
                           unknown_count, bound, r->s->config->max_output_bytes);
-    } else if (held && !fwm__server_memory_fits(r->s, held)) {
-        r->s->metrics.memory_refusals++;
-        fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
-                      "the server's memory budget (max-memory-bytes %zu) has no room for the %llu bytes this feed "
-                      "holds until it ends (its logprobs and unknown spans; %llu bytes in use): retry later or "
-                      "feed fewer tokens",
-                      r->s->config->max_memory_bytes, (unsigned long long)held,
-                      (unsigned long long)fwm__server_memory_used(r->s));
-    } else if (not_overloaded(r, count)) {
+    } else if (held_fits(r, held, "this feed holds until it ends (its logprobs and unknown spans; ",
+                         " or feed fewer tokens") &&
+               not_overloaded(r, count)) {
         job = new_job(r, FWM_JOB_FEED);
     }
     if (job && logprobs && !(job->logprob = fwm__malloc((count ? count : 1) * sizeof *job->logprob))) {
@@ -751,22 +758,8 @@ static bool m_feed(request *r) {
         job = NULL;
         fwm__rpc_fail(&r->failure, FWM_RPC_INTERNAL, "out of memory");
     }
-    if (!job) {
-        fwm__free(tokens);
-        fwm__free(unknown);
-        return false;
-    }
-    job->tokens = tokens;
-    job->count = count;
-    job->topk = topk;
-    job->notify = notify;
-    job->unknown = unknown;
-    job->unknown_count = unknown_count;
-    job->output_bound = bound;
-    job->held_bytes = held;
-    r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
-    submit(r, e, job);
-    return true;
+    if (job) job->notify = notify;
+    return submit_input(r, e, job, &in, topk, bound, held);
 }
 
 static bool m_ask(request *r) {
@@ -776,19 +769,19 @@ static bool m_ask(request *r) {
     uint32_t topk;
     bool commit = false;
     const char *text;
-    size_t length, count = 0;
+    size_t length;
     if (!topk_arg(r, m, e->default_topk, &topk) ||
         fwm__rpc_arg_bool(&r->call, "commit", false, &commit, &r->failure) < 0 ||
         fwm__rpc_arg_string(&r->call, "question", true, &text, &length, &r->failure) < 0)
         return false;
-    fwm_text_span *unknown;
-    size_t unknown_count;
-    uint32_t *tokens = tokenize(r, m, text, length, 2, &count, &unknown, &unknown_count); /* room: "?", answer */
-    if (!tokens) return false;
-    if (m->has_question && (count == 0 || tokens[count - 1] != m->question_token)) tokens[count++] = m->question_token;
+    input in;
+    if (!tokenize(r, m, text, length, 2, &in)) return false; /* room: "?", answer */
+    if (m->has_question && (in.count == 0 || in.tokens[in.count - 1] != m->question_token))
+        in.tokens[in.count++] = m->question_token;
+    size_t count = in.count, unknown_count = in.unknown_count;
     /* the reply: its answer and predictions, and the question's unknown spans, which the job holds */
     size_t bound = 192 + m->max_word + (size_t)(topk ? topk : 1) * (m->max_word + 16) + unknown_bound(unknown_count);
-    uint64_t held = (uint64_t)unknown_count * sizeof *unknown;
+    uint64_t held = (uint64_t)unknown_count * sizeof *in.unknown;
     fwm__job *job = NULL;
     if (count == 0) {
         fwm__rpc_fail(&r->failure, FWM_RPC_BAD_PARAMS, "argument 'question' has no words");
@@ -797,32 +790,12 @@ static bool m_ask(request *r) {
                       "the question has %zu words outside the vocabulary, whose spans may take a response of %zu "
                       "bytes, more than max-output-bytes %zu: ask a shorter question",
                       unknown_count, bound, r->s->config->max_output_bytes);
-    } else if (held && !fwm__server_memory_fits(r->s, held)) {
-        r->s->metrics.memory_refusals++;
-        fwm__rpc_fail(&r->failure, FWM_RPC_OVERLOADED,
-                      "the server's memory budget (max-memory-bytes %zu) has no room for the %llu bytes of the "
-                      "question's unknown spans (%llu bytes in use): retry later",
-                      r->s->config->max_memory_bytes, (unsigned long long)held,
-                      (unsigned long long)fwm__server_memory_used(r->s));
-    } else if (not_overloaded(r, count + 1)) {
+    } else if (held_fits(r, held, "of the question's unknown spans (", "") && not_overloaded(r, count + 1)) {
         job = new_job(r, FWM_JOB_ASK);
     }
-    if (!job) {
-        fwm__free(tokens);
-        fwm__free(unknown);
-        return false;
-    }
-    job->tokens = tokens;
-    job->count = count;
-    job->topk = topk;
-    job->commit = commit;
-    job->unknown = unknown;
-    job->unknown_count = unknown_count;
-    job->output_bound = unknown_bound(unknown_count); /* beyond the answer's (sessions/scheduler.c) */
-    job->held_bytes = held;
-    r->s->metrics.reserved_memory_bytes += held; /* released when the job's end is delivered */
-    submit(r, e, job);
-    return true;
+    if (job) job->commit = commit;
+    /* the bound beyond the answer's (sessions/scheduler.c) */
+    return submit_input(r, e, job, &in, topk, unknown_bound(unknown_count), held);
 }
 
 /* predict, reset, snapshot: a job on an existing session with at most a topk. */
@@ -854,13 +827,11 @@ static bool m_trace(request *r) {
     if (!topk_arg(r, m, e->default_topk, &topk) ||
         fwm__rpc_arg_bool(&r->call, "memory", false, &memory, &r->failure) < 0)
         return false;
-    uint32_t *tokens;
-    size_t count, unknown_count;
-    fwm_text_span *unknown;
-    if (!input_tokens(r, m, "trace", true, &tokens, &count, &unknown, &unknown_count)) return false;
+    input in;
+    if (!input_tokens(r, m, "trace", true, &in)) return false;
+    size_t count = in.count;
     if (count > FWM_TRACE_MAX_TOKENS) {
-        fwm__free(tokens);
-        fwm__free(unknown);
+        input_free(&in);
         return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE, "trace takes at most %d tokens, %zu given",
                              FWM_TRACE_MAX_TOKENS, count);
     }
@@ -870,30 +841,17 @@ static bool m_trace(request *r) {
     size_t per_step = 256 + m->max_word + predictions + 4 * floats + 16 +
                       i->read_count * (4 * floats + 64 + predictions);
     size_t bound = 512 + count * per_step + (memory ? 4 * (size_t)i->memory_s * i->memory_r * i->memory_t + 16 : 0) +
-                   unknown_bound(unknown_count);
+                   unknown_bound(in.unknown_count);
     if (bound > r->s->config->max_output_bytes) {
-        fwm__free(tokens);
-        fwm__free(unknown);
+        input_free(&in);
         return fwm__rpc_fail(&r->failure, FWM_RPC_TOO_LARGE,
                              "this trace may take %zu bytes, more than max-output-bytes %zu: trace fewer tokens, "
                              "a smaller topk or without memory",
                              bound, r->s->config->max_output_bytes);
     }
     fwm__job *job = new_job(r, FWM_JOB_TRACE);
-    if (!job) {
-        fwm__free(tokens);
-        fwm__free(unknown);
-        return false;
-    }
-    job->unknown = unknown;
-    job->unknown_count = unknown_count;
-    job->tokens = tokens;
-    job->count = count;
-    job->topk = topk;
-    job->trace_memory = memory;
-    job->output_bound = bound;
-    submit(r, e, job);
-    return true;
+    if (job) job->trace_memory = memory;
+    return submit_input(r, e, job, &in, topk, bound, 0);
 }
 
 static bool m_reset(request *r) {
