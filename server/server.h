@@ -5,7 +5,7 @@
  * stop accepting, refuse new requests, finish in-flight jobs (up to drain_timeout_s, then cancel),
  * flush and close every connection, stop the workers, close every handle so the loop ends with
  * none left.
- * Not for: per-connection I/O (net/connection.c), method semantics (methods/methods.c), parsing flags
+ * Not for: per-connection I/O (net/connection.c), method semantics (methods/), parsing flags
  * (config.c). The core: every folder of server/ may include this header, and server.c includes them
  * all to tie them together (docs/ARCHITECTURE.md, "fwm-serve's folders").
  */

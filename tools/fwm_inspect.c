@@ -187,6 +187,13 @@ static void print_matmul(const fwm__schema_head *head, const fwm_schema_tensor *
                bf16 ? ", BF16 ones included: the file has no " FWM_KEY_MATMUL_TYPE " \"bf16\"" : "");
 }
 
+/* The matmul line of the architectures that may multiply in BF16; the others have none. */
+static void matmul_fwm(const fwm_schema *s) { print_matmul(&s->head, s->tensors, (size_t)fwm__tensor_count(&s->hp)); }
+static void matmul_lstm(const fwm_lstm_schema *s) { print_matmul(&s->head, s->tensors, s->tensor_count); }
+static void matmul_mnm(const fwm_mnm_schema *s) { (void)s; }
+static void matmul_gfw(const fwm_gfw_schema *s) { (void)s; }
+static void matmul_stm(const fwm_stm_schema *s) { (void)s; }
+
 /* The checksum and fingerprint lines; returns the exit status. */
 static int verify(const char *path, const fwm__schema_head *head, uint64_t checksum,
                   uint64_t fingerprint) {
@@ -221,19 +228,10 @@ static int verify(const char *path, const fwm__schema_head *head, uint64_t check
     return status;
 }
 
-/* Schema-level summary and verification of an `fwm` file; returns the exit status. */
-static int print_fwm(const char *path, const uint8_t *data, size_t size) {
-    fwm_schema schema;
-    fwm_error err;
-    fwm_status st = fwm__schema_parse(data, size, &schema, &err);
-    if (st) {
-        fprintf(stderr, "fwm-inspect: %s: not a valid fwm model (%s): %s\n", path,
-                fwm_status_str(st), err.message);
-        return 1;
-    }
-    const fwm_hparams *hp = &schema.hp;
+/* The FWM's lines: its sizes, parameters and session state. */
+static void describe_fwm(const fwm_schema *schema) {
+    const fwm_hparams *hp = &schema->hp;
     uint64_t state_floats = fwm__session_state_floats(hp);
-    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: fwm (Fast Weight Memory)\n");
     printf("parameters: %" PRIu64 "\n", fwm__parameter_count(hp));
     char lower[64] = ""; /* a stacked FWM's lower layers */
@@ -244,34 +242,15 @@ static int print_fwm(const char *path, const uint8_t *data, size_t size) {
            " bytes in fp32 (h, c: 2 x %" PRIu32 "; F: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->memory_s, hp->memory_r,
            hp->memory_t, lower);
-    print_start(&schema.head);
-    uint64_t checksum = fwm__schema_checksum(&schema);
-    uint64_t fingerprint = fwm__fingerprint_matmul(
-        fwm__schema_fingerprint(hp, (const char *const *)schema.head.tokens, schema.head.token_lengths,
-                                checksum),
-        schema.head.bf16_matmul);
-    print_matmul(&schema.head, schema.tensors, (size_t)fwm__tensor_count(hp));
-    int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm__schema_release(&schema);
-    return status;
 }
 
-/* The same for an `lstm` file. */
-static int print_lstm(const char *path, const uint8_t *data, size_t size) {
-    fwm_lstm_schema schema;
-    fwm_error err;
-    fwm_status st = fwm__lstm_schema_parse(data, size, &schema, &err);
-    if (st) {
-        fprintf(stderr, "fwm-inspect: %s: not a valid lstm model (%s): %s\n", path,
-                fwm_status_str(st), err.message);
-        return 1;
-    }
-    const fwm_lstm_hparams *hp = &schema.hp;
+/* The LSTM baseline's lines: its sizes, parameters and session state. */
+static void describe_lstm(const fwm_lstm_schema *schema) {
+    const fwm_lstm_hparams *hp = &schema->hp;
     uint64_t parameters = 0;
-    for (size_t i = 0; i < schema.tensor_count; i++)
-        parameters += schema.tensors[i].rows * schema.tensors[i].cols;
+    for (size_t i = 0; i < schema->tensor_count; i++)
+        parameters += schema->tensors[i].rows * schema->tensors[i].cols;
     uint64_t state_floats = 2 * (uint64_t)hp->layer_count * hp->hidden_size;
-    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: lstm (LSTM baseline: %" PRIu32 " layer%s of %" PRIu32 ", embedding %" PRIu32
            ", residual %s, forget bias %g, vocabulary %" PRIu32 ")\n",
            hp->layer_count, hp->layer_count == 1 ? "" : "s", hp->hidden_size, hp->embedding_length,
@@ -280,79 +259,18 @@ static int print_lstm(const char *path, const uint8_t *data, size_t size) {
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h, c: 2 x %" PRIu32
            " layers x %" PRIu32 ")\n",
            state_floats, state_floats * 4, hp->layer_count, hp->hidden_size);
-    print_start(&schema.head);
-    uint64_t checksum = fwm__lstm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm__fingerprint_matmul(
-        fwm__lstm_fingerprint(hp, (const char *const *)schema.head.tokens, schema.head.token_lengths,
-                              checksum),
-        schema.head.bf16_matmul);
-    print_matmul(&schema.head, schema.tensors, schema.tensor_count);
-    int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm__lstm_schema_release(&schema);
-    return status;
 }
 
-/* The same for an `stm` file. */
-static int print_stm(const char *path, const uint8_t *data, size_t size) {
-    fwm_stm_schema schema;
-    fwm_error err;
-    fwm_status st = fwm__stm_schema_parse(data, size, &schema, &err);
-    if (st) {
-        fprintf(stderr, "fwm-inspect: %s: not a valid stm model (%s): %s\n", path,
-                fwm_status_str(st), err.message);
-        return 1;
-    }
-    const fwm_stm_hparams *hp = &schema.hp;
-    uint64_t parameters = 0;
-    for (size_t i = 0; i < schema.tensor_count; i++) parameters += schema.tensors[i].rows * schema.tensors[i].cols;
-    bool sentence = hp->input_mode == FWM_STM_INPUT_SENTENCE;
-    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
-    printf("architecture: stm (self-attentive associative memory: %s mode, embedding %" PRIu32
-           ", memory %" PRIu32 ", %" PRIu32 " queries, ",
-           sentence ? "sentence" : "word", hp->embedding_length, hp->memory_size, hp->query_count);
-    if (sentence)
-        printf("sentences of up to %" PRIu32 " words, answer MLPs %" PRIu32, hp->sentence_length,
-               hp->answer_hidden);
-    else
-        printf("relation length %" PRIu32, hp->relation_length);
-    printf(", end words '%s' and '%s', reset on eos %s, vocabulary %" PRIu32 ")\n",
-           schema.head.tokens[hp->statement_end_token_id], schema.head.tokens[hp->question_end_token_id],
-           hp->reset_on_eos ? "on" : "off", hp->vocab_size);
-    printf("parameters: %" PRIu64 "\n", parameters);
-    printf("initial memories: %" PRIu64 " of them (stm.item.init, stm.relation.init)\n",
-           fwm__stm_hparams_state_floats(hp));
-    printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (Mi: %" PRIu32 " x %" PRIu32
-           "; Mr: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
-           fwm__stm_hparams_state_floats(hp), fwm__stm_state_bytes(hp), hp->memory_size, hp->memory_size,
-           hp->query_count, hp->memory_size, hp->memory_size, sentence ? "; the sentence buffer" : "");
-    print_start(&schema.head);
-    uint64_t checksum = fwm__stm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm__stm_fingerprint(hp, (const char *const *)schema.head.tokens,
-                                               schema.head.token_lengths, checksum);
-    int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm__stm_schema_release(&schema);
-    return status;
-}
-
-/* The same for an `mnm` file. */
-static int print_mnm(const char *path, const uint8_t *data, size_t size) {
-    fwm_mnm_schema schema;
-    fwm_error err;
-    fwm_status st = fwm__mnm_schema_parse(data, size, &schema, &err);
-    if (st) {
-        fprintf(stderr, "fwm-inspect: %s: not a valid mnm model (%s): %s\n", path,
-                fwm_status_str(st), err.message);
-        return 1;
-    }
-    const fwm_mnm_hparams *hp = &schema.hp;
+/* The MNM baseline's lines: its sizes, parameters and session state. */
+static void describe_mnm(const fwm_mnm_schema *schema) {
+    const fwm_mnm_hparams *hp = &schema->hp;
     uint64_t parameters = 0, trained = 0;
-    for (size_t i = 0; i < schema.tensor_count; i++) {
-        uint64_t n = schema.tensors[i].rows * schema.tensors[i].cols;
+    for (size_t i = 0; i < schema->tensor_count; i++) {
+        uint64_t n = schema->tensors[i].rows * schema->tensors[i].cols;
         parameters += n;
         if (fwm__mnm_tensor_trained(hp, i)) trained += n;
     }
     uint64_t memory = fwm__mnm_memory_elements(hp), state_floats = fwm__mnm_hparams_state_floats(hp);
-    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: mnm (Metalearned Neural Memory baseline: controller %" PRIu32
            ", embedding %" PRIu32 ", %" PRIu32 " head%s, keys %" PRIu32 ", values %" PRIu32
            ", memory %" PRIu32 " layer%s of %" PRIu32 ", output %" PRIu32 ", forget bias %g, vocabulary %" PRIu32
@@ -366,28 +284,12 @@ static int print_mnm(const char *path, const uint8_t *data, size_t size) {
     printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (h, c: 2 x %" PRIu32
            "; r: %" PRIu32 "; memory: %" PRIu64 ")\n",
            state_floats, state_floats * 4, hp->hidden_size, hp->value_length, memory);
-    print_start(&schema.head);
-    uint64_t checksum = fwm__mnm_schema_checksum(&schema);
-    uint64_t fingerprint = fwm__mnm_fingerprint(hp, (const char *const *)schema.head.tokens,
-                                               schema.head.token_lengths, checksum);
-    int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm__mnm_schema_release(&schema);
-    return status;
 }
 
-/* The same for a `gfw` file. */
-static int print_gfw(const char *path, const uint8_t *data, size_t size) {
-    fwm_gfw_schema schema;
-    fwm_error err;
-    fwm_status st = fwm__gfw_schema_parse(data, size, &schema, &err);
-    if (st) {
-        fprintf(stderr, "fwm-inspect: %s: not a valid gfw model (%s): %s\n", path,
-                fwm_status_str(st), err.message);
-        return 1;
-    }
-    const fwm_gfw_hparams *hp = &schema.hp;
+/* The GFW's lines: its sizes, parameters and session state. */
+static void describe_gfw(const fwm_gfw_schema *schema) {
+    const fwm_gfw_hparams *hp = &schema->hp;
     uint64_t state_floats = fwm__gfw_hparams_state_floats(hp), m = hp->fast_hidden;
-    printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");
     printf("architecture: gfw (Gated Fast Weights: fast net %" PRIu32 ", slow net %" PRIu32
            " with transition layer %" PRIu32 ", embedding %" PRIu32 ", layer norm eps %g, vocabulary %" PRIu32
            ")\n",
@@ -398,14 +300,79 @@ static int print_gfw(const char *path, const uint8_t *data, size_t size) {
            "; F1: %" PRIu64 " x %" PRIu64 "; F2: %" PRIu64 " x %" PRIu64 ")\n",
            state_floats, state_floats * 4, hp->fast_hidden, hp->slow_hidden, m, fwm__gfw_f1_cols(hp), m,
            fwm__gfw_f2_cols(hp));
-    print_start(&schema.head);
-    uint64_t checksum = fwm__gfw_schema_checksum(&schema);
-    uint64_t fingerprint = fwm__gfw_fingerprint(hp, (const char *const *)schema.head.tokens,
-                                               schema.head.token_lengths, checksum);
-    int status = verify(path, &schema.head, checksum, fingerprint);
-    fwm__gfw_schema_release(&schema);
-    return status;
 }
+
+/* The STM's lines: its sizes, parameters and session state. */
+static void describe_stm(const fwm_stm_schema *schema) {
+    const fwm_stm_hparams *hp = &schema->hp;
+    uint64_t parameters = 0;
+    for (size_t i = 0; i < schema->tensor_count; i++) parameters += schema->tensors[i].rows * schema->tensors[i].cols;
+    bool sentence = hp->input_mode == FWM_STM_INPUT_SENTENCE;
+    printf("architecture: stm (self-attentive associative memory: %s mode, embedding %" PRIu32
+           ", memory %" PRIu32 ", %" PRIu32 " queries, ",
+           sentence ? "sentence" : "word", hp->embedding_length, hp->memory_size, hp->query_count);
+    if (sentence)
+        printf("sentences of up to %" PRIu32 " words, answer MLPs %" PRIu32, hp->sentence_length,
+               hp->answer_hidden);
+    else
+        printf("relation length %" PRIu32, hp->relation_length);
+    printf(", end words '%s' and '%s', reset on eos %s, vocabulary %" PRIu32 ")\n",
+           schema->head.tokens[hp->statement_end_token_id], schema->head.tokens[hp->question_end_token_id],
+           hp->reset_on_eos ? "on" : "off", hp->vocab_size);
+    printf("parameters: %" PRIu64 "\n", parameters);
+    printf("initial memories: %" PRIu64 " of them (stm.item.init, stm.relation.init)\n",
+           fwm__stm_hparams_state_floats(hp));
+    printf("session state: %" PRIu64 " floats, %" PRIu64 " bytes in fp32 (Mi: %" PRIu32 " x %" PRIu32
+           "; Mr: %" PRIu32 " x %" PRIu32 " x %" PRIu32 "%s)\n",
+           fwm__stm_hparams_state_floats(hp), fwm__stm_state_bytes(hp), hp->memory_size, hp->memory_size,
+           hp->query_count, hp->memory_size, hp->memory_size, sentence ? "; the sentence buffer" : "");
+}
+
+/* A model file of one architecture: its schema parsed (or the reason it is not valid), the model's
+ * name, the architecture's own lines (describe_ARCH), the start words, the matmul line (matmul_ARCH),
+ * and the checksum and fingerprint (a BF16 model's wrapped, fwm__fingerprint_matmul) verified;
+ * returns the exit status. Written once for every architecture's schema. */
+#define INSPECT_ARCH(arch, schema_type, parse, checksum_of, fingerprint_of, release)                    \
+    static int inspect_##arch(const char *path, const uint8_t *data, size_t size) {                     \
+        schema_type schema;                                                                             \
+        fwm_error err;                                                                                  \
+        fwm_status st = parse(data, size, &schema, &err);                                               \
+        if (st) {                                                                                       \
+            fprintf(stderr, "fwm-inspect: %s: not a valid " #arch " model (%s): %s\n", path,            \
+                    fwm_status_str(st), err.message);                                                   \
+            return 1;                                                                                   \
+        }                                                                                               \
+        printf("\nmodel: %s\n", schema.head.name[0] ? schema.head.name : "(unnamed)");                  \
+        describe_##arch(&schema);                                                                       \
+        print_start(&schema.head);                                                                      \
+        matmul_##arch(&schema);                                                                         \
+        uint64_t checksum = checksum_of(&schema);                                                       \
+        uint64_t fingerprint = fwm__fingerprint_matmul(                                                 \
+            fingerprint_of(&schema.hp, (const char *const *)schema.head.tokens,                         \
+                           schema.head.token_lengths, checksum),                                        \
+            schema.head.bf16_matmul);                                                                   \
+        int status = verify(path, &schema.head, checksum, fingerprint);                                 \
+        release(&schema);                                                                               \
+        return status;                                                                                  \
+    }
+
+INSPECT_ARCH(fwm, fwm_schema, fwm__schema_parse, fwm__schema_checksum,
+             fwm__schema_fingerprint, fwm__schema_release)
+INSPECT_ARCH(lstm, fwm_lstm_schema, fwm__lstm_schema_parse, fwm__lstm_schema_checksum,
+             fwm__lstm_fingerprint, fwm__lstm_schema_release)
+INSPECT_ARCH(mnm, fwm_mnm_schema, fwm__mnm_schema_parse, fwm__mnm_schema_checksum,
+             fwm__mnm_fingerprint, fwm__mnm_schema_release)
+INSPECT_ARCH(gfw, fwm_gfw_schema, fwm__gfw_schema_parse, fwm__gfw_schema_checksum,
+             fwm__gfw_fingerprint, fwm__gfw_schema_release)
+INSPECT_ARCH(stm, fwm_stm_schema, fwm__stm_schema_parse, fwm__stm_schema_checksum,
+             fwm__stm_fingerprint, fwm__stm_schema_release)
+
+/* Each architecture's inspection, by fwm_arch. */
+static int (*const inspect_arch[FWM_ARCH_COUNT])(const char *path, const uint8_t *data, size_t size) = {
+#define INSPECT_ENTRY(id, name, prefix) [FWM_ARCH_##id] = inspect_##prefix,
+    FWM_ARCH_LIST(INSPECT_ENTRY)
+#undef INSPECT_ENTRY
+};
 
 /* --vocab: every token of tokenizer.ggml.tokens with its id. */
 static int print_vocab(const char *path, const fwm_gguf_file *file) {
@@ -467,16 +434,8 @@ int main(int argc, char **argv) {
     if (st)
         fprintf(stderr, "fwm-inspect: %s: not a model fwm knows (%s): %s\n", path, fwm_status_str(st),
                 err.message);
-    else if (arch == FWM_ARCH_LSTM)
-        status = print_lstm(path, data, size);
-    else if (arch == FWM_ARCH_MNM)
-        status = print_mnm(path, data, size);
-    else if (arch == FWM_ARCH_GFW)
-        status = print_gfw(path, data, size);
-    else if (arch == FWM_ARCH_STM)
-        status = print_stm(path, data, size);
     else
-        status = print_fwm(path, data, size);
+        status = inspect_arch[arch](path, data, size);
     free(data);
     fflush(stdout);
     return status;

@@ -108,12 +108,15 @@ long fwm__net_count_meta_rows(const fwm__net *net, const uint32_t *x, size_t n)
 
 void fwm__net_zero_grads(fwm__net *net)
 {
-    net->ops->zero_grads(net->impl);
+    fwm__tm_shell_zero_grads_f32(net->impl); /* the model begins with its shell */
 }
 
 void fwm__net_reset_state(fwm__net *net)
 {
-    net->ops->reset_state(net->impl);
+    if (net->ops->reset_state)
+        net->ops->reset_state(net->impl);
+    else
+        fwm__tm_shell_zero_state_f32(net->impl); /* the model begins with its shell */
 }
 
 void fwm__net_reset_lanes(fwm__net *net, const uint8_t *flags, float *scratch)

@@ -51,7 +51,7 @@ typedef struct fwm__net_ops {
     void (*destroy)(void *impl);
     double (*forward)(fwm__net *net, const uint32_t *x, const uint32_t *y, int len);
     void (*backward)(fwm__net *net, long loss_denominator, long meta_denominator);
-    void (*zero_grads)(void *impl);
+    /* Every lane to the reset state (NULL: all zero, the shell's fwm__tm_shell_zero_state). */
     void (*reset_state)(void *impl);
     /* Draw the dropout masks of training step `step` (NULL: the architecture has no dropout). */
     void (*set_dropout)(void *impl, uint64_t seed, uint64_t step, int lane_offset);
@@ -76,7 +76,8 @@ struct fwm__net {
     const fwm__net_ops *ops;
     fwm__net_config config;
     void *impl;                  /* fwm__tm_f32 (fwm), fwm__lstm_tm_f32 (lstm), fwm__mnm_tm_f32,
-                                    fwm__gfw_tm_f32, fwm__stm_tm_f32 */
+                                    fwm__gfw_tm_f32, fwm__stm_tm_f32: each begins with its
+                                    fwm__tm_shell_f32 (tm_shell.h) */
     fwm__tensor_layout layout;   /* the flat buffers' tensors */
     float *params, *grads;       /* [layout.total] (grads NULL when forward_only) */
     float *state;                /* [lanes][state_size]: carried across calls */

@@ -2,14 +2,14 @@
  * takes from its typed model, written once.
  *
  * Every architecture's typed model (fwm__<x>_tm_f32) has the same functions (create, free,
- * forward, backward, zero_grads, reset_state) and the same buffer members (params, grads, state,
- * x, y, loss_rows, probs, logits, the loss), so the functions from it to the handle are written
- * once here:
+ * forward, backward) and begins with the same shell (tm_shell.h: params, grads, state, x, y,
+ * loss_rows, probs, logits, the loss), so the functions from it to the handle are written once
+ * here (zeroing the gradients and the state is the shell's, in net.c):
  *
  *   FWM__NET_TYPED_MODEL(name, CONFIG, PREFIX, INIT)
  *
- * defines name_create, name_destroy, name_forward, name_backward, name_zero_grads,
- * name_reset_state and name_init_weights (static), where
+ * defines name_create, name_destroy, name_forward, name_backward and name_init_weights (static),
+ * where
  *   name    the architecture's prefix: model spec member (spec->name) and hyperparameters of its
  *           config
  *   CONFIG  its typed model's config type (fwm__<x>_config)
@@ -22,8 +22,9 @@
  * architecture does not take (fwm__net_refuse_dropout). After it, the file defines its table,
  * `const fwm__net_ops fwm__net_ops_<name>` (the registry in net.c lists it by the architecture's
  * prefix in FWM_ARCH_LIST), with designated initializers: these functions, and what is the
- * architecture's own (set_dropout, segment, view_more, set_meta_denominator, meta_term,
- * is_loss_position; net.h), which the functions here call through the table.
+ * architecture's own (reset_state when its reset state is not all zero, set_dropout, segment,
+ * view_more, set_meta_denominator, meta_term, is_loss_position; net.h), which the functions here
+ * call through the table.
  */
 #ifndef FWM_TRAIN_NET_ADAPTER_H
 #define FWM_TRAIN_NET_ADAPTER_H
@@ -48,10 +49,10 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
     static void name##_view(fwm__net *net)                                                         \
     {                                                                                              \
         const PREFIX##f32 *tm = net->impl;                                                         \
-        net->len = tm->len;                                                                        \
-        net->n_loss_rows = tm->n_loss_rows;                                                        \
-        net->loss_sum = tm->loss_sum;                                                              \
-        net->loss = tm->loss;                                                                      \
+        net->len = tm->shell.len;                                                                        \
+        net->n_loss_rows = tm->shell.n_loss_rows;                                                        \
+        net->loss_sum = tm->shell.loss_sum;                                                              \
+        net->loss = tm->shell.loss;                                                                      \
         if (net->ops->view_more)                                                                   \
             net->ops->view_more(net);                                                              \
     }                                                                                              \
@@ -76,16 +77,16 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
         if (status != FWM_OK)                                                                      \
             return status;                                                                         \
         net->impl = tm;                                                                            \
-        net->params = tm->params;                                                                  \
-        net->grads = tm->grads;                                                                    \
-        net->state = tm->state;                                                                    \
-        net->state_size = tm->state_size;                                                          \
+        net->params = tm->shell.params;                                                                  \
+        net->grads = tm->shell.grads;                                                                    \
+        net->state = tm->shell.state;                                                                    \
+        net->state_size = tm->shell.state_size;                                                          \
         net->segment = net->ops->segment ? net->ops->segment(net) : 0;                             \
-        net->x = tm->x;                                                                            \
-        net->y = tm->y;                                                                            \
-        net->loss_rows = tm->loss_rows;                                                            \
-        net->probs = tm->probs;                                                                    \
-        net->logits = tm->logits;                                                                  \
+        net->x = tm->shell.x;                                                                            \
+        net->y = tm->shell.y;                                                                            \
+        net->loss_rows = tm->shell.loss_rows;                                                            \
+        net->probs = tm->shell.probs;                                                                    \
+        net->logits = tm->shell.logits;                                                                  \
         name##_view(net);                                                                          \
         return FWM_OK;                                                                             \
     }                                                                                              \
@@ -105,20 +106,10 @@ static inline fwm_status fwm__net_refuse_dropout(const fwm__net_config *c, const
     static void name##_backward(fwm__net *net, long loss_denominator, long meta_denominator)       \
     {                                                                                              \
         PREFIX##f32 *tm = net->impl;                                                               \
-        tm->loss_denominator = loss_denominator;                                                   \
+        tm->shell.loss_denominator = loss_denominator;                                                   \
         if (net->ops->set_meta_denominator)                                                        \
             net->ops->set_meta_denominator(tm, meta_denominator);                                  \
         PREFIX##backward_f32(tm);                                                                  \
-    }                                                                                              \
-                                                                                                   \
-    static void name##_zero_grads(void *impl)                                                      \
-    {                                                                                              \
-        PREFIX##zero_grads_f32(impl);                                                              \
-    }                                                                                              \
-                                                                                                   \
-    static void name##_reset_state(void *impl)                                                     \
-    {                                                                                              \
-        PREFIX##reset_state_f32(impl);                                                             \
     }                                                                                              \
                                                                                                    \
     static void name##_init_weights(const fwm__model_spec *spec, uint64_t seed,                    \

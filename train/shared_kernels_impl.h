@@ -8,21 +8,9 @@
  *   - zeroed aligned buffers, and the sigmoid and precise tanh over arrays.
  */
 
-/* ---- buffers --------------------------------------------------------------------------------- */
+/* ---- buffers: alloc_reals --------------------------------------------------------------------- */
 
-/* count zeroed reals, 64-byte aligned (at least one); sets *failed and returns NULL when out of
- * memory, so a model's create can allocate everything and check once */
-static real *alloc_reals(size_t count, int *failed)
-{
-    size_t bytes = (count ? count : 1) * sizeof(real);
-    bytes = (bytes + 63) / 64 * 64;
-    real *p = aligned_alloc(64, bytes);
-    if (!p)
-        *failed = 1;
-    else
-        memset(p, 0, bytes);
-    return p;
-}
+#include "real_buffers_impl.h"
 
 /* ---- parallel matrix product: C[M,N] = alpha op(A) op(B) + beta C (row-major), M split ------- */
 typedef struct TM(gemm_job) {

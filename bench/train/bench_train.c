@@ -206,7 +206,7 @@ int main(int argc, char **argv)
     uint64_t r = 88172645463325252ull;
     for (size_t i = 0; i < n; i++) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        tm->params[i] = ((float)(r >> 40) / 16777216.0f - 0.5f) * 0.1f;
+        tm->shell.params[i] = ((float)(r >> 40) / 16777216.0f - 0.5f) * 0.1f;
     }
     for (size_t i = 0; i < cells; i++) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
@@ -220,13 +220,13 @@ int main(int argc, char **argv)
     for (int s = -1; s < steps; s++) { /* step -1 warms up */
         double c0 = cpu_now();
         double t0 = now();
-        fwm__tm_zero_grads_f32(tm);
+        fwm__tm_shell_zero_grads_f32(&tm->shell);
         fwm__tm_forward_f32(tm, x, y, window);
         double t1 = now();
         double c1 = cpu_now();
         fwm__tm_backward_f32(tm);
         double t2 = now();
-        fwm__adam_update(&ap, s + 2, 0, tm->params, tm->grads, m, v, n);
+        fwm__adam_update(&ap, s + 2, 0, tm->shell.params, tm->shell.grads, m, v, n);
         double t3 = now();
         if (s >= 0) {
             cpu += cpu_now() - c0;

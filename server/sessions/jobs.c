@@ -189,7 +189,7 @@ static bool finish_feed(fwm__job_context *ctx, fwm__session_entry *e, fwm__job *
         fwm__rpc_pack_cstr(&pk, "fed");
         msgpack_pack_uint64(&pk, job->done);
         pack_unknown(&pk, job);
-        if (job->logprob) { /* the tokens read and each one's log-probability (methods.c bounds the size) */
+        if (job->logprob) { /* the tokens read and each one's log-probability (methods/session_methods.c bounds the size) */
             fwm__rpc_pack_cstr(&pk, "tokens");
             msgpack_pack_array(&pk, job->done);
             for (size_t i = 0; i < job->done; i++) msgpack_pack_uint32(&pk, job->tokens[i]);

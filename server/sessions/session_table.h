@@ -8,7 +8,7 @@
  * Threading: the table itself (lookup/insert/remove) is used by the loop thread only. The fields
  * marked [sched] are guarded by the scheduler's mutex; the fields marked [worker] belong to the
  * worker currently running the session (the scheduler guarantees at most one).
- * Not for: running jobs (scheduler.c) or protocol handling (methods/methods.c).
+ * Not for: running jobs (scheduler.c) or protocol handling (methods/).
  */
 #ifndef FWM_SERVER_SESSION_TABLE_H
 #define FWM_SERVER_SESSION_TABLE_H

@@ -12,7 +12,7 @@
 #include "job_context.h"
 
 /* Tokens one trace may step: its response grows with every step (about 2 KB each for the bundled
- * models), and methods.c also bounds it by max-output-bytes before the job is queued. */
+ * models), and methods/session_methods.c also bounds it by max-output-bytes before the job is queued. */
 #define FWM_TRACE_MAX_TOKENS 256
 
 /* Pack the response body (a map) of TRACE `job` on `entry` into `pk`. False when out of memory, with

@@ -6,7 +6,8 @@
  *
  * KIND     COUNTER, GAUGE (uint64_t), REAL (double), HISTOGRAM (fwm__histogram: `stats` gives its
  *          count and percentiles in ms, Prometheus its buckets in seconds), FLAG (bool: Prometheus
- *          1 or 0), TEXT (a string, NULL: nil; `stats` only), BY_CODE (a count per error code).
+ *          1 or 0), TEXT (a string, NULL: nil; `stats` only), BY_CODE (a count per error code),
+ *          INFO (Prometheus only: one sample of value 1 whose labels are the string VALUE).
  * FIELD    its member of fwm__metric_values.
  * STATS_KEY its key in the `stats` reply (or its section), NULL: only on /metrics.
  * PROMETHEUS_NAME, HELP: NULL: only in `stats`.
@@ -15,8 +16,8 @@
  *          in the durability list only, `js` the journal's stats, `info` the store's figures,
  *          `healthy` and `v->why` whether the store takes writes and why not.
  *
- * The order is `stats`' (docs/PROTOCOL.md); /metrics gives the top list, then the per-model and
- * per-status families of prometheus.c, then memory, then durability (a server with a store only).
+ * The order is `stats`' (docs/PROTOCOL.md); /metrics gives the top list, then the labelled list
+ * (FWM_METRICS_LABELLED, below), then memory, then durability (a server with a store only).
  * Loop thread only.
  */
 #ifndef FWM_SERVER_STATS_METRIC_LIST_H
@@ -28,8 +29,13 @@
 
 #include "base/metrics.h"
 
+#define FWM_METRIC_STRING_(x) #x
+#define FWM_METRIC_STRING(x) FWM_METRIC_STRING_(x)
+
 /* The top level of `stats`. */
 #define FWM_METRICS_TOP(X)                                                                                          \
+    X(INFO, build_info, NULL, "fwm_build_info", "The server's version and protocol (value 1).",                      \
+      "version=\"" FWM_VERSION_STRING "\",protocol=\"" FWM_METRIC_STRING(FWM_PROTOCOL_VERSION) "\"")                \
     X(GAUGE, sessions, "sessions", NULL, NULL, s->sessions.count)                                                    \
     X(GAUGE, sessions_max, NULL, "fwm_sessions_max", "The most sessions the server holds (max-sessions).",            \
       s->config->max_sessions)                                                                                       \
@@ -142,6 +148,41 @@
       healthy)                                                                                                       \
     X(TEXT, store_error, "error", NULL, NULL, healthy ? NULL : v->why) /* why writes fail, while they do */
 
+/* The Prometheus families whose samples carry a label with many values (/metrics only, between the
+ * top list and memory): one line each,
+ *
+ *   X(KIND, PROMETHEUS_NAME, HELP, VALUE)
+ *
+ * KIND     BY_MODEL_GAUGE, BY_MODEL_COUNTER: a sample per served model, labelled model="NAME", VALUE
+ *          its value for model `i`; MODEL_INFO: a sample of value 1 per model, labelled with its
+ *          name, fingerprint and whether it is the default (VALUE unused); BUCKETS: a histogram of
+ *          sizes in power-of-two buckets, le="1", "2", "4" ... (VALUE a fwm__metric_buckets);
+ *          BY_CLASS: a count per HTTP status class, class="2xx" to "5xx" (VALUE the counts by class).
+ * VALUE    an expression read by prometheus.c as it writes the family, where `s` is the server, `m`
+ *          its loop counters, `st` the scheduler's stats and, for the BY_MODEL kinds, `i` the model's
+ *          index and `resident` the resident sessions of each model. Its values are not in
+ *          fwm__metric_values: `stats` does not report them (hello has the models, stats the totals).
+ */
+#define FWM_METRICS_LABELLED(X)                                                                                     \
+    X(MODEL_INFO, "fwm_model_info", "The models served (value 1), with their fingerprints.", 1)                      \
+    X(BY_MODEL_GAUGE, "fwm_sessions_resident", "Sessions in memory, by model.", resident[i])                         \
+    X(BY_MODEL_COUNTER, "fwm_model_tokens_total", "Tokens stepped through each model.",                             \
+      fwm__scheduler_model_tokens(s->scheduler, i))                                                                  \
+    X(BY_MODEL_GAUGE, "fwm_model_weights_bytes", "Bytes of each model's weights.",                                  \
+      s->models[i].info.parameter_count * sizeof(float))                                                             \
+    X(BY_MODEL_GAUGE, "fwm_session_bytes", "Bytes one session of each model accounts for.",                         \
+      s->models[i].session_bytes)                                                                                    \
+    X(BUCKETS, "fwm_batch_size", "Sessions stepped together in one batched step (_count: the batches).",           \
+      ((fwm__metric_buckets){st.batch_sizes, FWM_BATCH_SIZE_BUCKETS, st.batch_sessions, st.batches}))               \
+    X(BY_CLASS, "fwm_http_responses_total", "HTTP responses, by status class.", m->http_responses)
+
+/* A BUCKETS value: counts[k] of the sizes in (2^(k-1), 2^k], their sum and how many there are. */
+typedef struct fwm__metric_buckets {
+    const uint64_t *counts;
+    unsigned count;
+    uint64_t sum, total;
+} fwm__metric_buckets;
+
 /* The C type of each kind. */
 #define FWM_METRIC_TYPE_COUNTER uint64_t
 #define FWM_METRIC_TYPE_GAUGE uint64_t
@@ -150,6 +191,7 @@
 #define FWM_METRIC_TYPE_FLAG bool
 #define FWM_METRIC_TYPE_TEXT const char *
 #define FWM_METRIC_TYPE_BY_CODE const uint64_t * /* FWM_ERROR_CODES counts, [0] unused */
+#define FWM_METRIC_TYPE_INFO const char *        /* the labels */
 
 /* Every value of the lists, read at once. */
 typedef struct fwm__metric_values {
@@ -170,6 +212,7 @@ typedef enum fwm__metric_kind {
     FWM_METRIC_FLAG,
     FWM_METRIC_TEXT,
     FWM_METRIC_BY_CODE,
+    FWM_METRIC_INFO,
 } fwm__metric_kind;
 
 /* One row of a list, for the renderers: its value is at `offset` in fwm__metric_values. */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "fwm/fwm_protocol.h"
+#include "fwm/fwm_version.h"
 #include "server.h"
 
 #define FWM_METRIC_ROW(kind, field, key, name, help, value) \

@@ -1,5 +1,5 @@
-/* prometheus.c - the metrics as Prometheus text (prometheus.h): the lists of metric_list.h, and the
- * families with labels (build, models, batch sizes, HTTP status classes). */
+/* prometheus.c - the metrics as Prometheus text (prometheus.h): the lists of metric_list.h, each kind
+ * of row written by one function here. */
 #include "prometheus.h"
 
 #include <stdarg.h>
@@ -97,44 +97,65 @@ static void count_model(fwm__session_entry *e, void *user) {
     if (e->model_index < pm->count) pm->resident[e->model_index]++;
 }
 
-static void models(text *t, fwm__server *s) {
+#define LABEL_BYTES 600 /* a model's name as a label value */
+
+/* A BY_MODEL_* row: the sample of each model, `labels[i]` its name as a label value. */
+#define BY_MODEL_FAMILY(type, name, help, value)                                                                    \
+    do {                                                                                                           \
+        family(t, name, type, help);                                                                               \
+        for (size_t i = 0; i < s->model_count; i++)                                                                \
+            add(t, "%s{model=\"%s\"} %llu\n", name, labels + i * LABEL_BYTES, (unsigned long long)(value));          \
+    } while (0)
+#define LABELLED_BY_MODEL_GAUGE(name, help, value) BY_MODEL_FAMILY("gauge", name, help, value)
+#define LABELLED_BY_MODEL_COUNTER(name, help, value) BY_MODEL_FAMILY("counter", name, help, value)
+#define LABELLED_MODEL_INFO(name, help, value) model_info(t, s, labels, name, help)
+#define LABELLED_BUCKETS(name, help, value) buckets(t, name, help, value)
+#define LABELLED_BY_CLASS(name, help, value) by_class(t, name, help, value)
+
+static void model_info(text *t, const fwm__server *s, const char *labels, const char *name, const char *help) {
+    family(t, name, "gauge", help);
+    for (size_t i = 0; i < s->model_count; i++)
+        add(t, "%s{model=\"%s\",fingerprint=\"%s\",default=\"%s\"} 1\n", name, labels + i * LABEL_BYTES,
+            s->models[i].fingerprint, i == 0 ? "true" : "false");
+}
+
+static void buckets(text *t, const char *name, const char *help, fwm__metric_buckets b) {
+    family(t, name, "histogram", help);
+    uint64_t cumulative = 0;
+    for (unsigned k = 0; k < b.count; k++) {
+        cumulative += b.counts[k];
+        add(t, "%s_bucket{le=\"%llu\"} %llu\n", name, 1ull << k, (unsigned long long)cumulative);
+    }
+    add(t, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)b.total);
+    add(t, "%s_sum %llu\n%s_count %llu\n", name, (unsigned long long)b.sum, name, (unsigned long long)b.total);
+}
+
+static void by_class(text *t, const char *name, const char *help, const uint64_t *counts) {
+    family(t, name, "counter", help);
+    for (int c = 2; c <= 5; c++) add(t, "%s{class=\"%dxx\"} %llu\n", name, c, (unsigned long long)counts[c]);
+}
+
+/* The labelled list's families (metric_list.h), its VALUE expressions read here. */
+static void labelled(text *t, fwm__server *s) {
+    const fwm__metrics *m = &s->metrics;
+    fwm__scheduler_stats st;
+    fwm__scheduler_get_stats(s->scheduler, &st);
     per_model pm = {fwm__calloc(s->model_count, sizeof *pm.resident), s->model_count};
-    if (!pm.resident) {
+    char *labels = fwm__malloc(s->model_count * LABEL_BYTES);
+    if (!pm.resident || !labels) {
+        fwm__free(pm.resident);
+        fwm__free(labels);
         t->failed = true;
         return;
     }
-    uint64_t *resident = pm.resident;
+    const uint64_t *resident = pm.resident;
     fwm__session_table_each(&s->sessions, count_model, &pm);
-    char name[600];
-    family(t, "fwm_model_info", "gauge", "The models served (value 1), with their fingerprints.");
-    for (size_t m = 0; m < pm.count; m++) {
-        label_value(s->models[m].name, name, sizeof name);
-        add(t, "fwm_model_info{model=\"%s\",fingerprint=\"%s\",default=\"%s\"} 1\n", name, s->models[m].fingerprint,
-            m == 0 ? "true" : "false");
-    }
-    family(t, "fwm_sessions_resident", "gauge", "Sessions in memory, by model.");
-    for (size_t m = 0; m < pm.count; m++) {
-        label_value(s->models[m].name, name, sizeof name);
-        add(t, "fwm_sessions_resident{model=\"%s\"} %llu\n", name, (unsigned long long)resident[m]);
-    }
-    family(t, "fwm_model_tokens_total", "counter", "Tokens stepped through each model.");
-    for (size_t m = 0; m < pm.count; m++) {
-        label_value(s->models[m].name, name, sizeof name);
-        add(t, "fwm_model_tokens_total{model=\"%s\"} %llu\n", name,
-            (unsigned long long)fwm__scheduler_model_tokens(s->scheduler, m));
-    }
-    family(t, "fwm_model_weights_bytes", "gauge", "Bytes of each model's weights.");
-    for (size_t m = 0; m < pm.count; m++) {
-        label_value(s->models[m].name, name, sizeof name);
-        add(t, "fwm_model_weights_bytes{model=\"%s\"} %llu\n", name,
-            (unsigned long long)(s->models[m].info.parameter_count * sizeof(float)));
-    }
-    family(t, "fwm_session_bytes", "gauge", "Bytes one session of each model accounts for.");
-    for (size_t m = 0; m < pm.count; m++) {
-        label_value(s->models[m].name, name, sizeof name);
-        add(t, "fwm_session_bytes{model=\"%s\"} %llu\n", name, (unsigned long long)s->models[m].session_bytes);
-    }
-    fwm__free(resident);
+    for (size_t i = 0; i < s->model_count; i++) label_value(s->models[i].name, labels + i * LABEL_BYTES, LABEL_BYTES);
+#define FWM_LABELLED_FAMILY(kind, name, help, value) LABELLED_##kind(name, help, value);
+    FWM_METRICS_LABELLED(FWM_LABELLED_FAMILY)
+#undef FWM_LABELLED_FAMILY
+    fwm__free(pm.resident);
+    fwm__free(labels);
 }
 
 /* The list's /metrics rows. */
@@ -167,6 +188,10 @@ static void rows(text *t, const fwm__metric_list *list, const fwm__metric_values
                     (unsigned long long)counts[code]);
             break;
         }
+        case FWM_METRIC_INFO:
+            family(t, row->prometheus, "gauge", row->help);
+            add(t, "%s{%s} 1\n", row->prometheus, *(const char *const *)value);
+            break;
         case FWM_METRIC_TEXT: /* `stats` only */
             break;
         }
@@ -178,27 +203,10 @@ char *fwm__prometheus_render(fwm__server *s, size_t headroom, size_t *length) {
     char *block = fwm__malloc(headroom + t.capacity);
     if (!block) return NULL;
     t.data = block + headroom;
-    const fwm__metrics *m = &s->metrics;
     fwm__metric_values v;
     fwm__metric_values_read(&v, s);
-    fwm__scheduler_stats st;
-    fwm__scheduler_get_stats(s->scheduler, &st);
-    family(&t, "fwm_build_info", "gauge", "The server's version and protocol (value 1).");
-    add(&t, "fwm_build_info{version=\"%s\",protocol=\"%d\"} 1\n", FWM_VERSION_STRING, FWM_PROTOCOL_VERSION);
     rows(&t, &fwm__metrics_top, &v);
-    models(&t, s);
-    family(&t, "fwm_batch_size", "histogram", "Sessions stepped together in one batched step (_count: the batches).");
-    uint64_t cumulative = 0;
-    for (unsigned k = 0; k < FWM_BATCH_SIZE_BUCKETS; k++) {
-        cumulative += st.batch_sizes[k];
-        add(&t, "fwm_batch_size_bucket{le=\"%llu\"} %llu\n", 1ull << k, (unsigned long long)cumulative);
-    }
-    add(&t, "fwm_batch_size_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)st.batches);
-    add(&t, "fwm_batch_size_sum %llu\nfwm_batch_size_count %llu\n", (unsigned long long)st.batch_sessions,
-        (unsigned long long)st.batches);
-    family(&t, "fwm_http_responses_total", "counter", "HTTP responses, by status class.");
-    for (int c = 2; c <= 5; c++)
-        add(&t, "fwm_http_responses_total{class=\"%dxx\"} %llu\n", c, (unsigned long long)m->http_responses[c]);
+    labelled(&t, s);
     rows(&t, &fwm__metrics_memory, &v);
     if (v.durable) rows(&t, &fwm__metrics_durability, &v);
 

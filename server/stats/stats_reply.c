@@ -47,6 +47,9 @@ static void pack_rows(msgpack_packer *pk, const fwm__metric_list *list, const fw
             else msgpack_pack_nil(pk);
             break;
         }
+        case FWM_METRIC_INFO: /* /metrics only (nil, should a row give it a `stats` key) */
+            msgpack_pack_nil(pk);
+            break;
         case FWM_METRIC_BY_CODE: { /* by code name */
             const uint64_t *counts = *(const uint64_t *const *)value;
             msgpack_pack_map(pk, FWM_ERROR_CODES - 1);

@@ -54,50 +54,50 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    int ok = du_read_tensors(argv[9], tm->params, &tm->layout);
+    int ok = du_read_tensors(argv[9], tm->shell.params, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot read %s\n", argv[9]);
         return 1;
     }
     for (size_t i = 0; i < tm->layout.total; i++)
-        tf->params[i] = (float)tm->params[i];
-    size_t V = hp->vocab_size, state_n = tm->state_size;
+        tf->shell.params[i] = (float)tm->shell.params[i];
+    size_t V = hp->vocab_size, state_n = tm->shell.state_size;
     uint32_t *any = malloc((size_t)config.window * sizeof *any); /* a target at every position */
     double *saved = malloc(state_n * sizeof *saved), *logits = malloc((size_t)len * V * sizeof *logits);
     for (int i = 0; i < config.window; i++)
         any[i] = 1;
-    fwm__gfw_tm_reset_state_f64(tm);
-    fwm__gfw_tm_reset_state_f32(tf);
+    fwm__tm_shell_zero_state_f64(&tm->shell);
+    fwm__tm_shell_zero_state_f32(&tf->shell);
     if (plen > 0) {
         fwm__gfw_tm_forward_f64(tm, prefix, any, plen);
         fwm__gfw_tm_forward_f32(tf, prefix, any, plen);
     }
-    memcpy(saved, tm->state, state_n * sizeof *saved);
+    memcpy(saved, tm->shell.state, state_n * sizeof *saved);
     /* the logits after every token: LM mode with a target everywhere (the mode is read at each
      * forward call), then the asked mode for the gradients */
     fwm__loss_mode mode = config.loss_mode;
     tm->config.loss_mode = tf->config.loss_mode = FWM__LOSS_LM;
     fwm__gfw_tm_forward_f64(tm, x, any, len);
     fwm__gfw_tm_forward_f32(tf, x, any, len);
-    ok = tm->n_loss_rows == len && tf->n_loss_rows == len;
+    ok = tm->shell.n_loss_rows == len && tf->shell.n_loss_rows == len;
     for (size_t i = 0; ok && i < (size_t)len * V; i++)
-        logits[i] = tm->logits[i];
+        logits[i] = tm->shell.logits[i];
     ok = ok && du_write_doubles(argv[13], logits, (size_t)len * V);
     for (size_t i = 0; ok && i < (size_t)len * V; i++)
-        logits[i] = tf->logits[i];
+        logits[i] = tf->shell.logits[i];
     ok = ok && du_write_doubles(argv[14], logits, (size_t)len * V);
     /* the gradients of the window's loss from the same state */
-    memcpy(tm->state, saved, state_n * sizeof *saved);
+    memcpy(tm->shell.state, saved, state_n * sizeof *saved);
     tm->config.loss_mode = mode;
-    fwm__gfw_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     double loss = fwm__gfw_tm_forward_f64(tm, x, y, len);
     fwm__gfw_tm_backward_f64(tm);
-    ok = ok && du_write_tensors(argv[15], tm->grads, &tm->layout);
+    ok = ok && du_write_tensors(argv[15], tm->shell.grads, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot write the outputs\n");
         return 1;
     }
-    printf("%.17g %d\n", loss, tm->n_loss_rows);
+    printf("%.17g %d\n", loss, tm->shell.n_loss_rows);
     fwm__gfw_tm_free_f64(tm);
     fwm__gfw_tm_free_f32(tf);
     free(x);

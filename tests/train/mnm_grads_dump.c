@@ -50,7 +50,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    int ok = du_read_tensors(argv[14], tm->params, &tm->layout);
+    int ok = du_read_tensors(argv[14], tm->shell.params, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot read %s\n", argv[14]);
         return 1;
@@ -61,15 +61,15 @@ int main(int argc, char **argv)
         fwm__mnm_tm_forward_f64(tm, prefix, pad, plen);
         free(pad);
     }
-    fwm__mnm_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     fwm__mnm_tm_forward_f64(tm, x, y, len);
     fwm__mnm_tm_backward_f64(tm);
-    ok = du_write_tensors(argv[18], tm->grads, &tm->layout);
+    ok = du_write_tensors(argv[18], tm->shell.grads, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot write %s\n", argv[18]);
         return 1;
     }
-    printf("%.17g %.17g %.17g\n", tm->objective, tm->loss, tm->meta);
+    printf("%.17g %.17g %.17g\n", tm->objective, tm->shell.loss, tm->meta);
     fwm__mnm_tm_free_f64(tm);
     free(x);
     free(y);

@@ -63,13 +63,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.message);
         return 1;
     }
-    int ok = du_read_tensors(argv[12], tm->params, &tm->layout);
+    int ok = du_read_tensors(argv[12], tm->shell.params, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot read %s\n", argv[12]);
         return 1;
     }
     for (size_t i = 0; i < tm->layout.total; i++)
-        tf->params[i] = (float)tm->params[i];
+        tf->shell.params[i] = (float)tm->shell.params[i];
     size_t V = hp->vocab_size;
     double *l64 = malloc((size_t)len * V * sizeof *l64), *l32 = malloc((size_t)len * V * sizeof *l32);
     size_t rows = 0;
@@ -80,29 +80,29 @@ int main(int argc, char **argv)
     for (int w = 0; w < 2; w++) {
         fwm__stm_tm_forward_f64(tm, x + starts[w], y + starts[w], lens[w]);
         fwm__stm_tm_forward_f32(tf, x + starts[w], y + starts[w], lens[w]);
-        ok = ok && tm->n_loss_rows == tf->n_loss_rows;
-        for (size_t i = 0; ok && i < (size_t)tm->n_loss_rows * V; i++) {
-            l64[rows * V + i] = tm->logits[i];
-            l32[rows * V + i] = tf->logits[i];
+        ok = ok && tm->shell.n_loss_rows == tf->shell.n_loss_rows;
+        for (size_t i = 0; ok && i < (size_t)tm->shell.n_loss_rows * V; i++) {
+            l64[rows * V + i] = tm->shell.logits[i];
+            l32[rows * V + i] = tf->shell.logits[i];
         }
-        rows += (size_t)tm->n_loss_rows;
+        rows += (size_t)tm->shell.n_loss_rows;
     }
     ok = ok && du_write_doubles(argv[16], l64, rows * V) &&
          du_write_doubles(argv[17], l32, rows * V);
     /* the gradients of the summed loss of one window */
     fwm__stm_tm_reset_state_f64(tm);
-    fwm__stm_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     fwm__stm_tm_forward_f64(tm, x, y, len);
-    tm->loss_denominator = 1;
+    tm->shell.loss_denominator = 1;
     fwm__stm_tm_backward_f64(tm);
-    ok = ok && (size_t)tm->n_loss_rows == rows;
-    ok = ok && du_write_tensors(argv[18], tm->grads, &tm->layout);
+    ok = ok && (size_t)tm->shell.n_loss_rows == rows;
+    ok = ok && du_write_tensors(argv[18], tm->shell.grads, &tm->layout);
     if (!ok) {
         fprintf(stderr, "cannot write the outputs (or the two windows' loss rows differ from one "
                         "window's)\n");
         return 1;
     }
-    printf("%.17g %d\n", tm->loss_sum, tm->n_loss_rows);
+    printf("%.17g %d\n", tm->shell.loss_sum, tm->shell.n_loss_rows);
     fwm__stm_tm_free_f64(tm);
     fwm__stm_tm_free_f32(tf);
     free(x);

@@ -55,7 +55,7 @@ static void run_case(int token_policy, int layers)
         return;
     float *tensors[FWM_MAX_TENSORS];
     for (size_t k = 0; k < tm->layout.count; k++)
-        tensors[k] = tm->params + tm->layout.offset[k];
+        tensors[k] = tm->shell.params + tm->layout.offset[k];
     fwm__model_init_weights(hp, 42, tensors);
     /* larger writes than at initialisation, so that ||F|| reaches the clamp */
     for (size_t i = 0; i < tm->layout.size[FWM_TENSOR_write_weight]; i++)
@@ -76,7 +76,7 @@ static void run_case(int token_policy, int layers)
     words[0] = "<pad>";
     words[1] = "<eos>";
     words[QMARK] = "?";
-    CHECK_INT(fwm__model_save(path, hp, tm->params, words, "agreement", NULL, 0, &err), FWM_OK);
+    CHECK_INT(fwm__model_save(path, hp, tm->shell.params, words, "agreement", NULL, 0, &err), FWM_OK);
     fwm_model *model = NULL;
     CHECK_INT(fwm_model_load(path, NULL, &model, &err), FWM_OK);
     if (!model) {
@@ -98,15 +98,15 @@ static void run_case(int token_policy, int layers)
             y[i] = 1 + (uint32_t)((r >> 20) % (V - 1));
         }
         fwm__tm_forward_f32(tm, x, y, WINDOW);
-        CHECK_INT(tm->n_loss_rows, LANES * WINDOW);
-        for (int i = 0; i < tm->n_loss_rows; i++)
-            clamps += tm->norms[tm->loss_rows[i]] > 1.0f;
+        CHECK_INT(tm->shell.n_loss_rows, LANES * WINDOW);
+        for (int i = 0; i < tm->shell.n_loss_rows; i++)
+            clamps += tm->norms[tm->shell.loss_rows[i]] > 1.0f;
         for (int t = 0; t < WINDOW; t++)
             for (int b = 0; b < LANES; b++) {
                 if (!sessions[b])
                     continue;
                 CHECK_INT(fwm_session_step(sessions[b], x[b * WINDOW + t], logits, &err), FWM_OK);
-                const float *mine = tm->logits + (size_t)(t * LANES + b) * V; /* row = t*B + b */
+                const float *mine = tm->shell.logits + (size_t)(t * LANES + b) * V; /* row = t*B + b */
                 for (int j = 0; j < V; j++) {
                     double scale = fabs(logits[j]) > 1 ? fabs(logits[j]) : 1;
                     double e = fabs((double)mine[j] - logits[j]) / scale;
@@ -137,8 +137,8 @@ static void run_case(int token_policy, int layers)
         unsigned char *blob = malloc(n);
         CHECK_INT(fwm_session_export(sessions[LANES - 1], blob, n, &written, &err), FWM_OK);
         /* find the trainer's h (first floats of the lane's state) inside the blob */
-        const float *state = tm->state + (LANES - 1) * tm->state_size;
-        size_t floats = tm->state_size, found = (size_t)-1;
+        const float *state = tm->shell.state + (LANES - 1) * tm->shell.state_size;
+        size_t floats = tm->shell.state_size, found = (size_t)-1;
         for (size_t off = 0; off + floats * 4 <= written && found == (size_t)-1; off += 4) {
             const float *f = (const float *)(blob + off);
             if (fabs(f[0] - state[0]) < 1e-5 && fabs(f[1] - state[1]) < 1e-5)

@@ -31,19 +31,19 @@ static void trainer_logits(const fwm__loaded_model *m, const uint32_t *tokens, s
     CHECK_INT(fwm__gfw_tm_create_f64(&config, NULL, &td, &err), FWM_OK);
     if (!tf || !td)
         goto done;
-    memcpy(tf->params, m->params, m->layout.total * sizeof(float));
+    memcpy(tf->shell.params, m->params, m->layout.total * sizeof(float));
     for (size_t i = 0; i < m->layout.total; i++)
-        td->params[i] = m->params[i];
-    fwm__gfw_tm_reset_state_f32(tf);
-    fwm__gfw_tm_reset_state_f64(td);
+        td->shell.params[i] = m->params[i];
+    fwm__tm_shell_zero_state_f32(&tf->shell);
+    fwm__tm_shell_zero_state_f64(&td->shell);
     for (size_t at = 0; at < n; at += per) {
         int len = (int)(n - at < per ? n - at : per);
         fwm__gfw_tm_forward_f32(tf, tokens + at, y + at, len);
         fwm__gfw_tm_forward_f64(td, tokens + at, y + at, len);
-        CHECK_INT(tf->n_loss_rows, len);
+        CHECK_INT(tf->shell.n_loss_rows, len);
         for (size_t k = 0; k < (size_t)len * V; k++) {
-            out32[at * V + k] = tf->logits[k];
-            out64[at * V + k] = td->logits[k];
+            out32[at * V + k] = tf->shell.logits[k];
+            out64[at * V + k] = td->shell.logits[k];
         }
     }
 done:

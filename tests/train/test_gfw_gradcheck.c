@@ -37,7 +37,7 @@ typedef struct probe {
 static double loss_of(void *ctx)
 {
     probe *p = ctx;
-    memcpy(p->tm->state, p->saved, LANES * p->tm->state_size * sizeof *p->saved);
+    memcpy(p->tm->shell.state, p->saved, LANES * p->tm->shell.state_size * sizeof *p->saved);
     return fwm__gfw_tm_forward_f64(p->tm, p->x, p->y, LEN);
 }
 
@@ -73,42 +73,42 @@ static void run_case(const char *name, int qm)
     if (!tm || !tmf || !te)
         return;
     CHECK_INT(tm->fast_size, 4 * 8 + 4 * 5);
-    CHECK_INT(tm->state_size, 4 + 5 + 4 * 8 + 4 * 5);
+    CHECK_INT(tm->shell.state_size, 4 + 5 + 4 * 8 + 4 * 5);
     CHECK_INT(tm->layout.parameter_count, 7 * 3 + 6 * 8 + 6 + 47 * 6 + 47 + 7 * 4 + 7);
     for (size_t k = 0; k < tm->layout.count; k++)
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
             double w = atu_uniform(-0.8, 0.8);
             size_t at = tm->layout.offset[k] + i;
-            tm->params[at] = te->params[at] = w;
-            tmf->params[at] = (float)w;
+            tm->shell.params[at] = te->shell.params[at] = w;
+            tmf->shell.params[at] = (float)w;
         }
     uint32_t x[LANES * LEN], y[LANES * LEN];
     make_tokens(x, y, tm->hp.vocab_size); /* a first window: every lane's state becomes non-zero */
     fwm__gfw_tm_forward_f64(tm, x, y, LEN);
     fwm__gfw_tm_forward_f32(tmf, x, y, LEN);
     make_tokens(x, y, tm->hp.vocab_size);
-    size_t state_n = LANES * tm->state_size;
+    size_t state_n = LANES * tm->shell.state_size;
     double *saved = malloc(state_n * sizeof *saved);
-    memcpy(saved, tm->state, state_n * sizeof *saved);
+    memcpy(saved, tm->shell.state, state_n * sizeof *saved);
     int nonzero_state = 0;
     for (size_t i = 0; i < state_n; i++)
         nonzero_state += saved[i] != 0;
     CHECK_GE(nonzero_state, (int)state_n * 9 / 10);
 
-    fwm__gfw_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     probe p = {tm, saved, x, y};
     double loss = loss_of(&p);
-    printf("%s: loss %.6f over %d loss rows\n", name, loss, tm->n_loss_rows);
-    CHECK_GE(tm->n_loss_rows, 4);
+    printf("%s: loss %.6f over %d loss rows\n", name, loss, tm->shell.n_loss_rows);
+    CHECK_GE(tm->shell.n_loss_rows, 4);
     fwm__gfw_tm_backward_f64(tm);
 
     /* evaluation (in place) against training (kept matrices): the same loss and state */
-    memcpy(te->state, saved, state_n * sizeof *saved);
+    memcpy(te->shell.state, saved, state_n * sizeof *saved);
     double loss_e = fwm__gfw_tm_forward_f64(te, x, y, LEN);
     CHECK(fabs(loss_e - loss) <= 1e-13 * fabs(loss));
     double state_diff = 0;
     for (size_t i = 0; i < state_n; i++)
-        state_diff = fmax(state_diff, fabs(te->state[i] - tm->state[i]));
+        state_diff = fmax(state_diff, fabs(te->shell.state[i] - tm->shell.state[i]));
     CHECK_LE(state_diff, 1e-13);
     /* two windows of 5 (the model's window is 10: shorter calls are allowed) */
     uint32_t xa[LANES * 5], ya[LANES * 5], xb[LANES * 5], yb[LANES * 5];
@@ -119,30 +119,30 @@ static void run_case(const char *name, int qm)
             xb[b * 5 + t] = x[b * LEN + 5 + t];
             yb[b * 5 + t] = y[b * LEN + 5 + t];
         }
-    memcpy(te->state, saved, state_n * sizeof *saved);
+    memcpy(te->shell.state, saved, state_n * sizeof *saved);
     double sum2 = 0;
     fwm__gfw_tm_forward_f64(te, xa, ya, 5);
-    sum2 += te->loss_sum;
+    sum2 += te->shell.loss_sum;
     fwm__gfw_tm_forward_f64(te, xb, yb, 5);
-    sum2 += te->loss_sum;
-    CHECK(fabs(sum2 - tm->loss_sum) <= 1e-12 * fabs(tm->loss_sum));
+    sum2 += te->shell.loss_sum;
+    CHECK(fabs(sum2 - tm->shell.loss_sum) <= 1e-12 * fabs(tm->shell.loss_sum));
     state_diff = 0;
     for (size_t i = 0; i < state_n; i++)
-        state_diff = fmax(state_diff, fabs(te->state[i] - tm->state[i]));
+        state_diff = fmax(state_diff, fabs(te->shell.state[i] - tm->shell.state[i]));
     CHECK_LE(state_diff, 1e-13);
 
-    fwm__gfw_tm_zero_grads_f32(tmf);
+    fwm__tm_shell_zero_grads_f32(&tmf->shell);
     double loss_f = fwm__gfw_tm_forward_f32(tmf, x, y, LEN);
     fwm__gfw_tm_backward_f32(tmf);
     CHECK_LE(fabs(loss_f - loss), 1e-4 * fabs(loss));
-    double worst_float = atu_float_vs_double(tmf->grads, tm->grads, tm->layout.total);
+    double worst_float = atu_float_vs_double(tmf->shell.grads, tm->shell.grads, tm->layout.total);
     printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
            worst_float);
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
-    memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
-    atu_gradcheck(name, &tm->layout, tm->params, analytic, loss_of, &p, 1e-5, 1e-5, NULL);
+    memcpy(analytic, tm->shell.grads, tm->layout.total * sizeof *analytic);
+    atu_gradcheck(name, &tm->layout, tm->shell.params, analytic, loss_of, &p, 1e-5, 1e-5, NULL);
     free(analytic);
     free(saved);
     fwm__gfw_tm_free_f64(tm);

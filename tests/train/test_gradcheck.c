@@ -49,7 +49,7 @@ static void make_tokens(uint32_t *x, uint32_t *y, uint32_t V)
 static int count_clamps(const fwm__tm_f64 *tm)
 {
     int n = 0;
-    for (int r = 0; r < tm->len * tm->config.lanes; r++)
+    for (int r = 0; r < tm->shell.len * tm->config.lanes; r++)
         n += tm->norms[r] > 1.0;
     return n;
 }
@@ -101,8 +101,8 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
     for (size_t k = 0; k < tm->layout.count; k++)
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
             double w = k >= FWM_TENSOR_COUNT ? uniform(-0.8, 0.8) : uniform(-1.2, 1.2);
-            tm->params[tm->layout.offset[k] + i] = w;
-            tmf->params[tm->layout.offset[k] + i] = (float)w;
+            tm->shell.params[tm->layout.offset[k] + i] = w;
+            tmf->shell.params[tm->layout.offset[k] + i] = (float)w;
         }
     uint32_t x[LANES * LEN], y[LANES * LEN];
     /* a first window gives every lane a non-zero state */
@@ -110,17 +110,17 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
     fwm__tm_forward_f64(tm, x, y, LEN);
     fwm__tm_forward_f32(tmf, x, y, LEN);
     make_tokens(x, y, hp->vocab_size);
-    size_t state_n = LANES * tm->state_size;
+    size_t state_n = LANES * tm->shell.state_size;
     double *saved = malloc(state_n * sizeof *saved);
-    memcpy(saved, tm->state, state_n * sizeof *saved);
+    memcpy(saved, tm->shell.state, state_n * sizeof *saved);
 
-    fwm__tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     double loss = fwm__tm_forward_f64(tm, x, y, LEN);
     int clamps = count_clamps(tm), reads = 0;
     for (int r = 0; r < LEN * LANES; r++)
         reads += tm->read_mask[r];
     printf("%s: loss %.6f over %d loss rows, clamp active at %d of %d steps, %d read steps\n",
-           name, loss, tm->n_loss_rows, clamps, LEN * LANES, reads);
+           name, loss, tm->shell.n_loss_rows, clamps, LEN * LANES, reads);
     if (dropout) { /* the dropout cases' windows: both sides of the clamp */
         CHECK_GE(clamps, 5);
         CHECK_LE(clamps, LEN * LANES - 4);
@@ -134,16 +134,16 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
     fwm__tm_backward_f64(tm);
 
     /* float instantiation: same loss and gradients within float precision */
-    fwm__tm_zero_grads_f32(tmf);
+    fwm__tm_shell_zero_grads_f32(&tmf->shell);
     double loss_f = fwm__tm_forward_f32(tmf, x, y, LEN);
     fwm__tm_backward_f32(tmf);
     CHECK_LE(fabs(loss_f - loss), 1e-4 * fabs(loss));
     double worst_float = 0, grad_scale = 0;
     for (size_t i = 0; i < tm->layout.total; i++)
-        if (fabs(tm->grads[i]) > grad_scale)
-            grad_scale = fabs(tm->grads[i]);
+        if (fabs(tm->shell.grads[i]) > grad_scale)
+            grad_scale = fabs(tm->shell.grads[i]);
     for (size_t i = 0; i < tm->layout.total; i++) {
-        double e = fabs((double)tmf->grads[i] - tm->grads[i]) / grad_scale;
+        double e = fabs((double)tmf->shell.grads[i] - tm->shell.grads[i]) / grad_scale;
         if (e > worst_float)
             worst_float = e;
     }
@@ -152,7 +152,7 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
-    memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
+    memcpy(analytic, tm->shell.grads, tm->layout.total * sizeof *analytic);
     const double h = 1e-5;
     double worst_all = 0;
     for (size_t k = 0; k < tm->layout.count; k++) {
@@ -160,14 +160,14 @@ static void run_case(const char *name, int qm, int wide, int layers, const fwm__
         size_t stride = wide ? 1 + tm->layout.size[k] / 40 : 1; /* wide: about 40 entries each */
         for (size_t i = 0; i < tm->layout.size[k]; i += stride) {
             size_t at = tm->layout.offset[k] + i;
-            double keep = tm->params[at];
-            tm->params[at] = keep + h;
-            memcpy(tm->state, saved, state_n * sizeof *saved);
+            double keep = tm->shell.params[at];
+            tm->shell.params[at] = keep + h;
+            memcpy(tm->shell.state, saved, state_n * sizeof *saved);
             double plus = fwm__tm_forward_f64(tm, x, y, LEN);
-            tm->params[at] = keep - h;
-            memcpy(tm->state, saved, state_n * sizeof *saved);
+            tm->shell.params[at] = keep - h;
+            memcpy(tm->shell.state, saved, state_n * sizeof *saved);
             double minus = fwm__tm_forward_f64(tm, x, y, LEN);
-            tm->params[at] = keep;
+            tm->shell.params[at] = keep;
             double numeric = (plus - minus) / (2 * h), a = analytic[at];
             double denom = fabs(a) + fabs(numeric);
             /* the floor keeps finite-difference rounding (~1e-10 absolute at h = 1e-5) on entries whose

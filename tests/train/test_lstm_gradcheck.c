@@ -27,7 +27,7 @@ typedef struct probe {
 static double loss_of(void *ctx)
 {
     probe *p = ctx;
-    memcpy(p->tm->state, p->saved, LANES * p->tm->state_size * sizeof *p->saved);
+    memcpy(p->tm->shell.state, p->saved, LANES * p->tm->shell.state_size * sizeof *p->saved);
     return fwm__lstm_tm_forward_f64(p->tm, p->x, p->y, LEN);
 }
 
@@ -83,8 +83,8 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
     for (size_t k = 0; k < tm->layout.count; k++)
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
             double w = atu_uniform(-0.8, 0.8);
-            tm->params[tm->layout.offset[k] + i] = w;
-            tmf->params[tm->layout.offset[k] + i] = (float)w;
+            tm->shell.params[tm->layout.offset[k] + i] = w;
+            tmf->shell.params[tm->layout.offset[k] + i] = (float)w;
         }
     uint32_t x[LANES * LEN], y[LANES * LEN];
     make_tokens(x, y, hp->vocab_size); /* a first window: every lane's state becomes non-zero */
@@ -113,36 +113,36 @@ static void run_case(const char *name, unsigned layers, int residual, int qm, in
                 break;
             }
     }
-    size_t state_n = LANES * tm->state_size;
+    size_t state_n = LANES * tm->shell.state_size;
     double *saved = malloc(state_n * sizeof *saved);
-    memcpy(saved, tm->state, state_n * sizeof *saved);
+    memcpy(saved, tm->shell.state, state_n * sizeof *saved);
     int nonzero_state = 0;
     for (size_t i = 0; i < state_n; i++)
         nonzero_state += saved[i] != 0;
     CHECK_GE(nonzero_state, (int)state_n / 2);
 
-    fwm__lstm_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     double loss = fwm__lstm_tm_forward_f64(tm, x, y, LEN);
-    printf("%s: loss %.6f over %d loss rows\n", name, loss, tm->n_loss_rows);
-    CHECK_GE(tm->n_loss_rows, 4);
+    printf("%s: loss %.6f over %d loss rows\n", name, loss, tm->shell.n_loss_rows);
+    CHECK_GE(tm->shell.n_loss_rows, 4);
     fwm__lstm_tm_backward_f64(tm);
 
-    fwm__lstm_tm_zero_grads_f32(tmf);
+    fwm__tm_shell_zero_grads_f32(&tmf->shell);
     double loss_f = fwm__lstm_tm_forward_f32(tmf, x, y, LEN);
     fwm__lstm_tm_backward_f32(tmf);
     CHECK_LE(fabs(loss_f - loss), 1e-4 * fabs(loss));
-    double worst_float = atu_float_vs_double(tmf->grads, tm->grads, tm->layout.total);
+    double worst_float = atu_float_vs_double(tmf->shell.grads, tm->shell.grads, tm->layout.total);
     printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
            worst_float);
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
-    memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
+    memcpy(analytic, tm->shell.grads, tm->layout.total * sizeof *analytic);
     probe p = {tm, saved, x, y};
     int trained[FWM__MAX_TENSORS];
     for (size_t k = 0; k < tm->layout.count; k++) /* tied: output.weight is not used */
         trained[k] = !(tie && strcmp(tm->layout.names[k], "output.weight") == 0);
-    atu_gradcheck(name, &tm->layout, tm->params, analytic, loss_of, &p, 1e-5, 1e-5, trained);
+    atu_gradcheck(name, &tm->layout, tm->shell.params, analytic, loss_of, &p, 1e-5, 1e-5, trained);
     free(analytic);
     free(saved);
     fwm__lstm_tm_free_f64(tm);

@@ -58,7 +58,7 @@ static void tiny(fwm__mnm_config *config, unsigned layers, int qm, double meta_w
 static double objective_f64(fwm__mnm_tm_f64 *tm, const double *saved, const uint32_t *x,
                             const uint32_t *y)
 {
-    memcpy(tm->state, saved, LANES * tm->state_size * sizeof *saved);
+    memcpy(tm->shell.state, saved, LANES * tm->shell.state_size * sizeof *saved);
     fwm__mnm_tm_forward_f64(tm, x, y, LEN);
     return tm->objective;
 }
@@ -95,8 +95,8 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
             double w = atu_uniform(-0.8, 0.8);
             size_t at = tm->layout.offset[k] + i;
-            tm->params[at] = tm1->params[at] = tmw->params[at] = w;
-            tmf->params[at] = (float)w;
+            tm->shell.params[at] = tm1->shell.params[at] = tmw->shell.params[at] = w;
+            tmf->shell.params[at] = (float)w;
         }
     fwm__mnm_tm_reset_state_f64(tm);
     fwm__mnm_tm_reset_state_f32(tmf);
@@ -105,9 +105,9 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
     fwm__mnm_tm_forward_f64(tm, x, y, LEN);
     fwm__mnm_tm_forward_f32(tmf, x, y, LEN);
     make_tokens(x, y, tm->hp.vocab_size);
-    size_t state_n = LANES * tm->state_size;
+    size_t state_n = LANES * tm->shell.state_size;
     double *saved = malloc(state_n * sizeof *saved);
-    memcpy(saved, tm->state, state_n * sizeof *saved);
+    memcpy(saved, tm->shell.state, state_n * sizeof *saved);
     int nonzero_state = 0;
     for (size_t i = 0; i < state_n; i++)
         nonzero_state += saved[i] != 0;
@@ -116,27 +116,27 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
     size_t H = tm->hp.hidden_size, dv = tm->hp.value_length;
     double moved = 0;
     for (size_t i = 0; i < tm->memory_size; i++)
-        moved += fabs(saved[2 * H + dv + i] - tm->params[tm->layout.offset[10] + i]);
+        moved += fabs(saved[2 * H + dv + i] - tm->shell.params[tm->layout.offset[10] + i]);
     CHECK(moved > 1e-3);
 
-    fwm__mnm_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     double objective = objective_f64(tm, saved, x, y);
     printf("%s: task %.6f over %d loss rows, meta %.6f over %ld positions, objective %.6f\n", name,
-           tm->loss, tm->n_loss_rows, tm->meta, tm->n_meta_rows, objective);
-    CHECK_GE(tm->n_loss_rows, 3);
+           tm->shell.loss, tm->shell.n_loss_rows, tm->meta, tm->n_meta_rows, objective);
+    CHECK_GE(tm->shell.n_loss_rows, 3);
     CHECK(tm->n_meta_rows < LANES * LEN && tm->n_meta_rows > LANES * LEN / 2);
     CHECK(tm->meta > 0);
-    CHECK(fabs(objective - (tm->loss + meta_weight * tm->meta)) < 1e-12);
+    CHECK(fabs(objective - (tm->shell.loss + meta_weight * tm->meta)) < 1e-12);
     fwm__mnm_tm_backward_f64(tm);
     for (fwm__mnm_tm_f64 *other = tm1; other; other = other == tm1 ? tmw : NULL) {
-        fwm__mnm_tm_zero_grads_f64(other);
-        memcpy(other->state, saved, state_n * sizeof *saved);
+        fwm__tm_shell_zero_grads_f64(&other->shell);
+        memcpy(other->shell.state, saved, state_n * sizeof *saved);
         fwm__mnm_tm_forward_f64(other, x, y, LEN);
         CHECK(fabs(other->objective - objective) < 1e-12);
         fwm__mnm_tm_backward_f64(other);
         double worst_seg = 0;
         for (size_t i = 0; i < tm->layout.total; i++) {
-            double e = fabs(other->grads[i] - tm->grads[i]);
+            double e = fabs(other->shell.grads[i] - tm->shell.grads[i]);
             if (e > worst_seg)
                 worst_seg = e;
         }
@@ -145,22 +145,22 @@ static void run_case(const char *name, unsigned layers, int qm, double meta_weig
         CHECK_LE(worst_seg, 1e-12);
     }
 
-    fwm__mnm_tm_zero_grads_f32(tmf);
+    fwm__tm_shell_zero_grads_f32(&tmf->shell);
     fwm__mnm_tm_forward_f32(tmf, x, y, LEN);
     fwm__mnm_tm_backward_f32(tmf);
     CHECK_LE(fabs(tmf->objective - objective), 1e-4 * fabs(objective));
-    double worst_float = atu_float_vs_double(tmf->grads, tm->grads, tm->layout.total);
+    double worst_float = atu_float_vs_double(tmf->shell.grads, tm->shell.grads, tm->layout.total);
     printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
            worst_float);
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
-    memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
+    memcpy(analytic, tm->shell.grads, tm->layout.total * sizeof *analytic);
     int trained[FWM__MAX_TENSORS];
     for (size_t k = 0; k < tm->layout.count; k++)
         trained[k] = fwm__mnm_tensor_trained(&tm->hp, k);
     probe p = {tm, saved, x, y};
-    atu_gradcheck(name, &tm->layout, tm->params, analytic, objective_of, &p, 1e-5, 1e-5, trained);
+    atu_gradcheck(name, &tm->layout, tm->shell.params, analytic, objective_of, &p, 1e-5, 1e-5, trained);
     free(analytic);
     free(saved);
     fwm__mnm_tm_free_f64(tm);

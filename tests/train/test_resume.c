@@ -85,11 +85,11 @@ int main(void)
     char path[256];
     fwm__trainer *c = ru_resumed_run(options(dir_b), &train, total, cut, dir_b, path, sizeof path);
     if (c) {
-        size_t k_state = (size_t)o.lanes * a->tm->state_size;
+        size_t k_state = (size_t)o.lanes * a->tm->shell.state_size;
         float *sa = malloc(k_state * sizeof *sa), *sc = malloc(k_state * sizeof *sc);
         ru_check_same_run(a, c, sa, sc, k_state);
         CHECK_INT(c->tokens, a->tokens);
-        CHECK(atu_same_floats("FWM lane state", a->tm->state, c->tm->state, k_state));
+        CHECK(atu_same_floats("FWM lane state", a->tm->shell.state, c->tm->shell.state, k_state));
         free(sa);
         free(sc);
     }

@@ -34,21 +34,21 @@ static void trainer_logits(const fwm__loaded_model *m, const uint32_t *tokens, s
     CHECK_INT(fwm__stm_tm_create_f64(&config, NULL, &td, &err), FWM_OK);
     if (!tf || !td)
         goto done;
-    memcpy(tf->params, m->params, m->layout.total * sizeof(float));
+    memcpy(tf->shell.params, m->params, m->layout.total * sizeof(float));
     for (size_t i = 0; i < m->layout.total; i++)
-        td->params[i] = m->params[i];
+        td->shell.params[i] = m->params[i];
     fwm__stm_tm_reset_state_f32(tf);
     fwm__stm_tm_reset_state_f64(td);
     for (size_t at = 0; at < n; at += per) {
         int len = (int)(n - at < per ? n - at : per);
         fwm__stm_tm_forward_f32(tf, tokens + at, y + at, len);
         fwm__stm_tm_forward_f64(td, tokens + at, y + at, len);
-        CHECK_INT(tf->n_loss_rows, td->n_loss_rows);
-        for (int i = 0; i < tf->n_loss_rows && i < td->n_loss_rows; i++) {
-            size_t row = at + (size_t)tf->loss_rows[i];
+        CHECK_INT(tf->shell.n_loss_rows, td->shell.n_loss_rows);
+        for (int i = 0; i < tf->shell.n_loss_rows && i < td->shell.n_loss_rows; i++) {
+            size_t row = at + (size_t)tf->shell.loss_rows[i];
             for (size_t k = 0; k < V; k++) {
-                out32[row * V + k] = tf->logits[(size_t)i * V + k];
-                out64[row * V + k] = td->logits[(size_t)i * V + k];
+                out32[row * V + k] = tf->shell.logits[(size_t)i * V + k];
+                out64[row * V + k] = td->shell.logits[(size_t)i * V + k];
             }
         }
     }

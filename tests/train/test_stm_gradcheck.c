@@ -69,7 +69,7 @@ typedef struct probe {
 static double loss_of(void *ctx)
 {
     probe *p = ctx;
-    memcpy(p->tm->state, p->saved, LANES * p->tm->state_size * sizeof *p->saved);
+    memcpy(p->tm->shell.state, p->saved, LANES * p->tm->shell.state_size * sizeof *p->saved);
     return fwm__stm_tm_forward_f64(p->tm, p->x, p->y, LEN);
 }
 
@@ -111,8 +111,8 @@ static void set_params(fwm__stm_tm_f64 *a, fwm__stm_tm_f64 *b, fwm__stm_tm_f32 *
             else if (strstr(a->layout.names[k], "norm"))
                 w = 1 + 0.3 * w;
             size_t at = a->layout.offset[k] + i;
-            a->params[at] = b->params[at] = w;
-            f->params[at] = (float)w;
+            a->shell.params[at] = b->shell.params[at] = w;
+            f->shell.params[at] = (float)w;
         }
 }
 
@@ -133,7 +133,7 @@ static void run_case(const char *name, int sentence, int qm)
     if (!tm || !tmf || !te || !ts)
         return;
     set_params(tm, te, tmf);
-    memcpy(ts->params, tm->params, tm->layout.total * sizeof(double));
+    memcpy(ts->shell.params, tm->shell.params, tm->layout.total * sizeof(double));
     fwm__stm_tm_reset_state_f64(tm);
     fwm__stm_tm_reset_state_f32(tmf);
     uint32_t x[LANES * LEN], y[LANES * LEN], x1[LANES * FIRST], y1[LANES * FIRST];
@@ -146,14 +146,14 @@ static void run_case(const char *name, int sentence, int qm)
     }
     fwm__stm_tm_forward_f64(tm, x1, y1, FIRST); /* the first window: a state to carry */
     fwm__stm_tm_forward_f32(tmf, x1, y1, FIRST);
-    size_t state_n = LANES * tm->state_size;
+    size_t state_n = LANES * tm->shell.state_size;
     double *saved = malloc(state_n * sizeof *saved);
-    memcpy(saved, tm->state, state_n * sizeof *saved);
+    memcpy(saved, tm->shell.state, state_n * sizeof *saved);
     if (sentence) /* both lanes stopped inside a sentence: words in the buffer */
         for (int b = 0; b < LANES; b++)
-            CHECK(saved[b * tm->state_size + tm->mem_floats + config.hp.sentence_length] > 0);
+            CHECK(saved[b * tm->shell.state_size + tm->mem_floats + config.hp.sentence_length] > 0);
 
-    fwm__stm_tm_zero_grads_f64(tm);
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     probe p = {tm, saved, x, y};
     double loss = loss_of(&p);
     int resets = 0, steps = 0;
@@ -162,18 +162,18 @@ static void run_case(const char *name, int sentence, int qm)
         steps += (tm->act[r] & FWM__STM_ACT_CORE) != 0;
     }
     printf("%s: loss %.6f over %d loss rows, %d core steps, %d resets\n", name, loss,
-           tm->n_loss_rows, steps, resets);
-    CHECK_GE(tm->n_loss_rows, 4);
+           tm->shell.n_loss_rows, steps, resets);
+    CHECK_GE(tm->shell.n_loss_rows, 4);
     CHECK_GE(resets, 1);
     fwm__stm_tm_backward_f64(tm);
 
     /* evaluation against training: the same loss and state */
-    memcpy(te->state, saved, state_n * sizeof *saved);
+    memcpy(te->shell.state, saved, state_n * sizeof *saved);
     double loss_e = fwm__stm_tm_forward_f64(te, x, y, LEN);
     CHECK(fabs(loss_e - loss) <= 1e-13 * fabs(loss));
     double state_diff = 0;
     for (size_t i = 0; i < state_n; i++)
-        state_diff = fmax(state_diff, fabs(te->state[i] - tm->state[i]));
+        state_diff = fmax(state_diff, fabs(te->shell.state[i] - tm->shell.state[i]));
     CHECK_LE(state_diff, 1e-13);
     /* two calls of half the window */
     enum { H = LEN / 2 };
@@ -185,66 +185,66 @@ static void run_case(const char *name, int sentence, int qm)
             xb[b * H + t] = x[b * LEN + H + t];
             yb[b * H + t] = y[b * LEN + H + t];
         }
-    memcpy(te->state, saved, state_n * sizeof *saved);
+    memcpy(te->shell.state, saved, state_n * sizeof *saved);
     double sum2 = 0;
     fwm__stm_tm_forward_f64(te, xa, ya, H);
-    sum2 += te->loss_sum;
+    sum2 += te->shell.loss_sum;
     fwm__stm_tm_forward_f64(te, xb, yb, H);
-    sum2 += te->loss_sum;
-    CHECK(fabs(sum2 - tm->loss_sum) <= 1e-12 * fabs(tm->loss_sum));
+    sum2 += te->shell.loss_sum;
+    CHECK(fabs(sum2 - tm->shell.loss_sum) <= 1e-12 * fabs(tm->shell.loss_sum));
     state_diff = 0;
     for (size_t i = 0; i < state_n; i++)
-        state_diff = fmax(state_diff, fabs(te->state[i] - tm->state[i]));
+        state_diff = fmax(state_diff, fabs(te->shell.state[i] - tm->shell.state[i]));
     CHECK_LE(state_diff, 1e-13);
     /* a segment of one core step: the same gradients, bit for bit */
     CHECK_INT(ts->segment, 1);
-    memcpy(ts->state, saved, state_n * sizeof *saved);
-    fwm__stm_tm_zero_grads_f64(ts);
+    memcpy(ts->shell.state, saved, state_n * sizeof *saved);
+    fwm__tm_shell_zero_grads_f64(&ts->shell);
     fwm__stm_tm_forward_f64(ts, x, y, LEN);
     fwm__stm_tm_backward_f64(ts);
-    CHECK(memcmp(ts->grads, tm->grads, tm->layout.total * sizeof(double)) == 0);
+    CHECK(memcmp(ts->shell.grads, tm->shell.grads, tm->layout.total * sizeof(double)) == 0);
 
-    fwm__stm_tm_zero_grads_f32(tmf);
+    fwm__tm_shell_zero_grads_f32(&tmf->shell);
     double loss_f = fwm__stm_tm_forward_f32(tmf, x, y, LEN);
     fwm__stm_tm_backward_f32(tmf);
     CHECK_LE(fabs(loss_f - loss), 1e-4 * fabs(loss));
-    double worst_float = atu_float_vs_double(tmf->grads, tm->grads, tm->layout.total);
+    double worst_float = atu_float_vs_double(tmf->shell.grads, tm->shell.grads, tm->layout.total);
     printf("%s: float vs double gradients: worst difference %.3g of the largest gradient\n", name,
            worst_float);
     CHECK_LE(worst_float, 1e-4);
 
     double *analytic = malloc(tm->layout.total * sizeof *analytic);
-    memcpy(analytic, tm->grads, tm->layout.total * sizeof *analytic);
-    atu_gradcheck(name, &tm->layout, tm->params, analytic, loss_of, &p, 1e-5, 1e-5, NULL);
+    memcpy(analytic, tm->shell.grads, tm->layout.total * sizeof *analytic);
+    atu_gradcheck(name, &tm->layout, tm->shell.params, analytic, loss_of, &p, 1e-5, 1e-5, NULL);
 
     /* held alpha1, alpha3 (alpha3 = 0: no transfer) and Z: zero gradients; the others as the free
      * model's with the same alpha3 = 0 */
     int k_alpha = tensor_index(&tm->layout, "stm.alpha");
     int k_z = sentence ? tensor_index(&tm->layout, "output.weight") : -1;
-    double *alpha = tm->params + tm->layout.offset[k_alpha];
+    double *alpha = tm->shell.params + tm->layout.offset[k_alpha];
     alpha[2] = 0;
-    memcpy(ts->params, tm->params, tm->layout.total * sizeof(double));
-    fwm__stm_tm_zero_grads_f64(tm);
+    memcpy(ts->shell.params, tm->shell.params, tm->layout.total * sizeof(double));
+    fwm__tm_shell_zero_grads_f64(&tm->shell);
     loss_of(&p);
     fwm__stm_tm_backward_f64(tm);
     ts->config.fix_alpha = 1;
     ts->config.train_output = 0;
-    memcpy(ts->state, saved, state_n * sizeof *saved);
-    fwm__stm_tm_zero_grads_f64(ts);
+    memcpy(ts->shell.state, saved, state_n * sizeof *saved);
+    fwm__tm_shell_zero_grads_f64(&ts->shell);
     fwm__stm_tm_forward_f64(ts, x, y, LEN);
     fwm__stm_tm_backward_f64(ts);
-    const double *ga = ts->grads + ts->layout.offset[k_alpha];
+    const double *ga = ts->shell.grads + ts->layout.offset[k_alpha];
     CHECK(ga[0] == 0 && ga[2] == 0 && ga[1] != 0);
-    CHECK(tm->grads[tm->layout.offset[k_alpha]] != 0);
+    CHECK(tm->shell.grads[tm->layout.offset[k_alpha]] != 0);
     double held_diff = 0;
     for (size_t k = 0; k < tm->layout.count; k++) {
         int z = (int)k == k_z, a = (int)k == k_alpha;
         for (size_t i = 0; i < tm->layout.size[k]; i++) {
             size_t at = tm->layout.offset[k] + i;
             if (z || (a && i != 1))
-                CHECK(ts->grads[at] == 0);
+                CHECK(ts->shell.grads[at] == 0);
             else
-                held_diff = fmax(held_diff, fabs(ts->grads[at] - tm->grads[at]));
+                held_diff = fmax(held_diff, fabs(ts->shell.grads[at] - tm->shell.grads[at]));
         }
     }
     printf("%s: alpha1, alpha3%s held: other gradients differ by %.3g\n", name,

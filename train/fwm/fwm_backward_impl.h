@@ -18,7 +18,7 @@ static void memory_backward_worker(void *ctx_pointer, int index, int threads)
     size_t SR = S * R, M = tm->memory_size, wd = S + R + T + 1, rd = S + Nr * R,
            qd = S + Nr * T;
     size_t seg = (size_t)tm->config.segment, nseg = (size_t)tm->n_segments;
-    size_t len = (size_t)tm->len;
+    size_t len = (size_t)tm->shell.len;
     real ws = (real)hp->write_scale;
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
@@ -106,7 +106,7 @@ static void lstm_backward_worker(void *ctx_pointer, int index, int threads)
     const real *W_hh = ly->W_hh;
     memset(dh_carry, 0, nb * H * sizeof(real));
     memset(dc_carry, 0, nb * H * sizeof(real));
-    for (size_t t = (size_t)tm->len; t-- > 0;) {
+    for (size_t t = (size_t)tm->shell.len; t-- > 0;) {
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
             const real *dh_out = ly->d_h + row * H, *carry = dh_carry + (b - b0) * H;
@@ -132,9 +132,9 @@ static void ce_backward_worker(void *ctx_pointer, int index, int threads)
     TM(ce_back_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
@@ -144,17 +144,17 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
            H = hp->hidden_size, G4 = 4 * H;
     size_t S = hp->memory_s, R = hp->memory_r, T = hp->memory_t, Nr = hp->read_count;
     size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
-    size_t rows = (size_t)tm->len * B, n_loss = (size_t)tm->n_loss_rows;
+    size_t rows = (size_t)tm->shell.len * B, n_loss = (size_t)tm->shell.n_loss_rows;
     const real *h_seq = tm->hs + B * H;
-    fwm__pool *pool = tm->pool;
-    if (n_loss == 0 || !tm->grads)
+    fwm__pool *pool = tm->shell.pool;
+    if (n_loss == 0 || !tm->shell.grads)
         return;
 
     /* 5. logits = W_s y on the loss rows */
-    double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
+    double denominator = tm->shell.loss_denominator > 0 ? (double)tm->shell.loss_denominator : (double)n_loss;
     TM(ce_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, ce_backward_worker, &cctx);
-    real *d_logits = tm->probs;
+    real *d_logits = tm->shell.probs;
     int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
     par_gemm(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
              tied ? TM_G(tm, token_embd) : TM_G(tm, output_weight), H, NULL);
@@ -164,7 +164,7 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
              NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
-        memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
+        memcpy(tm->d_y + (size_t)tm->shell.loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
     /* y = m (+ h): h's share is added to d_h below; m = W_o q + b_o only on read rows */
     if (hp->residual)
         memcpy(tm->d_h, tm->d_y, rows * H * sizeof(real));
@@ -240,7 +240,7 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
     if (tm->use_table) {
         const real *emb = tm->emb_dropped ? tm->emb_dropped : TM_P(tm, token_embd);
         memset(tm->d_input_table, 0, V * G4 * sizeof(real));
-        par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->x);
+        par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_input_table, tm->shell.x);
         par_colsum(pool, tm->d_input_table, V, G4, G4, g_b_in, NULL);
         par_gemm(pool, 1, 0, G4, E, V, 1, tm->d_input_table, G4, emb, E, 1, g_w_in, E, NULL);
         if (!tm->mask_token) {
@@ -258,7 +258,7 @@ void TM(fwm__tm_backward)(TM(fwm__tm) *tm)
         par_gemm(pool, 1, 0, G4, E, rows, 1, tm->d_gates, G4, tm->in0, E, 1, g_w_in, E, NULL);
         par_gemm(pool, 0, 0, rows, E, G4, 1, tm->d_gates, G4, w_in, E, 0, tm->d_emb, E, NULL);
         for (size_t row = 0; row < rows; row++) { /* in row order: the same sums every run */
-            size_t v = tm->x[row];
+            size_t v = tm->shell.x[row];
             const real *m = tm->mask_embedding + (row % B) * E;
             real token = tm->mask_token ? tm->mask_token[v] : (real)1;
             for (size_t j = 0; j < E; j++)

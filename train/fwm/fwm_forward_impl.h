@@ -14,11 +14,11 @@
  *   5. read-out m = W_o q + b_o, y, logits of the loss rows and their softmax cross entropy.
  */
 
-#define TM_P(tm, field) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_##field])
-#define TM_G(tm, field) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_##field])
+#define TM_P(tm, field) ((tm)->shell.params + (tm)->layout.offset[FWM_TENSOR_##field])
+#define TM_G(tm, field) ((tm)->shell.grads + (tm)->layout.offset[FWM_TENSOR_##field])
 /* A stacked FWM's lower layer l's tensor k (enum fwm_block_tensor). */
-#define TM_PL(tm, l, k) ((tm)->params + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
-#define TM_GL(tm, l, k) ((tm)->grads + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
+#define TM_PL(tm, l, k) ((tm)->shell.params + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
+#define TM_GL(tm, l, k) ((tm)->shell.grads + (tm)->layout.offset[FWM_TENSOR_BLOCK(l, k)])
 
 /* ---- creation -------------------------------------------------------------------------------- */
 
@@ -26,24 +26,17 @@ void TM(fwm__tm_free)(TM(fwm__tm) *tm)
 {
     if (!tm)
         return;
-    real *buffers[] = {tm->params,   tm->grads,   tm->state,         tm->input_table,
-                       tm->gates,    tm->hs,      tm->cs,            tm->tanh_cs,
-                       tm->write_act, tm->read_act, tm->v_old,       tm->norms,
-                       tm->qs,       tm->rstds,   tm->ys,            tm->f_checkpoints,
-                       tm->y_selected, tm->probs, tm->d_y,           tm->d_q,
-                       tm->d_write,  tm->d_read,  tm->d_h,           tm->d_gates,
-                       tm->d_input_table, tm->thread_scratch, tm->logits, tm->lower_gates,
-                       tm->lower_hs, tm->lower_cs, tm->lower_tanh_cs, tm->d_lower,
-                       tm->emb_dropped, tm->mask_token, tm->mask_embedding, tm->in0,
-                       tm->mask_layer, tm->ins, tm->mask_hh, tm->w_hh_dropped, tm->d_w,
-                       tm->d_emb};
+    real *buffers[] = {tm->input_table, tm->gates, tm->hs, tm->cs, tm->tanh_cs, tm->write_act,
+                       tm->read_act, tm->v_old, tm->norms, tm->qs, tm->rstds, tm->ys,
+                       tm->f_checkpoints, tm->y_selected, tm->d_y, tm->d_q, tm->d_write, tm->d_read,
+                       tm->d_h, tm->d_gates, tm->d_input_table, tm->thread_scratch, tm->lower_gates,
+                       tm->lower_hs, tm->lower_cs, tm->lower_tanh_cs, tm->d_lower, tm->emb_dropped,
+                       tm->mask_token, tm->mask_embedding, tm->in0, tm->mask_layer, tm->ins,
+                       tm->mask_hh, tm->w_hh_dropped, tm->d_w, tm->d_emb};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
-    free(tm->x);
-    free(tm->y);
     free(tm->read_mask);
-    free(tm->loss_rows);
-    free(tm->row_loss);
+    TM(fwm__tm_shell_free)(&tm->shell);
     free(tm);
 }
 
@@ -84,7 +77,6 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "trainer model: out of memory");
     tm->config = *config;
     tm->hp = *hp;
-    tm->pool = pool;
     if (tm->config.segment <= 0) {
         int s = 1;
         while (s * s < config->window)
@@ -100,7 +92,7 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     tm->memory_size = SR * T;
     tm->lower = fwm__lower_blocks(hp);
     tm->lower_offset = 2 * H + tm->memory_size;
-    tm->state_size = 2 * H + tm->memory_size + 2 * tm->lower * H;
+    tm->shell.state_size = 2 * H + tm->memory_size + 2 * tm->lower * H;
     tm->n_segments = (int)((W + seg - 1) / seg);
     size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
     size_t big = S > T ? S : T;
@@ -110,10 +102,8 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
 
     int failed = 0;
     int backward = !config->forward_only;
-    tm->params = alloc_reals(tm->layout.total, &failed);
-    if (backward)
-        tm->grads = alloc_reals(tm->layout.total, &failed);
-    tm->state = alloc_reals(B * tm->state_size, &failed);
+    TM(fwm__tm_shell_alloc)(&tm->shell, &FWM__TM_SHELL_SIZES(config, tm->layout.total, V), pool,
+                            &failed);
     tm->input_table = alloc_reals(V * 4 * H, &failed);
     tm->gates = alloc_reals(rows * 4 * H, &failed);
     size_t E = hp->embedding_length, L = tm->lower + 1, G4 = 4 * H;
@@ -161,9 +151,6 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
         tm->f_checkpoints =
             alloc_reals(B * (size_t)tm->n_segments * tm->memory_size, &failed);
     tm->y_selected = alloc_reals(rows * H, &failed);
-    tm->probs = alloc_reals(rows * V, &failed);
-    if (config->keep_logits)
-        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
         tm->d_y = alloc_reals(rows * H, &failed);
         tm->d_q = alloc_reals(rows * T, &failed);
@@ -175,12 +162,8 @@ fwm_status TM(fwm__tm_create)(const fwm__tm_config *config, fwm__pool *pool, TM(
     }
     tm->thread_scratch =
         alloc_reals((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
-    tm->x = calloc(rows, sizeof *tm->x);
-    tm->y = calloc(rows, sizeof *tm->y);
     tm->read_mask = calloc(rows, 1);
-    tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
-    tm->row_loss = calloc(rows, sizeof *tm->row_loss);
-    if (failed || !tm->row_loss || !tm->x || !tm->y || !tm->read_mask || !tm->loss_rows) {
+    if (failed || !tm->read_mask) {
         TM(fwm__tm_free)(tm);
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "trainer model: out of memory for %zu lanes x %zu steps", B, W);
@@ -223,17 +206,6 @@ void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int 
         for (size_t l = 0; l < L; l++)
             fwm_draw_mask(tm->mask_hh + l * 4 * H * H, 4 * H * H, dp->recurrent, seed,
                           fwm__lstm_dropout_stream(4, (unsigned)l, 0, step));
-}
-
-void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm)
-{
-    memset(tm->state, 0, (size_t)tm->config.lanes * tm->state_size * sizeof(real));
-}
-
-void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm)
-{
-    if (tm->grads)
-        memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
 /* ---- stage 2: an LSTM layer over time, lanes [b0, b1) ---------------------------------------- */
@@ -296,15 +268,15 @@ static void lstm_forward_worker(void *ctx_pointer, int index, int threads)
     size_t nb = b1 - b0;
     const real *W_hh = ly->W_hh;
     for (size_t b = b0; b < b1; b++) { /* h, c before step 0 from the carried state */
-        memcpy(ly->hs + b * H, tm->state + b * tm->state_size + ly->h_off, H * sizeof(real));
-        memcpy(ly->cs + b * H, tm->state + b * tm->state_size + ly->c_off, H * sizeof(real));
+        memcpy(ly->hs + b * H, tm->shell.state + b * tm->shell.state_size + ly->h_off, H * sizeof(real));
+        memcpy(ly->cs + b * H, tm->shell.state + b * tm->shell.state_size + ly->c_off, H * sizeof(real));
     }
     for (int t = 0; t < ctx->len; t++) {
         size_t r0 = (size_t)t * B + b0;
         if (ly->table)
             for (size_t b = b0; b < b1; b++)
                 memcpy(ly->gates + ((size_t)t * B + b) * G4,
-                       ly->table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
+                       ly->table + (size_t)tm->shell.x[(size_t)t * B + b] * G4, G4 * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G4, (int)H, (real)1,
                ly->hs + r0 * H, (int)H, W_hh, (int)H, (real)1, ly->gates + r0 * G4, (int)G4);
         for (size_t b = b0; b < b1; b++) {
@@ -316,8 +288,8 @@ static void lstm_forward_worker(void *ctx_pointer, int index, int threads)
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
         size_t last = (size_t)ctx->len * B + b;
-        memcpy(tm->state + b * tm->state_size + ly->h_off, ly->hs + last * H, H * sizeof(real));
-        memcpy(tm->state + b * tm->state_size + ly->c_off, ly->cs + last * H, H * sizeof(real));
+        memcpy(tm->shell.state + b * tm->shell.state_size + ly->h_off, ly->hs + last * H, H * sizeof(real));
+        memcpy(tm->shell.state + b * tm->shell.state_size + ly->c_off, ly->cs + last * H, H * sizeof(real));
     }
 }
 
@@ -337,7 +309,7 @@ static void memory_forward_worker(void *ctx_pointer, int index, int threads)
     real *scratch = tm->thread_scratch + (size_t)index * tm->scratch_floats;
     real *K = scratch, *d = scratch + SR;
     for (size_t b = b0; b < b1; b++) {
-        real *F = tm->state + b * tm->state_size + 2 * H; /* updated in place */
+        real *F = tm->shell.state + b * tm->shell.state_size + 2 * H; /* updated in place */
         real *ck = tm->f_checkpoints ? tm->f_checkpoints + b * nseg * tm->memory_size : NULL;
         if (ck)
             memcpy(ck, F, tm->memory_size * sizeof(real));
@@ -379,10 +351,10 @@ static void loss_worker(void *ctx_pointer, int index, int threads)
     TM(loss_ctx) *ctx = ctx_pointer;
     TM(fwm__tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
         ctx->row_loss[i] =
-            softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+            softmax_ce_forward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]]);
 }
 
 double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y, int len)
@@ -393,22 +365,22 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     size_t S = hp->memory_s, R = hp->memory_r, T = hp->memory_t, Nr = hp->read_count;
     size_t wd = S + R + T + 1, rd = S + Nr * R, qd = S + Nr * T;
     size_t rows = (size_t)len * B;
-    tm->len = len;
+    tm->shell.len = len;
 
     /* tokens to time-major rows; where to read; where the loss is */
-    tm->n_loss_rows = 0;
+    tm->shell.n_loss_rows = 0;
     for (size_t t = 0; t < (size_t)len; t++)
         for (size_t b = 0; b < B; b++) {
             size_t row = t * B + b;
             uint32_t xi = x[b * (size_t)len + t], yi = y[b * (size_t)len + t];
-            tm->x[row] = xi;
-            tm->y[row] = yi;
+            tm->shell.x[row] = xi;
+            tm->shell.y[row] = yi;
             int loss = fwm__tm_is_loss_position(&tm->config, xi, yi);
             /* the read changes no state: it is only needed where a logit is */
             tm->read_mask[row] =
                 loss && (hp->read_policy == FWM_READ_ALWAYS || xi == hp->read_token_id);
             if (loss)
-                tm->loss_rows[tm->n_loss_rows++] = (int)row;
+                tm->shell.loss_rows[tm->shell.n_loss_rows++] = (int)row;
         }
 
     /* the window's weights with their dropout masks */
@@ -434,15 +406,15 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
     const real *w_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_weight_ih) : TM_P(tm, lstm_weight_ih);
     const real *b_in = tm->lower ? TM_PL(tm, 0, FWM_BLOCK_bias) : TM_P(tm, lstm_bias);
     if (tm->use_table) {
-        par_gemm(tm->pool, 0, 1, V, G4, E, 1, emb, E, w_in, E, 1, tm->input_table, G4, b_in);
+        par_gemm(tm->shell.pool, 0, 1, V, G4, E, 1, emb, E, w_in, E, 1, tm->input_table, G4, b_in);
     } else {
         for (size_t row = 0; row < rows; row++) {
-            const real *e = emb + (size_t)tm->x[row] * E, *m = tm->mask_embedding + (row % B) * E;
+            const real *e = emb + (size_t)tm->shell.x[row] * E, *m = tm->mask_embedding + (row % B) * E;
             real *o = tm->in0 + row * E;
             for (size_t j = 0; j < E; j++)
                 o[j] = e[j] * m[j];
         }
-        par_gemm(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, w_in, E, 1,
+        par_gemm(tm->shell.pool, 0, 1, rows, G4, E, 1, tm->in0, E, w_in, E, 1,
                  layer_of(tm, 0).gates, G4, b_in);
     }
     TM(forward_ctx) ctx = {tm, len, layer_of(tm, 0)};
@@ -450,7 +422,7 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
      * with the layer mask, kept in `ins`) */
     for (size_t l = 0; l < tm->lower; l++) {
         ctx.layer = layer_of(tm, l);
-        fwm__pool_run(tm->pool, lstm_forward_worker, &ctx);
+        fwm__pool_run(tm->shell.pool, lstm_forward_worker, &ctx);
         TM(layer_ref) above = layer_of(tm, l + 1);
         int top = l + 1 == tm->lower;
         const real *in = ctx.layer.hs + B * H;
@@ -462,23 +434,23 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
                     masked[row * H + j] = in[row * H + j] * mask[(row % B) * H + j];
             in = masked;
         }
-        par_gemm(tm->pool, 0, 1, rows, G4, H, 1, in, H,
+        par_gemm(tm->shell.pool, 0, 1, rows, G4, H, 1, in, H,
                  top ? TM_P(tm, lstm_weight_ih) : TM_PL(tm, l + 1, FWM_BLOCK_weight_ih), H, 1,
                  above.gates, G4, top ? TM_P(tm, lstm_bias) : TM_PL(tm, l + 1, FWM_BLOCK_bias));
     }
     /* 2. LSTM */
     ctx.layer = layer_of(tm, tm->lower);
-    fwm__pool_run(tm->pool, lstm_forward_worker, &ctx);
+    fwm__pool_run(tm->shell.pool, lstm_forward_worker, &ctx);
     /* 3. projections of h_1..h_len */
     const real *h_seq = tm->hs + B * H;
-    par_gemm(tm->pool, 0, 1, rows, wd, H, 1, h_seq, H, TM_P(tm, write_weight), H, 1,
+    par_gemm(tm->shell.pool, 0, 1, rows, wd, H, 1, h_seq, H, TM_P(tm, write_weight), H, 1,
              tm->write_act, wd, TM_P(tm, write_bias));
-    par_gemm(tm->pool, 0, 1, rows, rd, H, 1, h_seq, H, TM_P(tm, read_weight), H, 1,
+    par_gemm(tm->shell.pool, 0, 1, rows, rd, H, 1, h_seq, H, TM_P(tm, read_weight), H, 1,
              tm->read_act, rd, TM_P(tm, read_bias));
     /* 4. memory */
-    fwm__pool_run(tm->pool, memory_forward_worker, &ctx);
+    fwm__pool_run(tm->shell.pool, memory_forward_worker, &ctx);
     /* 5. m = W_o q_Nr + b_o on read rows (0 elsewhere), y = m (+ h) */
-    par_gemm(tm->pool, 0, 1, rows, H, T, 1, tm->qs + S + (Nr - 1) * T, qd, TM_P(tm, out_weight),
+    par_gemm(tm->shell.pool, 0, 1, rows, H, T, 1, tm->qs + S + (Nr - 1) * T, qd, TM_P(tm, out_weight),
              T, 1, tm->ys, H, TM_P(tm, out_bias));
     for (size_t row = 0; row < rows; row++) {
         real *yr = tm->ys + row * H;
@@ -488,24 +460,24 @@ double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y
             for (size_t j = 0; j < H; j++)
                 yr[j] += h_seq[row * H + j];
     }
-    tm->loss = 0;
-    tm->loss_sum = 0;
-    if (tm->n_loss_rows == 0)
+    tm->shell.loss = 0;
+    tm->shell.loss_sum = 0;
+    if (tm->shell.n_loss_rows == 0)
         return 0;
-    size_t n_loss = (size_t)tm->n_loss_rows;
+    size_t n_loss = (size_t)tm->shell.n_loss_rows;
     for (size_t i = 0; i < n_loss; i++)
-        memcpy(tm->y_selected + i * H, tm->ys + (size_t)tm->loss_rows[i] * H, H * sizeof(real));
+        memcpy(tm->y_selected + i * H, tm->ys + (size_t)tm->shell.loss_rows[i] * H, H * sizeof(real));
     const real *W_s = tm->config.tie_embeddings ? TM_P(tm, token_embd) : TM_P(tm, output_weight);
-    par_gemm(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 0, tm->probs, V, NULL);
-    if (tm->logits)
-        memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
-    double *row_loss = tm->row_loss;
+    par_gemm(tm->shell.pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 0, tm->shell.probs, V, NULL);
+    if (tm->shell.logits)
+        memcpy(tm->shell.logits, tm->shell.probs, n_loss * V * sizeof(real));
+    double *row_loss = tm->shell.row_loss;
     TM(loss_ctx) lctx = {tm, row_loss};
-    fwm__pool_run(tm->pool, loss_worker, &lctx);
+    fwm__pool_run(tm->shell.pool, loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
         sum += row_loss[i];
-    tm->loss_sum = sum;
-    tm->loss = sum / (double)n_loss;
-    return tm->loss;
+    tm->shell.loss_sum = sum;
+    tm->shell.loss = sum / (double)n_loss;
+    return tm->shell.loss;
 }

@@ -17,6 +17,7 @@
 #include "model_common.h"
 #include "param_layout.h"
 #include "thread_pool.h"
+#include "tm_shell.h" /* the shell every model begins with */
 
 /* Sizes fixed at creation. */
 typedef struct fwm__tm_config {
@@ -27,7 +28,7 @@ typedef struct fwm__tm_config {
                            backward pass; 0 picks about sqrt(window) */
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken (usually "?") */
-    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int keep_logits;        /* also keep the loss rows' logits in tm->shell.logits (tests) */
     int forward_only;       /* evaluation: no gradients, no backward buffers, no F checkpoints
                                (fwm__tm_backward must not be called) */
     fwm__dropout dropout;   /* the LSTM baseline's AWD dropouts on every LSTM layer of the FWM

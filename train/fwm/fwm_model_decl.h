@@ -2,24 +2,19 @@
  * real_template.h). No include guard on purpose. */
 
 typedef struct TM(fwm__tm) {
+    TM(fwm__tm_shell) shell;    /* first: what every architecture's model holds (tm_shell.h) */
     fwm__tm_config config;
     fwm_hparams hp;             /* = config.hp */
     fwm__param_layout layout;
     int n_segments;             /* F checkpoints per lane per window: ceil(window / segment) */
     size_t memory_size;         /* S*R*T */
-    size_t state_size;          /* per lane: 2H + S*R*T (h, c, F), then a stacked FWM's lower
+    /* shell.state_size: per lane: 2H + S*R*T (h, c, F), then a stacked FWM's lower
                                    layers' h (L-1)H and c (L-1)H, as the runtime's sessions */
     size_t lower;               /* L - 1: a stacked FWM's LSTM layers below the FWM's own */
     size_t lower_offset;        /* per lane: where the lower layers' h start (2H + S*R*T); layer
                                    l's h at lower_offset + l H, its c at lower_offset + (L-1+l) H */
 
-    real *params;               /* [layout.total] */
-    real *grads;                /* [layout.total]; the backward pass accumulates here */
-    real *state;                /* [B][state_size]: h, c, F of every lane, carried across calls */
-
     /* ---- activations of the last forward call (rows r = t*B + b) ---- */
-    int len;                    /* tokens per lane in the last forward call */
-    uint32_t *x, *y;            /* [window*B] input and target tokens */
     uint8_t *read_mask;         /* [window*B] 1 where the memory is read: the read policy allows
                                    it and the row has loss (elsewhere the read-out is unused) */
     real *input_table;          /* [V, 4H]: W_ih Emb[v] + b for every token v (a stacked FWM:
@@ -53,17 +48,7 @@ typedef struct TM(fwm__tm) {
     real *rstds;                /* [window*B, N_r]: 1/sqrt(var + eps) of each read's layer norm */
     real *ys;                   /* [window*B, H]: y = m (+ h) */
     real *f_checkpoints;        /* [B, n_segments, S*R*T]: F before steps 0, segment, 2*segment.. */
-    int *loss_rows;             /* [window*B]: rows with loss, increasing */
-    int n_loss_rows;
     real *y_selected;           /* [window*B, H]: ys of the loss rows */
-    real *probs;                /* [window*B, V]: softmax of the loss rows' logits */
-    real *logits;               /* [window*B, V]: the logits themselves, if config.keep_logits */
-    double *row_loss;           /* [window*B]: cross entropy of each loss row */
-    double loss_sum;            /* sum of the loss rows' cross entropies, in row order */
-    double loss;                /* mean cross entropy over the loss rows (0 if none) */
-    long loss_denominator;      /* the backward pass takes the gradient of loss_sum / this; 0:
-                                   n_loss_rows (the mean). Lanes trained as groups (trainer.c) set
-                                   it to the loss rows of all groups together. */
 
     /* ---- backward scratch ---- */
     real *d_y;                  /* [window*B, H] */
@@ -78,8 +63,6 @@ typedef struct TM(fwm__tm) {
     real *d_input_table;        /* [V, 4H] */
     real *thread_scratch;       /* per thread: scratch_floats each */
     size_t scratch_floats;
-
-    fwm__pool *pool;            /* borrowed; NULL = one thread */
 } TM(fwm__tm);
 
 /* Allocate a model with zero parameters, gradients and state. `pool` is borrowed (NULL: one
@@ -93,18 +76,15 @@ void TM(fwm__tm_free)(TM(fwm__tm) *tm);
  * dropout. */
 void TM(fwm__tm_set_dropout)(TM(fwm__tm) *tm, uint64_t seed, uint64_t step, int lane_offset);
 
-/* Zero every lane's state (h, c, F). */
-void TM(fwm__tm_reset_state)(TM(fwm__tm) *tm);
-void TM(fwm__tm_zero_grads)(TM(fwm__tm) *tm);
 
 /* One window: x and y are [B][len] (lane-major, lane b's tokens at b*len), 1 <= len <= window,
  * ids < V. Steps every lane `len` times from its carried state, leaves the new state in
- * tm->state, keeps what the backward pass needs, and returns the mean loss over the loss rows. */
+ * tm->shell.state, keeps what the backward pass needs, and returns the mean loss over the loss rows. */
 double TM(fwm__tm_forward)(TM(fwm__tm) *tm, const uint32_t *x, const uint32_t *y, int len);
 
 /* Gradients of the last forward call's mean loss with respect to every parameter, added to
- * tm->grads (truncated BPTT: nothing flows into the state the window started from). */
+ * tm->shell.grads (truncated BPTT: nothing flows into the state the window started from). */
 void TM(fwm__tm_backward)(TM(fwm__tm) *tm);
 
 /* Logits of loss row i of the last forward call are not kept; its probabilities are
- * tm->probs + i * V and its position is tm->loss_rows[i] (= t*B + b). */
+ * tm->shell.probs + i * V and its position is tm->shell.loss_rows[i] (= t*B + b). */

@@ -111,7 +111,7 @@ static void gfw_fast_backward_worker(void *ctx_pointer, int index, int threads)
     for (size_t b = b0; b < b1; b++) {
         memset(dF, 0, FS * sizeof(real));
         memset(carry, 0, m * sizeof(real));
-        for (size_t t = (size_t)tm->len; t-- > 0;) {
+        for (size_t t = (size_t)tm->shell.len; t-- > 0;) {
             size_t row = t * B + b;
             const real *F = tm->fasts + row * FS, *F2 = F + m * c1;
             const real *u1 = tm->u1s + row * m, *a = tm->as + row * m, *u2 = tm->u2s + row * m;
@@ -138,7 +138,7 @@ static void gfw_fast_backward_worker(void *ctx_pointer, int index, int threads)
             memcpy(tm->d_e + row * E, dx + m, E * sizeof(real));
             /* the matrices: the blend that made the next step's, and this step's products */
             memcpy(x1, tm->hfs + row * m, m * sizeof(real));
-            memcpy(x1 + m, emb + (size_t)tm->x[row] * E, E * sizeof(real));
+            memcpy(x1 + m, emb + (size_t)tm->shell.x[row] * E, E * sizeof(real));
             x1[m + E] = 1;
             memcpy(x2, a, m * sizeof(real));
             x2[m] = 1;
@@ -166,7 +166,7 @@ static void gfw_slow_backward_worker(void *ctx_pointer, int index, int threads)
     const real *W1 = GP(tm, GT_W1), *W2 = GP(tm, GT_W2);
     real *carry = tm->thread_scratch + (size_t)index * tm->scratch_floats; /* [nb, N] */
     memset(carry, 0, nb * N * sizeof(real));
-    for (size_t t = (size_t)tm->len; t-- > 0;) {
+    for (size_t t = (size_t)tm->shell.len; t-- > 0;) {
         size_t r0 = t * B + b0;
         const real *hs = tm->hss + (r0 + B) * N;
         real *dz = tm->d_z + r0 * N, *ds = tm->d_ss + r0 * P;
@@ -193,9 +193,9 @@ static void gfw_ce_backward_worker(void *ctx_pointer, int index, int threads)
     TM(gfw_ce_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm)
@@ -203,16 +203,16 @@ void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm)
     const fwm_gfw_hparams *hp = &tm->hp;
     size_t B = (size_t)tm->config.lanes, V = hp->vocab_size, E = hp->embedding_length,
            m = hp->fast_hidden, N = hp->slow_hidden, P = hp->slow_inner;
-    size_t rows = (size_t)tm->len * B, n_loss = (size_t)tm->n_loss_rows, U = tm->update_size;
-    fwm__pool *pool = tm->pool;
-    if (n_loss == 0 || !tm->grads)
+    size_t rows = (size_t)tm->shell.len * B, n_loss = (size_t)tm->shell.n_loss_rows, U = tm->update_size;
+    fwm__pool *pool = tm->shell.pool;
+    if (n_loss == 0 || !tm->shell.grads)
         return;
 
     /* 1. logits = W_o h_F + b_o on the loss rows */
-    double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
+    double denominator = tm->shell.loss_denominator > 0 ? (double)tm->shell.loss_denominator : (double)n_loss;
     TM(gfw_ce_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, gfw_ce_backward_worker, &cctx);
-    real *d_logits = tm->probs;
+    real *d_logits = tm->shell.probs;
     par_gemm(pool, 1, 0, V, m, n_loss, 1, d_logits, V, tm->h_selected, m, 1, GG(tm, GT_WO),
              m, NULL);
     par_colsum(pool, d_logits, n_loss, V, V, GG(tm, GT_BO), NULL);
@@ -221,12 +221,12 @@ void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm)
              NULL);
     memset(tm->d_hf, 0, rows * m * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
-        memcpy(tm->d_hf + (size_t)tm->loss_rows[i] * m, d_selected + i * m, m * sizeof(real));
+        memcpy(tm->d_hf + (size_t)tm->shell.loss_rows[i] * m, d_selected + i * m, m * sizeof(real));
 
     /* 2. the fast net and the blend, per lane */
-    TM(gfw_ctx) ctx = {tm, tm->len};
+    TM(gfw_ctx) ctx = {tm, tm->shell.len};
     fwm__pool_run(pool, gfw_fast_backward_worker, &ctx);
-    par_colsum(pool, tm->d_e, rows, E, E, GG(tm, GT_EMB), tm->x);
+    par_colsum(pool, tm->d_e, rows, E, E, GG(tm, GT_EMB), tm->shell.x);
 
     /* 3. the slow net: D = W_2[N:] s + b_2[N:], then the recurrence */
     const real *W2u = GP(tm, GT_W2) + N * P;
@@ -241,7 +241,7 @@ void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm)
     par_gemm(pool, 1, 0, P, N, rows, 1, tm->d_ss, P, tm->hss, N, 1, GG(tm, GT_W1), N + E,
              NULL);
     memset(tm->d_table, 0, V * P * sizeof(real));
-    par_colsum(pool, tm->d_ss, rows, P, P, tm->d_table, tm->x);
+    par_colsum(pool, tm->d_ss, rows, P, P, tm->d_table, tm->shell.x);
     par_colsum(pool, tm->d_table, V, P, P, GG(tm, GT_B1), NULL);
     par_gemm(pool, 1, 0, P, E, V, 1, tm->d_table, P, GP(tm, GT_EMB), E, 1, GG(tm, GT_W1) + N,
              N + E, NULL);

@@ -23,25 +23,19 @@
 #define GT_B2 4
 #define GT_WO 5
 #define GT_BO 6
-#define GP(tm, k) ((tm)->params + (tm)->layout.offset[k])
-#define GG(tm, k) ((tm)->grads + (tm)->layout.offset[k])
+#define GP(tm, k) ((tm)->shell.params + (tm)->layout.offset[k])
+#define GG(tm, k) ((tm)->shell.grads + (tm)->layout.offset[k])
 
 void TM(fwm__gfw_tm_free)(TM(fwm__gfw_tm) *tm)
 {
     if (!tm)
         return;
-    real *buffers[] = {tm->params,    tm->grads,     tm->state,      tm->slow_table,
-                       tm->hss,       tm->ss,        tm->updates,    tm->hfs,
-                       tm->u1s,       tm->as,        tm->u2s,        tm->rstd1,
-                       tm->rstd2,     tm->fasts,     tm->h_selected, tm->probs,
-                       tm->logits,    tm->d_hf,      tm->d_updates,  tm->d_e,
-                       tm->d_z,       tm->d_ss,      tm->d_table,    tm->thread_scratch};
+    real *buffers[] = {tm->slow_table, tm->hss, tm->ss, tm->updates, tm->hfs, tm->u1s, tm->as,
+                       tm->u2s, tm->rstd1, tm->rstd2, tm->fasts, tm->h_selected, tm->d_hf,
+                       tm->d_updates, tm->d_e, tm->d_z, tm->d_ss, tm->d_table, tm->thread_scratch};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
-    free(tm->x);
-    free(tm->y);
-    free(tm->loss_rows);
-    free(tm->row_loss);
+    TM(fwm__tm_shell_free)(&tm->shell);
     free(tm);
 }
 
@@ -71,7 +65,6 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "gfw trainer model: out of memory");
     tm->config = *config;
     tm->hp = *hp;
-    tm->pool = pool;
     fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_GFW, .gfw = *hp});
     size_t V = hp->vocab_size, E = hp->embedding_length, m = hp->fast_hidden,
            N = hp->slow_hidden, P = hp->slow_inner;
@@ -79,17 +72,15 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     tm->c2 = (size_t)fwm__gfw_f2_cols(hp);
     tm->update_size = (size_t)(fwm__gfw_update1_length(hp) + fwm__gfw_update2_length(hp));
     tm->fast_size = (size_t)fwm__gfw_fast_elements(hp);
-    tm->state_size = (size_t)fwm__gfw_hparams_state_floats(hp);
+    tm->shell.state_size = (size_t)fwm__gfw_hparams_state_floats(hp);
     size_t B = (size_t)config->lanes, W = (size_t)config->window, rows = W * B;
     size_t U = tm->update_size;
     size_t lane_scratch = tm->fast_size + 8 * m + 6 * tm->c1 + 64;
     size_t slow_scratch = 2 * B * N + 64;
     tm->scratch_floats = lane_scratch > slow_scratch ? lane_scratch : slow_scratch;
     int failed = 0, backward = !config->forward_only;
-    tm->params = alloc_reals(tm->layout.total, &failed);
-    if (backward)
-        tm->grads = alloc_reals(tm->layout.total, &failed);
-    tm->state = alloc_reals(B * tm->state_size, &failed);
+    TM(fwm__tm_shell_alloc)(&tm->shell, &FWM__TM_SHELL_SIZES(config, tm->layout.total, V), pool,
+                            &failed);
     tm->slow_table = alloc_reals(V * P, &failed);
     tm->hss = alloc_reals((W + 1) * B * N, &failed);
     tm->ss = alloc_reals(rows * P, &failed);
@@ -103,9 +94,6 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     if (backward)
         tm->fasts = alloc_reals(rows * tm->fast_size, &failed);
     tm->h_selected = alloc_reals(rows * m, &failed);
-    tm->probs = alloc_reals(rows * V, &failed);
-    if (config->keep_logits)
-        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
         tm->d_hf = alloc_reals(rows * m, &failed);
         tm->d_updates = alloc_reals(rows * U, &failed);
@@ -116,11 +104,7 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     }
     tm->thread_scratch =
         alloc_reals((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
-    tm->x = calloc(rows, sizeof *tm->x);
-    tm->y = calloc(rows, sizeof *tm->y);
-    tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
-    tm->row_loss = calloc(rows, sizeof *tm->row_loss);
-    if (failed || !tm->x || !tm->y || !tm->loss_rows || !tm->row_loss) {
+    if (failed) {
         TM(fwm__gfw_tm_free)(tm);
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "gfw trainer model: out of memory for %zu lanes x %zu steps (%zu "
@@ -129,17 +113,6 @@ fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool
     }
     *out = tm;
     return FWM_OK;
-}
-
-void TM(fwm__gfw_tm_reset_state)(TM(fwm__gfw_tm) *tm)
-{
-    memset(tm->state, 0, (size_t)tm->config.lanes * tm->state_size * sizeof(real));
-}
-
-void TM(fwm__gfw_tm_zero_grads)(TM(fwm__gfw_tm) *tm)
-{
-    if (tm->grads)
-        memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
 /* ---- kernels ---------------------------------------------------------------------------------- */
@@ -221,13 +194,13 @@ static void gfw_slow_forward_worker(void *ctx_pointer, int index, int threads)
     const real *W1 = GP(tm, GT_W1), *W2 = GP(tm, GT_W2), *b2 = GP(tm, GT_B2);
     real *z = tm->thread_scratch + (size_t)index * tm->scratch_floats; /* [nb, N] */
     for (size_t b = b0; b < b1; b++)
-        memcpy(tm->hss + b * N, tm->state + b * tm->state_size + m, N * sizeof(real));
+        memcpy(tm->hss + b * N, tm->shell.state + b * tm->shell.state_size + m, N * sizeof(real));
     for (int t = 0; t < ctx->len; t++) {
         size_t r0 = (size_t)t * B + b0;
         real *s = tm->ss + r0 * P;
         for (size_t b = b0; b < b1; b++)
             memcpy(tm->ss + ((size_t)t * B + b) * P,
-                   tm->slow_table + (size_t)tm->x[(size_t)t * B + b] * P, P * sizeof(real));
+                   tm->slow_table + (size_t)tm->shell.x[(size_t)t * B + b] * P, P * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)P, (int)N, (real)1,
                tm->hss + r0 * N, (int)N, W1, (int)(N + E), (real)1, s, (int)P);
         tanh_precise_array(s, s, nb * P);
@@ -238,7 +211,7 @@ static void gfw_slow_forward_worker(void *ctx_pointer, int index, int threads)
         tanh_precise_array(tm->hss + (r0 + B) * N, z, nb * N);
     }
     for (size_t b = b0; b < b1; b++)
-        memcpy(tm->state + b * tm->state_size + m, tm->hss + ((size_t)ctx->len * B + b) * N,
+        memcpy(tm->shell.state + b * tm->shell.state_size + m, tm->hss + ((size_t)ctx->len * B + b) * N,
                N * sizeof(real));
 }
 
@@ -258,7 +231,7 @@ static void gfw_fast_forward_worker(void *ctx_pointer, int index, int threads)
     real *x1 = scratch, *x2 = x1 + c1, *p = x2 + c2; /* inputs [h_F; e; 1], [a; 1]; F x */
     const real *emb = GP(tm, GT_EMB);
     for (size_t b = b0; b < b1; b++) {
-        real *lane = tm->state + b * tm->state_size;
+        real *lane = tm->shell.state + b * tm->shell.state_size;
         real *F_state = lane + m + N;
         memcpy(tm->hfs + b * m, lane, m * sizeof(real));
         for (int t = 0; t < ctx->len; t++) {
@@ -271,7 +244,7 @@ static void gfw_fast_forward_worker(void *ctx_pointer, int index, int threads)
                     memcpy(F, F_state, FS * sizeof(real));
             }
             memcpy(x1, tm->hfs + row * m, m * sizeof(real));
-            memcpy(x1 + m, emb + (size_t)tm->x[row] * E, E * sizeof(real));
+            memcpy(x1 + m, emb + (size_t)tm->shell.x[row] * E, E * sizeof(real));
             x1[m + E] = 1;
             gfw_matvec(p, F, x1, m, c1);
             real *u1 = tm->u1s + row * m, *a = tm->as + row * m, *u2 = tm->u2s + row * m;
@@ -303,9 +276,9 @@ static void gfw_loss_worker(void *ctx_pointer, int index, int threads)
     TM(gfw_loss_ctx) *ctx = ctx_pointer;
     TM(fwm__gfw_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->shell.row_loss[i] = softmax_ce_forward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]]);
 }
 
 typedef struct TM(gfw_activate_ctx) {
@@ -331,51 +304,51 @@ double TM(fwm__gfw_tm_forward)(TM(fwm__gfw_tm) *tm, const uint32_t *x, const uin
     size_t B = (size_t)tm->config.lanes, V = hp->vocab_size, E = hp->embedding_length,
            m = hp->fast_hidden, N = hp->slow_hidden, P = hp->slow_inner;
     size_t rows = (size_t)len * B, U = tm->update_size;
-    tm->len = len;
+    tm->shell.len = len;
 
-    tm->n_loss_rows = 0;
+    tm->shell.n_loss_rows = 0;
     for (size_t t = 0; t < (size_t)len; t++)
         for (size_t b = 0; b < B; b++) {
             size_t row = t * B + b;
             uint32_t xi = x[b * (size_t)len + t], yi = y[b * (size_t)len + t];
-            tm->x[row] = xi;
-            tm->y[row] = yi;
+            tm->shell.x[row] = xi;
+            tm->shell.y[row] = yi;
             if (fwm__is_loss_position(tm->config.loss_mode, tm->config.loss_token_id,
                                       hp->padding_token_id, xi, yi))
-                tm->loss_rows[tm->n_loss_rows++] = (int)row;
+                tm->shell.loss_rows[tm->shell.n_loss_rows++] = (int)row;
         }
 
     /* 1. the slow net's input table; 2. its recurrence */
-    par_gemm(tm->pool, 0, 1, V, P, E, 1, GP(tm, GT_EMB), E, GP(tm, GT_W1) + N, N + E, 1,
+    par_gemm(tm->shell.pool, 0, 1, V, P, E, 1, GP(tm, GT_EMB), E, GP(tm, GT_W1) + N, N + E, 1,
              tm->slow_table, P, GP(tm, GT_B1));
     TM(gfw_ctx) ctx = {tm, len};
-    fwm__pool_run(tm->pool, gfw_slow_forward_worker, &ctx);
+    fwm__pool_run(tm->shell.pool, gfw_slow_forward_worker, &ctx);
     /* 3. the update vectors of every position */
-    par_gemm(tm->pool, 0, 1, rows, U, P, 1, tm->ss, P, GP(tm, GT_W2) + N * P, P, 1,
+    par_gemm(tm->shell.pool, 0, 1, rows, U, P, 1, tm->ss, P, GP(tm, GT_W2) + N * P, P, 1,
              tm->updates, U, GP(tm, GT_B2) + N);
     TM(gfw_activate_ctx) actx = {tm, rows};
-    fwm__pool_run(tm->pool, gfw_activate_worker, &actx);
+    fwm__pool_run(tm->shell.pool, gfw_activate_worker, &actx);
     /* 4. the fast net and the gated update */
-    fwm__pool_run(tm->pool, gfw_fast_forward_worker, &ctx);
+    fwm__pool_run(tm->shell.pool, gfw_fast_forward_worker, &ctx);
 
-    tm->loss = 0;
-    tm->loss_sum = 0;
-    if (tm->n_loss_rows == 0)
+    tm->shell.loss = 0;
+    tm->shell.loss_sum = 0;
+    if (tm->shell.n_loss_rows == 0)
         return 0;
-    size_t n_loss = (size_t)tm->n_loss_rows;
+    size_t n_loss = (size_t)tm->shell.n_loss_rows;
     for (size_t i = 0; i < n_loss; i++)
-        memcpy(tm->h_selected + i * m, tm->hfs + ((size_t)tm->loss_rows[i] + B) * m,
+        memcpy(tm->h_selected + i * m, tm->hfs + ((size_t)tm->shell.loss_rows[i] + B) * m,
                m * sizeof(real));
-    par_gemm(tm->pool, 0, 1, n_loss, V, m, 1, tm->h_selected, m, GP(tm, GT_WO), m, 1,
-             tm->probs, V, GP(tm, GT_BO));
-    if (tm->logits)
-        memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
+    par_gemm(tm->shell.pool, 0, 1, n_loss, V, m, 1, tm->h_selected, m, GP(tm, GT_WO), m, 1,
+             tm->shell.probs, V, GP(tm, GT_BO));
+    if (tm->shell.logits)
+        memcpy(tm->shell.logits, tm->shell.probs, n_loss * V * sizeof(real));
     TM(gfw_loss_ctx) lctx = {tm};
-    fwm__pool_run(tm->pool, gfw_loss_worker, &lctx);
+    fwm__pool_run(tm->shell.pool, gfw_loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
-        sum += tm->row_loss[i];
-    tm->loss_sum = sum;
-    tm->loss = sum / (double)n_loss;
-    return tm->loss;
+        sum += tm->shell.row_loss[i];
+    tm->shell.loss_sum = sum;
+    tm->shell.loss = sum / (double)n_loss;
+    return tm->shell.loss;
 }

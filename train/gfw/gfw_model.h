@@ -30,6 +30,7 @@
 #include "gfw/gfw_hparams.h"
 #include "param_layout.h"
 #include "thread_pool.h"
+#include "tm_shell.h" /* the shell every model begins with */
 #include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 typedef struct fwm__gfw_config {
@@ -38,7 +39,7 @@ typedef struct fwm__gfw_config {
     int window;             /* maximum tokens per lane per forward call */
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
-    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int keep_logits;        /* also keep the loss rows' logits in tm->shell.logits (tests) */
     int forward_only;       /* no gradients, no backward buffers, no stored fast matrices */
 } fwm__gfw_config;
 

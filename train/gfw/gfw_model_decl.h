@@ -2,21 +2,16 @@
  * real_template.h). No include guard on purpose. */
 
 typedef struct TM(fwm__gfw_tm) {
+    TM(fwm__tm_shell) shell;    /* first: what every architecture's model holds (tm_shell.h) */
     fwm__gfw_config config;
     fwm_gfw_hparams hp;         /* = config.hp */
     fwm__tensor_layout layout;  /* fwm__gfw_tensor_at order */
     size_t c1, c2;              /* columns of F1 (m + E + 1) and F2 (m + 1) */
     size_t update_size;         /* U1 + U2: the slow outputs that update F1 and F2 */
     size_t fast_size;           /* floats of F1 and F2: m (c1 + c2) */
-    size_t state_size;          /* per lane: h_F (m), h_S (N), F1 (m c1), F2 (m c2) */
-
-    real *params;               /* [layout.total] */
-    real *grads;                /* [layout.total]; the backward pass accumulates here */
-    real *state;                /* [B][state_size], carried across calls */
+    /* shell.state_size: per lane: h_F (m), h_S (N), F1 (m c1), F2 (m c2) */
 
     /* ---- activations of the last forward call (rows r = t*B + b) ---- */
-    int len;
-    uint32_t *x, *y;            /* [window*B] */
     real *slow_table;           /* [V, P]: W_1[:, N:] Emb[v] + b_1 */
     real *hss;                  /* [(window+1)*B, N]: h_S before step 0 (rows 0..B-1), then t */
     real *ss;                   /* [window*B, P]: s after its tanh */
@@ -26,14 +21,7 @@ typedef struct TM(fwm__gfw_tm) {
     real *u1s, *as, *u2s;       /* [window*B, m]: tanh(F1 x1), a = LN(u1), tanh(F2 [a; 1]) */
     real *rstd1, *rstd2;        /* [window*B]: 1/sqrt(var + eps) of the two layer norms */
     real *fasts;                /* [window*B, fast_size]: F1, F2 as step t used them (training) */
-    int *loss_rows;             /* [window*B] */
-    int n_loss_rows;
     real *h_selected;           /* [window*B, m]: h_F of the loss rows */
-    real *probs;                /* [window*B, V] */
-    real *logits;               /* [window*B, V] if config.keep_logits */
-    double *row_loss;           /* [window*B] */
-    double loss_sum, loss;      /* cross entropy: sum and mean over the loss rows */
-    long loss_denominator;      /* 0 = n_loss_rows */
 
     /* ---- backward scratch ---- */
     real *d_hf;                 /* [window*B, m]: gradient of h_F from the output */
@@ -44,8 +32,6 @@ typedef struct TM(fwm__gfw_tm) {
     real *d_table;              /* [V, P] */
     real *thread_scratch;
     size_t scratch_floats;
-
-    fwm__pool *pool;            /* borrowed; NULL = one thread */
 } TM(fwm__gfw_tm);
 
 /* Allocate a model with zero parameters, gradients and state. FWM_ERR_INVALID_ARGUMENT (sizes),
@@ -53,14 +39,11 @@ typedef struct TM(fwm__gfw_tm) {
 fwm_status TM(fwm__gfw_tm_create)(const fwm__gfw_config *config, fwm__pool *pool,
                                   TM(fwm__gfw_tm) **out, fwm_error *err);
 void TM(fwm__gfw_tm_free)(TM(fwm__gfw_tm) *tm);
-/* Every lane to the reset state (all zero). */
-void TM(fwm__gfw_tm_reset_state)(TM(fwm__gfw_tm) *tm);
-void TM(fwm__gfw_tm_zero_grads)(TM(fwm__gfw_tm) *tm);
 
 /* One window, as fwm__tm_forward: x and y are [B][len] lane-major; returns the mean loss. */
 double TM(fwm__gfw_tm_forward)(TM(fwm__gfw_tm) *tm, const uint32_t *x, const uint32_t *y,
                                int len);
 
-/* Gradients of the last forward call's loss_sum / loss_denominator, added to tm->grads (truncated
+/* Gradients of the last forward call's loss_sum / loss_denominator, added to tm->shell.grads (truncated
  * BPTT: nothing flows into the carried state). */
 void TM(fwm__gfw_tm_backward)(TM(fwm__gfw_tm) *tm);

@@ -18,7 +18,5 @@ const fwm__net_ops fwm__net_ops_gfw = {
     .destroy = gfw_destroy,
     .forward = gfw_forward,
     .backward = gfw_backward,
-    .zero_grads = gfw_zero_grads,
-    .reset_state = gfw_reset_state,
     .init_weights = gfw_init_weights,
 };

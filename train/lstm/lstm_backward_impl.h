@@ -31,7 +31,7 @@ static void lstm_layer_backward_worker(void *ctx_pointer, int index, int threads
     const real *cs = tm->cs + l * (W + 1) * B * H, *tanh_cs = tm->tanh_cs + l * rows_all * H;
     memset(dh_carry, 0, nb * H * sizeof(real));
     memset(dc_carry, 0, nb * H * sizeof(real));
-    for (size_t t = (size_t)tm->len; t-- > 0;) {
+    for (size_t t = (size_t)tm->shell.len; t-- > 0;) {
         for (size_t b = b0; b < b1; b++) {
             size_t row = t * B + b;
             const real *dh_out = tm->d_y + row * H, *carry = dh_carry + (b - b0) * H;
@@ -57,9 +57,9 @@ static void lstm_ce_backward_worker(void *ctx_pointer, int index, int threads)
     TM(lstm_ce_ctx) *ctx = ctx_pointer;
     TM(fwm__lstm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
@@ -68,16 +68,16 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
     size_t B = (size_t)tm->config.lanes, V = hp->vocab_size, E = hp->embedding_length,
            H = hp->hidden_size, L = hp->layer_count, G4 = 4 * H;
     size_t W = (size_t)tm->config.window, rows_all = W * B;
-    size_t rows = (size_t)tm->len * B, n_loss = (size_t)tm->n_loss_rows;
-    fwm__pool *pool = tm->pool;
-    if (n_loss == 0 || !tm->grads)
+    size_t rows = (size_t)tm->shell.len * B, n_loss = (size_t)tm->shell.n_loss_rows;
+    fwm__pool *pool = tm->shell.pool;
+    if (n_loss == 0 || !tm->shell.grads)
         return;
 
     /* logits = W_s y + b_s on the loss rows */
-    double denominator = tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
+    double denominator = tm->shell.loss_denominator > 0 ? (double)tm->shell.loss_denominator : (double)n_loss;
     TM(lstm_ce_ctx) cctx = {tm, (real)(1.0 / denominator)};
     fwm__pool_run(pool, lstm_ce_backward_worker, &cctx);
-    real *d_logits = tm->probs;
+    real *d_logits = tm->shell.probs;
     int tied = tm->config.tie_embeddings; /* W_s is Emb: its gradient is Emb's */
     par_gemm(pool, 1, 0, V, H, n_loss, 1, d_logits, V, tm->y_selected, H, 1,
              tied ? LG(tm, LT_EMB) : LG(tm, LT_OUT_W(L)), H, NULL);
@@ -87,11 +87,11 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
              tied ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L)), H, 0, d_y_selected, H, NULL);
     memset(tm->d_y, 0, rows * H * sizeof(real));
     for (size_t i = 0; i < n_loss; i++)
-        memcpy(tm->d_y + (size_t)tm->loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
+        memcpy(tm->d_y + (size_t)tm->shell.loss_rows[i] * H, d_y_selected + i * H, H * sizeof(real));
 
     for (size_t l = L; l-- > 0;) {
         /* tm->d_y: gradient of y_l, which is h_l's (and, with the residual, in_l's too) */
-        TM(lstm_layer_ctx) ctx = {tm, l, tm->len};
+        TM(lstm_layer_ctx) ctx = {tm, l, tm->shell.len};
         fwm__pool_run(pool, lstm_layer_backward_worker, &ctx);
         const real *h_prev = tm->hs + l * (W + 1) * B * H; /* h_{t-1} of rows t*B + b */
         if (tm->d_w) {
@@ -108,7 +108,7 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
         if (l == 0 && tm->use_table) {
             const real *emb = tm->emb_dropped ? tm->emb_dropped : LP(tm, LT_EMB);
             memset(tm->d_table, 0, V * G4 * sizeof(real));
-            par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->x);
+            par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->shell.x);
             par_colsum(pool, tm->d_table, V, G4, G4, LG(tm, LT_BIAS(0)), NULL);
             par_gemm(pool, 1, 0, G4, E, V, 1, tm->d_table, G4, emb, E, 1,
                      LG(tm, LT_W_IH(0)), E, NULL);
@@ -136,11 +136,11 @@ void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm)
             for (size_t row = 0; row < rows; row++) {
                 real *d = tm->d_in + row * E;
                 const real *m = tm->mask_embedding + (row % B) * E;
-                real mt = tm->mask_token ? tm->mask_token[tm->x[row]] : (real)1;
+                real mt = tm->mask_token ? tm->mask_token[tm->shell.x[row]] : (real)1;
                 for (size_t j = 0; j < E; j++)
                     d[j] *= m[j] * mt;
             }
-            par_colsum(pool, tm->d_in, rows, E, E, LG(tm, LT_EMB), tm->x);
+            par_colsum(pool, tm->d_in, rows, E, E, LG(tm, LT_EMB), tm->shell.x);
             break;
         }
         /* in_l = mask (x) y_{l-1}; y_l = h_l + in_l with the residual */

@@ -21,26 +21,20 @@
 #define LT_BIAS(l) (3 + 3 * (size_t)(l))
 #define LT_OUT_W(L) (1 + 3 * (size_t)(L))
 #define LT_OUT_B(L) (2 + 3 * (size_t)(L))
-#define LP(tm, k) ((tm)->params + (tm)->layout.offset[k])
-#define LG(tm, k) ((tm)->grads + (tm)->layout.offset[k])
+#define LP(tm, k) ((tm)->shell.params + (tm)->layout.offset[k])
+#define LG(tm, k) ((tm)->shell.grads + (tm)->layout.offset[k])
 
 void TM(fwm__lstm_tm_free)(TM(fwm__lstm_tm) *tm)
 {
     if (!tm)
         return;
-    real *buffers[] = {tm->params,      tm->grads,       tm->state,          tm->input_table,
-                       tm->emb_dropped, tm->in0,         tm->ins,            tm->gates,
-                       tm->hs,          tm->cs,          tm->tanh_cs,        tm->y_selected,
-                       tm->probs,       tm->logits,      tm->mask_token,     tm->mask_embedding,
-                       tm->mask_layer,  tm->mask_hh,     tm->w_hh_dropped,   tm->d_gates,
-                       tm->d_y,         tm->d_in,        tm->d_table,        tm->d_w,
-                       tm->thread_scratch};
+    real *buffers[] = {tm->input_table, tm->emb_dropped, tm->in0, tm->ins, tm->gates, tm->hs,
+                       tm->cs, tm->tanh_cs, tm->y_selected, tm->mask_token, tm->mask_embedding,
+                       tm->mask_layer, tm->mask_hh, tm->w_hh_dropped, tm->d_gates, tm->d_y,
+                       tm->d_in, tm->d_table, tm->d_w, tm->thread_scratch};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
-    free(tm->x);
-    free(tm->y);
-    free(tm->loss_rows);
-    free(tm->row_loss);
+    TM(fwm__tm_shell_free)(&tm->shell);
     free(tm);
 }
 
@@ -81,7 +75,6 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "LSTM trainer model: out of memory");
     tm->config = *config;
     tm->hp = *hp;
-    tm->pool = pool;
     fwm__model_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.arch = FWM_ARCH_LSTM;
@@ -91,14 +84,12 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
            L = hp->layer_count, G4 = 4 * H;
     size_t B = (size_t)config->lanes, W = (size_t)config->window, rows = W * B;
     size_t wide = E > H ? E : H;
-    tm->state_size = 2 * L * H;
+    tm->shell.state_size = 2 * L * H;
     tm->use_table = !(dp->embedding > 0);
     tm->scratch_floats = 2 * B * H + H + 64;
     int failed = 0, backward = !config->forward_only;
-    tm->params = alloc_reals(tm->layout.total, &failed);
-    if (backward)
-        tm->grads = alloc_reals(tm->layout.total, &failed);
-    tm->state = alloc_reals(B * tm->state_size, &failed);
+    TM(fwm__tm_shell_alloc)(&tm->shell, &FWM__TM_SHELL_SIZES(config, tm->layout.total, V), pool,
+                            &failed);
     if (tm->use_table)
         tm->input_table = alloc_reals(V * G4, &failed);
     else
@@ -122,9 +113,6 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     tm->cs = alloc_reals(L * (W + 1) * B * H, &failed);
     tm->tanh_cs = alloc_reals(L * rows * H, &failed);
     tm->y_selected = alloc_reals(rows * H, &failed);
-    tm->probs = alloc_reals(rows * V, &failed);
-    if (config->keep_logits)
-        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
         tm->d_gates = alloc_reals(rows * G4, &failed);
         tm->d_y = alloc_reals(rows * H, &failed);
@@ -135,11 +123,7 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     }
     tm->thread_scratch =
         alloc_reals((size_t)fwm__pool_size(pool) * tm->scratch_floats, &failed);
-    tm->x = calloc(rows, sizeof *tm->x);
-    tm->y = calloc(rows, sizeof *tm->y);
-    tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
-    tm->row_loss = calloc(rows, sizeof *tm->row_loss);
-    if (failed || !tm->x || !tm->y || !tm->loss_rows || !tm->row_loss) {
+    if (failed) {
         TM(fwm__lstm_tm_free)(tm);
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "LSTM trainer model: out of memory for %zu lanes x %zu steps, %zu "
@@ -149,17 +133,6 @@ fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *po
     TM(fwm__lstm_tm_set_dropout)(tm, 0, 0, 0);
     *out = tm;
     return FWM_OK;
-}
-
-void TM(fwm__lstm_tm_reset_state)(TM(fwm__lstm_tm) *tm)
-{
-    memset(tm->state, 0, (size_t)tm->config.lanes * tm->state_size * sizeof(real));
-}
-
-void TM(fwm__lstm_tm_zero_grads)(TM(fwm__lstm_tm) *tm)
-{
-    if (tm->grads)
-        memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
 /* n mask values from stream `stream` of `seed`: 1/(1-p) where kept (probability 1-p), else 0. */
@@ -228,7 +201,7 @@ static void lstm_layer_forward_worker(void *ctx_pointer, int index, int threads)
     int table = l == 0 && tm->use_table;
     size_t c_at = (size_t)tm->hp.layer_count * H; /* the state: h of every layer, then c */
     for (size_t b = b0; b < b1; b++) { /* h, c before step 0 from the carried state */
-        const real *s = tm->state + b * tm->state_size + l * H;
+        const real *s = tm->shell.state + b * tm->shell.state_size + l * H;
         memcpy(hs + b * H, s, H * sizeof(real));
         memcpy(cs + b * H, s + c_at, H * sizeof(real));
     }
@@ -237,7 +210,7 @@ static void lstm_layer_forward_worker(void *ctx_pointer, int index, int threads)
         if (table)
             for (size_t b = b0; b < b1; b++)
                 memcpy(gates + ((size_t)t * B + b) * G4,
-                       tm->input_table + (size_t)tm->x[(size_t)t * B + b] * G4, G4 * sizeof(real));
+                       tm->input_table + (size_t)tm->shell.x[(size_t)t * B + b] * G4, G4 * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G4, (int)H, (real)1,
                hs + r0 * H, (int)H, W_hh, (int)H, (real)1, gates + r0 * G4, (int)G4);
         for (size_t b = b0; b < b1; b++) {
@@ -248,7 +221,7 @@ static void lstm_layer_forward_worker(void *ctx_pointer, int index, int threads)
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c */
         size_t last = (size_t)ctx->len * B + b;
-        real *s = tm->state + b * tm->state_size + l * H;
+        real *s = tm->shell.state + b * tm->shell.state_size + l * H;
         memcpy(s, hs + last * H, H * sizeof(real));
         memcpy(s + c_at, cs + last * H, H * sizeof(real));
     }
@@ -263,9 +236,9 @@ static void lstm_loss_worker(void *ctx_pointer, int index, int threads)
     TM(lstm_loss_ctx) *ctx = ctx_pointer;
     TM(fwm__lstm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->shell.row_loss[i] = softmax_ce_forward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]]);
 }
 
 double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const uint32_t *y,
@@ -275,18 +248,18 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
     size_t B = (size_t)tm->config.lanes, V = hp->vocab_size, E = hp->embedding_length,
            H = hp->hidden_size, L = hp->layer_count, G4 = 4 * H;
     size_t W = (size_t)tm->config.window, rows_all = W * B, rows = (size_t)len * B;
-    tm->len = len;
+    tm->shell.len = len;
 
-    tm->n_loss_rows = 0;
+    tm->shell.n_loss_rows = 0;
     for (size_t t = 0; t < (size_t)len; t++)
         for (size_t b = 0; b < B; b++) {
             size_t row = t * B + b;
             uint32_t xi = x[b * (size_t)len + t], yi = y[b * (size_t)len + t];
-            tm->x[row] = xi;
-            tm->y[row] = yi;
+            tm->shell.x[row] = xi;
+            tm->shell.y[row] = yi;
             if (fwm__is_loss_position(tm->config.loss_mode, tm->config.loss_token_id,
                                       hp->padding_token_id, xi, yi))
-                tm->loss_rows[tm->n_loss_rows++] = (int)row;
+                tm->shell.loss_rows[tm->shell.n_loss_rows++] = (int)row;
         }
 
     /* the window's weights with their dropout masks */
@@ -307,26 +280,26 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
 
     /* layer 0's input: the table, or the rows with their masks */
     if (tm->use_table) {
-        par_gemm(tm->pool, 0, 1, V, G4, E, 1, emb, E, LP(tm, LT_W_IH(0)), E, 1,
+        par_gemm(tm->shell.pool, 0, 1, V, G4, E, 1, emb, E, LP(tm, LT_W_IH(0)), E, 1,
                  tm->input_table, G4, LP(tm, LT_BIAS(0)));
     } else {
         for (size_t row = 0; row < rows; row++) {
-            const real *e = emb + (size_t)tm->x[row] * E,
+            const real *e = emb + (size_t)tm->shell.x[row] * E,
                        *m = tm->mask_embedding + (row % B) * E;
             real *o = tm->in0 + row * E;
             for (size_t j = 0; j < E; j++)
                 o[j] = e[j] * m[j];
         }
-        par_gemm(tm->pool, 0, 1, rows, G4, E, 1, tm->in0, E, LP(tm, LT_W_IH(0)), E, 1,
+        par_gemm(tm->shell.pool, 0, 1, rows, G4, E, 1, tm->in0, E, LP(tm, LT_W_IH(0)), E, 1,
                  tm->gates, G4, LP(tm, LT_BIAS(0)));
     }
     for (size_t l = 0; l < L; l++) {
         real *in = l > 0 ? tm->ins + (l - 1) * rows_all * H : NULL;
         if (l > 0)
-            par_gemm(tm->pool, 0, 1, rows, G4, H, 1, in, H, LP(tm, LT_W_IH(l)), H, 1,
+            par_gemm(tm->shell.pool, 0, 1, rows, G4, H, 1, in, H, LP(tm, LT_W_IH(l)), H, 1,
                      tm->gates + l * rows_all * G4, G4, LP(tm, LT_BIAS(l)));
         TM(lstm_layer_ctx) ctx = {tm, l, len};
-        fwm__pool_run(tm->pool, lstm_layer_forward_worker, &ctx);
+        fwm__pool_run(tm->shell.pool, lstm_layer_forward_worker, &ctx);
         if (l + 1 < L) { /* the next layer's input: y_l = h_l (+ in_l), times the layer mask */
             const real *h = tm->hs + l * (W + 1) * B * H + B * H;
             real *next = tm->ins + l * rows_all * H;
@@ -344,30 +317,30 @@ double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const u
         }
     }
 
-    tm->loss = 0;
-    tm->loss_sum = 0;
-    if (tm->n_loss_rows == 0)
+    tm->shell.loss = 0;
+    tm->shell.loss_sum = 0;
+    if (tm->shell.n_loss_rows == 0)
         return 0;
-    size_t n_loss = (size_t)tm->n_loss_rows;
+    size_t n_loss = (size_t)tm->shell.n_loss_rows;
     const real *h_last = tm->hs + (L - 1) * (W + 1) * B * H + B * H;
     const real *in_last = L > 1 && hp->residual ? tm->ins + (L - 2) * rows_all * H : NULL;
     for (size_t i = 0; i < n_loss; i++) {
-        size_t row = (size_t)tm->loss_rows[i];
+        size_t row = (size_t)tm->shell.loss_rows[i];
         real *o = tm->y_selected + i * H;
         for (size_t j = 0; j < H; j++)
             o[j] = in_last ? h_last[row * H + j] + in_last[row * H + j] : h_last[row * H + j];
     }
     const real *W_s = tm->config.tie_embeddings ? LP(tm, LT_EMB) : LP(tm, LT_OUT_W(L));
-    par_gemm(tm->pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 1, tm->probs, V,
+    par_gemm(tm->shell.pool, 0, 1, n_loss, V, H, 1, tm->y_selected, H, W_s, H, 1, tm->shell.probs, V,
              LP(tm, LT_OUT_B(L)));
-    if (tm->logits)
-        memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
+    if (tm->shell.logits)
+        memcpy(tm->shell.logits, tm->shell.probs, n_loss * V * sizeof(real));
     TM(lstm_loss_ctx) lctx = {tm};
-    fwm__pool_run(tm->pool, lstm_loss_worker, &lctx);
+    fwm__pool_run(tm->shell.pool, lstm_loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
-        sum += tm->row_loss[i];
-    tm->loss_sum = sum;
-    tm->loss = sum / (double)n_loss;
-    return tm->loss;
+        sum += tm->shell.row_loss[i];
+    tm->shell.loss_sum = sum;
+    tm->shell.loss = sum / (double)n_loss;
+    return tm->shell.loss;
 }

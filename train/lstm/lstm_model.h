@@ -30,6 +30,7 @@
 #include "lstm/lstm_init.h" /* fwm__lstm_init_weights: the initial weights */
 #include "param_layout.h"
 #include "thread_pool.h"
+#include "tm_shell.h" /* the shell every model begins with */
 #include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 /* fwm__dropout and fwm__dropout_any: model_common.h (the stacked FWM has the same dropouts). */
@@ -42,7 +43,7 @@ typedef struct fwm__lstm_config {
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
     fwm__dropout dropout;   /* all 0 for evaluation */
     int tie_embeddings;     /* W_s is Emb (needs H == E), as fwm__tm_config's */
-    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int keep_logits;        /* also keep the loss rows' logits in tm->shell.logits (tests) */
     int forward_only;       /* no gradients and no backward buffers */
 } fwm__lstm_config;
 

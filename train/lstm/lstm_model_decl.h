@@ -2,20 +2,15 @@
  * real_template.h). No include guard on purpose. */
 
 typedef struct TM(fwm__lstm_tm) {
+    TM(fwm__tm_shell) shell;    /* first: what every architecture's model holds (tm_shell.h) */
     fwm__lstm_config config;
     fwm_lstm_hparams hp;        /* = config.hp */
     fwm__tensor_layout layout;  /* fwm__lstm_tensor_at order */
-    size_t state_size;          /* per lane: 2 L H; layer l's h at l H, its c at L H + l H (as
+    /* shell.state_size: per lane: 2 L H; layer l's h at l H, its c at L H + l H (as
                                    the runtime's sessions) */
     int use_table;              /* layer 0 reads the [V, 4H] input table (no embedding dropout) */
 
-    real *params;               /* [layout.total] */
-    real *grads;                /* [layout.total]; the backward pass accumulates here */
-    real *state;                /* [B][state_size], carried across calls */
-
     /* ---- activations of the last forward call (rows r = t*B + b) ---- */
-    int len;
-    uint32_t *x, *y;            /* [window*B] */
     real *input_table;          /* [V, 4H]: W_ih^0 Emb'[v] + b^0 (use_table) */
     real *emb_dropped;          /* [V, E]: Emb with the token mask (token dropout) */
     real *in0;                  /* [window*B, E]: layer 0's input rows (!use_table) */
@@ -23,14 +18,7 @@ typedef struct TM(fwm__lstm_tm) {
     real *gates;                /* [L][window*B, 4H]: i, f, z, o after their nonlinearities */
     real *hs, *cs;              /* [L][(window+1)*B, H]: before step 0 (rows 0..B-1), then t */
     real *tanh_cs;              /* [L][window*B, H] */
-    int *loss_rows;             /* [window*B] */
-    int n_loss_rows;
     real *y_selected;           /* [window*B, H]: y_{L-1} of the loss rows */
-    real *probs;                /* [window*B, V] */
-    real *logits;               /* [window*B, V] if config.keep_logits */
-    double *row_loss;           /* [window*B] */
-    double loss_sum, loss;
-    long loss_denominator;      /* as fwm__tm's: 0 = n_loss_rows */
 
     /* ---- dropout masks of the current window (scaled by 1/(1-p) where kept) ---- */
     real *mask_token;           /* [V] */
@@ -47,8 +35,6 @@ typedef struct TM(fwm__lstm_tm) {
     real *d_w;                  /* [4H, H]: W_hh's gradient before its mask */
     real *thread_scratch;
     size_t scratch_floats;
-
-    fwm__pool *pool;            /* borrowed; NULL = one thread */
 } TM(fwm__lstm_tm);
 
 /* Allocate a model with zero parameters, gradients and state; masks for (seed 0, step 0, lane 0).
@@ -56,8 +42,6 @@ typedef struct TM(fwm__lstm_tm) {
 fwm_status TM(fwm__lstm_tm_create)(const fwm__lstm_config *config, fwm__pool *pool,
                                    TM(fwm__lstm_tm) **out, fwm_error *err);
 void TM(fwm__lstm_tm_free)(TM(fwm__lstm_tm) *tm);
-void TM(fwm__lstm_tm_reset_state)(TM(fwm__lstm_tm) *tm);
-void TM(fwm__lstm_tm_zero_grads)(TM(fwm__lstm_tm) *tm);
 
 /* Draw the dropout masks of the next forward calls: training step `step` (0 for the first) of a
  * run seeded `seed`, this model's lane b being lane `lane_offset + b` of the run. A no-op without
@@ -69,5 +53,5 @@ void TM(fwm__lstm_tm_set_dropout)(TM(fwm__lstm_tm) *tm, uint64_t seed, uint64_t 
 double TM(fwm__lstm_tm_forward)(TM(fwm__lstm_tm) *tm, const uint32_t *x, const uint32_t *y,
                                 int len);
 
-/* Gradients of the last forward call's loss_sum / denominator, added to tm->grads (truncated BPTT). */
+/* Gradients of the last forward call's loss_sum / denominator, added to tm->shell.grads (truncated BPTT). */
 void TM(fwm__lstm_tm_backward)(TM(fwm__lstm_tm) *tm);

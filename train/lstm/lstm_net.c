@@ -25,8 +25,6 @@ const fwm__net_ops fwm__net_ops_lstm = {
     .destroy = lstm_destroy,
     .forward = lstm_forward,
     .backward = lstm_backward,
-    .zero_grads = lstm_zero_grads,
-    .reset_state = lstm_reset_state,
     .set_dropout = lstm_set_dropout,
     .init_weights = lstm_init_weights,
 };

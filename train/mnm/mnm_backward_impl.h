@@ -134,7 +134,7 @@ static void mnm_backward_worker(void *ctx_pointer, int index, int threads)
     size_t B = (size_t)tm->config.lanes, H = hp->hidden_size, G4 = 4 * H, E = hp->embedding_length,
            dv = hp->value_length, dk = hp->key_length, Nh = hp->head_count, U = tm->u_size,
            A = tm->act_size, TS = tm->target_size, Mn = tm->memory_size, HR = H + dv;
-    size_t seg = (size_t)tm->config.segment, nseg = (size_t)tm->n_segments, len = (size_t)tm->len;
+    size_t seg = (size_t)tm->config.segment, nseg = (size_t)tm->n_segments, len = (size_t)tm->shell.len;
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
     if (b1 <= b0)
@@ -191,7 +191,7 @@ static void mnm_backward_worker(void *ctx_pointer, int index, int threads)
                 mnm_mem_forward_keys(tm, M_new, u, dk, Nh, zs);
                 mnm_mem_backward_keys(tm, M_new, zs, dvec, 0, Nh, dMb, du, cur, next, wide);
                 /* the meta term (1/(Nh d_v)) sum_i |f_M_new(kw_i) - vw_i|^2 */
-                if (tm->x[row] != pad && ctx->scale != 0) {
+                if (tm->shell.x[row] != pad && ctx->scale != 0) {
                     mnm_mem_forward_keys(tm, M_new, u + Nh * dk, dk, Nh, zs);
                     for (size_t i = 0; i < Nh; i++) {
                         const real *f = zs + i * A + A - dv;
@@ -252,9 +252,9 @@ static void mnm_ce_backward_worker(void *ctx_pointer, int index, int threads)
     TM(mnm_back_ctx) *ctx = ctx_pointer;
     TM(fwm__mnm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        softmax_ce_backward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]], ctx->scale);
+        softmax_ce_backward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]], ctx->scale);
 }
 
 void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
@@ -264,9 +264,9 @@ void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
            H = hp->hidden_size, G4 = 4 * H, dv = hp->value_length, dk = hp->key_length,
            Nh = hp->head_count, d_o = hp->output_length, Lm = hp->memory_layers, HR = H + dv,
            U = tm->u_size, TS = tm->target_size;
-    size_t rows = (size_t)tm->len * B, n_loss = (size_t)tm->n_loss_rows;
-    fwm__pool *pool = tm->pool;
-    if (!tm->grads || tm->len == 0)
+    size_t rows = (size_t)tm->shell.len * B, n_loss = (size_t)tm->shell.n_loss_rows;
+    fwm__pool *pool = tm->shell.pool;
+    if (!tm->shell.grads || tm->shell.len == 0)
         return;
     double meta_denominator =
         tm->meta_denominator > 0 ? (double)tm->meta_denominator : (double)tm->n_meta_rows;
@@ -279,10 +279,10 @@ void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
     memset(tm->d_hr, 0, rows * HR * sizeof(real));
     if (n_loss > 0) {
         double denominator =
-            tm->loss_denominator > 0 ? (double)tm->loss_denominator : (double)n_loss;
+            tm->shell.loss_denominator > 0 ? (double)tm->shell.loss_denominator : (double)n_loss;
         TM(mnm_back_ctx) cctx = {tm, (real)(1.0 / denominator)};
         fwm__pool_run(pool, mnm_ce_backward_worker, &cctx);
-        real *d_logits = tm->probs;
+        real *d_logits = tm->shell.probs;
         par_gemm(pool, 1, 0, V, d_o, n_loss, 1, d_logits, V, tm->y_selected, d_o, 1,
                  MG(tm, MT_W_S(Lm)), d_o, NULL);
         par_colsum(pool, d_logits, n_loss, V, V, MG(tm, MT_B_S(Lm)), NULL);
@@ -296,7 +296,7 @@ void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
         par_gemm(pool, 0, 0, n_loss, HR, d_o, 1, d_y, d_o, MP(tm, MT_W_O(Lm)), HR, 0,
                  d_hr_sel, HR, NULL);
         for (size_t i = 0; i < n_loss; i++)
-            memcpy(tm->d_hr + (size_t)tm->loss_rows[i] * HR, d_hr_sel + i * HR, HR * sizeof(real));
+            memcpy(tm->d_hr + (size_t)tm->shell.loss_rows[i] * HR, d_hr_sel + i * HR, HR * sizeof(real));
     }
 
     /* the recurrence */
@@ -323,7 +323,7 @@ void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm)
     par_gemm(pool, 1, 0, G4, dv, rows, 1, tm->d_gates, G4, tm->rs, dv, 1,
              MG(tm, MT_W_IH) + E, E + dv, NULL);
     memset(tm->d_table, 0, V * G4 * sizeof(real));
-    par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->x);
+    par_colsum(pool, tm->d_gates, rows, G4, G4, tm->d_table, tm->shell.x);
     par_colsum(pool, tm->d_table, V, G4, G4, MG(tm, MT_BIAS), NULL);
     par_gemm(pool, 1, 0, G4, E, V, 1, tm->d_table, G4, MP(tm, MT_EMB), E, 1, MG(tm, MT_W_IH),
              E + dv, NULL);

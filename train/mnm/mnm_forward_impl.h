@@ -28,26 +28,20 @@
 #define MT_B_O(Lm) (11 + (size_t)(Lm))
 #define MT_W_S(Lm) (12 + (size_t)(Lm))
 #define MT_B_S(Lm) (13 + (size_t)(Lm))
-#define MP(tm, k) ((tm)->params + (tm)->layout.offset[k])
-#define MG(tm, k) ((tm)->grads + (tm)->layout.offset[k])
+#define MP(tm, k) ((tm)->shell.params + (tm)->layout.offset[k])
+#define MG(tm, k) ((tm)->shell.grads + (tm)->layout.offset[k])
 
 void TM(fwm__mnm_tm_free)(TM(fwm__mnm_tm) *tm)
 {
     if (!tm)
         return;
-    real *buffers[] = {tm->params,    tm->grads,         tm->state,       tm->input_table,
-                       tm->gates,     tm->hs,            tm->cs,          tm->rs,
-                       tm->tanh_cs,   tm->us,            tm->betas,       tm->targets,
-                       tm->m_checkpoints, tm->metas,     tm->hr_selected, tm->y_selected,
-                       tm->probs,     tm->logits,        tm->d_hr,        tm->d_u,
-                       tm->d_betas,   tm->d_targets,     tm->d_gates,     tm->d_table,
-                       tm->thread_scratch};
+    real *buffers[] = {tm->input_table, tm->gates, tm->hs, tm->cs, tm->rs, tm->tanh_cs, tm->us,
+                       tm->betas, tm->targets, tm->m_checkpoints, tm->metas, tm->hr_selected,
+                       tm->y_selected, tm->d_hr, tm->d_u, tm->d_betas, tm->d_targets, tm->d_gates,
+                       tm->d_table, tm->thread_scratch};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
-    free(tm->x);
-    free(tm->y);
-    free(tm->loss_rows);
-    free(tm->row_loss);
+    TM(fwm__tm_shell_free)(&tm->shell);
     free(tm);
 }
 
@@ -80,7 +74,6 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "MNM trainer model: out of memory");
     tm->config = *config;
     tm->hp = *hp;
-    tm->pool = pool;
     if (tm->config.segment <= 0) {
         int s = 1;
         while (s * s < config->window)
@@ -102,7 +95,7 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
         tm->mem_offset[l] = tm->memory_size;
         tm->memory_size += (size_t)(r * c);
     }
-    tm->state_size = 2 * H + dv + tm->memory_size;
+    tm->shell.state_size = 2 * H + dv + tm->memory_size;
     tm->act_size = dk + (Lm - 1) * D + dv;
     tm->u_size = (size_t)fwm__mnm_interact_rows(hp);
     tm->target_size = (size_t)fwm__mnm_target_rows(hp);
@@ -118,10 +111,8 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     if (!config->forward_only)
         tm->scratch_floats += nb * ((seg + 2) * tm->memory_size + 4 * H + 2 * dv);
     int failed = 0, backward = !config->forward_only;
-    tm->params = alloc_reals(tm->layout.total, &failed);
-    if (backward)
-        tm->grads = alloc_reals(tm->layout.total, &failed);
-    tm->state = alloc_reals(B * tm->state_size, &failed);
+    TM(fwm__tm_shell_alloc)(&tm->shell, &FWM__TM_SHELL_SIZES(config, tm->layout.total, V), pool,
+                            &failed);
     tm->input_table = alloc_reals(V * G4, &failed);
     tm->gates = alloc_reals(rows * G4, &failed);
     tm->hs = alloc_reals((W + 1) * B * H, &failed);
@@ -134,9 +125,6 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
     tm->metas = alloc_reals(rows, &failed);
     tm->hr_selected = alloc_reals(rows * (H + dv), &failed);
     tm->y_selected = alloc_reals(rows * d_o, &failed);
-    tm->probs = alloc_reals(rows * V, &failed);
-    if (config->keep_logits)
-        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
         tm->m_checkpoints = alloc_reals(B * (size_t)tm->n_segments * tm->memory_size, &failed);
         tm->d_hr = alloc_reals(rows * (H + dv), &failed);
@@ -147,11 +135,7 @@ fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool
         tm->d_table = alloc_reals(V * G4, &failed);
     }
     tm->thread_scratch = alloc_reals((size_t)threads * tm->scratch_floats, &failed);
-    tm->x = calloc(rows, sizeof *tm->x);
-    tm->y = calloc(rows, sizeof *tm->y);
-    tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
-    tm->row_loss = calloc(rows, sizeof *tm->row_loss);
-    if (failed || !tm->x || !tm->y || !tm->loss_rows || !tm->row_loss) {
+    if (failed) {
         TM(fwm__mnm_tm_free)(tm);
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
                           "MNM trainer model: out of memory for %zu lanes x %zu steps (memory of "
@@ -166,18 +150,12 @@ void TM(fwm__mnm_tm_reset_state)(TM(fwm__mnm_tm) *tm)
 {
     size_t H = tm->hp.hidden_size, dv = tm->hp.value_length;
     for (size_t b = 0; b < (size_t)tm->config.lanes; b++) {
-        real *s = tm->state + b * tm->state_size;
+        real *s = tm->shell.state + b * tm->shell.state_size;
         memset(s, 0, (2 * H + dv) * sizeof(real));
         for (uint32_t l = 0; l < tm->hp.memory_layers; l++)
             memcpy(s + 2 * H + dv + tm->mem_offset[l], MP(tm, MT_MEM(l)),
                    tm->mem_rows[l] * tm->mem_cols[l] * sizeof(real));
     }
-}
-
-void TM(fwm__mnm_tm_zero_grads)(TM(fwm__mnm_tm) *tm)
-{
-    if (tm->grads)
-        memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
 /* ---- the memory net -------------------------------------------------------------------------
@@ -259,16 +237,16 @@ static void mnm_forward_worker(void *ctx_pointer, int index, int threads)
     real b_beta = MP(tm, MT_B_BETA)[0], forget_bias = (real)hp->forget_bias;
     uint32_t pad = hp->padding_token_id;
     for (size_t b = b0; b < b1; b++) { /* h, c, r before step 0 from the carried state */
-        const real *s = tm->state + b * tm->state_size;
+        const real *s = tm->shell.state + b * tm->shell.state_size;
         memcpy(tm->hs + b * H, s, H * sizeof(real));
         memcpy(tm->cs + b * H, s + H, H * sizeof(real));
         memcpy(tm->rs + b * dv, s + 2 * H, dv * sizeof(real));
     }
-    for (size_t t = 0; t < (size_t)tm->len; t++) {
+    for (size_t t = 0; t < (size_t)tm->shell.len; t++) {
         size_t r0 = t * B + b0;
         real *g = tm->gates + r0 * G4;
         for (size_t b = b0; b < b1; b++)
-            memcpy(tm->gates + (t * B + b) * G4, tm->input_table + (size_t)tm->x[t * B + b] * G4,
+            memcpy(tm->gates + (t * B + b) * G4, tm->input_table + (size_t)tm->shell.x[t * B + b] * G4,
                    G4 * sizeof(real));
         R_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)G4, (int)dv, (real)1,
                tm->rs + r0 * dv, (int)dv, W_ih + E, (int)(E + dv), (real)1, g, (int)G4);
@@ -296,7 +274,7 @@ static void mnm_forward_worker(void *ctx_pointer, int index, int threads)
                 for (size_t j = 0; j < TS; j++)
                     o[j] = dot(W_q + j * dv, vw + i * dv, dv) + b_q[j];
             }
-            real *M = tm->state + b * tm->state_size + 2 * H + dv;
+            real *M = tm->shell.state + b * tm->shell.state_size + 2 * H + dv;
             if (training && t % seg == 0)
                 memcpy(tm->m_checkpoints + (b * nseg + t / seg) * Mn, M, Mn * sizeof(real));
             mnm_write(tm, M, ur, tg, beta, zs);
@@ -306,7 +284,7 @@ static void mnm_forward_worker(void *ctx_pointer, int index, int threads)
             for (size_t i = 0; i < Nh; i++)
                 axpy(r, (real)1 / (real)Nh, zs + i * A + A - dv, dv);
             tm->metas[row] = 0;
-            if (training && tm->x[row] != pad) {
+            if (training && tm->shell.x[row] != pad) {
                 double m = 0;
                 mnm_mem_forward_keys(tm, M, ur + Nh * dk, dk, Nh, zs); /* the write keys */
                 for (size_t i = 0; i < Nh; i++) {
@@ -321,8 +299,8 @@ static void mnm_forward_worker(void *ctx_pointer, int index, int threads)
         }
     }
     for (size_t b = b0; b < b1; b++) { /* carry h, c, r (M was updated in place) */
-        size_t last = (size_t)tm->len * B + b;
-        real *s = tm->state + b * tm->state_size;
+        size_t last = (size_t)tm->shell.len * B + b;
+        real *s = tm->shell.state + b * tm->shell.state_size;
         memcpy(s, tm->hs + last * H, H * sizeof(real));
         memcpy(s + H, tm->cs + last * H, H * sizeof(real));
         memcpy(s + 2 * H, tm->rs + last * dv, dv * sizeof(real));
@@ -333,9 +311,9 @@ static void mnm_loss_worker(void *ctx_pointer, int index, int threads)
 {
     TM(fwm__mnm_tm) *tm = ctx_pointer;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->shell.row_loss[i] = softmax_ce_forward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]]);
 }
 
 double TM(fwm__mnm_tm_forward)(TM(fwm__mnm_tm) *tm, const uint32_t *x, const uint32_t *y, int len)
@@ -344,54 +322,54 @@ double TM(fwm__mnm_tm_forward)(TM(fwm__mnm_tm) *tm, const uint32_t *x, const uin
     size_t B = (size_t)tm->config.lanes, V = hp->vocab_size, E = hp->embedding_length,
            H = hp->hidden_size, dv = hp->value_length, d_o = hp->output_length, G4 = 4 * H,
            Lm = hp->memory_layers;
-    tm->len = len;
-    tm->n_loss_rows = 0;
+    tm->shell.len = len;
+    tm->shell.n_loss_rows = 0;
     tm->n_meta_rows = 0;
     for (size_t t = 0; t < (size_t)len; t++)
         for (size_t b = 0; b < B; b++) {
             size_t row = t * B + b;
             uint32_t xi = x[b * (size_t)len + t], yi = y[b * (size_t)len + t];
-            tm->x[row] = xi;
-            tm->y[row] = yi;
+            tm->shell.x[row] = xi;
+            tm->shell.y[row] = yi;
             if (fwm__is_loss_position(tm->config.loss_mode, tm->config.loss_token_id,
                                       hp->padding_token_id, xi, yi))
-                tm->loss_rows[tm->n_loss_rows++] = (int)row;
+                tm->shell.loss_rows[tm->shell.n_loss_rows++] = (int)row;
             if (xi != hp->padding_token_id && !tm->config.forward_only)
                 tm->n_meta_rows++;
         }
 
-    par_gemm(tm->pool, 0, 1, V, G4, E, 1, MP(tm, MT_EMB), E, MP(tm, MT_W_IH), E + dv, 1,
+    par_gemm(tm->shell.pool, 0, 1, V, G4, E, 1, MP(tm, MT_EMB), E, MP(tm, MT_W_IH), E + dv, 1,
              tm->input_table, G4, MP(tm, MT_BIAS));
-    fwm__pool_run(tm->pool, mnm_forward_worker, tm);
+    fwm__pool_run(tm->shell.pool, mnm_forward_worker, tm);
 
     double meta = 0;
     for (size_t row = 0; row < (size_t)len * B; row++)
         meta += (double)tm->metas[row];
     tm->meta_sum = meta;
     tm->meta = tm->n_meta_rows > 0 ? meta / (double)tm->n_meta_rows : 0;
-    tm->loss = 0;
-    tm->loss_sum = 0;
-    size_t n_loss = (size_t)tm->n_loss_rows;
+    tm->shell.loss = 0;
+    tm->shell.loss_sum = 0;
+    size_t n_loss = (size_t)tm->shell.n_loss_rows;
     if (n_loss > 0) {
         size_t HR = H + dv;
         for (size_t i = 0; i < n_loss; i++) {
-            size_t row = (size_t)tm->loss_rows[i];
+            size_t row = (size_t)tm->shell.loss_rows[i];
             memcpy(tm->hr_selected + i * HR, tm->hs + (row + B) * H, H * sizeof(real));
             memcpy(tm->hr_selected + i * HR + H, tm->rs + (row + B) * dv, dv * sizeof(real));
         }
-        par_gemm(tm->pool, 0, 1, n_loss, d_o, HR, 1, tm->hr_selected, HR, MP(tm, MT_W_O(Lm)),
+        par_gemm(tm->shell.pool, 0, 1, n_loss, d_o, HR, 1, tm->hr_selected, HR, MP(tm, MT_W_O(Lm)),
                  HR, 1, tm->y_selected, d_o, MP(tm, MT_B_O(Lm)));
-        par_gemm(tm->pool, 0, 1, n_loss, V, d_o, 1, tm->y_selected, d_o, MP(tm, MT_W_S(Lm)),
-                 d_o, 1, tm->probs, V, MP(tm, MT_B_S(Lm)));
-        if (tm->logits)
-            memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
-        fwm__pool_run(tm->pool, mnm_loss_worker, tm);
+        par_gemm(tm->shell.pool, 0, 1, n_loss, V, d_o, 1, tm->y_selected, d_o, MP(tm, MT_W_S(Lm)),
+                 d_o, 1, tm->shell.probs, V, MP(tm, MT_B_S(Lm)));
+        if (tm->shell.logits)
+            memcpy(tm->shell.logits, tm->shell.probs, n_loss * V * sizeof(real));
+        fwm__pool_run(tm->shell.pool, mnm_loss_worker, tm);
         double sum = 0;
         for (size_t i = 0; i < n_loss; i++)
-            sum += tm->row_loss[i];
-        tm->loss_sum = sum;
-        tm->loss = sum / (double)n_loss;
+            sum += tm->shell.row_loss[i];
+        tm->shell.loss_sum = sum;
+        tm->shell.loss = sum / (double)n_loss;
     }
-    tm->objective = tm->loss + tm->config.meta_weight * tm->meta;
-    return tm->loss;
+    tm->objective = tm->shell.loss + tm->config.meta_weight * tm->meta;
+    return tm->shell.loss;
 }

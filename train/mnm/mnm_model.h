@@ -32,6 +32,7 @@
 #include "mnm/mnm_hparams.h"
 #include "param_layout.h"
 #include "thread_pool.h"
+#include "tm_shell.h" /* the shell every model begins with */
 #include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 typedef struct fwm__mnm_config {
@@ -42,7 +43,7 @@ typedef struct fwm__mnm_config {
     fwm__loss_mode loss_mode;
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
     double meta_weight;     /* lambda of the meta-objective (>= 0, finite) */
-    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int keep_logits;        /* also keep the loss rows' logits in tm->shell.logits (tests) */
     int forward_only;       /* no gradients, no backward buffers, no meta terms */
 } fwm__mnm_config;
 

@@ -2,10 +2,11 @@
  * real_template.h). No include guard on purpose. */
 
 typedef struct TM(fwm__mnm_tm) {
+    TM(fwm__tm_shell) shell;    /* first: what every architecture's model holds (tm_shell.h) */
     fwm__mnm_config config;     /* segment resolved */
     fwm_mnm_hparams hp;         /* = config.hp */
     fwm__tensor_layout layout;  /* fwm__mnm_tensor_at order */
-    size_t state_size;          /* per lane: h (H), c (H), r (d_v), then M^1..M^Lm row-major */
+    /* shell.state_size: per lane: h (H), c (H), r (d_v), then M^1..M^Lm row-major */
     size_t memory_size;         /* floats of M^1..M^Lm */
     size_t mem_offset[FWM_MNM_MAX_MEMORY_LAYERS]; /* layer l's matrix within M */
     size_t mem_rows[FWM_MNM_MAX_MEMORY_LAYERS], mem_cols[FWM_MNM_MAX_MEMORY_LAYERS];
@@ -14,13 +15,7 @@ typedef struct TM(fwm__mnm_tm) {
     size_t target_size;         /* targets of one head: (Lm - 1) D + d_v */
     int n_segments;
 
-    real *params;               /* [layout.total] */
-    real *grads;                /* [layout.total]; the backward pass accumulates here */
-    real *state;                /* [B][state_size], carried across calls */
-
     /* ---- activations of the last forward call (rows r = t*B + b) ---- */
-    int len;
-    uint32_t *x, *y;            /* [window*B] */
     real *input_table;          /* [V, 4H]: W_ih[:, :E] Emb[v] + b */
     real *gates;                /* [window*B, 4H]: i, f, z, o after their nonlinearities */
     real *hs, *cs;              /* [(window+1)*B, H]: before step 0 (rows 0..B-1), then t */
@@ -31,18 +26,11 @@ typedef struct TM(fwm__mnm_tm) {
     real *targets;              /* [window*B, Nh * target_size] */
     real *m_checkpoints;        /* [B][n_segments][memory_size]: M before steps 0, seg, 2 seg.. */
     real *metas;                /* [window*B]: m_t, 0 at padding inputs */
-    int *loss_rows;             /* [window*B] */
-    int n_loss_rows;
     long n_meta_rows;           /* positions whose input is not padding (training only) */
     real *hr_selected;          /* [window*B, H + d_v]: [h; r] of the loss rows */
     real *y_selected;           /* [window*B, d_o] */
-    real *probs;                /* [window*B, V] */
-    real *logits;               /* [window*B, V] if config.keep_logits */
-    double *row_loss;           /* [window*B] */
-    double loss_sum, loss;      /* cross entropy: sum and mean over the loss rows */
     double meta_sum, meta;      /* meta terms: sum and mean over the non-padding positions */
     double objective;           /* loss + meta_weight * meta (own denominators) */
-    long loss_denominator;      /* 0 = n_loss_rows */
     long meta_denominator;      /* 0 = n_meta_rows */
 
     /* ---- backward scratch ---- */
@@ -54,8 +42,6 @@ typedef struct TM(fwm__mnm_tm) {
     real *d_table;              /* [V, 4H] */
     real *thread_scratch;
     size_t scratch_floats;
-
-    fwm__pool *pool;            /* borrowed; NULL = one thread */
 } TM(fwm__mnm_tm);
 
 /* Allocate a model with zero parameters, gradients and state. FWM_ERR_INVALID_ARGUMENT (sizes, a
@@ -63,9 +49,8 @@ typedef struct TM(fwm__mnm_tm) {
 fwm_status TM(fwm__mnm_tm_create)(const fwm__mnm_config *config, fwm__pool *pool,
                                   TM(fwm__mnm_tm) **out, fwm_error *err);
 void TM(fwm__mnm_tm_free)(TM(fwm__mnm_tm) *tm);
-/* Every lane to the reset state: h = c = r = 0 and M the initial memory of tm->params. */
+/* Every lane to the reset state: h = c = r = 0 and M the initial memory of tm->shell.params. */
 void TM(fwm__mnm_tm_reset_state)(TM(fwm__mnm_tm) *tm);
-void TM(fwm__mnm_tm_zero_grads)(TM(fwm__mnm_tm) *tm);
 
 /* One window, as fwm__tm_forward: x and y are [B][len] lane-major; returns the mean task loss
  * (tm->objective has the meta term too). */
@@ -73,6 +58,6 @@ double TM(fwm__mnm_tm_forward)(TM(fwm__mnm_tm) *tm, const uint32_t *x, const uin
                                int len);
 
 /* Gradients of the last forward call's loss_sum / loss_denominator + meta_weight * meta_sum /
- * meta_denominator, added to tm->grads (truncated BPTT: nothing flows into the carried state).
+ * meta_denominator, added to tm->shell.grads (truncated BPTT: nothing flows into the carried state).
  * The initial memory's gradient stays zero. */
 void TM(fwm__mnm_tm_backward)(TM(fwm__mnm_tm) *tm);

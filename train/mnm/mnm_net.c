@@ -29,6 +29,12 @@ static void mnm_set_meta_denominator(void *impl, long meta_denominator)
     ((fwm__mnm_tm_f32 *)impl)->meta_denominator = meta_denominator;
 }
 
+/* Its reset state is not all zero (tm_shell.h). */
+static void mnm_reset_state(void *impl)
+{
+    fwm__mnm_tm_reset_state_f32(impl);
+}
+
 FWM__NET_TYPED_MODEL(mnm, fwm__mnm_config, fwm__mnm_tm_, fwm__mnm_init_weights)
 
 const fwm__net_ops fwm__net_ops_mnm = {
@@ -37,7 +43,6 @@ const fwm__net_ops fwm__net_ops_mnm = {
     .destroy = mnm_destroy,
     .forward = mnm_forward,
     .backward = mnm_backward,
-    .zero_grads = mnm_zero_grads,
     .reset_state = mnm_reset_state,
     .init_weights = mnm_init_weights,
     .segment = mnm_segment,

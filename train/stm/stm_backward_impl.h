@@ -7,7 +7,7 @@
  * are walked back: a loss row's head adds to the gradient of Mr, a core step maps the gradients of
  * the memories after it to those before it (and to the parameters and its input, the word's
  * embedding or the sentence's encoder), a reset passes them to the initial memories and clears
- * them. Each thread adds into its own gradient buffer; the buffers are added into tm->grads in
+ * them. Each thread adds into its own gradient buffer; the buffers are added into tm->shell.grads in
  * thread order. The gradients of held tensors (alpha1 and alpha3 with fix_alpha, Z without
  * train_output) are left out.
  */
@@ -39,7 +39,7 @@ static void stm_input_backward(const TM(fwm__stm_tm) *tm, size_t row, const real
     real *demb = SG(g, tm, ST_EMB);
     if (!tm->sentence) {
         for (size_t i = 0; i < E; i++)
-            demb[(size_t)tm->x[row] * E + i] += dx[i];
+            demb[(size_t)tm->shell.x[row] * E + i] += dx[i];
         return;
     }
     const real *emb = SP(tm, ST_EMB), *pos = SP(tm, ST_POS);
@@ -403,7 +403,7 @@ static void stm_backward_worker(void *ctx_pointer, int index, int threads)
                         Mr = src == -1 ? snaps + (size_t)seg * mem + dd : SP(tm, ST_MR0(tm));
                     }
                     const real *head = tm->heads + (size_t)li * o->head_total;
-                    const real *dlog = tm->probs + (size_t)li * V;
+                    const real *dlog = tm->shell.probs + (size_t)li * V;
                     if (tm->sentence)
                         stm_answer_backward(tm, row, head, dlog, Mr, dMr, sc, g);
                     else
@@ -430,17 +430,17 @@ static void stm_backward_worker(void *ctx_pointer, int index, int threads)
 
 void TM(fwm__stm_tm_backward)(TM(fwm__stm_tm) *tm)
 {
-    if (!tm->grads || tm->n_loss_rows == 0)
+    if (!tm->shell.grads || tm->shell.n_loss_rows == 0)
         return;
     size_t V = tm->hp.vocab_size;
-    long denominator = tm->loss_denominator > 0 ? tm->loss_denominator : tm->n_loss_rows;
+    long denominator = tm->shell.loss_denominator > 0 ? tm->shell.loss_denominator : tm->shell.n_loss_rows;
     real scale = (real)(1.0 / (double)denominator);
-    for (int i = 0; i < tm->n_loss_rows; i++)
-        softmax_ce_backward(tm->probs + (size_t)i * V, V, tm->y[tm->loss_rows[i]], scale);
-    int threads = fwm__pool_size(tm->pool);
+    for (int i = 0; i < tm->shell.n_loss_rows; i++)
+        softmax_ce_backward(tm->shell.probs + (size_t)i * V, V, tm->shell.y[tm->shell.loss_rows[i]], scale);
+    int threads = fwm__pool_size(tm->shell.pool);
     memset(tm->thread_grads, 0, (size_t)threads * tm->layout.total * sizeof(real));
-    TM(stm_ctx) ctx = {tm, tm->len};
-    fwm__pool_run(tm->pool, stm_backward_worker, &ctx);
+    TM(stm_ctx) ctx = {tm, tm->shell.len};
+    fwm__pool_run(tm->shell.pool, stm_backward_worker, &ctx);
     for (int k = 0; k < threads; k++) { /* the held tensors */
         real *g = tm->thread_grads + (size_t)k * tm->layout.total;
         if (tm->config.fix_alpha) {
@@ -450,7 +450,7 @@ void TM(fwm__stm_tm_backward)(TM(fwm__stm_tm) *tm)
         if (tm->sentence && !tm->config.train_output)
             memset(SG(g, tm, ST_Z(tm)), 0, tm->layout.size[ST_Z(tm)] * sizeof(real));
     }
-    /* tm->grads += the threads' buffers, added in thread order */
-    par_colsum(tm->pool, tm->thread_grads, (size_t)threads, tm->layout.total, tm->layout.total,
-               tm->grads, NULL);
+    /* tm->shell.grads += the threads' buffers, added in thread order */
+    par_colsum(tm->shell.pool, tm->thread_grads, (size_t)threads, tm->layout.total, tm->layout.total,
+               tm->shell.grads, NULL);
 }

@@ -46,28 +46,24 @@
 #define ST_G2B(tm) (ST_HEAD(tm) + 1)
 #define ST_G3(tm) (ST_HEAD(tm) + 2)
 #define ST_G3B(tm) (ST_HEAD(tm) + 3)
-#define SP(tm, k) ((tm)->params + (tm)->layout.offset[k])
+#define SP(tm, k) ((tm)->shell.params + (tm)->layout.offset[k])
 
 void TM(fwm__stm_tm_free)(TM(fwm__stm_tm) *tm)
 {
     if (!tm)
         return;
-    real *buffers[] = {tm->params,    tm->grads,        tm->state,         tm->heads,
-                       tm->probs,     tm->logits,       tm->snapshots,     tm->thread_acts,
-                       tm->thread_scratch, tm->thread_grads};
+    real *buffers[] = {tm->heads, tm->snapshots, tm->thread_acts, tm->thread_scratch,
+                       tm->thread_grads};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
-    free(tm->x);
-    free(tm->y);
     free(tm->act);
     free(tm->words);
     free(tm->n_words);
-    free(tm->loss_rows);
     free(tm->loss_index);
-    free(tm->row_loss);
     free(tm->segment_start);
     free(tm->n_segments);
     free(tm->thread_source);
+    TM(fwm__tm_shell_free)(&tm->shell);
     free(tm);
 }
 
@@ -90,13 +86,12 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY, "stm trainer model: out of memory");
     tm->config = *config;
     tm->hp = *hp;
-    tm->pool = pool;
     tm->sentence = hp->input_mode == FWM_STM_INPUT_SENTENCE;
     fwm__tensor_layout_init(&tm->layout, &(fwm__model_spec){.arch = FWM_ARCH_STM, .stm = *hp});
     fwm__stm_offsets_init(&tm->off, hp);
     size_t V = hp->vocab_size, P = hp->sentence_length;
     tm->mem_floats = (size_t)fwm__stm_hparams_state_floats(hp);
-    tm->state_size = tm->mem_floats + (size_t)fwm__stm_state_words(hp);
+    tm->shell.state_size = tm->mem_floats + (size_t)fwm__stm_state_words(hp);
     size_t B = (size_t)config->lanes, W = (size_t)config->window, rows = W * B;
     int backward = !config->forward_only;
     size_t K = (size_t)config->segment;
@@ -113,32 +108,24 @@ fwm_status TM(fwm__stm_tm_create)(const fwm__stm_config *config, fwm__pool *pool
     tm->max_segments = (int)((W + K - 1) / K);
     size_t threads = (size_t)fwm__pool_size(pool);
     int failed = 0;
-    tm->params = alloc_reals(tm->layout.total, &failed);
-    tm->state = alloc_reals(B * tm->state_size, &failed);
+    TM(fwm__tm_shell_alloc)(&tm->shell, &FWM__TM_SHELL_SIZES(config, tm->layout.total, V), pool,
+                            &failed);
     tm->heads = alloc_reals(rows * tm->off.head_total, &failed);
-    tm->probs = alloc_reals(rows * V, &failed);
-    if (config->keep_logits)
-        tm->logits = alloc_reals(rows * V, &failed);
     if (backward) {
-        tm->grads = alloc_reals(tm->layout.total, &failed);
         tm->snapshots = alloc_reals(B * (size_t)tm->max_segments * tm->mem_floats, &failed);
         tm->thread_grads = alloc_reals(threads * tm->layout.total, &failed);
     }
     tm->thread_acts = alloc_reals(threads * K * tm->off.act_total, &failed);
     tm->thread_scratch = alloc_reals(threads * tm->off.scratch_total, &failed);
-    tm->x = calloc(rows, sizeof *tm->x);
-    tm->y = calloc(rows, sizeof *tm->y);
     tm->act = calloc(rows, 1);
     tm->words = calloc(tm->sentence ? rows * P : 1, sizeof *tm->words);
     tm->n_words = calloc(rows, sizeof *tm->n_words);
-    tm->loss_rows = calloc(rows, sizeof *tm->loss_rows);
     tm->loss_index = calloc(rows, sizeof *tm->loss_index);
-    tm->row_loss = calloc(rows, sizeof *tm->row_loss);
     tm->segment_start = calloc(B * (size_t)tm->max_segments, sizeof *tm->segment_start);
     tm->n_segments = calloc(B, sizeof *tm->n_segments);
     tm->thread_source = calloc(threads * W, sizeof *tm->thread_source);
-    if (failed || !tm->x || !tm->y || !tm->act || !tm->words || !tm->n_words || !tm->loss_rows ||
-        !tm->loss_index || !tm->row_loss || !tm->segment_start || !tm->n_segments ||
+    if (failed || !tm->act || !tm->words || !tm->n_words ||
+        !tm->loss_index || !tm->segment_start || !tm->n_segments ||
         !tm->thread_source) {
         TM(fwm__stm_tm_free)(tm);
         return fwm__error(err, FWM_ERR_OUT_OF_MEMORY,
@@ -154,18 +141,12 @@ void TM(fwm__stm_tm_reset_state)(TM(fwm__stm_tm) *tm)
 {
     size_t dd = (size_t)fwm__stm_item_floats(&tm->hp), rel = tm->mem_floats - dd;
     for (size_t b = 0; b < (size_t)tm->config.lanes; b++) {
-        real *lane = tm->state + b * tm->state_size;
+        real *lane = tm->shell.state + b * tm->shell.state_size;
         memcpy(lane, SP(tm, ST_MI0(tm)), dd * sizeof(real));
         memcpy(lane + dd, SP(tm, ST_MR0(tm)), rel * sizeof(real));
-        for (size_t i = tm->mem_floats; i < tm->state_size; i++)
+        for (size_t i = tm->mem_floats; i < tm->shell.state_size; i++)
             lane[i] = 0;
     }
-}
-
-void TM(fwm__stm_tm_zero_grads)(TM(fwm__stm_tm) *tm)
-{
-    if (tm->grads)
-        memset(tm->grads, 0, tm->layout.total * sizeof(real));
 }
 
 /* ---- kernels --------------------------------------------------------------------------------- */
@@ -386,7 +367,7 @@ static void stm_classify(TM(fwm__stm_tm) *tm, int len)
     const fwm_stm_hparams *hp = &tm->hp;
     size_t B = (size_t)tm->config.lanes, P = hp->sentence_length;
     for (size_t b = 0; b < B; b++) {
-        real *ints = tm->state + b * tm->state_size + tm->mem_floats; /* P words, length, slot */
+        real *ints = tm->shell.state + b * tm->shell.state_size + tm->mem_floats; /* P words, length, slot */
         uint32_t buffer[FWM_STM_MAX_SENTENCE_LENGTH], length = 0, slot = 0;
         if (tm->sentence) {
             for (size_t k = 0; k < P; k++)
@@ -396,7 +377,7 @@ static void stm_classify(TM(fwm__stm_tm) *tm, int len)
         }
         for (size_t t = 0; t < (size_t)len; t++) {
             size_t row = t * B + b;
-            uint32_t token = tm->x[row];
+            uint32_t token = tm->shell.x[row];
             uint8_t act = 0;
             tm->n_words[row] = 0;
             int reset = hp->reset_on_eos && token == hp->eos_token_id;
@@ -449,7 +430,7 @@ static inline void stm_step_input(const TM(fwm__stm_tm) *tm, size_t row, real *x
     if (tm->sentence)
         stm_encode(tm, row, x);
     else
-        memcpy(x, SP(tm, ST_EMB) + (size_t)tm->x[row] * E, E * sizeof(real));
+        memcpy(x, SP(tm, ST_EMB) + (size_t)tm->shell.x[row] * E, E * sizeof(real));
 }
 
 static void stm_forward_worker(void *ctx_pointer, int index, int threads)
@@ -466,7 +447,7 @@ static void stm_forward_worker(void *ctx_pointer, int index, int threads)
     size_t b0, b1;
     fwm__pool_range(B, index, threads, &b0, &b1);
     for (size_t b = b0; b < b1; b++) {
-        real *Mi = tm->state + b * tm->state_size, *Mr = Mi + dd;
+        real *Mi = tm->shell.state + b * tm->shell.state_size, *Mr = Mi + dd;
         real *snaps = training ? tm->snapshots + b * (size_t)tm->max_segments * mem : NULL;
         int *starts = tm->segment_start + b * (size_t)tm->max_segments;
         int seg = 0;
@@ -495,7 +476,7 @@ static void stm_forward_worker(void *ctx_pointer, int index, int threads)
             int li = tm->loss_index[row];
             if (li >= 0) {
                 real *head = tm->heads + (size_t)li * o->head_total;
-                real *logits = tm->probs + (size_t)li * V;
+                real *logits = tm->shell.probs + (size_t)li * V;
                 if (tm->sentence)
                     stm_answer_head(tm, row, Mr, head, logits, scratch);
                 else
@@ -515,51 +496,51 @@ static void stm_loss_worker(void *ctx_pointer, int index, int threads)
     TM(stm_loss_ctx) *ctx = ctx_pointer;
     TM(fwm__stm_tm) *tm = ctx->tm;
     size_t V = tm->hp.vocab_size, i0, i1;
-    fwm__pool_range((size_t)tm->n_loss_rows, index, threads, &i0, &i1);
+    fwm__pool_range((size_t)tm->shell.n_loss_rows, index, threads, &i0, &i1);
     for (size_t i = i0; i < i1; i++)
-        tm->row_loss[i] = softmax_ce_forward(tm->probs + i * V, V, tm->y[tm->loss_rows[i]]);
+        tm->shell.row_loss[i] = softmax_ce_forward(tm->shell.probs + i * V, V, tm->shell.y[tm->shell.loss_rows[i]]);
 }
 
 double TM(fwm__stm_tm_forward)(TM(fwm__stm_tm) *tm, const uint32_t *x, const uint32_t *y, int len)
 {
     const fwm_stm_hparams *hp = &tm->hp;
     size_t B = (size_t)tm->config.lanes, V = hp->vocab_size;
-    tm->len = len;
+    tm->shell.len = len;
     for (size_t t = 0; t < (size_t)len; t++)
         for (size_t b = 0; b < B; b++) {
             size_t row = t * B + b;
-            tm->x[row] = x[b * (size_t)len + t];
-            tm->y[row] = y[b * (size_t)len + t];
+            tm->shell.x[row] = x[b * (size_t)len + t];
+            tm->shell.y[row] = y[b * (size_t)len + t];
         }
     /* 1. the bookkeeping, then the loss rows */
     stm_classify(tm, len);
-    tm->n_loss_rows = 0;
+    tm->shell.n_loss_rows = 0;
     for (size_t row = 0; row < (size_t)len * B; row++) {
         int loss = tm->sentence
-                       ? (tm->act[row] & FWM__STM_ACT_ANSWER) && tm->y[row] != hp->padding_token_id
+                       ? (tm->act[row] & FWM__STM_ACT_ANSWER) && tm->shell.y[row] != hp->padding_token_id
                        : fwm__is_loss_position(tm->config.loss_mode, tm->config.loss_token_id,
-                                               hp->padding_token_id, tm->x[row], tm->y[row]);
-        tm->loss_index[row] = loss ? tm->n_loss_rows : -1;
+                                               hp->padding_token_id, tm->shell.x[row], tm->shell.y[row]);
+        tm->loss_index[row] = loss ? tm->shell.n_loss_rows : -1;
         if (loss)
-            tm->loss_rows[tm->n_loss_rows++] = (int)row;
+            tm->shell.loss_rows[tm->shell.n_loss_rows++] = (int)row;
     }
     /* 2. the lanes */
     TM(stm_ctx) ctx = {tm, len};
-    fwm__pool_run(tm->pool, stm_forward_worker, &ctx);
+    fwm__pool_run(tm->shell.pool, stm_forward_worker, &ctx);
     /* 3. the loss */
-    tm->loss = 0;
-    tm->loss_sum = 0;
-    if (tm->n_loss_rows == 0)
+    tm->shell.loss = 0;
+    tm->shell.loss_sum = 0;
+    if (tm->shell.n_loss_rows == 0)
         return 0;
-    size_t n_loss = (size_t)tm->n_loss_rows;
-    if (tm->logits)
-        memcpy(tm->logits, tm->probs, n_loss * V * sizeof(real));
+    size_t n_loss = (size_t)tm->shell.n_loss_rows;
+    if (tm->shell.logits)
+        memcpy(tm->shell.logits, tm->shell.probs, n_loss * V * sizeof(real));
     TM(stm_loss_ctx) lctx = {tm};
-    fwm__pool_run(tm->pool, stm_loss_worker, &lctx);
+    fwm__pool_run(tm->shell.pool, stm_loss_worker, &lctx);
     double sum = 0;
     for (size_t i = 0; i < n_loss; i++)
-        sum += tm->row_loss[i];
-    tm->loss_sum = sum;
-    tm->loss = sum / (double)n_loss;
-    return tm->loss;
+        sum += tm->shell.row_loss[i];
+    tm->shell.loss_sum = sum;
+    tm->shell.loss = sum / (double)n_loss;
+    return tm->shell.loss;
 }

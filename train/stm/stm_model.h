@@ -39,6 +39,7 @@
 #include "param_layout.h"
 #include "stm/stm_hparams.h"
 #include "thread_pool.h"
+#include "tm_shell.h" /* the shell every model begins with */
 #include "model_common.h" /* fwm__loss_mode, fwm__is_loss_position */
 
 typedef struct fwm__stm_config {
@@ -50,7 +51,7 @@ typedef struct fwm__stm_config {
     uint32_t loss_token_id; /* QM mode: the input token at which loss is taken ("?") */
     int fix_alpha;          /* hold alpha1 and alpha3 (the authors' bAbI setting) */
     int train_output;       /* sentence mode: train the output matrix Z (the authors hold it) */
-    int keep_logits;        /* also keep the loss rows' logits in tm->logits (tests) */
+    int keep_logits;        /* also keep the loss rows' logits in tm->shell.logits (tests) */
     int forward_only;       /* no gradients, no backward buffers, no snapshots */
 } fwm__stm_config;
 

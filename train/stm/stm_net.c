@@ -29,6 +29,12 @@ static int stm_segment(const fwm__net *net)
     return net->config.forward_only ? 0 : ((const fwm__stm_tm_f32 *)net->impl)->segment;
 }
 
+/* Its reset state is not all zero (tm_shell.h). */
+static void stm_reset_state(void *impl)
+{
+    fwm__stm_tm_reset_state_f32(impl);
+}
+
 FWM__NET_TYPED_MODEL(stm, fwm__stm_config, fwm__stm_tm_, fwm__stm_init_weights)
 
 const fwm__net_ops fwm__net_ops_stm = {
@@ -37,7 +43,6 @@ const fwm__net_ops fwm__net_ops_stm = {
     .destroy = stm_destroy,
     .forward = stm_forward,
     .backward = stm_backward,
-    .zero_grads = stm_zero_grads,
     .reset_state = stm_reset_state,
     .init_weights = stm_init_weights,
     .segment = stm_segment,
