@@ -47,6 +47,7 @@ for f in include/fwm/fwm.h include/fwm/fwm_client.h include/fwm/fwm_protocol.h i
          share/fwm/models/stm-babi.gguf share/fwm/models/lstm-small-babi-qm.gguf \
          share/fwm/models/mnm-babi-qm.gguf share/fwm/models/gfw-babi-qm.gguf share/fwm/models/stm-word-babi-qm.gguf \
          share/fwm/models/mnm-babi-lm.gguf share/fwm/models/lstm-small-babi-lm.gguf \
+         share/fwm/models/fwm-austen.gguf share/fwm/models/lstm-austen.gguf \
          share/fwm/www/index.html share/fwm/www/app.js share/fwm/www/client/browser.js \
          bin/fwm-serve bin/fwm-cli bin/fwm-run bin/fwm-inspect bin/fwm-init bin/fwm-train bin/fwm-eval; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""test_text_recipe.py - the README's "Your own text" recipe, run as written on a tiny corpus.
+"""test_text_recipe.py - the README's text recipe ("English prose, and your own text"), run as
+written on a tiny corpus.
 
 The commands between the README's text-recipe markers are run by bash from the source root with
 three substitutions, and only these: TEXT points at a small generated folder, `--vocab-size
