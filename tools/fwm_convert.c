@@ -14,6 +14,7 @@
 #include "convert_bf16.h"
 #include "fwm/fwm.h"
 #include "fwm_alloc.h"
+#include "read_file.h"
 #include "writer_common.h"
 
 #define MAX_ONLY 64
@@ -29,41 +30,6 @@ static void usage(FILE *out) {
             "stay F32. OUT has its own checksum and fingerprint (docs/FORMAT.md, section 4).\n"
             "\n"
             "Exit status: 0 written, 1 refused (reason on stderr; OUT untouched), 2 usage error.\n");
-}
-
-static int read_file(const char *path, uint8_t **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "fwm-convert: cannot open '%s': %s\n", path, strerror(errno));
-        return 0;
-    }
-    size_t capacity = 1 << 16, used = 0;
-    uint8_t *buf = malloc(capacity);
-    while (buf) {
-        if (used == capacity) {
-            uint8_t *grown = capacity > SIZE_MAX / 2 ? NULL : realloc(buf, capacity * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            capacity *= 2;
-        }
-        size_t n = fread(buf + used, 1, capacity - used, f);
-        used += n;
-        if (n == 0) break;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf || failed) {
-        fprintf(stderr, "fwm-convert: cannot read '%s': %s\n", path, buf ? "read error" : "out of memory");
-        free(buf);
-        return 0;
-    }
-    *data = buf;
-    *size = used;
-    return 1;
 }
 
 int main(int argc, char **argv) {
@@ -103,7 +69,7 @@ int main(int argc, char **argv) {
     }
     uint8_t *in = NULL;
     size_t size = 0;
-    if (!read_file(paths[0], &in, &size)) return 1;
+    if (!fwm__tool_read_file("fwm-convert", paths[0], &in, &size)) return 1;
     fwm_error err;
     fwm_model *model = NULL;
     fwm_status st = fwm_model_load_from_buffer(in, size, NULL, &model, &err);

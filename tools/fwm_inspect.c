@@ -18,6 +18,7 @@
 #include "gguf_reader.h"
 #include "lstm/lstm_schema.h"
 #include "mnm/mnm_schema.h"
+#include "read_file.h"
 #include "schema_common.h"
 #include "stm/stm_schema.h"
 
@@ -32,43 +33,6 @@ static void usage(FILE *out) {
             "state size, and verify its tensor-data checksum and fingerprint; with --vocab, list\n"
             "the words the model knows instead, \"ID<TAB>WORD\" per line.\n"
             "Exit status: 0 valid, 1 bad file or mismatch (reason on stderr), 2 usage error.\n");
-}
-
-/* Read the whole file into memory. */
-static int read_file(const char *path, uint8_t **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "fwm-inspect: cannot open '%s': %s\n", path, strerror(errno));
-        return 0;
-    }
-    size_t capacity = 1 << 16, used = 0;
-    uint8_t *buf = malloc(capacity);
-    while (buf) {
-        if (used == capacity) {
-            uint8_t *grown = capacity > SIZE_MAX / 2 ? NULL : realloc(buf, capacity * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            capacity *= 2;
-        }
-        size_t n = fread(buf + used, 1, capacity - used, f);
-        used += n;
-        if (n == 0) break;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf || failed) {
-        fprintf(stderr, "fwm-inspect: cannot read '%s': %s\n", path,
-                buf ? "read error" : "out of memory");
-        free(buf);
-        return 0;
-    }
-    *data = buf;
-    *size = used;
-    return 1;
 }
 
 static void print_string(const char *s, uint64_t length) {
@@ -407,7 +371,7 @@ int main(int argc, char **argv) {
     const char *path = argv[1];
     uint8_t *data;
     size_t size;
-    if (!read_file(path, &data, &size)) return 1;
+    if (!fwm__tool_read_file("fwm-inspect", path, &data, &size)) return 1;
 
     fwm_gguf_file file;
     fwm_error err;
