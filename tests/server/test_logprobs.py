@@ -376,8 +376,9 @@ def case_austen(env):
     paths = [os.path.join(env.source_root, "models", name) for _, name in AUSTEN_MODELS]
     server = env.start(paths)
     c = Client(server.address)
-    names = [m["name"] for m in c.call("hello")["models"]]
-    check_eq([m["tokenizer"] for m in c.call("hello")["models"]], ["text", "text"], "both read any text")
+    served = c.call("hello")["models"]
+    names = [m["name"] for m in served]
+    check_eq([m["tokenizer"] for m in served], ["text", "text"], "both read any text")
     perplexities = {}
     for (arch, _), path, name in zip(AUSTEN_MODELS, paths, names):
         vocab, _, logits = reference_of(path)
