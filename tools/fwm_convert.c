@@ -4,7 +4,6 @@
  * loaded (and so checked, checksum and fingerprint included) first, and the output is loaded back
  * before it is written, atomically: a refused conversion leaves OUT as it was. Exit status 0 done,
  * 1 refused (the reason on stderr), 2 usage error. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,6 @@
  * file or a mismatch; 2 for a usage error. Works on the format layer alone (model_format/), without
  * loading the runtime. `fwm-inspect --vocab MODEL` lists the model's words instead, one per line
  * with its id (what a model without <unk> can read). */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
